@@ -1,0 +1,203 @@
+/**
+ * RFC 8785 JSON Canonicalization Scheme (JCS).
+ *
+ * Input must be plain JSON data: null, booleans, finite numbers, strings, arrays, and plain objects
+ * (prototype Object.prototype or null). Anything else is rejected with a `CANONICAL_JSON` error that
+ * names the offending path. `__proto__` keys are rejected (they change meaning across parsers).
+ */
+import { WritError } from "./errors.js";
+
+/** Serialises a plain JSON value in RFC 8785 canonical form. */
+export function canonicalize(value: unknown): string {
+  return ser(value, "$", 0);
+}
+
+const MAX_DEPTH = 256;
+
+function fail(path: string, what: string): never {
+  throw new WritError("CANONICAL_JSON", `cannot canonicalise ${path}: ${what}`, { details: { path } });
+}
+
+function ser(v: unknown, path: string, depth: number): string {
+  if (depth > MAX_DEPTH) fail(path, `nesting deeper than ${MAX_DEPTH}`);
+  switch (typeof v) {
+    case "string":
+      return JSON.stringify(v);
+    case "number":
+      if (!Number.isFinite(v)) fail(path, `non-finite number ${String(v)}`);
+      // ECMAScript Number serialisation is the one RFC 8785 mandates; -0 serialises as 0.
+      return JSON.stringify(v);
+    case "boolean":
+      return v ? "true" : "false";
+    case "object": {
+      if (v === null) return "null";
+      if (Array.isArray(v)) {
+        if (Object.getPrototypeOf(v) !== Array.prototype) fail(path, "array with a foreign prototype");
+        let out = "[";
+        for (let i = 0; i < v.length; i++) {
+          if (!(i in v)) fail(`${path}[${i}]`, "sparse array hole");
+          if (i > 0) out += ",";
+          out += ser(v[i], `${path}[${i}]`, depth + 1);
+        }
+        return out + "]";
+      }
+      const proto: unknown = Object.getPrototypeOf(v);
+      if (proto !== Object.prototype && proto !== null) {
+        const name = (v as { constructor?: { name?: string } }).constructor?.name ?? "unknown";
+        fail(path, `non-plain value (${name})`);
+      }
+      if (Object.getOwnPropertySymbols(v).length > 0) fail(path, "symbol-keyed property");
+      const keys = Object.keys(v);
+      // RFC 8785 3.2.3: sort by UTF-16 code units, which is JS's default string comparison.
+      keys.sort();
+      let out = "{";
+      let first = true;
+      for (const k of keys) {
+        if (k === "__proto__") fail(path, "__proto__ key");
+        const desc = Object.getOwnPropertyDescriptor(v, k);
+        if (desc === undefined || !("value" in desc)) fail(`${path}.${k}`, "accessor property");
+        const item: unknown = desc.value;
+        if (item === undefined) fail(`${path}.${k}`, "undefined value");
+        if (!first) out += ",";
+        first = false;
+        out += JSON.stringify(k) + ":" + ser(item, `${path}.${k}`, depth + 1);
+      }
+      return out + "}";
+    }
+    case "undefined":
+      return fail(path, "undefined value");
+    case "bigint":
+      return fail(path, "bigint value");
+    default:
+      return fail(path, `${typeof v} value`);
+  }
+}
+
+/**
+ * Parses JSON text strictly: duplicate keys and `__proto__` keys are rejected (JSON.parse keeps the
+ * last duplicate silently). Returns plain data suitable for {@link canonicalize}.
+ */
+export function parseJsonStrict(text: string, maxDepth = 64): unknown {
+  const p = new StrictParser(text, maxDepth);
+  const v = p.value(0, "$");
+  p.ws();
+  if (p.i !== text.length) p.err("unexpected trailing characters");
+  return v;
+}
+
+class StrictParser {
+  i = 0;
+  constructor(
+    readonly s: string,
+    readonly maxDepth: number,
+  ) {}
+  err(msg: string): never {
+    throw new WritError("CANONICAL_JSON", `invalid JSON at offset ${this.i}: ${msg}`, { details: { offset: this.i } });
+  }
+  ws(): void {
+    const s = this.s;
+    while (this.i < s.length) {
+      const c = s.charCodeAt(this.i);
+      if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) this.i++;
+      else break;
+    }
+  }
+  value(depth: number, path: string): unknown {
+    if (depth > this.maxDepth) this.err(`nesting deeper than ${this.maxDepth}`);
+    this.ws();
+    const c = this.s[this.i];
+    if (c === "{") return this.object(depth, path);
+    if (c === "[") return this.array(depth, path);
+    if (c === '"') return this.string();
+    if (c === "t") return this.lit("true", true);
+    if (c === "f") return this.lit("false", false);
+    if (c === "n") return this.lit("null", null);
+    return this.number();
+  }
+  lit<T>(word: string, v: T): T {
+    if (this.s.startsWith(word, this.i)) {
+      this.i += word.length;
+      return v;
+    }
+    return this.err("unexpected token");
+  }
+  number(): number {
+    const m = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/.exec(this.s.slice(this.i, this.i + 400));
+    if (!m) this.err("unexpected token");
+    this.i += m[0].length;
+    const n = Number(m[0]);
+    if (!Number.isFinite(n)) this.err("number out of range");
+    return n;
+  }
+  string(): string {
+    const start = this.i;
+    this.i++;
+    const s = this.s;
+    while (this.i < s.length) {
+      const c = s.charCodeAt(this.i);
+      if (c === 0x22) {
+        this.i++;
+        try {
+          return JSON.parse(s.slice(start, this.i)) as string;
+        } catch {
+          this.i = start;
+          return this.err("invalid string");
+        }
+      }
+      if (c === 0x5c) this.i += 2;
+      else if (c < 0x20) this.err("control character in string");
+      else this.i++;
+    }
+    return this.err("unterminated string");
+  }
+  array(depth: number, path: string): unknown[] {
+    this.i++;
+    const out: unknown[] = [];
+    this.ws();
+    if (this.s[this.i] === "]") {
+      this.i++;
+      return out;
+    }
+    for (;;) {
+      out.push(this.value(depth + 1, `${path}[${out.length}]`));
+      this.ws();
+      const c = this.s[this.i++];
+      if (c === "]") return out;
+      if (c !== ",") {
+        this.i--;
+        this.err("expected , or ]");
+      }
+    }
+  }
+  object(depth: number, path: string): Record<string, unknown> {
+    this.i++;
+    const out: Record<string, unknown> = {};
+    const seen = new Set<string>();
+    this.ws();
+    if (this.s[this.i] === "}") {
+      this.i++;
+      return out;
+    }
+    for (;;) {
+      this.ws();
+      if (this.s[this.i] !== '"') this.err("expected a string key");
+      const k = this.string();
+      if (k === "__proto__") this.err(`__proto__ key at ${path}`);
+      if (seen.has(k)) this.err(`duplicate key ${JSON.stringify(k)} at ${path}`);
+      seen.add(k);
+      this.ws();
+      if (this.s[this.i++] !== ":") {
+        this.i--;
+        this.err("expected :");
+      }
+      out[k] = this.value(depth + 1, `${path}.${k}`);
+      this.ws();
+      const c = this.s[this.i++];
+      if (c === "}") return out;
+      if (c !== ",") {
+        this.i--;
+        this.err("expected , or }");
+      }
+    }
+  }
+}

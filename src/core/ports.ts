@@ -1,0 +1,50 @@
+/**
+ * Ports: everything the pure core needs from the outside world comes in through these interfaces.
+ * Node implementations live outside `src/core` (see `src/node/`).
+ */
+
+/** Wall-clock time and timers. Tests inject a frozen or manual clock. */
+export interface Clock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+  /** Calls `fn` after `ms`; returns a cancel function. */
+  setTimer(ms: number, fn: () => void): () => void;
+}
+
+/** Entropy. */
+export interface Random {
+  /** `n` cryptographically strong random bytes. */
+  bytes(n: number): Uint8Array;
+}
+
+/** A public key in JWK form (OKP / Ed25519). */
+export interface PublicJwk {
+  kty: "OKP";
+  crv: "Ed25519";
+  x: string;
+  kid?: string;
+  alg?: "EdDSA";
+  use?: "sig";
+}
+
+/** A private key in JWK form (OKP / Ed25519); `d` is secret. */
+export interface PrivateJwk extends PublicJwk {
+  d: string;
+}
+
+/**
+ * Cryptography. Synchronous by design: Node's implementations are synchronous and the boundary's
+ * hot path avoids needless promise hops. An adapter for a runtime with only async WebCrypto can
+ * precompute key handles and use a synchronous SHA-256.
+ */
+export interface CryptoPort {
+  sha256(data: Uint8Array): Uint8Array;
+  hmacSha256(key: Uint8Array, data: Uint8Array): Uint8Array;
+  /** Constant-time comparison of equal-length byte arrays (false when lengths differ). */
+  timingSafeEqual(a: Uint8Array, b: Uint8Array): boolean;
+  generateEd25519(): { privateJwk: PrivateJwk; publicJwk: PublicJwk };
+  /** Signs with a private JWK. Implementations may cache imported keys. */
+  signEd25519(privateJwk: PrivateJwk, data: Uint8Array): Uint8Array;
+  /** Verifies; never throws for bad signatures or malformed keys (returns false). */
+  verifyEd25519(publicJwk: PublicJwk, data: Uint8Array, signature: Uint8Array): boolean;
+}

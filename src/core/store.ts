@@ -1,0 +1,162 @@
+/**
+ * The Store port (SPEC 5). One contract, three implementations (memory, sqlite, postgres), one
+ * conformance suite (`runStoreConformance`).
+ *
+ * Rules every implementation keeps:
+ * - Every operation takes a scope; reads in another scope find nothing; writes to a record that
+ *   lives in another scope are refused (`SCOPE_VIOLATION` or `NOT_FOUND`), lists never leak.
+ * - `transact` is all-or-nothing: if `fn` throws (or a write fails), nothing it wrote is visible.
+ *   The promise resolves only once the transaction is durable (group commit may batch several).
+ * - Fenced writes (`fence` argument) succeed only while the invocation is `running` under that
+ *   exact owner and token; otherwise they throw `LeaseLostError` and write nothing.
+ * - Step status is monotonic: a settled step (`succeeded`, `failed`, `unknown`) never returns to
+ *   `started`; attempting it throws `CONFLICT`.
+ */
+import { WritError } from "./errors.js";
+import type {
+  Approval,
+  AttemptRecord,
+  Authority,
+  ConsumedDecision,
+  Fence,
+  IdempotencyRecord,
+  Invocation,
+  InvocationStatus,
+  JournalCheckpoint,
+  JournalEntry,
+  ReconciliationRecord,
+  ReconciliationStatus,
+  Scope,
+  StepCheckpoint,
+} from "./types.js";
+
+export interface Store {
+  /** `memory`, `sqlite`, `postgres`, or a custom name. */
+  readonly kind: string;
+  /** Applies pending numbered migrations; idempotent and safe to run concurrently. */
+  migrate(): Promise<void>;
+  /** Runs `fn` in one transaction. Rejects with `fn`'s error after rolling everything back. */
+  transact<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
+  /** Releases connections and file handles; further calls reject with `STORE_CLOSED`. */
+  close(): Promise<void>;
+  /**
+   * Optional wake-up hint (LISTEN/NOTIFY on PostgreSQL): `cb` runs when work may be available.
+   * Workers always keep polling; this only shortens the wait. Returns an unsubscribe function.
+   */
+  onWake?(cb: () => void): () => void;
+}
+
+export interface ListOptions {
+  limit?: number;
+}
+
+export interface InvocationFilter extends ListOptions {
+  status?: InvocationStatus;
+  /** Only invocations updated strictly after this id in (createdAt, invocationId) order. */
+  after?: string;
+}
+
+export interface ClaimOptions {
+  owner: string;
+  /** Fresh lease tokens, one per claimed invocation (the caller supplies entropy). */
+  tokens: string[];
+  now: number;
+  leaseMs: number;
+  limit: number;
+}
+
+export interface StoreTx {
+  /**
+   * Serialises transactions that touch the same logical keys (e.g. an idempotency key and a
+   * decision id) until this transaction ends. A no-op where transactions are already serial.
+   */
+  lock(scope: Scope, keys: string[]): Promise<void>;
+
+  // decisions
+  /** Records consumption; false (and no write) if this decision id was consumed before. */
+  consumeDecision(scope: Scope, rec: ConsumedDecision): Promise<boolean>;
+  getConsumedDecision(scope: Scope, decisionId: string): Promise<ConsumedDecision | null>;
+
+  // idempotency
+  getIdempotency(scope: Scope, action: string, idempotencyKey: string): Promise<IdempotencyRecord | null>;
+  /** Inserts or replaces the record for (scope, action, idempotencyKey). */
+  putIdempotency(scope: Scope, rec: IdempotencyRecord): Promise<void>;
+
+  // attempts
+  /** Inserts and returns the scope-ordered sequence number assigned to it. */
+  insertAttempt(scope: Scope, rec: AttemptRecord): Promise<number>;
+  /** Replaces an existing attempt (matched by attemptId within the scope); NOT_FOUND otherwise. */
+  updateAttempt(scope: Scope, rec: AttemptRecord): Promise<void>;
+  getAttempt(scope: Scope, attemptId: string): Promise<AttemptRecord | null>;
+  /** In insertion order. */
+  listAttempts(scope: Scope, opts?: ListOptions & { invocationId?: string; afterSeq?: number }): Promise<AttemptRecord[]>;
+
+  // journal
+  /** The last entry's seq and hash, or null for an empty journal. */
+  journalHead(scope: Scope): Promise<{ seq: number; hash: string } | null>;
+  /** Which of these entry ids already exist in the scope's journal. */
+  journalIdsPresent(scope: Scope, ids: string[]): Promise<Set<string>>;
+  /** Appends entries that continue the chain; a seq or id clash throws `CONFLICT`. */
+  insertJournal(scope: Scope, entries: JournalEntry[]): Promise<void>;
+  /** Entries with seq >= fromSeq, ascending. */
+  readJournal(scope: Scope, opts?: ListOptions & { fromSeq?: number }): Promise<JournalEntry[]>;
+  insertCheckpoint(scope: Scope, cp: JournalCheckpoint): Promise<void>;
+  listCheckpoints(scope: Scope): Promise<JournalCheckpoint[]>;
+
+  // invocations
+  /** Inserts; CONFLICT if (scope, action, idempotencyKey) or the id exists. */
+  insertInvocation(scope: Scope, inv: Invocation): Promise<void>;
+  getInvocation(scope: Scope, invocationId: string): Promise<Invocation | null>;
+  findInvocationByKey(scope: Scope, action: string, idempotencyKey: string): Promise<Invocation | null>;
+  /** Newest first. */
+  listInvocations(scope: Scope, filter?: InvocationFilter): Promise<Invocation[]>;
+  /**
+   * Replaces the invocation. With a fence, succeeds only while the stored row is `running` under
+   * the fence's owner and token (else `LeaseLostError`, nothing written). Without a fence it is an
+   * administrative write (admission, approvals, operator actions).
+   */
+  updateInvocation(scope: Scope, inv: Invocation, fence?: Fence): Promise<void>;
+  /** Throws `LeaseLostError` unless the invocation is `running` under this lease; holds it for the transaction. */
+  assertLease(scope: Scope, fence: Fence): Promise<void>;
+  /**
+   * Claims up to `limit` runnable invocations across all scopes: `queued` with runAt <= now, or
+   * `running` with an expired lease. Sets status `running`, leaseOwner, a fresh token, expiry,
+   * attemptCount + 1. Concurrent claimers never receive the same invocation.
+   */
+  claimInvocations(opts: ClaimOptions): Promise<Invocation[]>;
+  /** Extends every lease `owner` holds that has not expired; returns how many. */
+  heartbeat(owner: string, now: number, leaseMs: number): Promise<number>;
+  /** Earliest runAt among queued invocations (any scope), for worker sleep. */
+  nextRunAt(): Promise<number | null>;
+
+  // steps
+  getSteps(scope: Scope, invocationId: string): Promise<StepCheckpoint[]>;
+  /** Upserts by (scope, invocationId, stepIndex); monotonic (see above); fenced if `fence` given. */
+  putStep(scope: Scope, step: StepCheckpoint, fence?: Fence): Promise<void>;
+
+  // reconciliations
+  insertReconciliation(scope: Scope, rec: ReconciliationRecord): Promise<void>;
+  updateReconciliation(scope: Scope, rec: ReconciliationRecord): Promise<void>;
+  getReconciliation(scope: Scope, reconciliationId: string): Promise<ReconciliationRecord | null>;
+  listReconciliations(scope: Scope, opts?: ListOptions & { status?: ReconciliationStatus; invocationId?: string }): Promise<ReconciliationRecord[]>;
+
+  // authorities and approvals
+  putAuthority(scope: Scope, a: Authority): Promise<void>;
+  getAuthority(scope: Scope, authorityRef: string): Promise<Authority | null>;
+  listAuthorities(scope: Scope, opts?: ListOptions): Promise<Authority[]>;
+  putApproval(scope: Scope, a: Approval): Promise<void>;
+  getApproval(scope: Scope, approvalId: string): Promise<Approval | null>;
+  listApprovals(scope: Scope, opts?: ListOptions & { status?: Approval["status"] }): Promise<Approval[]>;
+}
+
+/** True when a record lives in the given scope. */
+export function sameScope(scope: Scope, rec: { tenantId: string; spaceId: string }): boolean {
+  return scope.tenantId === rec.tenantId && scope.spaceId === rec.spaceId;
+}
+
+/** Throws `SCOPE_VIOLATION` if a record's scope differs from the operation's scope. */
+export function assertScope(scope: Scope, rec: { tenantId: string; spaceId: string }, what: string): void {
+  if (!sameScope(scope, rec)) {
+    throw new WritError("SCOPE_VIOLATION", `${what} belongs to another scope than the one this operation runs in`);
+  }
+}

@@ -1,0 +1,279 @@
+/** Core data types (SPEC section 2). Every stored record carries its scope. */
+
+export interface Scope {
+  tenantId: string;
+  spaceId: string;
+}
+
+export const ACTOR_TYPES = ["agent", "user", "service"] as const;
+export type ActorType = (typeof ACTOR_TYPES)[number];
+
+export interface Actor {
+  type: ActorType;
+  id: string;
+}
+
+/** JSON data as stored and hashed. */
+export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+
+/** A request to run one action (SPEC 2). Its digest binds a decision to it. */
+export interface ActionRequest {
+  tenantId: string;
+  spaceId: string;
+  action: string;
+  actionVersion: string;
+  actor: Actor;
+  authorityRef: string;
+  params: { [k: string]: Json };
+  idempotencyKey: string;
+}
+
+export const DECISION_RESULTS = ["ALLOW", "DENY", "REQUIRE_APPROVAL"] as const;
+export type DecisionResult = (typeof DECISION_RESULTS)[number];
+
+/** The signed payload of a decision token. */
+export interface DecisionPayload {
+  v: 1;
+  decisionId: string;
+  result: DecisionResult;
+  requestDigest: string;
+  tenantId: string;
+  spaceId: string;
+  authorityRef: string;
+  policyRef: string;
+  approvalRef?: string;
+  /** Epoch milliseconds. */
+  issuedAt: number;
+  reasons: string[];
+}
+
+export const AUTHORITY_STATUSES = ["active", "suspended", "revoked"] as const;
+export type AuthorityStatus = (typeof AUTHORITY_STATUSES)[number];
+
+/** A standing grant under which an actor acts. */
+export interface Authority {
+  tenantId: string;
+  spaceId: string;
+  authorityRef: string;
+  principal: Actor;
+  grantor: Actor;
+  /** Glob patterns over action ids, e.g. `payments.*`. */
+  actions: string[];
+  constraints: { [k: string]: Json };
+  status: AuthorityStatus;
+  /** Epoch ms; absent = never expires. */
+  expiresAt?: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export const APPROVAL_STATUSES = ["pending", "approved", "denied", "expired", "revoked"] as const;
+export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
+
+export interface ApprovalVote {
+  approver: Actor;
+  verdict: "approve" | "deny";
+  at: number;
+  note?: string;
+}
+
+/** A human grant for one request digest. */
+export interface Approval {
+  tenantId: string;
+  spaceId: string;
+  approvalId: string;
+  requestDigest: string;
+  invocationId?: string;
+  requestedBy: Actor;
+  /** Roles or ids allowed to approve; checked by the approvals workflow. */
+  approverRoles: string[];
+  quorum: number;
+  votes: ApprovalVote[];
+  status: ApprovalStatus;
+  expiresAt: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** States of a boundary attempt (SPEC 3). `EXECUTING` is the in-flight state before settlement. */
+export const ATTEMPT_STATES = ["REFUSED", "DUPLICATE", "EXECUTING", "SUCCEEDED", "FAILED", "TIMED_OUT", "UNKNOWN", "HANDED_OFF"] as const;
+export type AttemptState = (typeof ATTEMPT_STATES)[number];
+
+/** One pass through the execution boundary under one decision. */
+export interface AttemptRecord {
+  tenantId: string;
+  spaceId: string;
+  attemptId: string;
+  /** Position in the scope's attempt order; assigned by the store on insert (0 before). */
+  seq: number;
+  state: AttemptState;
+  /** Refusal or outcome reason code. */
+  reasonCode?: string;
+  /** Human-readable reason (redacted). */
+  reason?: string;
+  decisionId?: string;
+  requestDigest?: string;
+  action?: string;
+  idempotencyKey?: string;
+  invocationId?: string;
+  /** Step index that ended the attempt. */
+  stepIndex?: number;
+  externalRef?: string;
+  /** Redacted outputs of the steps that ran, by step name. */
+  output?: Json;
+  /** For DUPLICATE: the attempt whose result is returned. */
+  originalAttemptId?: string;
+  startedAt: number;
+  endedAt?: number;
+}
+
+export const IDEMPOTENCY_STATES = ["in_progress", "succeeded", "failed", "unknown", "handed_off"] as const;
+export type IdempotencyState = (typeof IDEMPOTENCY_STATES)[number];
+
+/** Keyed by (scope, action, idempotencyKey). */
+export interface IdempotencyRecord {
+  tenantId: string;
+  spaceId: string;
+  action: string;
+  idempotencyKey: string;
+  requestDigest: string;
+  state: IdempotencyState;
+  invocationId: string;
+  /** Attempt currently or last holding the key. */
+  attemptId: string;
+  /** For `succeeded`: the attempt whose result duplicates return. */
+  resultAttemptId?: string;
+  updatedAt: number;
+}
+
+export interface ConsumedDecision {
+  tenantId: string;
+  spaceId: string;
+  decisionId: string;
+  attemptId: string;
+  requestDigest: string;
+  consumedAt: number;
+}
+
+export const STEP_STATUSES = ["started", "succeeded", "failed", "unknown", "handed_off"] as const;
+export type StepStatus = (typeof STEP_STATUSES)[number];
+
+/** One row per action step per invocation. Status never goes back to `started` once settled. */
+export interface StepCheckpoint {
+  tenantId: string;
+  spaceId: string;
+  invocationId: string;
+  stepIndex: number;
+  stepName: string;
+  status: StepStatus;
+  /** Stable across retries and recovery: the connector's dedupe key. */
+  stepKey: string;
+  attemptId: string;
+  externalRef?: string;
+  output?: Json;
+  reasonCode?: string;
+  reason?: string;
+  /** For handed-off steps: epoch ms after which the sweep flags the invocation. */
+  deadlineAt?: number;
+  startedAt: number;
+  endedAt?: number;
+}
+
+export const INVOCATION_STATUSES = [
+  "queued",
+  "running",
+  "succeeded",
+  "failed",
+  "denied",
+  "cancelled",
+  "awaiting_approval",
+  "parked",
+  "reconciliation_required",
+] as const;
+export type InvocationStatus = (typeof INVOCATION_STATUSES)[number];
+
+export const TERMINAL_INVOCATION_STATUSES: readonly InvocationStatus[] = ["succeeded", "failed", "denied", "cancelled"];
+
+/** The durable unit of work for one request (SPEC 4). */
+export interface Invocation {
+  tenantId: string;
+  spaceId: string;
+  invocationId: string;
+  action: string;
+  actionVersion: string;
+  idempotencyKey: string;
+  requestDigest: string;
+  /** The original request (digest is computed over it); API answers redact it. */
+  request: ActionRequest;
+  status: InvocationStatus;
+  /** Earliest time a worker may claim it (backoff, breaker cooldown). */
+  runAt: number;
+  leaseOwner?: string;
+  leaseToken?: string;
+  leaseExpiresAt?: number;
+  /** Claims so far (the first run included). */
+  attemptCount: number;
+  /** Transient-failure retries so far. */
+  retryCount: number;
+  /** Step to resume at. */
+  nextStep: number;
+  approvalId?: string;
+  reasons?: string[];
+  lastError?: string;
+  result?: Json;
+  overdueAt?: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** The lease a worker holds; every write it makes is conditional on it. */
+export interface Fence {
+  invocationId: string;
+  owner: string;
+  token: string;
+}
+
+export const RECONCILIATION_STATUSES = ["open", "resolved"] as const;
+export type ReconciliationStatus = (typeof RECONCILIATION_STATUSES)[number];
+
+/** An outcome Writ cannot know, waiting for a human. */
+export interface ReconciliationRecord {
+  tenantId: string;
+  spaceId: string;
+  reconciliationId: string;
+  invocationId: string;
+  stepIndex: number;
+  reason: string;
+  reasonCode: string;
+  externalRef?: string;
+  status: ReconciliationStatus;
+  resolution?: { outcome: "succeeded" | "failed"; externalRef?: string; note: string; by: Actor; at: number };
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** One hash-chained journal entry (SPEC 6). */
+export interface JournalEntry {
+  tenantId: string;
+  spaceId: string;
+  seq: number;
+  /** Deterministic id: writing the same entry twice is a no-op. */
+  id: string;
+  at: number;
+  type: string;
+  refs: { [k: string]: string };
+  data: Json;
+  prevHash: string | null;
+  hash: string;
+}
+
+/** A signed statement of (scope, seq, head hash); lets an auditor detect truncation. */
+export interface JournalCheckpoint {
+  tenantId: string;
+  spaceId: string;
+  seq: number;
+  headHash: string;
+  at: number;
+  /** JWS compact (EdDSA) over the canonical checkpoint statement. */
+  signature: string;
+}
