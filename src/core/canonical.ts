@@ -87,10 +87,12 @@ export function parseJsonStrict(text: string, maxDepth = 64): unknown {
 
 class StrictParser {
   i = 0;
-  constructor(
-    readonly s: string,
-    readonly maxDepth: number,
-  ) {}
+  readonly s: string;
+  readonly maxDepth: number;
+  constructor(s: string, maxDepth: number) {
+    this.s = s;
+    this.maxDepth = maxDepth;
+  }
   err(msg: string): never {
     throw new WritError("CANONICAL_JSON", `invalid JSON at offset ${this.i}: ${msg}`, { details: { offset: this.i } });
   }
