@@ -1,0 +1,629 @@
+/**
+ * The execution boundary (SPEC 3): the only door to connectors. Twelve checks in a fixed order,
+ * consumption and in-progress marking in one transaction before any connector runs, every outcome
+ * recorded, every attempt (refusals included) recorded in order and journaled.
+ */
+import type { ActionDefinition, Connector, ConnectorContext } from "./action.js";
+import { computeRequestDigest, stableId } from "./digest.js";
+import { parseDecision, verifyParsed, type ParsedDecision } from "./decision.js";
+import { WritError, errorMessage, type RefusalCode } from "./errors.js";
+import { base64url } from "./encoding.js";
+import { appendJournal, type JournalDraft } from "./journal.js";
+import type { Keyring } from "./keyring.js";
+import type { Clock, CryptoPort, Random } from "./ports.js";
+import { redact } from "./redact.js";
+import { interpretReply, type Interpreted } from "./reply.js";
+import { validateStandard } from "./standard-schema.js";
+import type { Store, StoreTx } from "./store.js";
+import type {
+  ActionRequest,
+  Approval,
+  AttemptRecord,
+  AttemptState,
+  Authority,
+  Fence,
+  IdempotencyState,
+  Json,
+  Scope,
+  StepCheckpoint,
+} from "./types.js";
+import { checkRequest } from "./validate.js";
+
+/** Scope used to record refusals of requests too malformed to name a scope. */
+export const UNSCOPED: Scope = { tenantId: "_unscoped", spaceId: "_unscoped" };
+
+export type MaybePromise<T> = T | Promise<T>;
+
+export interface BoundaryOptions {
+  store: Store;
+  /** Trusted decision keys. */
+  keyring: Keyring;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  actions: ReadonlyArray<ActionDefinition<any>>;
+  connectors: readonly Connector[];
+  /** Current standing of an authority (check 8); null when unknown. */
+  authority: (scope: Scope, authorityRef: string) => MaybePromise<Authority | null>;
+  /** Looks up an approval referenced by a decision (check 9). @defaultValue none found */
+  approval?: (scope: Scope, approvalRef: string) => MaybePromise<Approval | null>;
+  /** Policy refs accepted for a scope: the active version plus any grace set (check 6). */
+  acceptedPolicyRefs: readonly string[] | ((scope: Scope) => MaybePromise<readonly string[]>);
+  /** @defaultValue 300 */
+  maxDecisionAgeSeconds?: number;
+  /** @defaultValue 30 */
+  clockSkewSeconds?: number;
+  /** Per connector call. @defaultValue 30000 */
+  timeoutMs?: number;
+  clock: Clock;
+  crypto: CryptoPort;
+  random: Random;
+  /** Filters error text at its origin (connector reasons, thrown messages) before it is stored. */
+  redactErrorText?: (text: string) => string;
+  /** Called after every recorded attempt transition; must not throw (errors are swallowed). */
+  onEvent?: (event: BoundaryEvent) => void;
+}
+
+export interface BoundaryEvent {
+  type: "attempt.refused" | "attempt.duplicate" | "attempt.started" | "step.settled" | "attempt.settled";
+  scope: Scope;
+  attempt: AttemptRecord;
+  stepIndex?: number;
+}
+
+/** What a settlement hook sees (the host uses it to change the invocation in the same transaction). */
+export interface SettlementInfo {
+  attempt: AttemptRecord;
+  interpreted: Interpreted | null;
+  /** Step that ended the attempt. */
+  stepIndex: number;
+  /** Raw (unredacted) outputs of all steps so far, by step name. */
+  outputs: { [name: string]: Json };
+}
+
+export interface ExecuteOptions {
+  /** Makes every write conditional on this lease (hosted execution). */
+  fence?: Fence;
+  /** Invocation the execution belongs to. @defaultValue derived from (scope, action, idempotencyKey) */
+  invocationId?: string;
+  /** Runs inside the final settlement transaction, after the boundary's own writes. */
+  onSettle?: (tx: StoreTx, info: SettlementInfo) => Promise<void>;
+  /** Runs inside the consumption transaction, after the boundary's own writes (hosted execution). */
+  onStart?: (tx: StoreTx, attempt: AttemptRecord) => Promise<void>;
+}
+
+/** A recorded attempt, plus for executions the raw outputs of the steps that ran. */
+export interface Attempt extends AttemptRecord {
+  /** True when the failure was transient (retry may help, under a new decision). */
+  transient?: boolean;
+}
+
+export interface Boundary {
+  /** Runs `request` under `decision` (JWS compact) if every check passes; always returns the recorded attempt. */
+  execute(request: unknown, decision: unknown, options?: ExecuteOptions): Promise<Attempt>;
+  /** Step idempotency key: stable across retries and recovery of one step. */
+  stepKey(scope: Scope, action: string, idempotencyKey: string, stepIndex: number): string;
+  /** Default invocation id for a bare boundary execution. */
+  invocationIdFor(scope: Scope, action: string, idempotencyKey: string): string;
+}
+
+interface Resolved {
+  cfg: Required<Pick<BoundaryOptions, "maxDecisionAgeSeconds" | "clockSkewSeconds" | "timeoutMs">>;
+  actions: Map<string, ActionDefinition<unknown>>;
+  connectors: Map<string, Connector>;
+}
+
+function positive(name: string, v: unknown, dflt: number, allowZero = false): number {
+  if (v === undefined) return dflt;
+  if (typeof v !== "number" || !Number.isFinite(v) || v < 0 || (!allowZero && v === 0)) {
+    throw new WritError("INVALID_OPTION", `createBoundary: ${name} must be a ${allowZero ? "non-negative" : "positive"} number`);
+  }
+  return v;
+}
+
+function resolve(o: BoundaryOptions): Resolved {
+  if (typeof o !== "object" || o === null) throw new WritError("INVALID_OPTION", "createBoundary needs an options object");
+  for (const k of ["store", "keyring", "clock", "crypto", "random"] as const) {
+    if (o[k] === undefined || o[k] === null) throw new WritError("INVALID_OPTION", `createBoundary: ${k} is required`);
+  }
+  if (typeof o.authority !== "function") throw new WritError("INVALID_OPTION", "createBoundary: authority must be a function (scope, authorityRef) => Authority | null");
+  if (!Array.isArray(o.acceptedPolicyRefs) && typeof o.acceptedPolicyRefs !== "function") {
+    throw new WritError("INVALID_OPTION", "createBoundary: acceptedPolicyRefs must be a list of policy refs or a function of the scope");
+  }
+  const actions = new Map<string, ActionDefinition<unknown>>();
+  for (const a of o.actions ?? []) {
+    if (actions.has(a.id)) throw new WritError("INVALID_OPTION", `createBoundary: action ${a.id} is defined twice`);
+    actions.set(a.id, a as ActionDefinition<unknown>);
+  }
+  const connectors = new Map<string, Connector>();
+  for (const c of o.connectors ?? []) {
+    if (connectors.has(c.id)) throw new WritError("INVALID_OPTION", `createBoundary: connector ${c.id} is registered twice`);
+    connectors.set(c.id, c);
+  }
+  return {
+    cfg: {
+      maxDecisionAgeSeconds: positive("maxDecisionAgeSeconds", o.maxDecisionAgeSeconds, 300),
+      clockSkewSeconds: positive("clockSkewSeconds", o.clockSkewSeconds, 30, true),
+      timeoutMs: positive("timeoutMs", o.timeoutMs, 30_000),
+    },
+    actions,
+    connectors,
+  };
+}
+
+const IDEM_STATE: Partial<Record<AttemptState, IdempotencyState>> = {
+  SUCCEEDED: "succeeded",
+  FAILED: "failed",
+  TIMED_OUT: "unknown",
+  UNKNOWN: "unknown",
+  HANDED_OFF: "handed_off",
+};
+
+const STEP_STATUS = {
+  success: "succeeded",
+  permanent_failure: "failed",
+  transient_failure: "failed",
+  timeout: "unknown",
+  ambiguous: "unknown",
+  accepted: "handed_off",
+} as const;
+
+class Refusal {
+  readonly code: RefusalCode;
+  readonly message: string;
+  constructor(code: RefusalCode, message: string) {
+    this.code = code;
+    this.message = message;
+  }
+}
+
+/** Creates an execution boundary. See {@link BoundaryOptions}; ports (clock, crypto, random) are required here. */
+export function createBoundaryCore(options: BoundaryOptions): Boundary {
+  const { cfg, actions, connectors } = resolve(options);
+  const { store, keyring, clock, crypto, random } = options;
+  const redactText = (t: string): string => {
+    if (!options.redactErrorText) return t;
+    try {
+      return options.redactErrorText(t);
+    } catch {
+      return "[error text withheld: redactErrorText threw]";
+    }
+  };
+  const emit = (e: BoundaryEvent): void => {
+    if (!options.onEvent) return;
+    try {
+      options.onEvent(e);
+    } catch {
+      /* a telemetry hook never changes an outcome */
+    }
+  };
+  const newId = (prefix: string): string => prefix + base64url(random.bytes(16));
+  const stepKey = (scope: Scope, action: string, key: string, i: number): string => stableId(crypto, "writ-step-", [scope.tenantId, scope.spaceId, action, key, i]);
+  const invocationIdFor = (scope: Scope, action: string, key: string): string => stableId(crypto, "inv_", [scope.tenantId, scope.spaceId, action, key]);
+
+  async function acceptedRefs(scope: Scope): Promise<readonly string[]> {
+    const a = options.acceptedPolicyRefs;
+    return typeof a === "function" ? await a(scope) : a;
+  }
+
+  function checkAuthority(a: Authority | null, req: ActionRequest, now: number): Refusal | null {
+    if (!a || a.tenantId !== req.tenantId || a.spaceId !== req.spaceId || a.authorityRef !== req.authorityRef) {
+      return new Refusal("AUTHORITY_UNKNOWN", `authority ${req.authorityRef} is unknown in this scope`);
+    }
+    if (a.principal.type !== req.actor.type || a.principal.id !== req.actor.id) {
+      return new Refusal("AUTHORITY_UNKNOWN", `authority ${req.authorityRef} is not held by this actor`);
+    }
+    if (a.status === "revoked") return new Refusal("AUTHORITY_REVOKED", `authority ${req.authorityRef} is revoked`);
+    if (a.status === "suspended") return new Refusal("AUTHORITY_SUSPENDED", `authority ${req.authorityRef} is suspended`);
+    if (a.status !== "active") return new Refusal("AUTHORITY_UNKNOWN", `authority ${req.authorityRef} has an unknown status`);
+    if (a.expiresAt !== undefined && a.expiresAt <= now) return new Refusal("AUTHORITY_EXPIRED", `authority ${req.authorityRef} expired`);
+    return null;
+  }
+
+  // Sub-order within check 9: an approval bound to another request says nothing about this one,
+  // so MISMATCH is reported before its status.
+  function checkApproval(ap: Approval | null, ref: string, scope: Scope, digest: string, now: number): Refusal | null {
+    if (!ap || ap.tenantId !== scope.tenantId || ap.spaceId !== scope.spaceId) return new Refusal("APPROVAL_NOT_FOUND", `approval ${ref} was not found`);
+    if (ap.requestDigest !== digest) return new Refusal("APPROVAL_MISMATCH", `approval ${ref} is bound to another request`);
+    if (ap.status === "revoked") return new Refusal("APPROVAL_REVOKED", `approval ${ref} was revoked`);
+    if (ap.status === "expired" || ap.expiresAt <= now) return new Refusal("APPROVAL_EXPIRED", `approval ${ref} expired`);
+    if (ap.status !== "approved") return new Refusal("APPROVAL_NOT_GRANTED", `approval ${ref} is ${ap.status}`);
+    return null;
+  }
+
+  /** Checks 1-9 (everything that needs no transaction). */
+  async function precheck(
+    requestIn: unknown,
+    token: unknown,
+    now: number,
+  ): Promise<{ refusal: Refusal; scope: Scope; req?: ActionRequest; decision?: ParsedDecision; digest?: string } | { refusal: null; scope: Scope; req: ActionRequest; decision: ParsedDecision; digest: string; action: ActionDefinition<unknown> }> {
+    const rq = checkRequest(requestIn);
+    const parsed = parseDecision(token);
+    let scope: Scope = UNSCOPED;
+    if (rq.ok) scope = { tenantId: rq.value.tenantId, spaceId: rq.value.spaceId };
+    else if (parsed.ok) scope = { tenantId: parsed.value.payload.tenantId, spaceId: parsed.value.payload.spaceId };
+    if (!rq.ok) return { refusal: new Refusal("REQUEST_MALFORMED", rq.message), scope };
+    const req = rq.value;
+    const action = actions.get(req.action);
+    if (!action) return { refusal: new Refusal("REQUEST_MALFORMED", `unknown action ${req.action}`), scope, req };
+    if (action.version !== req.actionVersion) {
+      return { refusal: new Refusal("REQUEST_MALFORMED", `action ${req.action} is at version ${action.version}, not ${req.actionVersion}`), scope, req };
+    }
+    let digest: string;
+    try {
+      digest = computeRequestDigest(crypto, req);
+    } catch (e) {
+      return { refusal: new Refusal("REQUEST_MALFORMED", errorMessage(e)), scope, req };
+    }
+    let validation: Awaited<ReturnType<typeof validateStandard>>;
+    try {
+      validation = await validateStandard(action.params, req.params);
+    } catch (e) {
+      validation = { ok: false, issues: [`params schema threw: ${errorMessage(e)}`] };
+    }
+    if (!validation.ok) return { refusal: new Refusal("REQUEST_MALFORMED", `invalid params: ${validation.issues.join("; ")}`), scope, req, digest };
+    if (!parsed.ok) return { refusal: new Refusal("DECISION_MALFORMED", parsed.message), scope, req, digest };
+    const d = parsed.value;
+    const base = { scope, req, decision: d, digest };
+    const v = verifyParsed(crypto, keyring, d);
+    if (!v.ok) return { ...base, refusal: new Refusal(v.code, v.message) };
+    const p = d.payload;
+    if (p.result !== "ALLOW") return { ...base, refusal: new Refusal("DECISION_NOT_ALLOW", `decision result is ${p.result}`) };
+    if (p.requestDigest !== digest) return { ...base, refusal: new Refusal("REQUEST_DIGEST_MISMATCH", "the decision was issued for another request") };
+    if (p.tenantId !== req.tenantId || p.spaceId !== req.spaceId) return { ...base, refusal: new Refusal("DECISION_REF_MISMATCH", "decision scope differs from the request's") };
+    if (p.authorityRef !== req.authorityRef) return { ...base, refusal: new Refusal("DECISION_REF_MISMATCH", "decision authorityRef differs from the request's") };
+    const refs = await acceptedRefs(scope);
+    if (!refs.includes(p.policyRef)) return { ...base, refusal: new Refusal("DECISION_REF_MISMATCH", `policyRef ${p.policyRef} is not accepted in this scope`) };
+    if (p.issuedAt > now + cfg.clockSkewSeconds * 1000) return { ...base, refusal: new Refusal("DECISION_IN_FUTURE", "decision issuedAt is in the future beyond the allowed clock skew") };
+    if (now - p.issuedAt > cfg.maxDecisionAgeSeconds * 1000) return { ...base, refusal: new Refusal("DECISION_STALE", `decision is older than ${cfg.maxDecisionAgeSeconds}s`) };
+    const auth = checkAuthority(await options.authority(scope, req.authorityRef), req, now);
+    if (auth) return { ...base, refusal: auth };
+    if (p.approvalRef !== undefined) {
+      const ap = options.approval ? await options.approval(scope, p.approvalRef) : null;
+      const r = checkApproval(ap, p.approvalRef, scope, digest, now);
+      if (r) return { ...base, refusal: r };
+    }
+    return { ...base, refusal: null, action };
+  }
+
+  function attemptBase(scope: Scope, attemptId: string, now: number, req?: ActionRequest, d?: ParsedDecision, digest?: string): AttemptRecord {
+    const a: AttemptRecord = { tenantId: scope.tenantId, spaceId: scope.spaceId, attemptId, seq: 0, state: "REFUSED", startedAt: now };
+    if (d) a.decisionId = d.payload.decisionId;
+    if (digest) a.requestDigest = digest;
+    if (req) {
+      a.action = req.action;
+      a.idempotencyKey = req.idempotencyKey;
+    }
+    return a;
+  }
+
+  function attemptDraft(a: AttemptRecord, type: string, at: number, extra: { [k: string]: Json } = {}): JournalDraft {
+    const data: { [k: string]: Json } = { state: a.state, ...extra };
+    if (a.reasonCode) data.reasonCode = a.reasonCode;
+    if (a.reason) data.reason = a.reason;
+    if (a.action) data.action = a.action;
+    if (a.idempotencyKey) data.idempotencyKey = a.idempotencyKey;
+    if (a.requestDigest) data.requestDigest = a.requestDigest;
+    if (a.externalRef) data.externalRef = a.externalRef;
+    if (a.stepIndex !== undefined) data.stepIndex = a.stepIndex;
+    if (a.output !== undefined) data.output = a.output;
+    if (a.originalAttemptId) data.originalAttemptId = a.originalAttemptId;
+    const refs: { [k: string]: string } = { attemptId: a.attemptId };
+    if (a.decisionId) refs.decisionId = a.decisionId;
+    if (a.invocationId) refs.invocationId = a.invocationId;
+    return { id: `${type}:${a.attemptId}`, type, at, refs, data };
+  }
+
+  async function recordRefusal(scope: Scope, a: AttemptRecord, fence: Fence | undefined): Promise<Attempt> {
+    const at = a.startedAt;
+    a.endedAt = at;
+    await store.transact(async (tx) => {
+      // A refusal is evidence, not an effect: record it even when the lease is gone is wrong for a
+      // fenced caller (it must write nothing more), so check the lease first when there is one.
+      if (fence) await tx.assertLease(scope, fence);
+      a.seq = await tx.insertAttempt(scope, a);
+      await appendJournal(tx, crypto, scope, [attemptDraft(a, "attempt.refused", at)]);
+    });
+    emit({ type: "attempt.refused", scope, attempt: a });
+    return a;
+  }
+
+  async function execute(requestIn: unknown, token: unknown, opts: ExecuteOptions = {}): Promise<Attempt> {
+    const now = clock.now();
+    const attemptId = newId("att_");
+    const pre = await precheck(requestIn, token, now);
+    if (pre.refusal) {
+      const a = attemptBase(pre.scope, attemptId, now, pre.req, pre.decision, pre.digest);
+      a.reasonCode = pre.refusal.code;
+      a.reason = pre.refusal.message;
+      if (opts.invocationId) a.invocationId = opts.invocationId;
+      return recordRefusal(pre.scope, a, opts.fence);
+    }
+    const { scope, req, decision, digest, action } = pre;
+    const fence = opts.fence;
+    const invocationId = opts.invocationId ?? invocationIdFor(scope, req.action, req.idempotencyKey);
+    // Check 12 is pure; it is computed here but reported in its place, after 10 and 11.
+    let missing: string | null = null;
+    for (const s of action.steps) {
+      const c = connectors.get(s.connector);
+      if (!c || typeof c.operations[s.operation] !== "function") {
+        missing = `no connector ${s.connector} with operation ${s.operation} is registered`;
+        break;
+      }
+    }
+    const base = attemptBase(scope, attemptId, now, req, decision, digest);
+    base.invocationId = invocationId;
+    const sensitive = action.sensitive ?? [];
+    const redactOutputs = (outputs: { [k: string]: Json }): Json => {
+      const r = redact({ outputs } as Json, sensitive) as { outputs: Json };
+      return r.outputs;
+    };
+
+    type Gate = { kind: "refused"; attempt: AttemptRecord } | { kind: "duplicate"; attempt: AttemptRecord } | { kind: "go"; attempt: AttemptRecord; startStep: number; outputs: { [k: string]: Json } };
+    const gate = await store.transact<Gate>(async (tx) => {
+      if (fence) await tx.assertLease(scope, fence);
+      await tx.lock(scope, [`idem:${req.action}:${req.idempotencyKey}`, `decision:${decision.payload.decisionId}`]);
+      const rec = await tx.getIdempotency(scope, req.action, req.idempotencyKey);
+      let refusal: Refusal | null = null;
+      if (rec) {
+        if (rec.requestDigest !== digest) refusal = new Refusal("IDEMPOTENCY_CONFLICT", "this idempotency key was used with another request");
+        else if (rec.state === "succeeded") {
+          const orig = rec.resultAttemptId ? await tx.getAttempt(scope, rec.resultAttemptId) : null;
+          const a: AttemptRecord = { ...base, state: "DUPLICATE", endedAt: now };
+          if (orig) {
+            a.originalAttemptId = orig.attemptId;
+            if (orig.externalRef !== undefined) a.externalRef = orig.externalRef;
+            if (orig.output !== undefined) a.output = orig.output;
+            if (orig.stepIndex !== undefined) a.stepIndex = orig.stepIndex;
+          }
+          a.seq = await tx.insertAttempt(scope, a);
+          await appendJournal(tx, crypto, scope, [attemptDraft(a, "attempt.duplicate", now)]);
+          return { kind: "duplicate", attempt: a };
+        } else if (rec.state === "in_progress" || rec.state === "handed_off") {
+          // A fenced caller holding the invocation's lease takes over its own interrupted execution.
+          if (!(fence && rec.invocationId === fence.invocationId && rec.state === "in_progress")) {
+            refusal = new Refusal("EXECUTION_IN_PROGRESS", "an execution under this idempotency key is in progress");
+          }
+        } else if (rec.state === "unknown") {
+          refusal = new Refusal("RECONCILIATION_PENDING", "an earlier execution under this key has an unknown outcome awaiting reconciliation");
+        }
+      }
+      if (!refusal && (await tx.getConsumedDecision(scope, decision.payload.decisionId))) {
+        refusal = new Refusal("DECISION_REPLAYED", "this decision was already used");
+      }
+      if (!refusal && missing) refusal = new Refusal("CONNECTOR_NOT_FOUND", missing);
+      if (refusal) {
+        const a: AttemptRecord = { ...base, state: "REFUSED", reasonCode: refusal.code, reason: refusal.message, endedAt: now };
+        a.seq = await tx.insertAttempt(scope, a);
+        await appendJournal(tx, crypto, scope, [attemptDraft(a, "attempt.refused", now)]);
+        return { kind: "refused", attempt: a };
+      }
+      const consumed = await tx.consumeDecision(scope, { tenantId: scope.tenantId, spaceId: scope.spaceId, decisionId: decision.payload.decisionId, attemptId, requestDigest: digest, consumedAt: now });
+      if (!consumed) throw new WritError("CONFLICT", "decision consumed concurrently despite the lock");
+      // Resume after the last succeeded step (their outputs feed later steps).
+      const steps = await tx.getSteps(scope, invocationId);
+      const outputs: { [k: string]: Json } = {};
+      let startStep = 0;
+      for (let i = 0; i < action.steps.length; i++) {
+        const s = steps.find((x) => x.stepIndex === i);
+        if (s?.status === "succeeded") {
+          outputs[action.steps[i]!.name] = s.output ?? null;
+          startStep = i + 1;
+        } else break;
+      }
+      if (startStep >= action.steps.length) startStep = action.steps.length - 1;
+      const a: AttemptRecord = { ...base, state: "EXECUTING", stepIndex: startStep };
+      a.seq = await tx.insertAttempt(scope, a);
+      await tx.putIdempotency(scope, {
+        tenantId: scope.tenantId,
+        spaceId: scope.spaceId,
+        action: req.action,
+        idempotencyKey: req.idempotencyKey,
+        requestDigest: digest,
+        state: "in_progress",
+        invocationId,
+        attemptId,
+        updatedAt: now,
+      });
+      await tx.putStep(scope, stepRow(scope, invocationId, startStep, attemptId, now), fence);
+      await appendJournal(tx, crypto, scope, [
+        {
+          id: `decision.consumed:${decision.payload.decisionId}`,
+          type: "decision.consumed",
+          at: now,
+          refs: { decisionId: decision.payload.decisionId, attemptId, invocationId },
+          data: {
+            action: req.action,
+            actionVersion: req.actionVersion,
+            idempotencyKey: req.idempotencyKey,
+            requestDigest: digest,
+            actor: { type: req.actor.type, id: req.actor.id },
+            authorityRef: req.authorityRef,
+            policyRef: decision.payload.policyRef,
+            params: redact({ params: req.params } as Json, sensitive) as Json,
+            startStep,
+          },
+        },
+      ]);
+      if (opts.onStart) await opts.onStart(tx, a);
+      return { kind: "go", attempt: a, startStep, outputs };
+    });
+    if (gate.kind === "refused") {
+      emit({ type: "attempt.refused", scope, attempt: gate.attempt });
+      return gate.attempt;
+    }
+    if (gate.kind === "duplicate") {
+      emit({ type: "attempt.duplicate", scope, attempt: gate.attempt });
+      return gate.attempt;
+    }
+    emit({ type: "attempt.started", scope, attempt: gate.attempt });
+
+    function stepRow(sc: Scope, inv: string, i: number, att: string, at: number): StepCheckpoint {
+      return {
+        tenantId: sc.tenantId,
+        spaceId: sc.spaceId,
+        invocationId: inv,
+        stepIndex: i,
+        stepName: action.steps[i]!.name,
+        status: "started",
+        stepKey: stepKey(sc, req.action, req.idempotencyKey, i),
+        attemptId: att,
+        startedAt: at,
+      };
+    }
+
+    const outputs = gate.outputs;
+    let attempt = gate.attempt;
+    for (let i = gate.startStep; i < action.steps.length; i++) {
+      const step = action.steps[i]!;
+      const started = i === gate.startStep ? now : clock.now();
+      let interpreted: Interpreted;
+      let input: Json;
+      try {
+        input = step.input ? step.input({ params: req.params, outputs }) : (req.params as Json);
+      } catch (e) {
+        interpreted = { kind: "permanent_failure", reason: `step input could not be built: ${errorMessage(e)}` };
+        input = null;
+      }
+      // eslint-disable-next-line prefer-const
+      interpreted ??= await callConnector(connectors.get(step.connector)!, step.operation, {
+        request: req,
+        operation: step.operation,
+        input: input,
+        idempotencyKey: stepKey(scope, req.action, req.idempotencyKey, i),
+        signal: undefined as unknown as AbortSignal,
+        deadline: 0,
+        attemptId,
+        decisionId: decision.payload.decisionId,
+        invocationId,
+        step: { index: i, name: step.name },
+      });
+      const ended = clock.now();
+      const status = STEP_STATUS[interpreted.kind];
+      const row: StepCheckpoint = { ...stepRow(scope, invocationId, i, attemptId, started), status, endedAt: ended };
+      if (interpreted.kind === "success") {
+        row.externalRef = interpreted.externalRef;
+        if (interpreted.output !== undefined) row.output = interpreted.output;
+        outputs[step.name] = interpreted.output ?? null;
+      } else if (interpreted.kind === "accepted") {
+        row.externalRef = interpreted.externalRef;
+        if (action.completion) row.deadlineAt = ended + action.completion.deadlineMs;
+      } else {
+        row.reason = redactText(interpreted.reason);
+        row.reasonCode = reasonCodeOf(interpreted);
+      }
+      const last = i === action.steps.length - 1;
+      if (interpreted.kind === "success" && !last) {
+        // Outcome before next step, and intent before effect for the next one: one fenced transaction.
+        await store.transact(async (tx) => {
+          if (fence) await tx.assertLease(scope, fence);
+          await tx.putStep(scope, row, fence);
+          await tx.putStep(scope, stepRow(scope, invocationId, i + 1, attemptId, ended), fence);
+          await appendJournal(tx, crypto, scope, [
+            {
+              id: `step.succeeded:${invocationId}:${i}:${attemptId}`,
+              type: "step.succeeded",
+              at: ended,
+              refs: { attemptId, invocationId },
+              data: { stepIndex: i, stepName: step.name, externalRef: interpreted.externalRef, output: redactOutputs({ [step.name]: outputs[step.name]! }) },
+            },
+          ]);
+        });
+        emit({ type: "step.settled", scope, attempt, stepIndex: i });
+        continue;
+      }
+      const state = attemptStateOf(interpreted);
+      const final: Attempt = { ...attempt, state, stepIndex: i, endedAt: ended };
+      if (interpreted.kind === "success" || interpreted.kind === "accepted") final.externalRef = interpreted.externalRef;
+      else {
+        final.reasonCode = row.reasonCode!;
+        final.reason = row.reason!;
+      }
+      if (Object.keys(outputs).length > 0) final.output = redactOutputs(outputs);
+      if (interpreted.kind === "transient_failure") final.transient = true;
+      await store.transact(async (tx) => {
+        if (fence) await tx.assertLease(scope, fence);
+        await tx.putStep(scope, row, fence);
+        const { transient: _t, ...stored } = final;
+        await tx.updateAttempt(scope, stored);
+        await tx.putIdempotency(scope, {
+          tenantId: scope.tenantId,
+          spaceId: scope.spaceId,
+          action: req.action,
+          idempotencyKey: req.idempotencyKey,
+          requestDigest: digest,
+          state: IDEM_STATE[state]!,
+          invocationId,
+          attemptId,
+          ...(state === "SUCCEEDED" ? { resultAttemptId: attemptId } : {}),
+          updatedAt: ended,
+        });
+        await appendJournal(tx, crypto, scope, [attemptDraft(final, "attempt.settled", ended, { stepName: step.name })]);
+        if (opts.onSettle) await opts.onSettle(tx, { attempt: stored, interpreted, stepIndex: i, outputs });
+      });
+      attempt = final;
+      emit({ type: "attempt.settled", scope, attempt: final, stepIndex: i });
+      return final;
+    }
+    throw new WritError("INVALID_STATE", "action has no steps to run");
+  }
+
+  /** Calls a connector with a deadline; a late resolution after the timeout is ignored. */
+  async function callConnector(connector: Connector, operation: string, ctx: ConnectorContext): Promise<Interpreted> {
+    const controller = new AbortController();
+    const deadline = clock.now() + cfg.timeoutMs;
+    let cancelTimer: (() => void) | undefined;
+    const timedOut = new Promise<Interpreted>((resolveTimeout) => {
+      cancelTimer = clock.setTimer(cfg.timeoutMs, () => {
+        controller.abort(new WritError("INVALID_STATE", "execution timeout"));
+        resolveTimeout({ kind: "timeout", reason: `no reply within ${cfg.timeoutMs} ms` });
+      });
+    });
+    const call = (async (): Promise<Interpreted> => {
+      try {
+        const reply: unknown = await connector.operations[operation]!({ ...ctx, signal: controller.signal, deadline });
+        return interpretReply(reply);
+      } catch (e) {
+        if (controller.signal.aborted) return { kind: "timeout", reason: `no reply within ${cfg.timeoutMs} ms` };
+        return { kind: "permanent_failure", reason: `connector threw: ${errorMessage(e)}`, thrown: true };
+      }
+    })();
+    try {
+      const r = await Promise.race([call, timedOut]);
+      return controller.signal.aborted ? { kind: "timeout", reason: `no reply within ${cfg.timeoutMs} ms` } : r;
+    } finally {
+      cancelTimer?.();
+    }
+  }
+
+  return { execute, stepKey, invocationIdFor };
+}
+
+function attemptStateOf(i: Interpreted): AttemptState {
+  switch (i.kind) {
+    case "success":
+      return "SUCCEEDED";
+    case "permanent_failure":
+    case "transient_failure":
+      return "FAILED";
+    case "timeout":
+      return "TIMED_OUT";
+    case "ambiguous":
+      return "UNKNOWN";
+    case "accepted":
+      return "HANDED_OFF";
+  }
+}
+
+function reasonCodeOf(i: Interpreted): string {
+  switch (i.kind) {
+    case "permanent_failure":
+      return i.thrown ? "CONNECTOR_ERROR" : "CONNECTOR_FAILURE";
+    case "transient_failure":
+      return "CONNECTOR_TRANSIENT_FAILURE";
+    case "timeout":
+      return "EXECUTION_TIMEOUT";
+    case "ambiguous":
+      return "OUTCOME_AMBIGUOUS";
+    default:
+      return "";
+  }
+}

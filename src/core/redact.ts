@@ -1,0 +1,40 @@
+/** Redaction of sensitive values (SPEC 4.9): JSON pointers replaced by "[REDACTED]" in copies. */
+import type { Json } from "./types.js";
+
+export const REDACTED = "[REDACTED]";
+
+function unescape(token: string): string {
+  return token.replace(/~1/g, "/").replace(/~0/g, "~");
+}
+
+/** Returns a deep copy of `root` with every pointer's value replaced; missing paths are ignored. */
+export function redact(root: Json, pointers: readonly string[]): Json {
+  if (pointers.length === 0) return root;
+  const copy = structuredCloneJson(root);
+  for (const ptr of pointers) {
+    const tokens = ptr.split("/").slice(1).map(unescape);
+    if (tokens.length === 0) return REDACTED;
+    let cur: Json = copy;
+    for (let i = 0; i < tokens.length; i++) {
+      const t = tokens[i]!;
+      if (cur === null || typeof cur !== "object") break;
+      const container = cur as { [k: string]: Json } | Json[];
+      const has = Array.isArray(container) ? /^\d+$/.test(t) && Number(t) < container.length : Object.prototype.hasOwnProperty.call(container, t);
+      if (!has) break;
+      if (i === tokens.length - 1) {
+        (container as { [k: string]: Json })[t] = REDACTED;
+      } else {
+        cur = (container as { [k: string]: Json })[t]!;
+      }
+    }
+  }
+  return copy;
+}
+
+function structuredCloneJson(v: Json): Json {
+  if (v === null || typeof v !== "object") return v;
+  if (Array.isArray(v)) return v.map(structuredCloneJson);
+  const out: { [k: string]: Json } = {};
+  for (const k of Object.keys(v)) out[k] = structuredCloneJson(v[k]!);
+  return out;
+}

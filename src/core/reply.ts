@@ -1,0 +1,70 @@
+/** Interpreting connector replies (SPEC 3.2): copy the fields once, then decide; never trust shape. */
+import { canonicalize } from "./canonical.js";
+import type { Json } from "./types.js";
+
+export type Interpreted =
+  | { kind: "success"; externalRef: string; output: Json | undefined }
+  | { kind: "permanent_failure"; reason: string; thrown?: boolean }
+  | { kind: "transient_failure"; reason: string }
+  | { kind: "timeout"; reason: string }
+  | { kind: "ambiguous"; reason: string }
+  | { kind: "accepted"; externalRef: string };
+
+const MAX_REF = 512;
+const MAX_REASON = 2000;
+
+function reasonText(v: unknown, fallback: string): string {
+  return typeof v === "string" && v.length > 0 ? v.slice(0, MAX_REASON) : fallback;
+}
+
+function ref(v: unknown): string | null {
+  return typeof v === "string" && v.length > 0 && v.length <= MAX_REF ? v : null;
+}
+
+/** Interprets any value a connector resolved with. Anything not clearly understood is ambiguous. */
+export function interpretReply(reply: unknown): Interpreted {
+  if (reply === null) return { kind: "ambiguous", reason: "uninterpretable reply: null" };
+  if (typeof reply !== "object") return { kind: "ambiguous", reason: `uninterpretable reply: ${typeof reply}` };
+  if (Array.isArray(reply)) return { kind: "ambiguous", reason: "uninterpretable reply: an array" };
+  let outcome: unknown, externalRef: unknown, reason: unknown, output: unknown;
+  try {
+    // Read each field exactly once: a getter could answer differently on a second read.
+    const r = reply as Record<string, unknown>;
+    outcome = r.outcome;
+    externalRef = r.externalRef;
+    reason = r.reason;
+    output = r.output;
+  } catch {
+    return { kind: "ambiguous", reason: "uninterpretable reply: reading a field threw" };
+  }
+  switch (outcome) {
+    case "success": {
+      const er = ref(externalRef);
+      if (er === null) return { kind: "ambiguous", reason: "uninterpretable reply: success without an externalRef" };
+      let out: Json | undefined;
+      if (output !== undefined) {
+        try {
+          out = JSON.parse(canonicalize(output)) as Json;
+        } catch {
+          return { kind: "ambiguous", reason: "uninterpretable reply: success with an output that is not plain JSON" };
+        }
+      }
+      return { kind: "success", externalRef: er, output: out };
+    }
+    case "permanent_failure":
+      return { kind: "permanent_failure", reason: reasonText(reason, "permanent failure (no reason given)") };
+    case "transient_failure":
+      return { kind: "transient_failure", reason: reasonText(reason, "transient failure (no reason given)") };
+    case "timeout":
+      return { kind: "timeout", reason: reasonText(reason, "the connector reported a timeout") };
+    case "ambiguous":
+      return { kind: "ambiguous", reason: reasonText(reason, "the connector reported an ambiguous outcome") };
+    case "accepted": {
+      const er = ref(externalRef);
+      if (er === null) return { kind: "ambiguous", reason: "uninterpretable reply: accepted without an externalRef" };
+      return { kind: "accepted", externalRef: er };
+    }
+    default:
+      return { kind: "ambiguous", reason: `uninterpretable reply: unrecognised outcome ${typeof outcome === "string" ? JSON.stringify(outcome.slice(0, 50)) : typeof outcome}` };
+  }
+}

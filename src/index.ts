@@ -1,0 +1,98 @@
+/**
+ * Writ: a governed action execution host.
+ *
+ * @example
+ * import { createBoundary, defineAction, defineConnector, memoryStore, generateSigningKey, signDecision, createKeyring, requestDigest } from "writ";
+ */
+import { createBoundaryCore, type Boundary, type BoundaryOptions } from "./core/boundary.js";
+import { signDecisionWith, verifyDecisionWith, type VerifyResult } from "./core/decision.js";
+import { computeRequestDigest } from "./core/digest.js";
+import { WritError } from "./core/errors.js";
+import { base64url } from "./core/encoding.js";
+import { verifyStoredJournal, writeCheckpoint, type JournalVerification } from "./core/journal.js";
+import type { Keyring, SigningKey } from "./core/keyring.js";
+import type { Clock, CryptoPort, Random } from "./core/ports.js";
+import type { Store } from "./core/store.js";
+import type { DecisionPayload, JournalCheckpoint, Scope } from "./core/types.js";
+import { defaultPorts } from "./node/defaults.js";
+
+export * from "./core/index.js";
+export { memoryStore } from "./stores/memory/index.js";
+export { systemClock, systemRandom } from "./node/clock.js";
+export { nodeCryptoPort } from "./node/crypto.js";
+
+export type CreateBoundaryOptions = Omit<BoundaryOptions, "clock" | "crypto" | "random"> & {
+  /** @defaultValue the system clock */
+  clock?: Clock;
+  /** @defaultValue node:crypto */
+  crypto?: CryptoPort;
+  /** @defaultValue node:crypto randomBytes */
+  random?: Random;
+};
+
+/**
+ * Creates the execution boundary: the only door to connectors (SPEC 3).
+ * @example
+ * const boundary = createBoundary({ store: memoryStore(), keyring, actions: [refund], connectors: [payments],
+ *   authority: (scope, ref) => authorities.get(ref) ?? null, acceptedPolicyRefs: ["policy:v1"] });
+ * const attempt = await boundary.execute(request, decisionToken);
+ */
+export function createBoundary(options: CreateBoundaryOptions): Boundary {
+  return createBoundaryCore({ ...options, ...defaultPorts(options) });
+}
+
+/** Generates an Ed25519 signing key for decisions; `kid` defaults to a random id. */
+export function generateSigningKey(options: { kid?: string; crypto?: CryptoPort; random?: Random } = {}): SigningKey {
+  const { crypto, random } = defaultPorts(options);
+  const { privateJwk, publicJwk } = crypto.generateEd25519();
+  const kid = options.kid ?? `key_${base64url(random.bytes(9))}`;
+  return { kid, privateJwk: { ...privateJwk, kid }, publicJwk: { ...publicJwk, kid, alg: "EdDSA", use: "sig" } };
+}
+
+export type DecisionInput = Omit<DecisionPayload, "v" | "decisionId" | "issuedAt" | "reasons"> & Partial<Pick<DecisionPayload, "decisionId" | "issuedAt" | "reasons">>;
+
+/**
+ * Signs a decision as JWS compact (EdDSA). `decisionId` defaults to a random id, `issuedAt` to now.
+ * @example
+ * const token = signDecision(key, { result: "ALLOW", requestDigest: requestDigest(req), tenantId: "t1",
+ *   spaceId: "s1", authorityRef: "auth-1", policyRef: "policy:v1" });
+ */
+export function signDecision(key: SigningKey, input: DecisionInput, ports: { clock?: Clock; crypto?: CryptoPort; random?: Random } = {}): string {
+  const { clock, crypto, random } = defaultPorts(ports);
+  if (typeof input !== "object" || input === null) throw new WritError("INVALID_ARGUMENT", "signDecision needs a decision payload object");
+  const payload: DecisionPayload = {
+    v: 1,
+    decisionId: input.decisionId ?? `dec_${base64url(random.bytes(16))}`,
+    result: input.result,
+    requestDigest: input.requestDigest,
+    tenantId: input.tenantId,
+    spaceId: input.spaceId,
+    authorityRef: input.authorityRef,
+    policyRef: input.policyRef,
+    issuedAt: input.issuedAt ?? clock.now(),
+    reasons: input.reasons ?? [],
+  };
+  if (input.approvalRef !== undefined) payload.approvalRef = input.approvalRef;
+  return signDecisionWith(crypto, key, payload);
+}
+
+/** Verifies a decision token's format, key and signature against a keyring (checks 1-3 of SPEC 3.1). */
+export function verifyDecision(token: unknown, keyring: Keyring, ports: { crypto?: CryptoPort } = {}): VerifyResult {
+  return verifyDecisionWith(defaultPorts(ports).crypto, keyring, token);
+}
+
+/** `sha256:<base64url>` over the RFC 8785 canonical form of the request. */
+export function requestDigest(request: unknown, ports: { crypto?: CryptoPort } = {}): string {
+  return computeRequestDigest(defaultPorts(ports).crypto, request);
+}
+
+/** Writes a signed checkpoint of the scope's journal head. */
+export async function checkpointJournal(store: Store, key: SigningKey, scope: Scope, ports: { clock?: Clock; crypto?: CryptoPort } = {}): Promise<JournalCheckpoint | null> {
+  const { clock, crypto } = defaultPorts(ports);
+  return store.transact((tx) => writeCheckpoint(tx, crypto, scope, key, clock.now()));
+}
+
+/** Recomputes a scope's journal chain and checks its signed checkpoints. */
+export async function verifyJournalIn(store: Store, keyring: Keyring, scope: Scope, ports: { crypto?: CryptoPort } = {}): Promise<JournalVerification> {
+  return verifyStoredJournal(store, defaultPorts(ports).crypto, keyring, scope);
+}

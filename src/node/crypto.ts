@@ -1,0 +1,52 @@
+/** The CryptoPort on node:crypto. Imported key objects are cached (import costs more than verify). */
+import nodeCrypto, { type KeyObject } from "node:crypto";
+import type { CryptoPort, PrivateJwk, PublicJwk } from "../core/ports.js";
+
+const MAX_CACHED = 1024;
+
+function cached<K, V>(map: Map<K, V>, k: K, make: () => V): V {
+  const hit = map.get(k);
+  if (hit !== undefined) return hit;
+  const v = make();
+  if (map.size >= MAX_CACHED) map.delete(map.keys().next().value as K);
+  map.set(k, v);
+  return v;
+}
+
+/** Creates the Node implementation of the CryptoPort. */
+export function nodeCryptoPort(): CryptoPort {
+  const publicKeys = new Map<string, KeyObject | null>();
+  const privateKeys = new Map<string, KeyObject>();
+  return {
+    sha256: (data) => nodeCrypto.createHash("sha256").update(data).digest(),
+    hmacSha256: (key, data) => nodeCrypto.createHmac("sha256", key).update(data).digest(),
+    timingSafeEqual: (a, b) => a.length === b.length && nodeCrypto.timingSafeEqual(a, b),
+    generateEd25519() {
+      const { publicKey, privateKey } = nodeCrypto.generateKeyPairSync("ed25519");
+      const pub = publicKey.export({ format: "jwk" }) as { x: string };
+      const priv = privateKey.export({ format: "jwk" }) as { x: string; d: string };
+      const publicJwk: PublicJwk = { kty: "OKP", crv: "Ed25519", x: pub.x };
+      const privateJwk: PrivateJwk = { kty: "OKP", crv: "Ed25519", x: priv.x, d: priv.d };
+      return { publicJwk, privateJwk };
+    },
+    signEd25519(privateJwk, data) {
+      const key = cached(privateKeys, privateJwk.d, () => nodeCrypto.createPrivateKey({ key: { kty: "OKP", crv: "Ed25519", x: privateJwk.x, d: privateJwk.d }, format: "jwk" }));
+      return nodeCrypto.sign(null, data, key);
+    },
+    verifyEd25519(publicJwk, data, signature) {
+      const key = cached(publicKeys, publicJwk.x, () => {
+        try {
+          return nodeCrypto.createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: publicJwk.x }, format: "jwk" });
+        } catch {
+          return null;
+        }
+      });
+      if (!key || signature.length !== 64) return false;
+      try {
+        return nodeCrypto.verify(null, data, key, signature);
+      } catch {
+        return false;
+      }
+    },
+  };
+}
