@@ -16,3 +16,4 @@ export * from "./store.js";
 export type * from "./types.js";
 export * from "./types.js";
 export * from "./validate.js";
+export * from "./manual-clock.js";

@@ -10,7 +10,9 @@
  * - Fenced writes (`fence` argument) succeed only while the invocation is `running` under that
  *   exact owner and token; otherwise they throw `LeaseLostError` and write nothing.
  * - Step status is monotonic: a settled step (`succeeded`, `failed`, `unknown`) never returns to
- *   `started`; attempting it throws `CONFLICT`.
+ *   `started` within the same attempt; attempting it throws `CONFLICT`. The one exception is a
+ *   retry: a `failed` step (a definite failure) may be restarted by a NEW attempt (different
+ *   `attemptId`, which needs a new decision). `succeeded` and `unknown` never return to `started`.
  */
 import { WritError } from "./errors.js";
 import type {
@@ -131,7 +133,7 @@ export interface StoreTx {
 
   // steps
   getSteps(scope: Scope, invocationId: string): Promise<StepCheckpoint[]>;
-  /** Upserts by (scope, invocationId, stepIndex); monotonic (see above); fenced if `fence` given. */
+  /** Upserts by (scope, invocationId, stepIndex); monotonic (see above, retry exception included); fenced if `fence` given. */
   putStep(scope: Scope, step: StepCheckpoint, fence?: Fence): Promise<void>;
 
   // reconciliations
