@@ -351,6 +351,8 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
     }
     const base = attemptBase(scope, attemptId, now, req, decision, digest);
     base.invocationId = invocationId;
+    const stepKeys: string[] = [];
+    const keyOf = (i: number): string => (stepKeys[i] ??= stepKey(scope, req.action, req.idempotencyKey, i));
     const sensitive = action.sensitive ?? [];
     const redactOutputs = (outputs: { [k: string]: Json }): Json => {
       const r = redact({ outputs } as Json, sensitive) as { outputs: Json };
@@ -464,7 +466,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
         stepIndex: i,
         stepName: action.steps[i]!.name,
         status: "started",
-        stepKey: stepKey(sc, req.action, req.idempotencyKey, i),
+        stepKey: keyOf(i),
         attemptId: att,
         startedAt: at,
       };
@@ -488,9 +490,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
         request: req,
         operation: step.operation,
         input: input,
-        idempotencyKey: stepKey(scope, req.action, req.idempotencyKey, i),
-        signal: undefined as unknown as AbortSignal,
-        deadline: 0,
+        idempotencyKey: keyOf(i),
         attemptId,
         decisionId: decision.payload.decisionId,
         invocationId,
@@ -567,28 +567,41 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
   }
 
   /** Calls a connector with a deadline; a late resolution after the timeout is ignored. */
-  async function callConnector(connector: Connector, operation: string, ctx: ConnectorContext): Promise<Interpreted> {
-    const controller = new AbortController();
-    const deadline = clock.now() + cfg.timeoutMs;
+  async function callConnector(connector: Connector, operation: string, partial: Omit<ConnectorContext, "signal" | "deadline">): Promise<Interpreted> {
+    // The AbortController is made only if the connector reads `signal` (it costs microseconds).
+    let controller: AbortController | undefined;
+    let aborted = false;
+    const abortReason = (): WritError => new WritError("INVALID_STATE", `execution timeout after ${cfg.timeoutMs} ms`);
+    const ctx = Object.defineProperty({ ...partial, deadline: clock.now() + cfg.timeoutMs }, "signal", {
+      enumerable: true,
+      get(): AbortSignal {
+        if (!controller) {
+          controller = new AbortController();
+          if (aborted) controller.abort(abortReason());
+        }
+        return controller.signal;
+      },
+    }) as ConnectorContext;
     let cancelTimer: (() => void) | undefined;
     const timedOut = new Promise<Interpreted>((resolveTimeout) => {
       cancelTimer = clock.setTimer(cfg.timeoutMs, () => {
-        controller.abort(new WritError("INVALID_STATE", "execution timeout"));
+        aborted = true;
+        controller?.abort(abortReason());
         resolveTimeout({ kind: "timeout", reason: `no reply within ${cfg.timeoutMs} ms` });
       });
     });
     const call = (async (): Promise<Interpreted> => {
       try {
-        const reply: unknown = await connector.operations[operation]!({ ...ctx, signal: controller.signal, deadline });
+        const reply: unknown = await connector.operations[operation]!(ctx);
         return interpretReply(reply);
       } catch (e) {
-        if (controller.signal.aborted) return { kind: "timeout", reason: `no reply within ${cfg.timeoutMs} ms` };
+        if (aborted) return { kind: "timeout", reason: `no reply within ${cfg.timeoutMs} ms` };
         return { kind: "permanent_failure", reason: `connector threw: ${errorMessage(e)}`, thrown: true };
       }
     })();
     try {
       const r = await Promise.race([call, timedOut]);
-      return controller.signal.aborted ? { kind: "timeout", reason: `no reply within ${cfg.timeoutMs} ms` } : r;
+      return aborted ? { kind: "timeout", reason: `no reply within ${cfg.timeoutMs} ms` } : r;
     } finally {
       cancelTimer?.();
     }

@@ -1,11 +1,11 @@
 /** Request digests: `sha256:<base64url>` over the RFC 8785 canonical form. */
-import { canonicalize } from "./canonical.js";
-import { base64url, utf8 } from "./encoding.js";
+import { canonicalize, canonicalizeData } from "./canonical.js";
+import { base64url } from "./encoding.js";
 import type { CryptoPort } from "./ports.js";
 
 /** `sha256:<base64url>` of the canonical form of any plain JSON value. */
 export function digestOf(crypto: CryptoPort, value: unknown): string {
-  return "sha256:" + base64url(crypto.sha256(utf8(canonicalize(value))));
+  return "sha256:" + base64url(crypto.sha256(canonicalize(value)));
 }
 
 /**
@@ -18,5 +18,5 @@ export function computeRequestDigest(crypto: CryptoPort, request: unknown): stri
 
 /** A short stable identifier derived from parts (not secret; for ids and step keys). */
 export function stableId(crypto: CryptoPort, prefix: string, parts: unknown[]): string {
-  return prefix + base64url(crypto.sha256(utf8(canonicalize(parts)))).slice(0, 32);
+  return prefix + base64url(crypto.sha256(canonicalizeData(parts))).slice(0, 32);
 }

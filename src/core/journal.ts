@@ -4,7 +4,7 @@
  * make repeated writes idempotent. Signed checkpoints of (scope, seq, head hash) let an auditor
  * detect truncation as well as tampering.
  */
-import { canonicalize, parseJsonStrict } from "./canonical.js";
+import { canonicalize, canonicalizeData, parseJsonStrict } from "./canonical.js";
 import { base64url, fromBase64url, fromUtf8, utf8 } from "./encoding.js";
 import type { Keyring, SigningKey } from "./keyring.js";
 import type { CryptoPort } from "./ports.js";
@@ -33,7 +33,7 @@ export function entryHash(crypto: CryptoPort, e: Omit<JournalEntry, "hash">): st
     data: e.data,
     prevHash: e.prevHash,
   };
-  return "sha256:" + base64url(crypto.sha256(utf8(canonicalize(body))));
+  return "sha256:" + base64url(crypto.sha256(canonicalizeData(body)));
 }
 
 /**
@@ -109,20 +109,29 @@ function checkStatementSignature(crypto: CryptoPort, keyring: Keyring, cp: Journ
   const pb = fromBase64url(p);
   const sig = fromBase64url(s);
   if (!hb || !pb || !sig) return "signature is not base64url";
-  let header: { alg?: unknown; kid?: unknown; typ?: unknown };
+  let header: unknown;
   let stmt: unknown;
   try {
-    header = parseJsonStrict(fromUtf8(hb)) as typeof header;
+    header = parseJsonStrict(fromUtf8(hb));
     stmt = parseJsonStrict(fromUtf8(pb));
   } catch {
     return "signature parts are not JSON";
   }
-  if (header.alg !== "EdDSA" || header.typ !== CHECKPOINT_TYP || typeof header.kid !== "string") return "unexpected checkpoint header";
-  const key = keyring.get(header.kid);
-  if (!key) return `checkpoint key ${header.kid} is unknown`;
-  if (key.status === "revoked") return `checkpoint key ${header.kid} is revoked`;
+  // A forged header may be any JSON (null included): report it, never throw.
+  if (typeof header !== "object" || header === null) return "unexpected checkpoint header";
+  const { alg, kid, typ } = header as { alg?: unknown; kid?: unknown; typ?: unknown };
+  if (alg !== "EdDSA" || typ !== CHECKPOINT_TYP || typeof kid !== "string") return "unexpected checkpoint header";
+  const key = keyring.get(kid);
+  if (!key) return `checkpoint key ${kid} is unknown`;
+  if (key.status === "revoked") return `checkpoint key ${kid} is revoked`;
   if (!crypto.verifyEd25519(key.publicJwk, utf8(`${h}.${p}`), sig)) return "checkpoint signature does not verify";
-  const expected = canonicalize({ tenantId: cp.tenantId, spaceId: cp.spaceId, seq: cp.seq, headHash: cp.headHash, at: cp.at });
+  let expected: string;
+  try {
+    expected = canonicalize({ tenantId: cp.tenantId, spaceId: cp.spaceId, seq: cp.seq, headHash: cp.headHash, at: cp.at });
+  } catch {
+    // A stored checkpoint row with a missing or non-JSON field cannot match what was signed.
+    return "checkpoint fields are not plain JSON";
+  }
   if (canonicalize(stmt) !== expected) return "checkpoint fields differ from the signed statement";
   return null;
 }

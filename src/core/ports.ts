@@ -38,7 +38,8 @@ export interface PrivateJwk extends PublicJwk {
  * precompute key handles and use a synchronous SHA-256.
  */
 export interface CryptoPort {
-  sha256(data: Uint8Array): Uint8Array;
+  /** SHA-256; a string is hashed as its UTF-8 bytes. */
+  sha256(data: Uint8Array | string): Uint8Array;
   hmacSha256(key: Uint8Array, data: Uint8Array): Uint8Array;
   /** Constant-time comparison of equal-length byte arrays (false when lengths differ). */
   timingSafeEqual(a: Uint8Array, b: Uint8Array): boolean;

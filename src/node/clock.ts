@@ -12,7 +12,23 @@ export const systemClock: Clock = {
   },
 };
 
-/** Cryptographically strong randomness. */
+const POOL_SIZE = 8192;
+let pool = nodeCrypto.randomBytes(POOL_SIZE);
+let offset = 0;
+
+/**
+ * Cryptographically strong randomness, served from a pool refilled by randomBytes (one system
+ * call per 8 KiB instead of one per id). Every byte is handed out once.
+ */
 export const systemRandom: Random = {
-  bytes: (n) => nodeCrypto.randomBytes(n),
+  bytes(n) {
+    if (n > POOL_SIZE / 4) return nodeCrypto.randomBytes(n);
+    if (offset + n > POOL_SIZE) {
+      pool = nodeCrypto.randomBytes(POOL_SIZE);
+      offset = 0;
+    }
+    const out = pool.subarray(offset, offset + n);
+    offset += n;
+    return Uint8Array.from(out);
+  },
 };

@@ -4,6 +4,9 @@ import type { CryptoPort, PrivateJwk, PublicJwk } from "../core/ports.js";
 
 const MAX_CACHED = 1024;
 
+// crypto.hash (Node >= 20.12) skips the Hash object: measurably cheaper for small inputs.
+const oneShotHash = (nodeCrypto as { hash?: (alg: string, data: Uint8Array | string, enc: "buffer") => Buffer }).hash;
+
 function cached<K, V>(map: Map<K, V>, k: K, make: () => V): V {
   const hit = map.get(k);
   if (hit !== undefined) return hit;
@@ -18,7 +21,7 @@ export function nodeCryptoPort(): CryptoPort {
   const publicKeys = new Map<string, KeyObject | null>();
   const privateKeys = new Map<string, KeyObject>();
   return {
-    sha256: (data) => nodeCrypto.createHash("sha256").update(data).digest(),
+    sha256: oneShotHash ? (data) => oneShotHash("sha256", data, "buffer") : (data) => nodeCrypto.createHash("sha256").update(data).digest(),
     hmacSha256: (key, data) => nodeCrypto.createHmac("sha256", key).update(data).digest(),
     timingSafeEqual: (a, b) => a.length === b.length && nodeCrypto.timingSafeEqual(a, b),
     generateEd25519() {
