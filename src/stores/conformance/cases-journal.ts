@@ -1,0 +1,108 @@
+/** Conformance cases: the journal and its checkpoints. */
+import assert from "node:assert/strict";
+import type { JournalEntry } from "../../core/types.js";
+import { assertRecord, plain, rejectsWithCode, withStore } from "./assertions.js";
+import type { StoreConformanceCase } from "./case.js";
+import { checkpoint, journalChain, journalEntry, newScope, uid } from "./fixtures.js";
+
+export const journalCases: StoreConformanceCase[] = [
+  {
+    // Invariant: the journal is append-only and gap-free per scope: an append must continue the
+    // head (seq head + 1, + 2, …) with ids not present yet; a seq clash, a gap, an id clash (with
+    // the journal or within the batch) is refused with CONFLICT and writes nothing of the batch.
+    // Reads are ascending from fromSeq; journalIdsPresent reports the ids present.
+    name: "journal: append continues the head; seq clash, gap and id clash are refused",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        await store.transact(async (tx) => {
+          assert.equal(await tx.journalHead(scope), null);
+          assert.deepStrictEqual(await tx.readJournal(scope), []);
+          assert.equal((await tx.journalIdsPresent(scope, ["x"])).size, 0);
+        });
+        const chain = journalChain(scope, 3);
+        const [e1, e2, e3] = chain as [JournalEntry, JournalEntry, JournalEntry];
+        await store.transact((tx) => tx.insertJournal(scope, chain));
+        await store.transact(async (tx) => {
+          assert.deepStrictEqual(await tx.journalHead(scope), { seq: 3, hash: e3.hash });
+          assert.deepStrictEqual(plain(await tx.readJournal(scope)), plain(chain));
+          assert.deepStrictEqual(plain(await tx.readJournal(scope, { fromSeq: 2 })), plain([e2, e3]));
+          assert.deepStrictEqual(plain(await tx.readJournal(scope, { fromSeq: 2, limit: 1 })), plain([e2]));
+          assert.deepStrictEqual(await tx.readJournal(scope, { fromSeq: 4 }), []);
+          assert.deepStrictEqual([...(await tx.journalIdsPresent(scope, [e1.id, "missing", e3.id]))].sort(), [e1.id, e3.id].sort());
+        });
+        const refusals: Array<[string, JournalEntry[]]> = [
+          ["seq clash", [journalEntry(scope, 3, e2.hash)]],
+          ["restart at seq 1", [journalEntry(scope, 1, null)]],
+          ["gap", [journalEntry(scope, 5, e3.hash)]],
+          ["id clash with the journal", [journalEntry(scope, 4, e3.hash, { id: e1.id })]],
+        ];
+        const e4 = journalEntry(scope, 4, e3.hash);
+        refusals.push(["id clash within the batch", [e4, journalEntry(scope, 5, e4.hash, { id: e4.id })]]);
+        refusals.push(["gap inside the batch", [e4, journalEntry(scope, 6, e4.hash)]]);
+        for (const [label, entries] of refusals) {
+          await rejectsWithCode(
+            store.transact((tx) => tx.insertJournal(scope, entries)),
+            "CONFLICT",
+            `journal append with ${label}`,
+          );
+        }
+        await store.transact(async (tx) => {
+          assert.deepStrictEqual(await tx.journalHead(scope), { seq: 3, hash: e3.hash }, "refused appends wrote nothing");
+          assert.equal((await tx.journalIdsPresent(scope, [e4.id])).size, 0, "refused batches wrote nothing");
+        });
+        await store.transact((tx) => tx.insertJournal(scope, [e4]));
+        assertRecord((await store.transact((tx) => tx.readJournal(scope, { fromSeq: 4 })))[0], e4, "appended entry");
+      });
+    },
+  },
+  {
+    // Invariant: 20 concurrent transactions that each lock the journal, read the head and append
+    // the next entry leave one chain: seq 1..20 contiguous, no fork, each prevHash the previous
+    // entry's hash, every entry written once.
+    name: "journal: 20 concurrent appends leave no fork and no gap",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        const written = await Promise.all(
+          Array.from({ length: 20 }, () =>
+            store.transact(async (tx) => {
+              await tx.lock(scope, ["journal"]);
+              const head = await tx.journalHead(scope);
+              const e = journalEntry(scope, (head?.seq ?? 0) + 1, head?.hash ?? null);
+              await tx.insertJournal(scope, [e]);
+              return e.id;
+            }),
+          ),
+        );
+        const entries = await store.transact((tx) => tx.readJournal(scope));
+        assert.deepStrictEqual(
+          entries.map((e) => e.seq),
+          Array.from({ length: 20 }, (_, i) => i + 1),
+        );
+        let prev: string | null = null;
+        for (const e of entries) {
+          assert.equal(e.prevHash, prev, `entry ${e.seq} continues the chain`);
+          prev = e.hash;
+        }
+        assert.deepStrictEqual(entries.map((e) => e.id).sort(), [...written].sort(), "every append is in the chain exactly once");
+      });
+    },
+  },
+  {
+    // Invariant: checkpoints are stored as given and listed in seq order.
+    name: "journal: checkpoints are stored and listed in seq order",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        assert.deepStrictEqual(await store.transact((tx) => tx.listCheckpoints(scope)), []);
+        const cps = [checkpoint(scope, 5), checkpoint(scope, 2), checkpoint(scope, 9, { signature: uid("sig") })];
+        await store.transact(async (tx) => {
+          for (const cp of cps) await tx.insertCheckpoint(scope, cp);
+        });
+        const listed = await store.transact((tx) => tx.listCheckpoints(scope));
+        assert.deepStrictEqual(plain(listed), plain([cps[1], cps[0], cps[2]]));
+      });
+    },
+  },
+];

@@ -1,0 +1,66 @@
+/**
+ * The one Store conformance suite (SPEC 5), exported so a custom store can run it. Independent of
+ * any test framework: each case throws (node:assert) on a violation.
+ *
+ * @example
+ * // src/stores/conformance/index.ts (re-export it from the package root to publish it)
+ * const report = await runStoreConformance(async () => myStore({ url }));
+ * if (report.failed.length > 0) console.error(report.failed);
+ *
+ * Storage: each `makeStore()` call may return a fresh empty store or another connection to shared
+ * storage. Cases use scopes and lease owners of their own, so they do not depend on an empty
+ * database; claim cases tolerate (and may claim) invocations other cases left runnable.
+ */
+import { claimCases } from "./cases-claims.js";
+import { invocationCases } from "./cases-invocations.js";
+import { isolationCases } from "./cases-isolation.js";
+import { journalCases } from "./cases-journal.js";
+import { recordCases } from "./cases-records.js";
+import { transactionCases } from "./cases-transactions.js";
+import { runConformanceCase, type MakeStore, type StoreConformanceCase } from "./case.js";
+
+export { runConformanceCase, type MakeStore, type StoreConformanceCase } from "./case.js";
+
+/** Every conformance case, in a stable order. Names are unique. */
+export const storeConformanceCases: StoreConformanceCase[] = [
+  ...transactionCases,
+  ...recordCases,
+  ...invocationCases,
+  ...claimCases,
+  ...journalCases,
+  ...isolationCases,
+];
+
+/** Options of {@link runStoreConformance}. */
+export interface RunStoreConformanceOptions {
+  /**
+   * Runs only the cases whose name passes.
+   * @defaultValue every case
+   */
+  filter?: (name: string) => boolean;
+}
+
+/** The outcome of a conformance run: the names that passed, and each failure with its error. */
+export interface StoreConformanceReport {
+  passed: string[];
+  failed: Array<{ name: string; error: unknown }>;
+}
+
+/**
+ * Runs the conformance cases one after another against stores made by `makeStore`, and reports
+ * every case's outcome (it does not stop at the first failure). A case that leaves a store open
+ * fails.
+ */
+export async function runStoreConformance(makeStore: MakeStore, opts: RunStoreConformanceOptions = {}): Promise<StoreConformanceReport> {
+  const report: StoreConformanceReport = { passed: [], failed: [] };
+  for (const testCase of storeConformanceCases) {
+    if (opts.filter !== undefined && !opts.filter(testCase.name)) continue;
+    try {
+      await runConformanceCase(testCase, makeStore);
+      report.passed.push(testCase.name);
+    } catch (error) {
+      report.failed.push({ name: testCase.name, error });
+    }
+  }
+  return report;
+}

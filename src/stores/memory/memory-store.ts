@@ -1,0 +1,96 @@
+/**
+ * The in-memory Store: real transactions (serialised by a FIFO mutex, rolled back from an undo
+ * log), deep-copied records, every rule of the Store port. For tests, examples and benchmarks;
+ * nothing survives the process.
+ */
+import { WritError } from "../../core/errors.js";
+import type { Store, StoreTx } from "../../core/store.js";
+import { MemoryTx } from "./memory-tx.js";
+import { Mutex } from "./mutex.js";
+import { resolveOptions, type MemoryStoreOptions } from "./options.js";
+import { newState, type MemoryState } from "./state.js";
+
+/** The memory store: a `Store` whose `onWake` is always available. */
+export interface MemoryStore extends Store {
+  readonly kind: "memory";
+  /** `cb` runs after each commit that wrote a `queued` invocation. Returns an unsubscribe function. */
+  onWake(cb: () => void): () => void;
+}
+
+/**
+ * Creates an empty in-memory store. Transactions run one at a time; a transaction's `fn` may
+ * await, but must not call `transact` on the same store (it would wait for itself forever).
+ * @example
+ * const store = memoryStore();
+ * await store.migrate();
+ * const seq = await store.transact((tx) => tx.insertAttempt(scope, attempt));
+ * await store.close();
+ */
+export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
+  const { faults } = resolveOptions(options);
+  let state: MemoryState = newState();
+  const mutex = new Mutex();
+  const listeners = new Set<() => void>();
+  let closing = false;
+
+  function closed(): WritError {
+    return new WritError("STORE_CLOSED", "the memory store is closed");
+  }
+
+  function wake(): void {
+    for (const cb of listeners) {
+      try {
+        cb();
+      } catch {
+        // A wake-up is a hint; a failing listener must not fail the commit that is already done.
+      }
+    }
+  }
+
+  async function transact<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+    if (closing) throw closed();
+    if (typeof fn !== "function") throw new WritError("INVALID_ARGUMENT", "transact needs a function");
+    if (!mutex.tryAcquire()) await mutex.acquire();
+    const tx = new MemoryTx(state, faults);
+    let result: T;
+    try {
+      result = await fn(tx);
+      tx.commit();
+    } catch (e) {
+      try {
+        tx.rollback();
+      } finally {
+        mutex.release();
+      }
+      throw e;
+    }
+    mutex.release();
+    if (tx.wake && listeners.size > 0) wake();
+    return result;
+  }
+
+  return {
+    kind: "memory",
+    async migrate(): Promise<void> {
+      if (closing) throw closed();
+    },
+    transact,
+    async close(): Promise<void> {
+      if (closing) return;
+      closing = true;
+      // Transactions already waiting run to completion first; later ones are refused.
+      await mutex.acquire();
+      state = newState();
+      listeners.clear();
+      mutex.release();
+    },
+    onWake(cb: () => void): () => void {
+      if (typeof cb !== "function") throw new WritError("INVALID_ARGUMENT", "onWake needs a function");
+      const own = (): void => cb();
+      listeners.add(own);
+      return () => {
+        listeners.delete(own);
+      };
+    },
+  };
+}

@@ -1,0 +1,186 @@
+/**
+ * The memory store's `StoreTx`: checks that the transaction is still open, gives the fault hook
+ * its say, and hands each operation to the module that holds its records. Operation bodies are
+ * synchronous, so an operation's effect is applied (and logged for undo) when it is called.
+ */
+import { WritError } from "../../core/errors.js";
+import type { ClaimOptions, InvocationFilter, ListOptions, StoreTx } from "../../core/store.js";
+import type {
+  Approval,
+  AttemptRecord,
+  Authority,
+  ConsumedDecision,
+  Fence,
+  IdempotencyRecord,
+  Invocation,
+  JournalCheckpoint,
+  JournalEntry,
+  ReconciliationRecord,
+  ReconciliationStatus,
+  Scope,
+  StepCheckpoint,
+} from "../../core/types.js";
+import * as attempts from "./attempts.js";
+import * as claims from "./claims.js";
+import * as invocations from "./invocations.js";
+import * as journal from "./journal.js";
+import * as records from "./records.js";
+import { findScope, type MemoryState, type Work } from "./state.js";
+import * as steps from "./steps.js";
+
+/** A point where the memory store's fault hook may throw: a `StoreTx` operation, or the commit. */
+export type MemoryFaultPoint = keyof StoreTx | "commit";
+
+export class MemoryTx implements StoreTx {
+  readonly #w: Work;
+  readonly #faults: ((point: MemoryFaultPoint) => void) | undefined;
+  #open = true;
+
+  constructor(state: MemoryState, faults: ((point: MemoryFaultPoint) => void) | undefined) {
+    this.#w = { state, undo: [], wake: false };
+    this.#faults = faults;
+  }
+
+  /** True when the committed transaction wrote a queued invocation. */
+  get wake(): boolean {
+    return this.#w.wake;
+  }
+
+  /** Ends the transaction, keeping its writes. */
+  commit(): void {
+    this.#faults?.("commit");
+    this.#open = false;
+  }
+
+  /** Ends the transaction, undoing its writes last-first. */
+  rollback(): void {
+    this.#open = false;
+    const undo = this.#w.undo;
+    for (let i = undo.length - 1; i >= 0; i--) (undo[i] as () => void)();
+    undo.length = 0;
+  }
+
+  #enter(point: MemoryFaultPoint): Work {
+    if (!this.#open) throw new WritError("INVALID_STATE", `${point} called on a transaction that has ended`);
+    this.#faults?.(point);
+    return this.#w;
+  }
+
+  async lock(scope: Scope, _keys: string[]): Promise<void> {
+    // Transactions are serial already; only the scope is checked.
+    findScope(this.#enter("lock").state, scope);
+  }
+
+  async consumeDecision(scope: Scope, rec: ConsumedDecision): Promise<boolean> {
+    return records.consumeDecision(this.#enter("consumeDecision"), scope, rec);
+  }
+  async getConsumedDecision(scope: Scope, decisionId: string): Promise<ConsumedDecision | null> {
+    return records.getConsumedDecision(this.#enter("getConsumedDecision"), scope, decisionId);
+  }
+
+  async getIdempotency(scope: Scope, action: string, idempotencyKey: string): Promise<IdempotencyRecord | null> {
+    return records.getIdempotency(this.#enter("getIdempotency"), scope, action, idempotencyKey);
+  }
+  async putIdempotency(scope: Scope, rec: IdempotencyRecord): Promise<void> {
+    records.putIdempotency(this.#enter("putIdempotency"), scope, rec);
+  }
+
+  async insertAttempt(scope: Scope, rec: AttemptRecord): Promise<number> {
+    return attempts.insertAttempt(this.#enter("insertAttempt"), scope, rec);
+  }
+  async updateAttempt(scope: Scope, rec: AttemptRecord): Promise<void> {
+    attempts.updateAttempt(this.#enter("updateAttempt"), scope, rec);
+  }
+  async getAttempt(scope: Scope, attemptId: string): Promise<AttemptRecord | null> {
+    return attempts.getAttempt(this.#enter("getAttempt"), scope, attemptId);
+  }
+  async listAttempts(scope: Scope, opts?: ListOptions & { invocationId?: string; afterSeq?: number }): Promise<AttemptRecord[]> {
+    return attempts.listAttempts(this.#enter("listAttempts"), scope, opts);
+  }
+
+  async journalHead(scope: Scope): Promise<{ seq: number; hash: string } | null> {
+    return journal.journalHead(this.#enter("journalHead"), scope);
+  }
+  async journalIdsPresent(scope: Scope, ids: string[]): Promise<Set<string>> {
+    return journal.journalIdsPresent(this.#enter("journalIdsPresent"), scope, ids);
+  }
+  async insertJournal(scope: Scope, entries: JournalEntry[]): Promise<void> {
+    journal.insertJournal(this.#enter("insertJournal"), scope, entries);
+  }
+  async readJournal(scope: Scope, opts?: ListOptions & { fromSeq?: number }): Promise<JournalEntry[]> {
+    return journal.readJournal(this.#enter("readJournal"), scope, opts);
+  }
+  async insertCheckpoint(scope: Scope, cp: JournalCheckpoint): Promise<void> {
+    journal.insertCheckpoint(this.#enter("insertCheckpoint"), scope, cp);
+  }
+  async listCheckpoints(scope: Scope): Promise<JournalCheckpoint[]> {
+    return journal.listCheckpoints(this.#enter("listCheckpoints"), scope);
+  }
+
+  async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {
+    invocations.insertInvocation(this.#enter("insertInvocation"), scope, inv);
+  }
+  async getInvocation(scope: Scope, invocationId: string): Promise<Invocation | null> {
+    return invocations.getInvocation(this.#enter("getInvocation"), scope, invocationId);
+  }
+  async findInvocationByKey(scope: Scope, action: string, idempotencyKey: string): Promise<Invocation | null> {
+    return invocations.findInvocationByKey(this.#enter("findInvocationByKey"), scope, action, idempotencyKey);
+  }
+  async listInvocations(scope: Scope, filter?: InvocationFilter): Promise<Invocation[]> {
+    return invocations.listInvocations(this.#enter("listInvocations"), scope, filter);
+  }
+  async updateInvocation(scope: Scope, inv: Invocation, fence?: Fence): Promise<void> {
+    invocations.updateInvocation(this.#enter("updateInvocation"), scope, inv, fence);
+  }
+  async assertLease(scope: Scope, fence: Fence): Promise<void> {
+    invocations.assertLease(this.#enter("assertLease"), scope, fence);
+  }
+  async claimInvocations(opts: ClaimOptions): Promise<Invocation[]> {
+    return claims.claimInvocations(this.#enter("claimInvocations"), opts);
+  }
+  async heartbeat(owner: string, now: number, leaseMs: number): Promise<number> {
+    return claims.heartbeat(this.#enter("heartbeat"), owner, now, leaseMs);
+  }
+  async nextRunAt(): Promise<number | null> {
+    return claims.nextRunAt(this.#enter("nextRunAt"));
+  }
+
+  async getSteps(scope: Scope, invocationId: string): Promise<StepCheckpoint[]> {
+    return steps.getSteps(this.#enter("getSteps"), scope, invocationId);
+  }
+  async putStep(scope: Scope, step: StepCheckpoint, fence?: Fence): Promise<void> {
+    steps.putStep(this.#enter("putStep"), scope, step, fence);
+  }
+
+  async insertReconciliation(scope: Scope, rec: ReconciliationRecord): Promise<void> {
+    records.insertReconciliation(this.#enter("insertReconciliation"), scope, rec);
+  }
+  async updateReconciliation(scope: Scope, rec: ReconciliationRecord): Promise<void> {
+    records.updateReconciliation(this.#enter("updateReconciliation"), scope, rec);
+  }
+  async getReconciliation(scope: Scope, reconciliationId: string): Promise<ReconciliationRecord | null> {
+    return records.getReconciliation(this.#enter("getReconciliation"), scope, reconciliationId);
+  }
+  async listReconciliations(scope: Scope, opts?: ListOptions & { status?: ReconciliationStatus; invocationId?: string }): Promise<ReconciliationRecord[]> {
+    return records.listReconciliations(this.#enter("listReconciliations"), scope, opts);
+  }
+
+  async putAuthority(scope: Scope, a: Authority): Promise<void> {
+    records.putAuthority(this.#enter("putAuthority"), scope, a);
+  }
+  async getAuthority(scope: Scope, authorityRef: string): Promise<Authority | null> {
+    return records.getAuthority(this.#enter("getAuthority"), scope, authorityRef);
+  }
+  async listAuthorities(scope: Scope, opts?: ListOptions): Promise<Authority[]> {
+    return records.listAuthorities(this.#enter("listAuthorities"), scope, opts);
+  }
+  async putApproval(scope: Scope, a: Approval): Promise<void> {
+    records.putApproval(this.#enter("putApproval"), scope, a);
+  }
+  async getApproval(scope: Scope, approvalId: string): Promise<Approval | null> {
+    return records.getApproval(this.#enter("getApproval"), scope, approvalId);
+  }
+  async listApprovals(scope: Scope, opts?: ListOptions & { status?: Approval["status"] }): Promise<Approval[]> {
+    return records.listApprovals(this.#enter("listApprovals"), scope, opts);
+  }
+}

@@ -1,0 +1,131 @@
+/**
+ * The memory store's state: one `ScopeData` per (tenantId, spaceId), each holding its records in
+ * Maps keyed the way the Store port looks them up, plus the cross-scope claim index. Stored
+ * records are never mutated in place: every write stores a fresh object, which lets the claim
+ * index recognise stale entries by identity.
+ */
+import { WritError } from "../../core/errors.js";
+import type {
+  Approval,
+  AttemptRecord,
+  Authority,
+  ConsumedDecision,
+  IdempotencyRecord,
+  Invocation,
+  JournalCheckpoint,
+  JournalEntry,
+  ReconciliationRecord,
+  Scope,
+  StepCheckpoint,
+} from "../../core/types.js";
+import { ClaimIndex } from "./claim-index.js";
+
+/** Every record of one scope. */
+export interface ScopeData {
+  readonly decisions: Map<string, ConsumedDecision>;
+  /** Keyed by `keyOf(action, idempotencyKey)`. */
+  readonly idempotency: Map<string, IdempotencyRecord>;
+  /** In seq order; `attempts[i].seq === i + 1`. */
+  readonly attempts: AttemptRecord[];
+  /** attemptId -> index in `attempts`. */
+  readonly attemptIndex: Map<string, number>;
+  /** In seq order; `journal[i].seq === i + 1`. */
+  readonly journal: JournalEntry[];
+  readonly journalIds: Set<string>;
+  /** In seq order. */
+  readonly checkpoints: JournalCheckpoint[];
+  readonly invocations: Map<string, Invocation>;
+  /** `keyOf(action, idempotencyKey)` -> invocationId. */
+  readonly invocationKeys: Map<string, string>;
+  /** invocationId -> stepIndex -> checkpoint. */
+  readonly steps: Map<string, Map<number, StepCheckpoint>>;
+  readonly reconciliations: Map<string, ReconciliationRecord>;
+  readonly authorities: Map<string, Authority>;
+  readonly approvals: Map<string, Approval>;
+}
+
+/** The whole store. */
+export interface MemoryState {
+  /** tenantId -> spaceId -> records. */
+  readonly tenants: Map<string, Map<string, ScopeData>>;
+  readonly claims: ClaimIndex;
+}
+
+/** One transaction's view: the state, its undo log, and whether it made work runnable. */
+export interface Work {
+  readonly state: MemoryState;
+  /** Inverse operations, run last-first on rollback. */
+  readonly undo: Array<() => void>;
+  /** Set when the transaction wrote a `queued` invocation (wakes `onWake` listeners on commit). */
+  wake: boolean;
+}
+
+export function newState(): MemoryState {
+  return { tenants: new Map(), claims: new ClaimIndex() };
+}
+
+/** The composite key of (action, idempotencyKey). */
+export function keyOf(action: string, idempotencyKey: string): string {
+  return `${action.length}:${action}${idempotencyKey}`;
+}
+
+/** The scope's records, or undefined when nothing was ever written in it (reads). */
+export function findScope(state: MemoryState, scope: Scope): ScopeData | undefined {
+  checkScope(scope);
+  return state.tenants.get(scope.tenantId)?.get(scope.spaceId);
+}
+
+/** The scope's records, created on first use (writes). */
+export function scopeFor(state: MemoryState, scope: Scope): ScopeData {
+  checkScope(scope);
+  let spaces = state.tenants.get(scope.tenantId);
+  if (spaces === undefined) {
+    spaces = new Map();
+    state.tenants.set(scope.tenantId, spaces);
+  }
+  let sd = spaces.get(scope.spaceId);
+  if (sd === undefined) {
+    sd = newScopeData();
+    spaces.set(scope.spaceId, sd);
+  }
+  return sd;
+}
+
+function newScopeData(): ScopeData {
+  return {
+    decisions: new Map(),
+    idempotency: new Map(),
+    attempts: [],
+    attemptIndex: new Map(),
+    journal: [],
+    journalIds: new Set(),
+    checkpoints: [],
+    invocations: new Map(),
+    invocationKeys: new Map(),
+    steps: new Map(),
+    reconciliations: new Map(),
+    authorities: new Map(),
+    approvals: new Map(),
+  };
+}
+
+function checkScope(scope: Scope): void {
+  if (typeof scope !== "object" || scope === null || typeof scope.tenantId !== "string" || typeof scope.spaceId !== "string" || scope.tenantId === "" || scope.spaceId === "") {
+    throw new WritError("INVALID_ARGUMENT", "a scope needs non-empty string tenantId and spaceId");
+  }
+}
+
+/** `map.set(key, value)`, undone on rollback. */
+export function setUndoable<K, V>(w: Work, map: Map<K, V>, key: K, value: V): void {
+  const prev = map.get(key);
+  map.set(key, value);
+  if (prev === undefined) w.undo.push(() => map.delete(key));
+  else w.undo.push(() => map.set(key, prev));
+}
+
+/** The first `limit` items (all when `limit` is undefined); a bad limit is `INVALID_ARGUMENT`. */
+export function limited<T>(items: T[], limit: number | undefined): T[] {
+  if (limit === undefined) return items;
+  if (!Number.isInteger(limit) || limit < 0) throw new WritError("INVALID_ARGUMENT", "limit must be a non-negative integer");
+  return items.length > limit ? items.slice(0, limit) : items;
+}
