@@ -14,14 +14,9 @@ import {
   SORTING_EXAMPLE_ORDER,
   doubleFromHex,
 } from "./helpers/rfc8785-vectors.js";
+import { fcRun as fcRunFor } from "./helpers/seed.js";
 
-const SEED = process.env.WRIT_SEED !== undefined ? Number(process.env.WRIT_SEED) : Date.now() % 2_147_483_647;
-
-/** fast-check parameters; prints the seed so a failing run can be replayed with WRIT_SEED. */
-function fcRun(name: string, numRuns: number): { seed: number; numRuns: number } {
-  console.log(`[canonical.test] ${name}: fast-check seed=${SEED} numRuns=${numRuns} (replay: WRIT_SEED=${SEED})`);
-  return { seed: SEED, numRuns };
-}
+const fcRun = (name: string, numRuns: number): { seed: number; numRuns: number } => fcRunFor("canonical.test", name, numRuns);
 
 function thrown(fn: () => unknown): unknown {
   try {

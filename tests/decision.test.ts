@@ -24,14 +24,9 @@ import {
   type SigningKey,
   type VerifyResult,
 } from "../src/index.js";
+import { fcRun as fcRunFor } from "./helpers/seed.js";
 
-const SEED = process.env.WRIT_SEED !== undefined ? Number(process.env.WRIT_SEED) : Date.now() % 2_147_483_647;
-
-/** fast-check parameters; prints the seed so a failing run can be replayed with WRIT_SEED. */
-function fcRun(name: string, numRuns: number): { seed: number; numRuns: number } {
-  console.log(`[decision.test] ${name}: fast-check seed=${SEED} numRuns=${numRuns} (replay: WRIT_SEED=${SEED})`);
-  return { seed: SEED, numRuns };
-}
+const fcRun = (name: string, numRuns: number): { seed: number; numRuns: number } => fcRunFor("decision.test", name, numRuns);
 
 const B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 const T0 = 1_767_225_600_000; // fixed issuedAt: no clock involved

@@ -17,3 +17,5 @@ export type * from "./types.js";
 export * from "./types.js";
 export * from "./validate.js";
 export * from "./manual-clock.js";
+export * from "./policy.js";
+export * from "./invocation.js";

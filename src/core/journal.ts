@@ -20,8 +20,12 @@ export interface JournalDraft {
   data?: Json;
 }
 
-/** The hash of an entry (the `hash` field itself excluded). */
-export function entryHash(crypto: CryptoPort, e: Omit<JournalEntry, "hash">): string {
+/**
+ * The hash of an entry (the `hash` field itself excluded). `strict` canonicalises with every input
+ * check (for entries read back from outside, e.g. an export under audit); the default trusts data
+ * Writ built itself.
+ */
+export function entryHash(crypto: CryptoPort, e: Omit<JournalEntry, "hash">, strict = false): string {
   const body = {
     tenantId: e.tenantId,
     spaceId: e.spaceId,
@@ -33,7 +37,7 @@ export function entryHash(crypto: CryptoPort, e: Omit<JournalEntry, "hash">): st
     data: e.data,
     prevHash: e.prevHash,
   };
-  return "sha256:" + base64url(crypto.sha256(canonicalizeData(body)));
+  return "sha256:" + base64url(crypto.sha256(strict ? canonicalize(body) : canonicalizeData(body)));
 }
 
 /**
@@ -177,7 +181,7 @@ export function verifyJournal(
     const { hash, ...rest } = e;
     let computed: string;
     try {
-      computed = entryHash(crypto, rest);
+      computed = entryHash(crypto, rest, true);
     } catch {
       computed = "unhashable";
     }

@@ -1,0 +1,32 @@
+/** The invocation state machine (SPEC 4.1): which transitions exist, checked in one place. */
+import { WritError } from "./errors.js";
+import type { InvocationStatus } from "./types.js";
+
+const TRANSITIONS: Record<InvocationStatus, readonly InvocationStatus[]> = {
+  queued: ["running", "cancelled"],
+  running: ["succeeded", "failed", "denied", "awaiting_approval", "parked", "reconciliation_required", "queued", "running"],
+  awaiting_approval: ["queued", "denied", "cancelled"],
+  parked: ["succeeded", "failed", "queued", "reconciliation_required"],
+  reconciliation_required: ["succeeded", "failed", "queued"],
+  succeeded: [],
+  failed: [],
+  denied: [],
+  cancelled: [],
+};
+
+export function canTransition(from: InvocationStatus, to: InvocationStatus): boolean {
+  return TRANSITIONS[from].includes(to);
+}
+
+/** Throws `INVALID_STATE` for a transition the lifecycle does not have. */
+export function assertTransition(from: InvocationStatus, to: InvocationStatus, invocationId: string): void {
+  if (!canTransition(from, to)) {
+    throw new WritError("INVALID_STATE", `invocation ${invocationId} cannot go from ${from} to ${to}`, { details: { from, to } });
+  }
+}
+
+/** Exponential backoff with full jitter: a delay in [base * 2^(n-1) / 2, base * 2^(n-1)], capped. */
+export function backoffDelay(retry: number, baseMs: number, maxMs: number, unit: number): number {
+  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.max(0, retry - 1));
+  return Math.round(ceiling / 2 + (ceiling / 2) * Math.min(1, Math.max(0, unit)));
+}
