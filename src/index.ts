@@ -18,6 +18,7 @@ import { defaultPorts } from "./node/defaults.js";
 
 export * from "./core/index.js";
 export { memoryStore } from "./stores/memory/index.js";
+export { runStoreConformance, storeConformanceCases } from "./stores/conformance/index.js";
 export { systemClock, systemRandom } from "./node/clock.js";
 export { nodeCryptoPort } from "./node/crypto.js";
 

@@ -8,7 +8,8 @@
  * - `transact` is all-or-nothing: if `fn` throws (or a write fails), nothing it wrote is visible.
  *   The promise resolves only once the transaction is durable (group commit may batch several).
  * - Fenced writes (`fence` argument) succeed only while the invocation is `running` under that
- *   exact owner and token; otherwise they throw `LeaseLostError` and write nothing.
+ *   exact owner and token; otherwise they throw `LeaseLostError` and write nothing. The fence must
+ *   name the invocation the record belongs to (`INVALID_ARGUMENT` otherwise).
  * - Step status is monotonic: a settled step (`succeeded`, `failed`, `unknown`) never returns to
  *   `started` within the same attempt; attempting it throws `CONFLICT`. The one exception is a
  *   retry: a `failed` step (a definite failure) may be restarted by a NEW attempt (different
@@ -54,7 +55,10 @@ export interface ListOptions {
 
 export interface InvocationFilter extends ListOptions {
   status?: InvocationStatus;
-  /** Only invocations updated strictly after this id in (createdAt, invocationId) order. */
+  /**
+   * Page cursor: an invocationId from a previous page. Returns invocations that come after it in
+   * the newest-first order (i.e. older ones); an unknown cursor returns an empty page.
+   */
   after?: string;
 }
 
@@ -85,7 +89,10 @@ export interface StoreTx {
   putIdempotency(scope: Scope, rec: IdempotencyRecord): Promise<void>;
 
   // attempts
-  /** Inserts and returns the scope-ordered sequence number assigned to it. */
+  /**
+   * Inserts and returns the scope-ordered sequence number assigned to it (1, 2, 3, ... per scope;
+   * a rolled-back transaction uses up no number, so a database SEQUENCE does not fit).
+   */
   insertAttempt(scope: Scope, rec: AttemptRecord): Promise<number>;
   /** Replaces an existing attempt (matched by attemptId within the scope); NOT_FOUND otherwise. */
   updateAttempt(scope: Scope, rec: AttemptRecord): Promise<void>;
@@ -98,11 +105,16 @@ export interface StoreTx {
   journalHead(scope: Scope): Promise<{ seq: number; hash: string } | null>;
   /** Which of these entry ids already exist in the scope's journal. */
   journalIdsPresent(scope: Scope, ids: string[]): Promise<Set<string>>;
-  /** Appends entries that continue the chain; a seq or id clash throws `CONFLICT`. */
+  /**
+   * Appends entries that continue the chain; a seq or id clash, or a first seq other than head+1,
+   * throws `CONFLICT`. Stores check seq and id only; `prevHash` and `hash` are the caller's
+   * (see `appendJournal`) and the verifier's business.
+   */
   insertJournal(scope: Scope, entries: JournalEntry[]): Promise<void>;
   /** Entries with seq >= fromSeq, ascending. */
   readJournal(scope: Scope, opts?: ListOptions & { fromSeq?: number }): Promise<JournalEntry[]>;
   insertCheckpoint(scope: Scope, cp: JournalCheckpoint): Promise<void>;
+  /** Ascending by seq; several checkpoints may share a seq (the head re-signed later). */
   listCheckpoints(scope: Scope): Promise<JournalCheckpoint[]>;
 
   // invocations

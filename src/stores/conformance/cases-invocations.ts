@@ -155,8 +155,10 @@ export const invocationCases: StoreConformanceCase[] = [
   },
   {
     // Invariant: step status is monotonic: a succeeded, failed or unknown step never returns to
-    // `started` (CONFLICT, nothing written); `started` may be rewritten (recovery) and
-    // `handed_off` may settle. getSteps returns an invocation's steps in stepIndex order.
+    // `started` within its attempt (CONFLICT, nothing written); succeeded and unknown never do at
+    // all; a failed step may be restarted only by a NEW attempt (a retry under a new decision);
+    // `started` may be rewritten (recovery) and `handed_off` may settle. getSteps returns an
+    // invocation's steps in stepIndex order.
     name: "steps: settled steps never return to started; getSteps is ordered by stepIndex",
     async run(makeStore) {
       await withStore(makeStore, async (store) => {
@@ -175,12 +177,20 @@ export const invocationCases: StoreConformanceCase[] = [
           await store.transact((tx) => tx.putStep(scope, started));
           const outcome = { ...started, status, endedAt: T0 + 10, reasonCode: status === "succeeded" ? undefined : "OUTCOME_AMBIGUOUS", output: { i } };
           await store.transact((tx) => tx.putStep(scope, outcome));
-          await rejectsWithCode(
-            store.transact((tx) => tx.putStep(scope, { ...started, attemptId: uid("att") })),
-            "CONFLICT",
-            `${status} step back to started`,
-          );
+          await rejectsWithCode(store.transact((tx) => tx.putStep(scope, started)), "CONFLICT", `${status} step back to started in its own attempt`);
+          if (status !== "failed") {
+            await rejectsWithCode(
+              store.transact((tx) => tx.putStep(scope, { ...started, attemptId: uid("att") })),
+              "CONFLICT",
+              `${status} step back to started by another attempt`,
+            );
+          }
           assertRecord((await store.transact((tx) => tx.getSteps(scope, invocationId)))[i], outcome, `${status} step after the refused write`);
+          if (status === "failed") {
+            const retry = { ...started, attemptId: uid("att") };
+            await store.transact((tx) => tx.putStep(scope, retry));
+            assertRecord((await store.transact((tx) => tx.getSteps(scope, invocationId)))[i], retry, "failed step restarted by a new attempt");
+          }
         }
         for (const [k, status] of settled.entries()) {
           const i = 3 + k;

@@ -29,7 +29,9 @@ export function putStep(w: Work, scope: Scope, step: StepCheckpoint, fence: Fenc
     sd.steps.set(step.invocationId, steps);
   }
   const prev = steps.get(step.stepIndex);
-  if (prev !== undefined && step.status === "started" && SETTLED.has(prev.status)) {
+  // The one way back to `started`: a new attempt (new decision) retrying a definite failure.
+  const retry = prev !== undefined && prev.status === "failed" && prev.attemptId !== step.attemptId;
+  if (prev !== undefined && step.status === "started" && SETTLED.has(prev.status) && !retry) {
     throw new WritError("CONFLICT", `step ${step.stepIndex} of invocation ${step.invocationId} is ${prev.status} and cannot return to started`);
   }
   setUndoable(w, steps, step.stepIndex, copy(step));
