@@ -355,7 +355,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
     const keyOf = (i: number): string => (stepKeys[i] ??= stepKey(scope, req.action, req.idempotencyKey, i));
     const sensitive = action.sensitive ?? [];
     const redactOutputs = (outputs: { [k: string]: Json }): Json => {
-      const r = redact({ outputs } as Json, sensitive) as { outputs: Json };
+      const r = redact({ outputs }, sensitive) as { outputs: Json };
       return r.outputs;
     };
 
@@ -440,7 +440,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
             actor: { type: req.actor.type, id: req.actor.id },
             authorityRef: req.authorityRef,
             policyRef: decision.payload.policyRef,
-            params: redact({ params: req.params } as Json, sensitive) as Json,
+            params: redact({ params: req.params }, sensitive),
             startStep,
           },
         },
@@ -480,12 +480,12 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
       let interpreted: Interpreted;
       let input: Json;
       try {
-        input = step.input ? step.input({ params: req.params, outputs }) : (req.params as Json);
+        input = step.input ? step.input({ params: req.params, outputs }) : (req.params);
       } catch (e) {
         interpreted = { kind: "permanent_failure", reason: `step input could not be built: ${errorMessage(e)}` };
         input = null;
       }
-      // eslint-disable-next-line prefer-const
+       
       interpreted ??= await callConnector(connectors.get(step.connector)!, step.operation, {
         request: req,
         operation: step.operation,

@@ -18,7 +18,7 @@ export function redact(root: Json, pointers: readonly string[]): Json {
     for (let i = 0; i < tokens.length; i++) {
       const t = tokens[i]!;
       if (cur === null || typeof cur !== "object") break;
-      const container = cur as { [k: string]: Json } | Json[];
+      const container = cur;
       const has = Array.isArray(container) ? /^\d+$/.test(t) && Number(t) < container.length : Object.prototype.hasOwnProperty.call(container, t);
       if (!has) break;
       if (i === tokens.length - 1) {

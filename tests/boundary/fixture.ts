@@ -28,7 +28,7 @@ export function makeKey(kid: string): SigningKey {
 /** Keys made once per process (key generation is not what these tests measure). */
 export const KEYS = { trusted: makeKey("k-trusted"), revoked: makeKey("k-revoked"), stranger: makeKey("k-stranger") };
 
-export type ConnectorMode = ConnectorReply | "throw" | "hang" | ((ctx: ConnectorContext) => Promise<unknown> | unknown);
+export type ConnectorMode = ConnectorReply | "throw" | "hang" | ((ctx: ConnectorContext) => unknown);
 
 export interface Bench {
   store: Store;

@@ -7,7 +7,7 @@ import { memoryStore } from "../../src/stores/memory/index.js";
 
 export interface StoreFactory {
   name: string;
-  make(): Promise<{ store: Store; cleanup(): Promise<void> }>;
+  make: () => Promise<{ store: Store; cleanup: () => Promise<void> }>;
 }
 
 export const memoryFactory: StoreFactory = {
