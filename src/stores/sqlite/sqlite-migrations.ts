@@ -1,0 +1,155 @@
+/**
+ * Numbered schema migrations for the SQLite store. SQL is the source of truth: each entry is one
+ * version, applied once, in order, inside the migration lock (see `sqlite-migrate.ts`).
+ *
+ * Layout is hybrid: every record is kept whole as a JSON `doc`, and the fields the store filters,
+ * orders or constrains on are copied into indexed columns. Every table starts with the scope
+ * (`tenant_id`, `space_id`), and every key includes it. Tables keep their rowid: lists without a
+ * natural order (authorities, approvals, reconciliations) come back in insertion order by rowid,
+ * which an upsert keeps.
+ *
+ * Never edit an applied migration: add a new one.
+ */
+
+/** One numbered migration. */
+export interface SqliteMigration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** All migrations, ascending by version (1, 2, 3, … without gaps). */
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
+  {
+    version: 1,
+    name: "initial_schema",
+    sql: `
+CREATE TABLE invocations (
+  tenant_id TEXT NOT NULL,
+  space_id TEXT NOT NULL,
+  invocation_id TEXT NOT NULL,
+  action TEXT NOT NULL,
+  idempotency_key TEXT NOT NULL,
+  status TEXT NOT NULL,
+  run_at INTEGER NOT NULL,
+  lease_owner TEXT,
+  lease_token TEXT,
+  lease_expires_at INTEGER,
+  attempt_count INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  doc TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, space_id, invocation_id),
+  UNIQUE (tenant_id, space_id, action, idempotency_key)
+);
+CREATE INDEX invocations_by_created ON invocations (tenant_id, space_id, created_at, invocation_id);
+CREATE INDEX invocations_by_status ON invocations (tenant_id, space_id, status, created_at, invocation_id);
+CREATE INDEX invocations_queued ON invocations (run_at, created_at) WHERE status = 'queued';
+CREATE INDEX invocations_running ON invocations (lease_expires_at) WHERE status = 'running';
+CREATE INDEX invocations_lease_owner ON invocations (lease_owner, lease_expires_at) WHERE status = 'running';
+
+CREATE TABLE steps (
+  tenant_id TEXT NOT NULL,
+  space_id TEXT NOT NULL,
+  invocation_id TEXT NOT NULL,
+  step_index INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  attempt_id TEXT NOT NULL,
+  doc TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, space_id, invocation_id, step_index)
+);
+
+CREATE TABLE attempts (
+  tenant_id TEXT NOT NULL,
+  space_id TEXT NOT NULL,
+  attempt_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  invocation_id TEXT,
+  state TEXT NOT NULL,
+  doc TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, space_id, attempt_id),
+  UNIQUE (tenant_id, space_id, seq)
+);
+CREATE INDEX attempts_by_invocation ON attempts (tenant_id, space_id, invocation_id, seq);
+
+CREATE TABLE consumed_decisions (
+  tenant_id TEXT NOT NULL,
+  space_id TEXT NOT NULL,
+  decision_id TEXT NOT NULL,
+  attempt_id TEXT NOT NULL,
+  consumed_at INTEGER NOT NULL,
+  doc TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, space_id, decision_id)
+);
+
+CREATE TABLE idempotency (
+  tenant_id TEXT NOT NULL,
+  space_id TEXT NOT NULL,
+  action TEXT NOT NULL,
+  idempotency_key TEXT NOT NULL,
+  state TEXT NOT NULL,
+  doc TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, space_id, action, idempotency_key)
+);
+
+CREATE TABLE approvals (
+  tenant_id TEXT NOT NULL,
+  space_id TEXT NOT NULL,
+  approval_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  doc TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, space_id, approval_id)
+);
+CREATE INDEX approvals_by_status ON approvals (tenant_id, space_id, status);
+
+CREATE TABLE authorities (
+  tenant_id TEXT NOT NULL,
+  space_id TEXT NOT NULL,
+  authority_ref TEXT NOT NULL,
+  status TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  doc TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, space_id, authority_ref)
+);
+
+CREATE TABLE reconciliations (
+  tenant_id TEXT NOT NULL,
+  space_id TEXT NOT NULL,
+  reconciliation_id TEXT NOT NULL,
+  invocation_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  doc TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, space_id, reconciliation_id)
+);
+CREATE INDEX reconciliations_by_invocation ON reconciliations (tenant_id, space_id, invocation_id);
+CREATE INDEX reconciliations_by_status ON reconciliations (tenant_id, space_id, status);
+
+CREATE TABLE journal (
+  tenant_id TEXT NOT NULL,
+  space_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  id TEXT NOT NULL,
+  type TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  hash TEXT NOT NULL,
+  doc TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, space_id, seq),
+  UNIQUE (tenant_id, space_id, id)
+);
+
+-- Several checkpoints may state the same seq (e.g. signed again with a new key).
+CREATE TABLE journal_checkpoints (
+  tenant_id TEXT NOT NULL,
+  space_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  head_hash TEXT NOT NULL,
+  doc TEXT NOT NULL
+);
+CREATE INDEX journal_checkpoints_by_seq ON journal_checkpoints (tenant_id, space_id, seq);
+`,
+  },
+];
+
+/** The schema version this build creates and expects. */
+export const SQLITE_SCHEMA_VERSION: number = SQLITE_MIGRATIONS.length;

@@ -1,0 +1,185 @@
+/**
+ * `sqliteStore`: the embedded default Store (SPEC 5) on better-sqlite3: one file under `.writ/`,
+ * WAL, `synchronous=FULL`, one connection, group commit.
+ */
+import Database from "better-sqlite3";
+import { mkdirSync, realpathSync } from "node:fs";
+import { dirname } from "node:path";
+import { WritError } from "../../core/errors.js";
+import type { Store, StoreTx } from "../../core/store.js";
+import { closeFileLock, openFileLock } from "./sqlite-file-lock.js";
+import { GroupCommitter, type GroupCommitStats } from "./sqlite-group-commit.js";
+import { migrateSqlite, sqliteSchemaVersion } from "./sqlite-migrate.js";
+import { resolveSqliteOptions, type SqliteStoreOptions } from "./sqlite-options.js";
+import { ListStatements, prepareStatements } from "./sqlite-statements.js";
+import { SqliteTx, type SqliteTxContext } from "./sqlite-tx.js";
+
+/** The SQLite store: the Store port plus a few SQLite facts. */
+export interface SqliteStore extends Store {
+  readonly kind: "sqlite";
+  /** The database file (or `:memory:`). */
+  readonly path: string;
+  /** Commit counters: physical commits versus logical transactions. */
+  stats(): GroupCommitStats;
+  /** The applied schema version. */
+  schemaVersion(): Promise<number>;
+  onWake(cb: () => void): () => void;
+}
+
+function isMemoryPath(path: string): boolean {
+  return path === ":memory:" || path.startsWith("file::memory:");
+}
+
+function closedError(): WritError {
+  return new WritError("STORE_CLOSED", "the sqlite store is closed");
+}
+
+/** Maps driver errors to `STORE_ERROR`; Writ's own errors and the caller's pass through. */
+function mapError(e: unknown): unknown {
+  if (e instanceof Database.SqliteError) return new WritError("STORE_ERROR", `sqlite: ${e.message}`, { cause: e, details: { sqliteCode: e.code } });
+  return e;
+}
+
+/** Blocks the thread for `ms` (only while opening, when a racing process holds the file). */
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/**
+ * Switches a file database to WAL. When several processes open a new file at once, SQLite may
+ * answer SQLITE_BUSY at once, without its busy handler (both hold a shared lock and want an
+ * exclusive one); retry until the busy timeout is spent.
+ */
+function enableWal(db: Database.Database, path: string, busyTimeoutMs: number): void {
+  const deadline = Date.now() + busyTimeoutMs;
+  for (let delay = 1; ; delay = Math.min(delay * 2, 50)) {
+    try {
+      const mode = db.pragma("journal_mode = WAL", { simple: true });
+      if (mode !== "wal" && !isMemoryPath(path)) throw new Error(`journal_mode is ${String(mode)}, WAL is required`);
+      return;
+    } catch (e) {
+      if (!(e instanceof Database.SqliteError && e.code === "SQLITE_BUSY") || Date.now() >= deadline) throw e;
+      sleepSync(delay);
+    }
+  }
+}
+
+function openDatabase(path: string, synchronous: string, busyTimeoutMs: number): Database.Database {
+  if (!isMemoryPath(path)) mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  try {
+    // busy_timeout first: the migration lock may wait for other processes.
+    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+    enableWal(db, path, busyTimeoutMs);
+    db.pragma(`synchronous = ${synchronous}`);
+    db.pragma("foreign_keys = ON");
+    return db;
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+}
+
+/**
+ * Opens (creating when missing) a SQLite store. The schema is migrated by `migrate()`, or
+ * automatically before the first transaction. Transactions run one at a time on one connection;
+ * with group commit (default) several share one physical commit, and each promise resolves only
+ * after the commit that includes it.
+ *
+ * @example
+ * const store = sqliteStore();                     // .writ/writ.db, WAL, synchronous=FULL
+ * await store.migrate();
+ * const inv = await store.transact((tx) => tx.getInvocation(scope, id));
+ * await store.close();
+ */
+export function sqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
+  const opts = resolveSqliteOptions(options);
+  let db: Database.Database;
+  try {
+    db = openDatabase(opts.path, opts.synchronous, opts.busyTimeoutMs);
+  } catch (e) {
+    throw new WritError("STORE_ERROR", `cannot open sqlite database ${opts.path}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+  const lockKey = isMemoryPath(opts.path) ? undefined : realpathSync(opts.path);
+  const fileLock = openFileLock(lockKey);
+  const wakeListeners = new Set<() => void>();
+  let runnable = false;
+  const committer = new GroupCommitter(db, fileLock, {
+    maxBatch: opts.maxBatch,
+    maxBatchMs: opts.maxBatchMs,
+    afterCommit: () => {
+      if (!runnable) return;
+      runnable = false;
+      for (const cb of wakeListeners) {
+        try {
+          cb();
+        } catch {
+          // A hint; a failing listener must not affect commits.
+        }
+      }
+    },
+  });
+  let ctx: SqliteTxContext | undefined;
+  let migrated: Promise<void> | undefined;
+  let closed: Promise<void> | undefined;
+
+  const migrate = (): Promise<void> => {
+    if (closed !== undefined) return Promise.reject(closedError());
+    migrated ??= committer
+      .exclusive(() => {
+        migrateSqlite(db);
+        ctx ??= { stmts: prepareStatements(db), lists: new ListStatements(db), onRunnable: () => (runnable = true) };
+      }, true)
+      .catch((e: unknown) => {
+        migrated = undefined;
+        throw mapError(e);
+      });
+    return migrated;
+  };
+
+  const transact = async <T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> => {
+    if (closed !== undefined) throw closedError();
+    if (ctx === undefined) {
+      await migrate();
+      if (closed !== undefined) throw closedError();
+    }
+    const c = ctx as SqliteTxContext;
+    try {
+      return await committer.run(async () => {
+        const tx = new SqliteTx(c);
+        try {
+          return await fn(tx);
+        } finally {
+          tx.end();
+        }
+      });
+    } catch (e) {
+      throw mapError(e);
+    }
+  };
+
+  return {
+    kind: "sqlite",
+    path: opts.path,
+    migrate,
+    transact,
+    close(): Promise<void> {
+      // Transactions already queued finish (and commit) first; later calls are refused.
+      closed ??= committer.exclusive(() => {
+        db.close();
+        closeFileLock(lockKey, fileLock);
+        wakeListeners.clear();
+      });
+      return closed;
+    },
+    stats: () => committer.stats(),
+    schemaVersion(): Promise<number> {
+      if (closed !== undefined) return Promise.reject(closedError());
+      return committer.exclusive(() => sqliteSchemaVersion(db));
+    },
+    onWake(cb: () => void): () => void {
+      wakeListeners.add(cb);
+      return () => void wakeListeners.delete(cb);
+    },
+  };
+}

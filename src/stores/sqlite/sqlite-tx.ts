@@ -1,0 +1,438 @@
+/**
+ * `StoreTx` on the SQLite connection. Every method runs synchronously on better-sqlite3 inside the
+ * logical transaction the group committer opened; methods are async only to fit the port.
+ */
+import { LeaseLostError, WritError } from "../../core/errors.js";
+import { assertScope, type ClaimOptions, type InvocationFilter, type ListOptions, type StoreTx } from "../../core/store.js";
+import type {
+  Approval,
+  AttemptRecord,
+  Authority,
+  ConsumedDecision,
+  Fence,
+  IdempotencyRecord,
+  Invocation,
+  JournalCheckpoint,
+  JournalEntry,
+  ReconciliationRecord,
+  ReconciliationStatus,
+  Scope,
+  StepCheckpoint,
+} from "../../core/types.js";
+import type { Statement } from "better-sqlite3";
+import type { ListStatements, SqliteStatements } from "./sqlite-statements.js";
+
+/** What a transaction needs from its store. */
+export interface SqliteTxContext {
+  stmts: SqliteStatements;
+  lists: ListStatements;
+  /** Called when the transaction makes an invocation runnable (a wake-up hint). */
+  onRunnable: () => void;
+}
+
+interface ScopeParams {
+  t: string;
+  s: string;
+}
+
+function scopeParams(scope: Scope): ScopeParams {
+  if (typeof scope !== "object" || scope === null || !nonEmpty(scope.tenantId) || !nonEmpty(scope.spaceId)) {
+    throw new WritError("INVALID_ARGUMENT", "a scope needs non-empty string tenantId and spaceId");
+  }
+  return { t: scope.tenantId, s: scope.spaceId };
+}
+
+function nonEmpty(v: unknown): v is string {
+  return typeof v === "string" && v !== "";
+}
+
+function checkTimes(now: number, leaseMs: number): void {
+  if (!Number.isFinite(now)) throw new WritError("INVALID_ARGUMENT", "now must be a finite number of epoch milliseconds");
+  if (!Number.isFinite(leaseMs) || leaseMs <= 0) throw new WritError("INVALID_ARGUMENT", "leaseMs must be a positive number");
+}
+
+function checkClaimOptions(opts: ClaimOptions): void {
+  if (typeof opts !== "object" || opts === null) throw new WritError("INVALID_ARGUMENT", "claimInvocations needs options");
+  if (!nonEmpty(opts.owner)) throw new WritError("INVALID_ARGUMENT", "claimInvocations: owner must be a non-empty string");
+  if (!Array.isArray(opts.tokens) || !opts.tokens.every(nonEmpty)) throw new WritError("INVALID_ARGUMENT", "claimInvocations: tokens must be non-empty strings");
+  if (!Number.isSafeInteger(opts.limit) || opts.limit < 0) throw new WritError("INVALID_ARGUMENT", "claimInvocations: limit must be a non-negative integer");
+  checkTimes(opts.now, opts.leaseMs);
+}
+
+/** A fence must name the invocation the write is about. */
+function checkFenceTarget(fence: Fence, invocationId: string): void {
+  if (fence.invocationId !== invocationId) throw new WritError("INVALID_ARGUMENT", "the fence names another invocation than the one written");
+}
+
+function limitParam(limit: number | undefined): number {
+  if (limit === undefined) return -1;
+  if (!Number.isSafeInteger(limit) || limit < 0) throw new WritError("INVALID_ARGUMENT", "limit must be a non-negative integer");
+  return limit;
+}
+
+function isUniqueViolation(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return code === "SQLITE_CONSTRAINT_PRIMARYKEY" || code === "SQLITE_CONSTRAINT_UNIQUE";
+}
+
+/** Runs a write, mapping a unique-key clash to `CONFLICT`. */
+function insertOrConflict<T>(what: string, write: () => T): T {
+  try {
+    return write();
+  } catch (e) {
+    if (isUniqueViolation(e)) throw new WritError("CONFLICT", `${what} already exists`, { cause: e });
+    throw e;
+  }
+}
+
+function parse<T>(doc: unknown): T {
+  return JSON.parse(doc as string) as T;
+}
+
+/** The record a single-row `SELECT doc` finds, or null. */
+function one<T>(stmt: Statement, params: Record<string, unknown>): T | null {
+  const doc = stmt.get(params);
+  return doc === undefined ? null : parse<T>(doc);
+}
+
+function attemptFrom(row: unknown): AttemptRecord {
+  const r = row as { seq: number; doc: string };
+  const a = parse<AttemptRecord>(r.doc);
+  a.seq = r.seq;
+  return a;
+}
+
+function invocationParams(sp: ScopeParams, inv: Invocation): Record<string, unknown> {
+  return {
+    ...sp,
+    id: inv.invocationId,
+    action: inv.action,
+    key: inv.idempotencyKey,
+    status: inv.status,
+    runAt: inv.runAt,
+    leaseOwner: inv.leaseOwner,
+    leaseToken: inv.leaseToken,
+    leaseExpiresAt: inv.leaseExpiresAt,
+    attemptCount: inv.attemptCount,
+    createdAt: inv.createdAt,
+    doc: JSON.stringify(inv),
+  };
+}
+
+/** One logical transaction's view of the store; unusable once its transaction ended. */
+export class SqliteTx implements StoreTx {
+  readonly #ctx: SqliteTxContext;
+  readonly #q: SqliteStatements;
+  #open = true;
+
+  constructor(ctx: SqliteTxContext) {
+    this.#ctx = ctx;
+    this.#q = ctx.stmts;
+  }
+
+  /** Ends this transaction's use: later calls reject with `INVALID_STATE`. */
+  end(): void {
+    this.#open = false;
+  }
+
+  #sp(scope: Scope): ScopeParams {
+    this.#checkOpen();
+    return scopeParams(scope);
+  }
+
+  #checkOpen(): void {
+    if (!this.#open) throw new WritError("INVALID_STATE", "this transaction has ended; use the tx of the transaction you are in");
+  }
+
+  async lock(scope: Scope, _keys: string[]): Promise<void> {
+    // Transactions on one connection are already serial.
+    this.#sp(scope);
+  }
+
+  // decisions
+
+  async consumeDecision(scope: Scope, rec: ConsumedDecision): Promise<boolean> {
+    const sp = this.#sp(scope);
+    assertScope(scope, rec, "consumed decision");
+    const r = this.#q.consumeDecision.run({ ...sp, id: rec.decisionId, attemptId: rec.attemptId, consumedAt: rec.consumedAt, doc: JSON.stringify(rec) });
+    return r.changes === 1;
+  }
+
+  async getConsumedDecision(scope: Scope, decisionId: string): Promise<ConsumedDecision | null> {
+    return one(this.#q.getConsumedDecision, { ...this.#sp(scope), id: decisionId });
+  }
+
+  // idempotency
+
+  async getIdempotency(scope: Scope, action: string, idempotencyKey: string): Promise<IdempotencyRecord | null> {
+    return one(this.#q.getIdempotency, { ...this.#sp(scope), action, key: idempotencyKey });
+  }
+
+  async putIdempotency(scope: Scope, rec: IdempotencyRecord): Promise<void> {
+    const sp = this.#sp(scope);
+    assertScope(scope, rec, "idempotency record");
+    this.#q.putIdempotency.run({ ...sp, action: rec.action, key: rec.idempotencyKey, state: rec.state, doc: JSON.stringify(rec) });
+  }
+
+  // attempts
+
+  async insertAttempt(scope: Scope, rec: AttemptRecord): Promise<number> {
+    const sp = this.#sp(scope);
+    assertScope(scope, rec, "attempt");
+    const params = { ...sp, id: rec.attemptId, invocationId: rec.invocationId, state: rec.state, doc: JSON.stringify(rec) };
+    return insertOrConflict(`attempt ${rec.attemptId}`, () => this.#q.insertAttempt.get(params) as number);
+  }
+
+  async updateAttempt(scope: Scope, rec: AttemptRecord): Promise<void> {
+    const sp = this.#sp(scope);
+    assertScope(scope, rec, "attempt");
+    const r = this.#q.updateAttempt.run({ ...sp, id: rec.attemptId, invocationId: rec.invocationId, state: rec.state, doc: JSON.stringify(rec) });
+    if (r.changes === 0) throw new WritError("NOT_FOUND", `attempt ${rec.attemptId} not found`);
+  }
+
+  async getAttempt(scope: Scope, attemptId: string): Promise<AttemptRecord | null> {
+    const row = this.#q.getAttempt.get({ ...this.#sp(scope), id: attemptId });
+    return row === undefined ? null : attemptFrom(row);
+  }
+
+  async listAttempts(scope: Scope, opts: ListOptions & { invocationId?: string; afterSeq?: number } = {}): Promise<AttemptRecord[]> {
+    const sp = this.#sp(scope);
+    const stmt = this.#ctx.lists.attempts(opts.invocationId !== undefined);
+    const rows = stmt.all({ ...sp, invocationId: opts.invocationId, afterSeq: opts.afterSeq ?? 0, limit: limitParam(opts.limit) });
+    return rows.map(attemptFrom);
+  }
+
+  // journal
+
+  async journalHead(scope: Scope): Promise<{ seq: number; hash: string } | null> {
+    const row = this.#q.journalHead.get(this.#sp(scope)) as { seq: number; hash: string } | undefined;
+    return row === undefined ? null : { seq: row.seq, hash: row.hash };
+  }
+
+  async journalIdsPresent(scope: Scope, ids: string[]): Promise<Set<string>> {
+    const sp = this.#sp(scope);
+    if (ids.length === 0) return new Set();
+    return new Set(this.#q.journalIdsPresent.all({ ...sp, ids: JSON.stringify(ids) }) as string[]);
+  }
+
+  async insertJournal(scope: Scope, entries: JournalEntry[]): Promise<void> {
+    const sp = this.#sp(scope);
+    if (entries.length === 0) return;
+    for (const e of entries) assertScope(scope, e, "journal entry");
+    // Check everything first so that a refused call writes nothing.
+    const head = this.#q.journalHead.get(sp) as { seq: number } | undefined;
+    let expected = (head?.seq ?? 0) + 1;
+    const ids = new Set<string>();
+    for (const e of entries) {
+      if (e.seq !== expected) throw new WritError("CONFLICT", `journal entry seq ${e.seq} does not continue the chain (expected ${expected})`);
+      if (ids.has(e.id)) throw new WritError("CONFLICT", `journal entry id ${e.id} appears twice`);
+      ids.add(e.id);
+      expected++;
+    }
+    const present = this.#q.journalIdsPresent.all({ ...sp, ids: JSON.stringify([...ids]) }) as string[];
+    if (present.length > 0) throw new WritError("CONFLICT", `journal entry id ${present[0]} already exists`);
+    for (const e of entries) {
+      this.#q.insertJournal.run({ ...sp, seq: e.seq, id: e.id, type: e.type, at: e.at, hash: e.hash, doc: JSON.stringify(e) });
+    }
+  }
+
+  async readJournal(scope: Scope, opts: ListOptions & { fromSeq?: number } = {}): Promise<JournalEntry[]> {
+    const sp = this.#sp(scope);
+    const docs = this.#q.readJournal.all({ ...sp, fromSeq: opts.fromSeq ?? 0, limit: limitParam(opts.limit) });
+    return docs.map((d) => parse<JournalEntry>(d));
+  }
+
+  async insertCheckpoint(scope: Scope, cp: JournalCheckpoint): Promise<void> {
+    const sp = this.#sp(scope);
+    assertScope(scope, cp, "journal checkpoint");
+    const params = { ...sp, seq: cp.seq, headHash: cp.headHash, doc: JSON.stringify(cp) };
+    insertOrConflict(`checkpoint at seq ${cp.seq}`, () => this.#q.insertCheckpoint.run(params));
+  }
+
+  async listCheckpoints(scope: Scope): Promise<JournalCheckpoint[]> {
+    return this.#q.listCheckpoints.all(this.#sp(scope)).map((d) => parse<JournalCheckpoint>(d));
+  }
+
+  // invocations
+
+  async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {
+    const sp = this.#sp(scope);
+    assertScope(scope, inv, "invocation");
+    const params = invocationParams(sp, inv);
+    insertOrConflict(`invocation ${inv.invocationId} or its idempotency key`, () => this.#q.insertInvocation.run(params));
+    if (inv.status === "queued") this.#ctx.onRunnable();
+  }
+
+  async getInvocation(scope: Scope, invocationId: string): Promise<Invocation | null> {
+    return one(this.#q.getInvocation, { ...this.#sp(scope), id: invocationId });
+  }
+
+  async findInvocationByKey(scope: Scope, action: string, idempotencyKey: string): Promise<Invocation | null> {
+    return one(this.#q.findInvocationByKey, { ...this.#sp(scope), action, key: idempotencyKey });
+  }
+
+  async listInvocations(scope: Scope, filter: InvocationFilter = {}): Promise<Invocation[]> {
+    const sp = this.#sp(scope);
+    const stmt = this.#ctx.lists.invocations(filter.status !== undefined, filter.after !== undefined);
+    const docs = stmt.all({ ...sp, status: filter.status, after: filter.after, limit: limitParam(filter.limit) });
+    return docs.map((d) => parse<Invocation>(d));
+  }
+
+  async updateInvocation(scope: Scope, inv: Invocation, fence?: Fence): Promise<void> {
+    const sp = this.#sp(scope);
+    assertScope(scope, inv, "invocation");
+    const params = invocationParams(sp, inv);
+    if (fence !== undefined) {
+      checkFenceTarget(fence, inv.invocationId);
+      const r = insertOrConflict("idempotency key", () => this.#q.updateInvocationFenced.run({ ...params, owner: fence.owner, token: fence.token }));
+      if (r.changes === 0) throw new LeaseLostError();
+    } else {
+      const r = insertOrConflict("idempotency key", () => this.#q.updateInvocation.run(params));
+      if (r.changes === 0) throw new WritError("NOT_FOUND", `invocation ${inv.invocationId} not found`);
+    }
+    if (inv.status === "queued") this.#ctx.onRunnable();
+  }
+
+  async assertLease(scope: Scope, fence: Fence): Promise<void> {
+    const sp = this.#sp(scope);
+    if (this.#q.holdsLease.get({ ...sp, id: fence.invocationId, owner: fence.owner, token: fence.token }) === undefined) throw new LeaseLostError();
+  }
+
+  async claimInvocations(opts: ClaimOptions): Promise<Invocation[]> {
+    this.#checkOpen();
+    checkClaimOptions(opts);
+    const { owner, tokens, now, leaseMs, limit } = opts;
+    const n = Math.min(limit, tokens.length);
+    if (n <= 0) return [];
+    const docs = this.#q.claimable.all({ now, limit: n });
+    const leaseExpiresAt = now + leaseMs;
+    return docs.map((doc, i) => {
+      const inv = parse<Invocation>(doc);
+      inv.status = "running";
+      inv.leaseOwner = owner;
+      inv.leaseToken = tokens[i];
+      inv.leaseExpiresAt = leaseExpiresAt;
+      inv.attemptCount += 1;
+      inv.updatedAt = now;
+      this.#q.claim.run({
+        t: inv.tenantId,
+        s: inv.spaceId,
+        id: inv.invocationId,
+        owner,
+        token: inv.leaseToken,
+        leaseExpiresAt,
+        attemptCount: inv.attemptCount,
+        doc: JSON.stringify(inv),
+      });
+      return inv;
+    });
+  }
+
+  async heartbeat(owner: string, now: number, leaseMs: number): Promise<number> {
+    this.#checkOpen();
+    if (!nonEmpty(owner)) throw new WritError("INVALID_ARGUMENT", "heartbeat: owner must be a non-empty string");
+    checkTimes(now, leaseMs);
+    return this.#q.heartbeat.run({ owner, now, leaseExpiresAt: now + leaseMs }).changes;
+  }
+
+  async nextRunAt(): Promise<number | null> {
+    this.#checkOpen();
+    return (this.#q.nextRunAt.get() as number | null | undefined) ?? null;
+  }
+
+  // steps
+
+  async getSteps(scope: Scope, invocationId: string): Promise<StepCheckpoint[]> {
+    return this.#q.getSteps.all({ ...this.#sp(scope), invocationId }).map((d) => parse<StepCheckpoint>(d));
+  }
+
+  async putStep(scope: Scope, step: StepCheckpoint, fence?: Fence): Promise<void> {
+    const sp = this.#sp(scope);
+    assertScope(scope, step, "step checkpoint");
+    if (!Number.isSafeInteger(step.stepIndex) || step.stepIndex < 0) throw new WritError("INVALID_ARGUMENT", "stepIndex must be a non-negative integer");
+    if (fence !== undefined) checkFenceTarget(fence, step.invocationId);
+    const params = { ...sp, invocationId: step.invocationId, stepIndex: step.stepIndex, status: step.status, attemptId: step.attemptId, doc: JSON.stringify(step) };
+    if (fence === undefined) {
+      if (this.#q.putStep.run(params).changes === 0) throw stepConflict(step);
+      return;
+    }
+    const lease = { owner: fence.owner, token: fence.token };
+    if (this.#q.putStepFenced.run({ ...params, ...lease }).changes === 0) {
+      // Nothing was written: say why, the lease first.
+      if (this.#q.holdsLease.get({ ...sp, id: fence.invocationId, ...lease }) === undefined) throw new LeaseLostError();
+      throw stepConflict(step);
+    }
+  }
+
+  // reconciliations
+
+  async insertReconciliation(scope: Scope, rec: ReconciliationRecord): Promise<void> {
+    const sp = this.#sp(scope);
+    assertScope(scope, rec, "reconciliation");
+    const params = reconciliationParams(sp, rec);
+    insertOrConflict(`reconciliation ${rec.reconciliationId}`, () => this.#q.insertReconciliation.run(params));
+  }
+
+  async updateReconciliation(scope: Scope, rec: ReconciliationRecord): Promise<void> {
+    const sp = this.#sp(scope);
+    assertScope(scope, rec, "reconciliation");
+    if (this.#q.updateReconciliation.run(reconciliationParams(sp, rec)).changes === 0) {
+      throw new WritError("NOT_FOUND", `reconciliation ${rec.reconciliationId} not found`);
+    }
+  }
+
+  async getReconciliation(scope: Scope, reconciliationId: string): Promise<ReconciliationRecord | null> {
+    return one(this.#q.getReconciliation, { ...this.#sp(scope), id: reconciliationId });
+  }
+
+  async listReconciliations(
+    scope: Scope,
+    opts: ListOptions & { status?: ReconciliationStatus; invocationId?: string } = {},
+  ): Promise<ReconciliationRecord[]> {
+    const sp = this.#sp(scope);
+    const stmt = this.#ctx.lists.reconciliations(opts.status !== undefined, opts.invocationId !== undefined);
+    const docs = stmt.all({ ...sp, status: opts.status, invocationId: opts.invocationId, limit: limitParam(opts.limit) });
+    return docs.map((d) => parse<ReconciliationRecord>(d));
+  }
+
+  // authorities and approvals
+
+  async putAuthority(scope: Scope, a: Authority): Promise<void> {
+    const sp = this.#sp(scope);
+    assertScope(scope, a, "authority");
+    this.#q.putAuthority.run({ ...sp, id: a.authorityRef, status: a.status, createdAt: a.createdAt, doc: JSON.stringify(a) });
+  }
+
+  async getAuthority(scope: Scope, authorityRef: string): Promise<Authority | null> {
+    return one(this.#q.getAuthority, { ...this.#sp(scope), id: authorityRef });
+  }
+
+  async listAuthorities(scope: Scope, opts: ListOptions = {}): Promise<Authority[]> {
+    const sp = this.#sp(scope);
+    return this.#q.listAuthorities.all({ ...sp, limit: limitParam(opts.limit) }).map((d) => parse<Authority>(d));
+  }
+
+  async putApproval(scope: Scope, a: Approval): Promise<void> {
+    const sp = this.#sp(scope);
+    assertScope(scope, a, "approval");
+    this.#q.putApproval.run({ ...sp, id: a.approvalId, status: a.status, createdAt: a.createdAt, doc: JSON.stringify(a) });
+  }
+
+  async getApproval(scope: Scope, approvalId: string): Promise<Approval | null> {
+    return one(this.#q.getApproval, { ...this.#sp(scope), id: approvalId });
+  }
+
+  async listApprovals(scope: Scope, opts: ListOptions & { status?: Approval["status"] } = {}): Promise<Approval[]> {
+    const sp = this.#sp(scope);
+    const docs = this.#ctx.lists.approvals(opts.status !== undefined).all({ ...sp, status: opts.status, limit: limitParam(opts.limit) });
+    return docs.map((d) => parse<Approval>(d));
+  }
+}
+
+function stepConflict(step: StepCheckpoint): WritError {
+  return new WritError("CONFLICT", `step ${step.stepIndex} of invocation ${step.invocationId} is settled and cannot return to started (only a new attempt may restart a failed step)`);
+}
+
+function reconciliationParams(sp: ScopeParams, rec: ReconciliationRecord): Record<string, unknown> {
+  return { ...sp, id: rec.reconciliationId, invocationId: rec.invocationId, status: rec.status, createdAt: rec.createdAt, doc: JSON.stringify(rec) };
+}
