@@ -43,7 +43,7 @@ CREATE TABLE invocations (
 );
 CREATE INDEX invocations_by_created ON invocations (tenant_id, space_id, created_at, invocation_id);
 CREATE INDEX invocations_by_status ON invocations (tenant_id, space_id, status, created_at, invocation_id);
-CREATE INDEX invocations_queued ON invocations (run_at, created_at) WHERE status = 'queued';
+CREATE INDEX invocations_queued ON invocations (run_at, created_at, invocation_id, tenant_id, space_id) WHERE status = 'queued';
 CREATE INDEX invocations_running ON invocations (lease_expires_at) WHERE status = 'running';
 CREATE INDEX invocations_lease_owner ON invocations (lease_owner, lease_expires_at) WHERE status = 'running';
 
