@@ -15,9 +15,16 @@ import type { Clock, CryptoPort, Random } from "./core/ports.js";
 import type { Store } from "./core/store.js";
 import type { DecisionPayload, JournalCheckpoint, Scope } from "./core/types.js";
 import { defaultPorts } from "./node/defaults.js";
+import { createHostCore, type Host } from "./host/host.js";
+import type { HostOptions } from "./host/options.js";
 
 export * from "./core/index.js";
+export type { Host, ResolveInput, SubmitResult } from "./host/host.js";
+export type { Worker, WorkerOptions } from "./host/worker.js";
+export type { HostEvent } from "./host/events.js";
+export type { BreakerOptions, Logger } from "./host/options.js";
 export { memoryStore } from "./stores/memory/index.js";
+export { sqliteStore, type SqliteStore, type SqliteStoreOptions } from "./stores/sqlite/index.js";
 export { runStoreConformance, storeConformanceCases } from "./stores/conformance/index.js";
 export { systemClock, systemRandom } from "./node/clock.js";
 export { nodeCryptoPort } from "./node/crypto.js";
@@ -40,6 +47,20 @@ export type CreateBoundaryOptions = Omit<BoundaryOptions, "clock" | "crypto" | "
  */
 export function createBoundary(options: CreateBoundaryOptions): Boundary {
   return createBoundaryCore({ ...options, ...defaultPorts(options) });
+}
+
+export type CreateHostOptions = Omit<HostOptions, "clock" | "crypto" | "random"> & { clock?: Clock; crypto?: CryptoPort; random?: Random };
+
+/**
+ * Creates the durable host (SPEC 4): admission, workers with leases and fencing, multi-step
+ * checkpoints, retries, reconciliation and bounded recovery.
+ * @example
+ * const host = createHost({ store: sqliteStore(), actions, connectors, policy, signingKey });
+ * await host.submit(request);
+ * const worker = host.worker({ concurrency: 8 }); worker.start();
+ */
+export function createHost(options: CreateHostOptions): Host {
+  return createHostCore({ ...options, ...defaultPorts(options) });
 }
 
 /** Generates an Ed25519 signing key for decisions; `kid` defaults to a random id. */

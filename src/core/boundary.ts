@@ -80,7 +80,11 @@ export interface SettlementInfo {
 }
 
 export interface ExecuteOptions {
-  /** Makes every write conditional on this lease (hosted execution). */
+  /**
+   * Makes every transaction conditional on this lease (hosted execution): each one starts with
+   * `assertLease`, which holds the invocation row until it commits, so a lost lease writes nothing.
+   * An execution holding the lease may take over its own interrupted in-progress execution.
+   */
   fence?: Fence;
   /** Invocation the execution belongs to. @defaultValue derived from (scope, action, idempotencyKey) */
   invocationId?: string;
@@ -381,7 +385,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
           return { kind: "duplicate", attempt: a };
         } else if (rec.state === "in_progress" || rec.state === "handed_off") {
           // A fenced caller holding the invocation's lease takes over its own interrupted execution.
-          if (!(fence && rec.invocationId === fence.invocationId && rec.state === "in_progress")) {
+          if (!(fence && rec.invocationId === invocationId && rec.state === "in_progress")) {
             refusal = new Refusal("EXECUTION_IN_PROGRESS", "an execution under this idempotency key is in progress");
           }
         } else if (rec.state === "unknown") {
@@ -425,7 +429,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
         attemptId,
         updatedAt: now,
       });
-      await tx.putStep(scope, stepRow(scope, invocationId, startStep, attemptId, now), fence);
+      await tx.putStep(scope, stepRow(scope, invocationId, startStep, attemptId, now));
       await appendJournal(tx, crypto, scope, [
         {
           id: `decision.consumed:${decision.payload.decisionId}`,
@@ -515,8 +519,8 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
         // Outcome before next step, and intent before effect for the next one: one fenced transaction.
         await store.transact(async (tx) => {
           if (fence) await tx.assertLease(scope, fence);
-          await tx.putStep(scope, row, fence);
-          await tx.putStep(scope, stepRow(scope, invocationId, i + 1, attemptId, ended), fence);
+          await tx.putStep(scope, row);
+          await tx.putStep(scope, stepRow(scope, invocationId, i + 1, attemptId, ended));
           await appendJournal(tx, crypto, scope, [
             {
               id: `step.succeeded:${invocationId}:${i}:${attemptId}`,
@@ -541,7 +545,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
       if (interpreted.kind === "transient_failure") final.transient = true;
       await store.transact(async (tx) => {
         if (fence) await tx.assertLease(scope, fence);
-        await tx.putStep(scope, row, fence);
+        await tx.putStep(scope, row);
         const { transient: _t, ...stored } = final;
         await tx.updateAttempt(scope, stored);
         await tx.putIdempotency(scope, {

@@ -222,6 +222,10 @@ export interface Invocation {
   lastError?: string;
   result?: Json;
   overdueAt?: number;
+  /** Set while compensation steps run after a permanent failure. */
+  compensating?: boolean;
+  /** Incremented on every write by the host; names transitions in the journal. */
+  version?: number;
   createdAt: number;
   updatedAt: number;
 }

@@ -2,8 +2,12 @@
  * Store factories for suites that must run against every store (memory, sqlite, postgres).
  * Each factory yields a fresh, migrated, empty store and a cleanup that closes and deletes it.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Store } from "../../src/core/store.js";
 import { memoryStore } from "../../src/stores/memory/index.js";
+import { sqliteStore } from "../../src/stores/sqlite/index.js";
 
 export interface StoreFactory {
   name: string;
@@ -19,7 +23,23 @@ export const memoryFactory: StoreFactory = {
   },
 };
 
+export const sqliteFactory: StoreFactory = {
+  name: "sqlite",
+  async make() {
+    const dir = mkdtempSync(join(tmpdir(), "writ-sqlite-"));
+    const store = sqliteStore({ path: join(dir, "writ.db") });
+    await store.migrate();
+    return {
+      store,
+      async cleanup() {
+        await store.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  },
+};
+
 /** Every store the project ships. */
 export function allStoreFactories(): StoreFactory[] {
-  return [memoryFactory];
+  return [memoryFactory, sqliteFactory];
 }

@@ -1,0 +1,87 @@
+/** What the host's parts share: options, the boundary, breakers, ids, events and journaled transitions. */
+import type { ActionDefinition } from "../core/action.js";
+import type { Boundary } from "../core/boundary.js";
+import { base64url } from "../core/encoding.js";
+import { errorMessage } from "../core/errors.js";
+import { assertTransition } from "../core/invocation.js";
+import { appendJournal } from "../core/journal.js";
+import { redact } from "../core/redact.js";
+import type { StoreTx } from "../core/store.js";
+import type { Fence, Invocation, InvocationStatus, Json, Scope } from "../core/types.js";
+import type { Breakers } from "./breaker.js";
+import type { HostEvent } from "./events.js";
+import type { HostOptions, Logger, ResolvedHostOptions } from "./options.js";
+
+export interface HostContext {
+  o: HostOptions;
+  r: ResolvedHostOptions;
+  boundary: Boundary;
+  actions: Map<string, ActionDefinition<unknown>>;
+  breakers: Breakers;
+  log: Logger;
+  newId(prefix: string): string;
+  emit(e: HostEvent): void;
+  /** Events raised inside a transaction are emitted only after it commits. */
+  transition(tx: StoreTx, inv: Invocation, to: InvocationStatus, patch: Partial<Invocation>, opts?: { fence?: Fence; data?: Json; events?: HostEvent[] }): Promise<Invocation>;
+  redactInvocation(inv: Invocation): Invocation;
+}
+
+export function scopeOf(r: { tenantId: string; spaceId: string }): Scope {
+  return { tenantId: r.tenantId, spaceId: r.spaceId };
+}
+
+export function makeContext(o: HostOptions, r: ResolvedHostOptions, boundary: Boundary, breakers: Breakers, log: Logger): HostContext {
+  const actions = new Map<string, ActionDefinition<unknown>>();
+  for (const a of o.actions) actions.set(a.id, a as ActionDefinition<unknown>);
+  const emit = (e: HostEvent): void => {
+    try {
+      o.onEvent?.(e);
+    } catch (err) {
+      log.warn({ err: errorMessage(err) }, "onEvent hook threw; ignored");
+    }
+  };
+  const ctx: HostContext = {
+    o,
+    r,
+    boundary,
+    actions,
+    breakers,
+    log,
+    newId: (prefix) => prefix + base64url(o.random.bytes(16)),
+    emit,
+    async transition(tx, inv, to, patch, opts = {}) {
+      assertTransition(inv.status, to, inv.invocationId);
+      const now = o.clock.now();
+      const version = (inv.version ?? 0) + 1;
+      const next: Invocation = { ...inv, ...patch, status: to, updatedAt: now, version };
+      if (to !== "running") {
+        delete next.leaseOwner;
+        delete next.leaseToken;
+        delete next.leaseExpiresAt;
+      }
+      const scope = scopeOf(inv);
+      await tx.updateInvocation(scope, next, opts.fence);
+      const data: { [k: string]: Json } = { from: inv.status, to };
+      if (next.reasons && to !== inv.status) data.reasons = next.reasons;
+      if (next.lastError && to !== inv.status) data.error = next.lastError;
+      if (opts.data !== undefined) data.detail = opts.data;
+      await appendJournal(tx, o.crypto, scope, [
+        { id: `invocation.${to}:${inv.invocationId}:${version}`, type: `invocation.${to}`, at: now, refs: { invocationId: inv.invocationId }, data },
+      ]);
+      const ev: HostEvent = { type: `invocation.${to}`, scope, invocationId: inv.invocationId, at: now, status: to, from: inv.status, data };
+      if (opts.events) opts.events.push(ev);
+      else emit(ev);
+      return next;
+    },
+    redactInvocation(inv) {
+      const action = actions.get(inv.action);
+      const sensitive = action?.sensitive ?? [];
+      if (sensitive.length === 0) return inv;
+      const params = (redact({ params: inv.request.params }, sensitive) as { params: Invocation["request"]["params"] }).params;
+      const out: Invocation = { ...inv, request: { ...inv.request, params } };
+      if (inv.result !== undefined) out.result = (redact({ outputs: inv.result }, sensitive) as { outputs: Json }).outputs;
+      return out;
+    },
+  };
+  return ctx;
+}

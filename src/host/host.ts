@@ -1,0 +1,253 @@
+/**
+ * The durable host (SPEC 4): admission, queries, cancellation, reconciliation by operators, and
+ * workers. Every state change is one transaction with its journal entries.
+ */
+import { createBoundaryCore } from "../core/boundary.js";
+import { computeRequestDigest } from "../core/digest.js";
+import { WritError, errorMessage } from "../core/errors.js";
+import { appendJournal } from "../core/journal.js";
+import { createKeyring } from "../core/keyring.js";
+import { redact } from "../core/redact.js";
+import { validateStandard } from "../core/standard-schema.js";
+import type { InvocationFilter, ListOptions } from "../core/store.js";
+import type { ActionDefinition } from "../core/action.js";
+import type { Actor, Invocation, Json, ReconciliationRecord, ReconciliationStatus, Scope } from "../core/types.js";
+import { checkActor, checkRequest } from "../core/validate.js";
+import { createBreakers, type Breakers } from "./breaker.js";
+import { compensationActions } from "./compensation.js";
+import { makeContext, scopeOf, type HostContext } from "./context.js";
+import { resolveHostOptions, silentLogger, type HostOptions } from "./options.js";
+import { createWorker, type Worker, type WorkerOptions } from "./worker.js";
+
+export interface SubmitResult {
+  invocation: Invocation;
+  /** True when an invocation with the same key and digest already existed (nothing new stored). */
+  replayed: boolean;
+}
+
+export interface ResolveInput {
+  outcome: "succeeded" | "failed";
+  externalRef?: string;
+  note: string;
+  by: Actor;
+}
+
+export interface Host {
+  /** Validates and admits a request; idempotent by (scope, action, idempotencyKey). */
+  submit(request: unknown): Promise<SubmitResult>;
+  /** The invocation (sensitive values redacted), or null. */
+  get(scope: Scope, invocationId: string): Promise<Invocation | null>;
+  list(scope: Scope, filter?: InvocationFilter): Promise<Invocation[]>;
+  /** Cancels an invocation no step of which has started (queued or awaiting approval). */
+  cancel(scope: Scope, invocationId: string, by: Actor): Promise<Invocation>;
+  reconcile: {
+    list(scope: Scope, opts?: ListOptions & { status?: ReconciliationStatus }): Promise<ReconciliationRecord[]>;
+    /** An operator settles an unknown outcome; journaled with the operator's identity. */
+    resolve(scope: Scope, reconciliationId: string, input: ResolveInput): Promise<Invocation>;
+  };
+  worker(options?: WorkerOptions): Worker;
+  breakers(): ReturnType<Breakers["snapshot"]>;
+  /** The context shared by the host's parts (for the policy/approval and completion modules). */
+  readonly context: HostContext;
+}
+
+/** Creates a host. Ports (clock, crypto, random) are required here; `createHost` in "writ" fills Node defaults. */
+export function createHostCore(options: HostOptions): Host {
+  const r = resolveHostOptions(options);
+  const o = options;
+  const keyring = o.keyring ?? createKeyring([{ kid: o.signingKey.kid, publicJwk: o.signingKey.publicJwk }]);
+  if (!keyring.get(o.signingKey.kid)) throw new WritError("INVALID_OPTION", `createHost: the keyring does not hold the signing key ${o.signingKey.kid}`);
+  const actions = o.actions as ReadonlyArray<ActionDefinition<unknown>>;
+  const boundary = createBoundaryCore({
+    store: o.store,
+    keyring,
+    actions: [...actions, ...compensationActions(actions)],
+    connectors: o.connectors,
+    authority: (scope, ref) => o.store.transact((tx) => tx.getAuthority(scope, ref)),
+    approval: (scope, ref) => o.store.transact((tx) => tx.getApproval(scope, ref)),
+    acceptedPolicyRefs: (scope) => o.policy.acceptedPolicyRefs(scope),
+    maxDecisionAgeSeconds: r.maxDecisionAgeSeconds,
+    timeoutMs: r.timeoutMs,
+    clock: o.clock,
+    crypto: o.crypto,
+    random: o.random,
+    ...(o.redactErrorText ? { redactErrorText: o.redactErrorText } : {}),
+  });
+  const ctx = makeContext(o, r, boundary, createBreakers(r.breaker), o.logger ?? silentLogger);
+
+  async function submit(input: unknown): Promise<SubmitResult> {
+    const rq = checkRequest(input);
+    if (!rq.ok) throw new WritError("VALIDATION_FAILED", rq.message);
+    const req = rq.value;
+    const action = ctx.actions.get(req.action);
+    if (!action) throw new WritError("VALIDATION_FAILED", `unknown action ${req.action}`, { details: { action: req.action } });
+    if (action.version !== req.actionVersion) throw new WritError("VALIDATION_FAILED", `action ${req.action} is at version ${action.version}, not ${req.actionVersion}`);
+    let issues: string[] = [];
+    try {
+      const v = await validateStandard(action.params, req.params);
+      if (!v.ok) issues = v.issues;
+    } catch (e) {
+      issues = [`params schema threw: ${errorMessage(e)}`];
+    }
+    if (issues.length > 0) throw new WritError("VALIDATION_FAILED", `invalid params for ${req.action}: ${issues.join("; ")}`, { details: { issues } });
+    let digest: string;
+    try {
+      digest = computeRequestDigest(o.crypto, req);
+    } catch (e) {
+      throw new WritError("VALIDATION_FAILED", errorMessage(e));
+    }
+    const scope = scopeOf(req);
+    const now = o.clock.now();
+    const result = await o.store.transact(async (tx): Promise<SubmitResult> => {
+      await tx.lock(scope, [`admit:${req.action}:${req.idempotencyKey}`]);
+      const existing = await tx.findInvocationByKey(scope, req.action, req.idempotencyKey);
+      if (existing) {
+        if (existing.requestDigest !== digest) {
+          throw new WritError("IDEMPOTENCY_CONFLICT", `idempotency key ${req.idempotencyKey} was used with another request for ${req.action}`, { details: { invocationId: existing.invocationId } });
+        }
+        return { invocation: existing, replayed: true };
+      }
+      const inv: Invocation = {
+        ...scope,
+        invocationId: ctx.newId("inv_"),
+        action: req.action,
+        actionVersion: req.actionVersion,
+        idempotencyKey: req.idempotencyKey,
+        requestDigest: digest,
+        request: req,
+        status: "queued",
+        runAt: now,
+        attemptCount: 0,
+        retryCount: 0,
+        nextStep: 0,
+        version: 1,
+        createdAt: now,
+        updatedAt: now,
+      };
+      await tx.insertInvocation(scope, inv);
+      await appendJournal(tx, o.crypto, scope, [
+        {
+          id: `invocation.submitted:${inv.invocationId}`,
+          type: "invocation.submitted",
+          at: now,
+          refs: { invocationId: inv.invocationId },
+          data: {
+            action: req.action,
+            actionVersion: req.actionVersion,
+            idempotencyKey: req.idempotencyKey,
+            requestDigest: digest,
+            actor: { type: req.actor.type, id: req.actor.id },
+            authorityRef: req.authorityRef,
+            params: (redact({ params: req.params }, action.sensitive ?? []) as { params: Json }).params,
+          },
+        },
+      ]);
+      return { invocation: inv, replayed: false };
+    });
+    if (!result.replayed) ctx.emit({ type: "invocation.submitted", scope, invocationId: result.invocation.invocationId, at: now, status: "queued" });
+    return { invocation: ctx.redactInvocation(result.invocation), replayed: result.replayed };
+  }
+
+  async function cancel(scope: Scope, invocationId: string, by: Actor): Promise<Invocation> {
+    const problems = checkActor(by, "by");
+    if (problems.length > 0) throw new WritError("INVALID_ARGUMENT", problems.join("; "));
+    const events: Parameters<HostContext["transition"]>[4] = { events: [] };
+    const inv = await o.store.transact(async (tx) => {
+      const cur = await tx.getInvocation(scope, invocationId);
+      if (!cur) throw new WritError("NOT_FOUND", `no invocation ${invocationId} in this scope`);
+      if (cur.status !== "queued" && cur.status !== "awaiting_approval") {
+        throw new WritError("INVALID_STATE", `invocation ${invocationId} is ${cur.status}: only queued or awaiting_approval invocations can be cancelled`);
+      }
+      const steps = await tx.getSteps(scope, invocationId);
+      if (steps.length > 0) throw new WritError("INVALID_STATE", `invocation ${invocationId} has started steps and cannot be cancelled`);
+      return ctx.transition(tx, cur, "cancelled", { reasons: [`cancelled by ${by.type}:${by.id}`] }, { ...events, data: { by: { type: by.type, id: by.id } } });
+    });
+    for (const e of events.events ?? []) ctx.emit(e);
+    return ctx.redactInvocation(inv);
+  }
+
+  async function resolve(scope: Scope, reconciliationId: string, input: ResolveInput): Promise<Invocation> {
+    if (typeof input !== "object" || input === null) throw new WritError("INVALID_ARGUMENT", "resolve needs { outcome, note, by }");
+    if (input.outcome !== "succeeded" && input.outcome !== "failed") throw new WritError("INVALID_ARGUMENT", "outcome must be succeeded or failed");
+    if (typeof input.note !== "string" || input.note.trim().length === 0 || input.note.length > 2000) throw new WritError("INVALID_ARGUMENT", "note must be a non-empty string (at most 2000 characters)");
+    const problems = checkActor(input.by, "by");
+    if (problems.length > 0) throw new WritError("INVALID_ARGUMENT", problems.join("; "));
+    if (input.externalRef !== undefined && (typeof input.externalRef !== "string" || input.externalRef.length === 0 || input.externalRef.length > 512)) {
+      throw new WritError("INVALID_ARGUMENT", "externalRef must be a non-empty string");
+    }
+    const events: NonNullable<Parameters<HostContext["transition"]>[4]> = { events: [] };
+    const inv = await o.store.transact(async (tx) => {
+      const rec = await tx.getReconciliation(scope, reconciliationId);
+      if (!rec) throw new WritError("NOT_FOUND", `no reconciliation ${reconciliationId} in this scope`);
+      if (rec.status !== "open") throw new WritError("INVALID_STATE", `reconciliation ${reconciliationId} is already resolved`);
+      const cur = await tx.getInvocation(scope, rec.invocationId);
+      if (!cur) throw new WritError("NOT_FOUND", `invocation ${rec.invocationId} not found`);
+      if (cur.status !== "reconciliation_required") throw new WritError("INVALID_STATE", `invocation ${cur.invocationId} is ${cur.status}, not reconciliation_required`);
+      const action = ctx.actions.get(cur.action);
+      if (!action) throw new WritError("INVALID_STATE", `action ${cur.action} is not defined on this host`);
+      const now = o.clock.now();
+      const by = { type: input.by.type, id: input.by.id };
+      const resolution: NonNullable<ReconciliationRecord["resolution"]> = { outcome: input.outcome, note: input.note, by, at: now };
+      if (input.externalRef !== undefined) resolution.externalRef = input.externalRef;
+      await tx.updateReconciliation(scope, { ...rec, status: "resolved", resolution, updatedAt: now });
+      const steps = await tx.getSteps(scope, cur.invocationId);
+      const row = steps.find((s) => s.stepIndex === rec.stepIndex);
+      if (row && row.status !== "succeeded" && row.status !== "failed") {
+        await tx.putStep(scope, {
+          ...row,
+          status: input.outcome,
+          endedAt: now,
+          ...(input.externalRef !== undefined ? { externalRef: input.externalRef } : {}),
+          reason: `resolved by ${by.type}:${by.id}: ${input.note}`,
+        });
+      }
+      const last = rec.stepIndex >= action.steps.length - 1;
+      const idem = await tx.getIdempotency(scope, cur.action, cur.idempotencyKey);
+      if (idem && (idem.state === "unknown" || idem.state === "in_progress" || idem.state === "handed_off")) {
+        // Succeeded on the last step settles the key; otherwise it no longer blocks a resumption.
+        const state = input.outcome === "succeeded" && last ? "succeeded" : "failed";
+        await tx.putIdempotency(scope, { ...idem, state, ...(state === "succeeded" && row ? { resultAttemptId: row.attemptId } : {}), updatedAt: now });
+      }
+      await appendJournal(tx, o.crypto, scope, [
+        {
+          id: `reconciliation.resolved:${reconciliationId}`,
+          type: "reconciliation.resolved",
+          at: now,
+          refs: { invocationId: cur.invocationId, reconciliationId },
+          data: { outcome: input.outcome, note: input.note, by, stepIndex: rec.stepIndex, ...(input.externalRef !== undefined ? { externalRef: input.externalRef } : {}) },
+        },
+      ]);
+      const detail = { reconciliationId, by } as Json;
+      if (input.outcome === "succeeded") {
+        if (last) return ctx.transition(tx, cur, "succeeded", { nextStep: action.steps.length, ...(input.externalRef !== undefined ? { result: { externalRef: input.externalRef } } : {}) }, { ...events, data: detail });
+        // A middle step resolved as succeeded: the remaining steps resume under a new decision.
+        return ctx.transition(tx, cur, "queued", { nextStep: rec.stepIndex + 1, runAt: now, attemptCount: 0 }, { ...events, data: detail });
+      }
+      const compensable = action.steps.slice(0, rec.stepIndex).some((s) => s.compensate);
+      if (compensable) return ctx.transition(tx, cur, "queued", { compensating: true, nextStep: rec.stepIndex, runAt: now, attemptCount: 0 }, { ...events, data: detail });
+      return ctx.transition(tx, cur, "failed", { lastError: `resolved as failed by ${by.type}:${by.id}: ${input.note}` }, { ...events, data: detail });
+    });
+    for (const e of events.events ?? []) ctx.emit(e);
+    return ctx.redactInvocation(inv);
+  }
+
+  return {
+    submit,
+    async get(scope, invocationId) {
+      const inv = await o.store.transact((tx) => tx.getInvocation(scope, invocationId));
+      return inv ? ctx.redactInvocation(inv) : null;
+    },
+    async list(scope, filter) {
+      const invs = await o.store.transact((tx) => tx.listInvocations(scope, filter));
+      return invs.map((i) => ctx.redactInvocation(i));
+    },
+    cancel,
+    reconcile: {
+      list: (scope, opts) => o.store.transact((tx) => tx.listReconciliations(scope, opts)),
+      resolve,
+    },
+    worker: (wo) => createWorker(ctx, wo),
+    breakers: () => ctx.breakers.snapshot(),
+    context: ctx,
+  };
+}

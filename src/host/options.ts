@@ -1,0 +1,97 @@
+/** Host options: one typed object, defaults in one place, validated at construction. */
+import type { ActionDefinition, Connector, RetryPolicy } from "../core/action.js";
+import { WritError } from "../core/errors.js";
+import type { Keyring, SigningKey } from "../core/keyring.js";
+import type { PolicyEngine } from "../core/policy.js";
+import type { Clock, CryptoPort, Random } from "../core/ports.js";
+import type { Store } from "../core/store.js";
+import type { HostEvent } from "./events.js";
+
+/** A pino-compatible logger (the subset Writ calls). */
+export interface Logger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface BreakerOptions {
+  /** Consecutive transient failures or timeouts that open the breaker. @defaultValue 5 */
+  failureThreshold: number;
+  /** How long an open breaker refuses calls before letting one through. @defaultValue 30000 */
+  cooldownMs: number;
+}
+
+export interface HostOptions {
+  store: Store;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  actions: ReadonlyArray<ActionDefinition<any>>;
+  connectors: readonly Connector[];
+  policy: PolicyEngine;
+  /** The host signs the decisions it evaluates with this key. */
+  signingKey: SigningKey;
+  /** Keys the boundary trusts. @defaultValue a keyring holding `signingKey` */
+  keyring?: Keyring;
+  clock: Clock;
+  crypto: CryptoPort;
+  random: Random;
+  /** Per connector call. @defaultValue 30000 */
+  timeoutMs?: number;
+  /** @defaultValue 300 */
+  maxDecisionAgeSeconds?: number;
+  /** Claims of one invocation without a clean settlement before it goes to reconciliation. @defaultValue 5 */
+  recoveryMaxAttempts?: number;
+  /** Defaults for actions without their own retry policy. @defaultValue { maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60000 } */
+  retry?: Partial<RetryPolicy>;
+  /** @defaultValue { failureThreshold: 5, cooldownMs: 30000 } */
+  breaker?: Partial<BreakerOptions>;
+  /** How long an approval request stays open. @defaultValue 86400000 (24 h) */
+  approvalTtlMs?: number;
+  redactErrorText?: (text: string) => string;
+  /** Called for every transition; must not throw (errors are swallowed). */
+  onEvent?: (event: HostEvent) => void;
+  /** @defaultValue a silent logger */
+  logger?: Logger;
+}
+
+export interface ResolvedHostOptions {
+  timeoutMs: number;
+  maxDecisionAgeSeconds: number;
+  recoveryMaxAttempts: number;
+  retry: RetryPolicy;
+  breaker: BreakerOptions;
+  approvalTtlMs: number;
+}
+
+function num(name: string, v: unknown, dflt: number, min: number): number {
+  if (v === undefined) return dflt;
+  if (typeof v !== "number" || !Number.isFinite(v) || v < min) throw new WritError("INVALID_OPTION", `createHost: ${name} must be a number >= ${min}`);
+  return v;
+}
+
+export function resolveHostOptions(o: HostOptions): ResolvedHostOptions {
+  if (typeof o !== "object" || o === null) throw new WritError("INVALID_OPTION", "createHost needs an options object");
+  for (const k of ["store", "policy", "signingKey", "clock", "crypto", "random"] as const) {
+    if (o[k] === undefined || o[k] === null) throw new WritError("INVALID_OPTION", `createHost: ${k} is required`);
+  }
+  if (typeof o.policy.evaluate !== "function" || typeof o.policy.acceptedPolicyRefs !== "function") {
+    throw new WritError("INVALID_OPTION", "createHost: policy must be a PolicyEngine with evaluate() and acceptedPolicyRefs()");
+  }
+  return {
+    timeoutMs: num("timeoutMs", o.timeoutMs, 30_000, 1),
+    maxDecisionAgeSeconds: num("maxDecisionAgeSeconds", o.maxDecisionAgeSeconds, 300, 1),
+    recoveryMaxAttempts: num("recoveryMaxAttempts", o.recoveryMaxAttempts, 5, 1),
+    retry: {
+      maxAttempts: num("retry.maxAttempts", o.retry?.maxAttempts, 3, 1),
+      baseDelayMs: num("retry.baseDelayMs", o.retry?.baseDelayMs, 1000, 0),
+      maxDelayMs: num("retry.maxDelayMs", o.retry?.maxDelayMs, 60_000, 0),
+    },
+    breaker: {
+      failureThreshold: num("breaker.failureThreshold", o.breaker?.failureThreshold, 5, 1),
+      cooldownMs: num("breaker.cooldownMs", o.breaker?.cooldownMs, 30_000, 0),
+    },
+    approvalTtlMs: num("approvalTtlMs", o.approvalTtlMs, 86_400_000, 1),
+  };
+}
+
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };

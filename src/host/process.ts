@@ -1,0 +1,316 @@
+/**
+ * Processing one claimed invocation (SPEC 4.4-4.6): bounded recovery, the idempotent and
+ * non-idempotent resume rules, evaluation and signing, execution through the boundary, and
+ * settlement of every outcome in the same fenced transaction as the step outcome.
+ */
+import type { ActionDefinition } from "../core/action.js";
+import type { SettlementInfo } from "../core/boundary.js";
+import { signDecisionWith } from "../core/decision.js";
+import { computeRequestDigest } from "../core/digest.js";
+import { LeaseLostError, errorMessage, isWritError } from "../core/errors.js";
+import { backoffDelay } from "../core/invocation.js";
+import { appendJournal } from "../core/journal.js";
+import type { StoreTx } from "../core/store.js";
+import type { Approval, AttemptRecord, Fence, Invocation, InvocationStatus, ReconciliationRecord, StepCheckpoint } from "../core/types.js";
+import { compensate } from "./compensation.js";
+import { scopeOf, type HostContext } from "./context.js";
+import type { HostEvent } from "./events.js";
+
+/** Outcome of processing, for the worker's bookkeeping and tests. */
+export type ProcessResult = InvocationStatus | "lease_lost" | "abandoned";
+
+/** Latest row per step index (a retry replaces a failed row; rows are one per step). */
+function stepsByIndex(rows: StepCheckpoint[]): Map<number, StepCheckpoint> {
+  const m = new Map<number, StepCheckpoint>();
+  for (const r of rows) m.set(r.stepIndex, r);
+  return m;
+}
+
+export async function processInvocation(ctx: HostContext, inv: Invocation, signal: AbortSignal): Promise<ProcessResult> {
+  const fence: Fence = { invocationId: inv.invocationId, owner: inv.leaseOwner!, token: inv.leaseToken! };
+  try {
+    return await run(ctx, inv, fence, signal);
+  } catch (e) {
+    if (e instanceof LeaseLostError || isWritError(e, "LEASE_LOST")) {
+      ctx.log.warn({ invocationId: inv.invocationId }, "lease lost: stopping work on this invocation");
+      return "lease_lost";
+    }
+    // A store error (possibly after a provider effect was recorded) never turns the invocation
+    // failed: abandon it; the lease expires and recovery repairs it from its checkpoints.
+    ctx.log.error({ invocationId: inv.invocationId, err: errorMessage(e) }, "abandoning invocation after an error; recovery will resume it");
+    return "abandoned";
+  }
+}
+
+async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: AbortSignal): Promise<ProcessResult> {
+  const { o, r } = ctx;
+  const store = o.store;
+  const scope = scopeOf(inv);
+  const events: HostEvent[] = [];
+  const flush = (): void => {
+    for (const e of events.splice(0)) ctx.emit(e);
+  };
+  const settle = async (fn: (tx: StoreTx) => Promise<Invocation>): Promise<ProcessResult> => {
+    const next = await store.transact(async (tx) => fn(tx));
+    flush();
+    return next.status;
+  };
+  const action = ctx.actions.get(inv.action);
+  if (!action || action.version !== inv.actionVersion) {
+    return settle((tx) => ctx.transition(tx, inv, "failed", { lastError: `action ${inv.action}@${inv.actionVersion} is not defined on this host` }, { fence, events }));
+  }
+
+  if (inv.compensating) {
+    const done = await compensate(ctx, inv, fence, events);
+    flush();
+    return done.status;
+  }
+
+  // Bounded recovery: too many claims without a clean settlement.
+  if (inv.attemptCount > r.recoveryMaxAttempts) {
+    const reason = `recovery attempts exhausted (${inv.attemptCount}/${r.recoveryMaxAttempts})`;
+    return settle((tx) => toReconciliation(ctx, tx, inv, fence, inv.nextStep, "RECOVERY_EXHAUSTED", reason, undefined, events));
+  }
+
+  const rows = stepsByIndex(await store.transact((tx) => tx.getSteps(scope, inv.invocationId)));
+  let doneSteps = 0;
+  while (rows.get(doneSteps)?.status === "succeeded") doneSteps++;
+  const current = rows.get(doneSteps);
+  if (current?.status === "unknown") {
+    return settle((tx) => toReconciliation(ctx, tx, inv, fence, doneSteps, current.reasonCode ?? "OUTCOME_AMBIGUOUS", current.reason ?? "step outcome unknown", current.externalRef, events));
+  }
+  if (current?.status === "handed_off") {
+    return settle((tx) => ctx.transition(tx, inv, "parked", { nextStep: doneSteps }, { fence, events }));
+  }
+  if (current?.status === "started" && !action.idempotent) {
+    // Intent recorded, no outcome: the provider may or may not have acted. Never call it again.
+    return settle(async (tx) => {
+      const now = o.clock.now();
+      await tx.putStep(scope, { ...current, status: "unknown", reasonCode: "OUTCOME_AMBIGUOUS", reason: "worker lost after recording intent; outcome unknown", endedAt: now }, fence);
+      const att = await tx.getAttempt(scope, current.attemptId);
+      if (att && att.state === "EXECUTING") await tx.updateAttempt(scope, { ...att, state: "UNKNOWN", reasonCode: "OUTCOME_AMBIGUOUS", reason: "worker lost during execution", endedAt: now, stepIndex: doneSteps });
+      const idem = await tx.getIdempotency(scope, inv.action, inv.idempotencyKey);
+      if (idem && idem.state === "in_progress") await tx.putIdempotency(scope, { ...idem, state: "unknown", updatedAt: now });
+      return toReconciliation(ctx, tx, inv, fence, doneSteps, "OUTCOME_AMBIGUOUS", "interrupted after intent was recorded (non-idempotent action): outcome unknown", undefined, events);
+    });
+  }
+  if (doneSteps >= action.steps.length) {
+    // Every step succeeded but the settlement was lost (cannot happen with atomic settlement; repair).
+    return settle((tx) => ctx.transition(tx, inv, "succeeded", { nextStep: doneSteps }, { fence, events }));
+  }
+
+  // Circuit breaker for the next call: refused before the provider is reached, re-queued for later.
+  const next = action.steps[doneSteps]!;
+  const blockedUntil = ctx.breakers.blockedUntil(next.connector, next.operation, o.clock.now());
+  if (blockedUntil > 0) {
+    return settle((tx) =>
+      ctx.transition(tx, inv, "queued", { runAt: blockedUntil, attemptCount: 0, nextStep: doneSteps, lastError: `circuit open for ${next.connector}.${next.operation}` }, { fence, events }),
+    );
+  }
+  if (signal.aborted) return "abandoned";
+
+  // Evaluate (a fresh decision every time: first run, retry, or recovery).
+  const { authority, approval } = await store.transact(async (tx) => ({
+    authority: await tx.getAuthority(scope, inv.request.authorityRef),
+    approval: inv.approvalId ? await tx.getApproval(scope, inv.approvalId) : null,
+  }));
+  const verdict = await o.policy.evaluate({ request: inv.request, authority, approval: approval?.status === "approved" ? approval : null });
+  const partially = doneSteps > 0;
+  if (verdict.result === "DENY") {
+    if (partially) {
+      return settle((tx) => toReconciliation(ctx, tx, inv, fence, doneSteps, "DENIED_AFTER_PARTIAL", `policy denied the remaining steps after ${doneSteps} succeeded: ${verdict.reasons.join("; ")}`, undefined, events));
+    }
+    return settle((tx) => ctx.transition(tx, inv, "denied", { reasons: verdict.reasons }, { fence, events }));
+  }
+  if (verdict.result === "REQUIRE_APPROVAL") {
+    return settle((tx) => openApproval(ctx, tx, inv, fence, verdict.approval, approval, events));
+  }
+
+  const now = o.clock.now();
+  const token = signDecisionWith(o.crypto, o.signingKey, {
+    v: 1,
+    decisionId: ctx.newId("dec_"),
+    result: "ALLOW",
+    requestDigest: inv.requestDigest,
+    tenantId: inv.tenantId,
+    spaceId: inv.spaceId,
+    authorityRef: inv.request.authorityRef,
+    policyRef: verdict.policyRef,
+    ...(approval?.status === "approved" ? { approvalRef: approval.approvalId } : {}),
+    issuedAt: now,
+    reasons: verdict.reasons,
+  });
+  let settled: Invocation | null = null;
+  const attempt = await ctx.boundary.execute(inv.request, token, {
+    fence,
+    invocationId: inv.invocationId,
+    onSettle: async (tx, info) => {
+      settled = await settleAttempt(ctx, tx, inv, fence, action, info, events);
+    },
+  });
+  flush();
+  const s = settled as Invocation | null;
+  if (s?.status === "running" && s.compensating) {
+    const done = await compensate(ctx, s, fence, events);
+    flush();
+    return done.status;
+  }
+  if (s) return s.status;
+  return afterUnsettled(ctx, inv, fence, attempt, doneSteps, events, flush);
+}
+
+/** The attempt ended without a settlement hook (refused or duplicate): no effect happened now. */
+async function afterUnsettled(
+  ctx: HostContext,
+  inv: Invocation,
+  fence: Fence,
+  a: AttemptRecord,
+  doneSteps: number,
+  events: HostEvent[],
+  flush: () => void,
+): Promise<ProcessResult> {
+  const store = ctx.o.store;
+  const result = await store.transact(async (tx): Promise<Invocation> => {
+    if (a.state === "DUPLICATE") return ctx.transition(tx, inv, "succeeded", { result: a.output ?? null, nextStep: doneSteps }, { fence, events });
+    const code = a.reasonCode ?? "REFUSED";
+    const why = `${code}: ${a.reason ?? "refused"}`;
+    switch (code) {
+      case "RECONCILIATION_PENDING":
+        return toReconciliation(ctx, tx, inv, fence, doneSteps, code, why, undefined, events);
+      case "EXECUTION_IN_PROGRESS": {
+        const delay = backoffDelay(1, ctx.r.retry.baseDelayMs, ctx.r.retry.maxDelayMs, unit(ctx));
+        return ctx.transition(tx, inv, "queued", { runAt: ctx.o.clock.now() + delay, attemptCount: 0, lastError: why }, { fence, events });
+      }
+      default:
+        if (code.startsWith("AUTHORITY_") || code.startsWith("APPROVAL_") || code === "DECISION_REF_MISMATCH" || code === "DECISION_NOT_ALLOW") {
+          if (doneSteps > 0) return toReconciliation(ctx, tx, inv, fence, doneSteps, code, `refused after ${doneSteps} step(s) succeeded: ${why}`, undefined, events);
+          return ctx.transition(tx, inv, "denied", { reasons: [why] }, { fence, events });
+        }
+        if (doneSteps > 0) return toReconciliation(ctx, tx, inv, fence, doneSteps, code, `refused after ${doneSteps} step(s) succeeded: ${why}`, undefined, events);
+        return ctx.transition(tx, inv, "failed", { lastError: why }, { fence, events });
+    }
+  });
+  flush();
+  return result.status;
+}
+
+function unit(ctx: HostContext): number {
+  const b = ctx.o.random.bytes(4);
+  return (((b[0]! << 24) | (b[1]! << 16) | (b[2]! << 8) | b[3]!) >>> 0) / 2 ** 32;
+}
+
+/** Runs inside the boundary's settlement transaction: the invocation moves with the step outcome. */
+async function settleAttempt(ctx: HostContext, tx: StoreTx, inv: Invocation, fence: Fence, action: ActionDefinition<unknown>, info: SettlementInfo, events: HostEvent[]): Promise<Invocation> {
+  const { o, r } = ctx;
+  const a = info.attempt;
+  const step = action.steps[info.stepIndex]!;
+  const now = o.clock.now();
+  switch (a.state) {
+    case "SUCCEEDED":
+      ctx.breakers.success(step.connector, step.operation);
+      return ctx.transition(tx, inv, "succeeded", { result: a.output ?? null, nextStep: action.steps.length, attemptCount: 0 }, { fence, events });
+    case "HANDED_OFF":
+      ctx.breakers.success(step.connector, step.operation);
+      return ctx.transition(tx, inv, "parked", { nextStep: info.stepIndex, attemptCount: 0 }, { fence, events, data: { externalRef: a.externalRef ?? null } });
+    case "TIMED_OUT":
+    case "UNKNOWN":
+      if (a.state === "TIMED_OUT") ctx.breakers.failure(step.connector, step.operation, now);
+      return toReconciliation(ctx, tx, inv, fence, info.stepIndex, a.reasonCode ?? "OUTCOME_AMBIGUOUS", a.reason ?? "outcome unknown", a.externalRef, events);
+    case "FAILED": {
+      const transient = a.reasonCode === "CONNECTOR_TRANSIENT_FAILURE";
+      if (transient) ctx.breakers.failure(step.connector, step.operation, now);
+      else ctx.breakers.success(step.connector, step.operation);
+      const policy = { ...r.retry, ...action.retry };
+      if (transient && action.idempotent && inv.retryCount + 1 < policy.maxAttempts) {
+        const retryCount = inv.retryCount + 1;
+        const delay = backoffDelay(retryCount, policy.baseDelayMs, policy.maxDelayMs, unit(ctx));
+        return ctx.transition(tx, inv, "queued", { runAt: now + delay, retryCount, attemptCount: 0, nextStep: info.stepIndex, lastError: a.reason ?? "transient failure" }, { fence, events });
+      }
+      const compensable = action.steps.slice(0, info.stepIndex).some((s) => s.compensate);
+      if (compensable) {
+        // Compensations run next, under this lease, then the invocation ends failed.
+        return ctx.transition(tx, inv, "running", { compensating: true, nextStep: info.stepIndex, lastError: a.reason ?? a.reasonCode ?? "failed" }, { fence, events });
+      }
+      return ctx.transition(tx, inv, "failed", { lastError: `${a.reasonCode ?? "FAILED"}: ${a.reason ?? ""}`, nextStep: info.stepIndex }, { fence, events });
+    }
+    default:
+      return ctx.transition(tx, inv, "failed", { lastError: `unexpected attempt state ${a.state}` }, { fence, events });
+  }
+}
+
+/** Moves an invocation to reconciliation_required with a reconciliation record. */
+export async function toReconciliation(
+  ctx: HostContext,
+  tx: StoreTx,
+  inv: Invocation,
+  fence: Fence | undefined,
+  stepIndex: number,
+  reasonCode: string,
+  reason: string,
+  externalRef: string | undefined,
+  events: HostEvent[],
+): Promise<Invocation> {
+  const now = ctx.o.clock.now();
+  const scope = scopeOf(inv);
+  const rec: ReconciliationRecord = {
+    ...scope,
+    reconciliationId: ctx.newId("rec_"),
+    invocationId: inv.invocationId,
+    stepIndex,
+    reason: ctx.o.redactErrorText ? safeRedact(ctx, reason) : reason,
+    reasonCode,
+    status: "open",
+    createdAt: now,
+    updatedAt: now,
+  };
+  if (externalRef !== undefined) rec.externalRef = externalRef;
+  const next = await ctx.transition(tx, inv, "reconciliation_required", { lastError: rec.reason, nextStep: stepIndex }, { fence, events, data: { reconciliationId: rec.reconciliationId, reasonCode } });
+  await tx.insertReconciliation(scope, rec);
+  await appendJournal(tx, ctx.o.crypto, scope, [
+    {
+      id: `reconciliation.opened:${rec.reconciliationId}`,
+      type: "reconciliation.opened",
+      at: now,
+      refs: { invocationId: inv.invocationId, reconciliationId: rec.reconciliationId },
+      data: { stepIndex, reasonCode, reason: rec.reason, ...(externalRef !== undefined ? { externalRef } : {}) },
+    },
+  ]);
+  return next;
+}
+
+function safeRedact(ctx: HostContext, t: string): string {
+  try {
+    return ctx.o.redactErrorText!(t);
+  } catch {
+    return "[error text withheld]";
+  }
+}
+
+/** REQUIRE_APPROVAL: open (or keep) an approval bound to the request digest and park. */
+async function openApproval(ctx: HostContext, tx: StoreTx, inv: Invocation, fence: Fence, spec: { approverRoles?: string[]; quorum?: number; ttlMs?: number } | undefined, existing: Approval | null, events: HostEvent[]): Promise<Invocation> {
+  const scope = scopeOf(inv);
+  const now = ctx.o.clock.now();
+  if (existing && (existing.status === "denied" || existing.status === "expired" || existing.status === "revoked")) {
+    return ctx.transition(tx, inv, "denied", { reasons: [`approval ${existing.approvalId} ${existing.status}`] }, { fence, events });
+  }
+  if (existing && existing.status === "pending") return ctx.transition(tx, inv, "awaiting_approval", {}, { fence, events });
+  const approval: Approval = {
+    ...scope,
+    approvalId: ctx.newId("apr_"),
+    requestDigest: computeRequestDigest(ctx.o.crypto, inv.request),
+    invocationId: inv.invocationId,
+    requestedBy: inv.request.actor,
+    approverRoles: spec?.approverRoles ?? ["approve"],
+    quorum: spec?.quorum ?? 1,
+    votes: [],
+    status: "pending",
+    expiresAt: now + (spec?.ttlMs ?? ctx.r.approvalTtlMs),
+    createdAt: now,
+    updatedAt: now,
+  };
+  await tx.putApproval(scope, approval);
+  await appendJournal(tx, ctx.o.crypto, scope, [
+    { id: `approval.opened:${approval.approvalId}`, type: "approval.opened", at: now, refs: { invocationId: inv.invocationId, approvalId: approval.approvalId }, data: { quorum: approval.quorum, approverRoles: approval.approverRoles, expiresAt: approval.expiresAt } },
+  ]);
+  return ctx.transition(tx, inv, "awaiting_approval", { approvalId: approval.approvalId }, { fence, events });
+}

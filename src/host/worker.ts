@@ -1,0 +1,166 @@
+/**
+ * The worker pool (SPEC 4.3): claims runnable invocations in batches, heartbeats per worker (not
+ * per invocation), processes up to `concurrency` at once, and stops gracefully (drains in-flight
+ * work) or at once. Polling always continues; the store's wake-up hint only shortens the wait.
+ */
+import { base64url } from "../core/encoding.js";
+import { WritError, errorMessage } from "../core/errors.js";
+import { appendJournal } from "../core/journal.js";
+import type { Invocation } from "../core/types.js";
+import { scopeOf, type HostContext } from "./context.js";
+import { processInvocation, type ProcessResult } from "./process.js";
+
+export interface WorkerOptions {
+  /** Invocations processed at once. @defaultValue 4 */
+  concurrency?: number;
+  /** Most invocations claimed per claim. @defaultValue concurrency */
+  batchSize?: number;
+  /** @defaultValue 30000 */
+  leaseMs?: number;
+  /** @defaultValue leaseMs / 3 */
+  heartbeatMs?: number;
+  /** Longest sleep between polls when idle. @defaultValue 1000 */
+  pollMs?: number;
+  /** Lease owner name. @defaultValue a random id */
+  id?: string;
+}
+
+export interface Worker {
+  readonly id: string;
+  /** Starts the claim loop and the heartbeat. */
+  start(): void;
+  /** Stops claiming; with `drain` (default) waits for in-flight invocations, else aborts them. */
+  stop(options?: { drain?: boolean }): Promise<void>;
+  /** Claims one batch and processes it to the end (tests and scripts). Returns what each ended as. */
+  runOnce(): Promise<ProcessResult[]>;
+  /** Invocations in flight right now. */
+  inFlight(): number;
+}
+
+export function createWorker(ctx: HostContext, options: WorkerOptions = {}): Worker {
+  const { o } = ctx;
+  const int = (name: string, v: unknown, dflt: number): number => {
+    if (v === undefined) return dflt;
+    if (typeof v !== "number" || !Number.isInteger(v) || v < 1) throw new WritError("INVALID_OPTION", `worker: ${name} must be a positive integer`);
+    return v;
+  };
+  const concurrency = int("concurrency", options.concurrency, 4);
+  const batchSize = int("batchSize", options.batchSize, concurrency);
+  const leaseMs = int("leaseMs", options.leaseMs, 30_000);
+  const heartbeatMs = int("heartbeatMs", options.heartbeatMs, Math.max(1, Math.floor(leaseMs / 3)));
+  const pollMs = int("pollMs", options.pollMs, 1000);
+  const id = options.id ?? `worker-${base64url(o.random.bytes(6))}`;
+  const abort = new AbortController();
+  const inflight = new Set<Promise<ProcessResult>>();
+  let running = false;
+  let loop: Promise<void> | null = null;
+  let cancelHeartbeat: (() => void) | null = null;
+  let wake: (() => void) | null = null;
+  let unsubscribe: (() => void) | null = null;
+
+  async function claim(limit: number): Promise<Invocation[]> {
+    const now = o.clock.now();
+    const tokens = Array.from({ length: limit }, () => base64url(o.random.bytes(16)));
+    return o.store.transact(async (tx) => {
+      const claimed = await tx.claimInvocations({ owner: id, tokens, now, leaseMs, limit });
+      for (const inv of claimed) {
+        await appendJournal(tx, o.crypto, scopeOf(inv), [
+          { id: `invocation.claimed:${inv.invocationId}:${inv.leaseToken!}`, type: "invocation.claimed", at: now, refs: { invocationId: inv.invocationId }, data: { owner: id, attemptCount: inv.attemptCount } },
+        ]);
+      }
+      return claimed;
+    });
+  }
+
+  function launch(inv: Invocation): Promise<ProcessResult> {
+    ctx.emit({ type: "invocation.claimed", scope: scopeOf(inv), invocationId: inv.invocationId, at: o.clock.now(), status: "running", data: { owner: id, attemptCount: inv.attemptCount } });
+    const p = processInvocation(ctx, inv, abort.signal).finally(() => {
+      inflight.delete(p);
+      wake?.();
+    });
+    inflight.add(p);
+    return p;
+  }
+
+  function heartbeat(): void {
+    cancelHeartbeat = o.clock.setTimer(heartbeatMs, () => {
+      if (!running && inflight.size === 0) return;
+      o.store
+        .transact((tx) => tx.heartbeat(id, o.clock.now(), leaseMs))
+        .catch((e: unknown) => ctx.log.warn({ worker: id, err: errorMessage(e) }, "heartbeat failed; fenced writes will tell if a lease is lost"))
+        .finally(() => {
+          if (running || inflight.size > 0) heartbeat();
+        });
+    });
+  }
+
+  async function sleep(): Promise<void> {
+    let ms = pollMs;
+    try {
+      const next = await o.store.transact((tx) => tx.nextRunAt());
+      if (next !== null) ms = Math.max(0, Math.min(pollMs, next - o.clock.now()));
+    } catch (e) {
+      ctx.log.warn({ worker: id, err: errorMessage(e) }, "nextRunAt failed");
+    }
+    if (ms === 0) return;
+    await new Promise<void>((resolve) => {
+      const cancel = o.clock.setTimer(ms, () => done());
+      const done = (): void => {
+        cancel();
+        wake = null;
+        resolve();
+      };
+      wake = done;
+    });
+  }
+
+  async function runLoop(): Promise<void> {
+    while (running) {
+      const free = concurrency - inflight.size;
+      if (free <= 0) {
+        await Promise.race(inflight);
+        continue;
+      }
+      let claimed: Invocation[] = [];
+      try {
+        claimed = await claim(Math.min(free, batchSize));
+      } catch (e) {
+        ctx.log.error({ worker: id, err: errorMessage(e) }, "claim failed; retrying after a poll interval");
+      }
+      for (const inv of claimed) void launch(inv);
+      if (claimed.length === 0) await sleep();
+    }
+  }
+
+  return {
+    id,
+    start() {
+      if (running) return;
+      running = true;
+      unsubscribe = o.store.onWake?.(() => wake?.()) ?? null;
+      heartbeat();
+      loop = runLoop().catch((e: unknown) => ctx.log.error({ worker: id, err: errorMessage(e) }, "worker loop crashed"));
+    },
+    async stop(opts = {}) {
+      running = false;
+      wake?.();
+      if (opts.drain === false) abort.abort();
+      await loop;
+      await Promise.allSettled([...inflight]);
+      cancelHeartbeat?.();
+      unsubscribe?.();
+    },
+    async runOnce() {
+      const claimed = await claim(batchSize);
+      if (claimed.length === 0) return [];
+      const stopBeat = claimed.length > 0 && !running;
+      if (stopBeat) heartbeat();
+      try {
+        return await Promise.all(claimed.map(launch));
+      } finally {
+        if (stopBeat) cancelHeartbeat?.();
+      }
+    },
+    inFlight: () => inflight.size,
+  };
+}

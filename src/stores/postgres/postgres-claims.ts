@@ -1,0 +1,79 @@
+/**
+ * Worker statements across all scopes (the only ones without a scope in their WHERE, as the port
+ * defines them): batch claims, heartbeats, next run time.
+ */
+import { WritError } from "../../core/errors.js";
+import type { ClaimOptions } from "../../core/store.js";
+import type { Invocation } from "../../core/types.js";
+import { statement, type Exec } from "./postgres-exec.js";
+import { INVOCATION_READ, invocationFromRow, numOrNull, type InvocationRow } from "./postgres-rows.js";
+
+const CLAIM_ORDER = "run_at, created_at, invocation_id, tenant_id, space_id";
+
+/**
+ * One statement: pick up to $4 runnable rows (queued and due, or running with an expired lease)
+ * in claim order, skipping rows another transaction holds (`FOR UPDATE SKIP LOCKED`, evaluated
+ * once as a materialized CTE), number them, pair the i-th with the i-th token of $5, and stamp
+ * the lease. Concurrent claimers therefore never receive the same invocation, and never wait.
+ */
+const CLAIM = statement(
+  "claim_invocations",
+  `WITH picked AS MATERIALIZED (
+     SELECT tenant_id, space_id, invocation_id, run_at, created_at FROM writ_invocations
+      WHERE (status = 'queued' AND run_at <= $2) OR (status = 'running' AND lease_expires_at <= $2)
+      ORDER BY ${CLAIM_ORDER}
+      LIMIT $4
+      FOR UPDATE SKIP LOCKED
+   ), numbered AS (
+     SELECT tenant_id, space_id, invocation_id, row_number() OVER (ORDER BY ${CLAIM_ORDER}) AS rn FROM picked
+   )
+   UPDATE writ_invocations i
+      SET status = 'running', lease_owner = $1, lease_token = t.token, lease_expires_at = $2 + $3,
+          attempt_count = i.attempt_count + 1, updated_at = $2
+     FROM numbered n JOIN unnest($5::text[]) WITH ORDINALITY AS t(token, ord) ON t.ord = n.rn
+    WHERE i.tenant_id = n.tenant_id AND i.space_id = n.space_id AND i.invocation_id = n.invocation_id
+   RETURNING n.rn, ${INVOCATION_READ.split(", ")
+     .map((c) => `i.${c}`)
+     .join(", ")}`,
+);
+
+const HEARTBEAT = statement(
+  "heartbeat",
+  "UPDATE writ_invocations SET lease_expires_at = $2 + $3 WHERE status = 'running' AND lease_owner = $1 AND lease_expires_at > $2",
+);
+
+const NEXT_RUN_AT = statement("next_run_at", "SELECT min(run_at) AS run_at FROM writ_invocations WHERE status = 'queued'");
+
+function check(ok: boolean, what: string): void {
+  if (!ok) throw new WritError("INVALID_ARGUMENT", what);
+}
+
+function isTime(v: unknown): v is number {
+  return typeof v === "number" && Number.isSafeInteger(v);
+}
+
+/** Claims up to min(limit, tokens.length) runnable invocations, in (runAt, createdAt) order. */
+export async function claimInvocations(x: Exec, opts: ClaimOptions): Promise<Invocation[]> {
+  const { owner, tokens, now, leaseMs, limit } = opts;
+  check(typeof owner === "string" && owner.length > 0, "claimInvocations: owner must be a non-empty string");
+  check(Array.isArray(tokens) && tokens.every((t) => typeof t === "string" && t.length > 0), "claimInvocations: tokens must be non-empty strings");
+  check(isTime(now), "claimInvocations: now must be an integer (epoch ms)");
+  check(isTime(leaseMs) && leaseMs > 0, "claimInvocations: leaseMs must be a positive integer");
+  check(Number.isSafeInteger(limit) && limit >= 0, "claimInvocations: limit must be a non-negative integer");
+  const n = Math.min(limit, tokens.length);
+  if (n === 0) return [];
+  const rows = await x.rows<InvocationRow & { rn: string | number }>(CLAIM, [owner, now, leaseMs, n, tokens.slice(0, n)]);
+  return rows.sort((a, b) => Number(a.rn) - Number(b.rn)).map(invocationFromRow);
+}
+
+/** Extends every live lease of `owner` to now + leaseMs; returns how many. */
+export async function heartbeat(x: Exec, owner: string, now: number, leaseMs: number): Promise<number> {
+  check(isTime(now) && isTime(leaseMs) && leaseMs > 0, "heartbeat: now and leaseMs must be integers, leaseMs positive");
+  return x.count(HEARTBEAT, [owner, now, leaseMs]);
+}
+
+/** The earliest runAt among queued invocations of every scope. */
+export async function nextRunAt(x: Exec): Promise<number | null> {
+  const [row] = await x.rows<{ run_at: string | null }>(NEXT_RUN_AT, []);
+  return numOrNull(row?.run_at);
+}

@@ -1,0 +1,86 @@
+/**
+ * The one door through which the store's statements reach a connection: names prepared
+ * statements, refuses text PostgreSQL cannot store faithfully, maps errors, and remembers that a
+ * transaction failed (PostgreSQL aborts it; it must not then commit).
+ */
+import { WritError } from "../../core/errors.js";
+import type { PgConnection, PgResult } from "./postgres-driver.js";
+import { toWritError } from "./postgres-errors.js";
+
+/** One SQL statement of the store: a stable name and its text with `$n` parameters. */
+export interface Statement {
+  name: string;
+  text: string;
+}
+
+/** Declares a statement; `name` is prefixed so it never clashes with an application's own. */
+export function statement(name: string, text: string): Statement {
+  return { name: `writ_${name}`, text };
+}
+
+/** Runs statements on one connection. */
+export interface Exec {
+  rows<R extends object>(stmt: Statement, values: unknown[]): Promise<R[]>;
+  /** The number of rows the statement touched. */
+  count(stmt: Statement, values: unknown[]): Promise<number>;
+}
+
+/** A lone surrogate would be silently replaced by U+FFFD on the way to the server. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+function checkValues(values: unknown[]): void {
+  for (const v of values) {
+    // NUL is refused by `text` columns.
+    if (typeof v === "string" && (v.includes("\u0000") || LONE_SURROGATE.test(v))) {
+      throw new WritError("INVALID_ARGUMENT", "a key or id contains NUL or an unpaired surrogate, which PostgreSQL text cannot store faithfully");
+    }
+  }
+}
+
+/** An `Exec` over one connection, used for the life of one transaction (or one migration run). */
+export class ConnectionExec implements Exec {
+  readonly #conn: PgConnection;
+  readonly #prepared: boolean;
+  readonly #secrets: readonly string[];
+  /** The first database error; PostgreSQL has aborted the transaction since. */
+  failure: WritError | undefined;
+
+  constructor(conn: PgConnection, prepared: boolean, secrets: readonly string[]) {
+    this.#conn = conn;
+    this.#prepared = prepared;
+    this.#secrets = secrets;
+  }
+
+  async #run<R extends object>(stmt: Statement, values: unknown[]): Promise<PgResult<R>> {
+    if (this.failure !== undefined) {
+      throw new WritError("STORE_ERROR", "the transaction was aborted by an earlier error and can only roll back", { cause: this.failure });
+    }
+    checkValues(values);
+    try {
+      return await this.#conn.query<R>(this.#prepared ? { name: stmt.name, text: stmt.text, values } : { text: stmt.text, values });
+    } catch (e) {
+      const err = toWritError(e, this.#secrets);
+      this.failure ??= err;
+      throw err;
+    }
+  }
+
+  async rows<R extends object>(stmt: Statement, values: unknown[]): Promise<R[]> {
+    return (await this.#run<R>(stmt, values)).rows;
+  }
+
+  async count(stmt: Statement, values: unknown[]): Promise<number> {
+    return (await this.#run(stmt, values)).rowCount ?? 0;
+  }
+
+  /** Runs a utility command (BEGIN, COMMIT, DDL) without preparing it; returns its command tag. */
+  async command(text: string): Promise<string> {
+    try {
+      return (await this.#conn.query({ text })).command;
+    } catch (e) {
+      const err = toWritError(e, this.#secrets);
+      this.failure ??= err;
+      throw err;
+    }
+  }
+}

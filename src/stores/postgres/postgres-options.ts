@@ -1,0 +1,137 @@
+/**
+ * Options of `postgresStore`, their defaults (in one place) and their validation.
+ */
+import { WritError } from "../../core/errors.js";
+import type { PgPool } from "./postgres-driver.js";
+
+/** Where the store's connections come from: a URL (the store owns its pool) or a pool you own. */
+export type PostgresConnection =
+  | {
+      /** `postgres://user:password@host:port/database?…`; never echoed in errors. */
+      url: string;
+      pool?: never;
+    }
+  | {
+      /**
+       * A `pg.Pool` (or anything with its `connect()`) that you own: `close()` leaves it open, and
+       * the wake-up listener borrows one of its connections while someone listens.
+       */
+      pool: PgPool;
+      url?: never;
+    };
+
+/** Options of {@link postgresStore}. */
+export interface PostgresStoreOptions {
+  /**
+   * Most connections in the pool the store creates from `url` (ignored with `pool`). The
+   * wake-up listener uses one more, outside the pool.
+   * @defaultValue 10
+   */
+  max?: number;
+  /**
+   * How long (ms) to wait for a connection (a new one, or a free one from the pool) before
+   * failing with `STORE_ERROR`.
+   * @defaultValue 10000
+   */
+  connectionTimeoutMs?: number;
+  /**
+   * How long (ms) an unused pooled connection stays open (ignored with `pool`).
+   * @defaultValue 30000
+   */
+  idleTimeoutMs?: number;
+  /**
+   * Apply pending migrations before the first transaction. Turn off where a deploy step runs
+   * `writ migrate`; transactions then fail with `INVALID_STATE` until it has.
+   * @defaultValue true
+   */
+  autoMigrate?: boolean;
+  /**
+   * Send statements as named prepared statements (parsed once per connection). Turn off behind a
+   * transaction-mode connection pooler (PgBouncer before 1.21) that cannot keep them.
+   * @defaultValue true
+   */
+  preparedStatements?: boolean;
+  /**
+   * How long (ms) the wake-up listener waits before reconnecting after it lost its connection.
+   * @defaultValue 1000
+   */
+  listenReconnectMs?: number;
+  /**
+   * `application_name` of the store's connections, shown in `pg_stat_activity` (ignored with `pool`).
+   * @defaultValue "writ"
+   */
+  applicationName?: string;
+}
+
+/** Options after defaults. */
+export interface ResolvedPostgresOptions {
+  max: number;
+  connectionTimeoutMs: number;
+  idleTimeoutMs: number;
+  autoMigrate: boolean;
+  preparedStatements: boolean;
+  listenReconnectMs: number;
+  applicationName: string;
+}
+
+/** The defaults, in one place. */
+export const POSTGRES_DEFAULTS = {
+  max: 10,
+  connectionTimeoutMs: 10_000,
+  idleTimeoutMs: 30_000,
+  autoMigrate: true,
+  preparedStatements: true,
+  listenReconnectMs: 1_000,
+  applicationName: "writ",
+} as const satisfies ResolvedPostgresOptions;
+
+function invalid(option: string, message: string): WritError {
+  return new WritError("INVALID_OPTION", `postgresStore option \`${option}\` ${message}`, { details: { option } });
+}
+
+function intOption(option: string, v: unknown, fallback: number, min: number): number {
+  if (v === undefined) return fallback;
+  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < min) throw invalid(option, `must be an integer >= ${min}`);
+  return v;
+}
+
+function boolOption(option: string, v: unknown, fallback: boolean): boolean {
+  if (v === undefined) return fallback;
+  if (typeof v !== "boolean") throw invalid(option, "must be a boolean");
+  return v;
+}
+
+/** Checks the connection argument; throws `INVALID_OPTION` (never echoing the URL). */
+export function checkConnection(conn: PostgresConnection): void {
+  if (typeof conn !== "object" || conn === null) throw invalid("connection", "must be { url } or { pool }");
+  const { url, pool } = conn as { url?: unknown; pool?: unknown };
+  if (url !== undefined && pool !== undefined) throw invalid("connection", "takes either `url` or `pool`, not both");
+  if (pool !== undefined) {
+    if (typeof pool !== "object" || pool === null || typeof (pool as { connect?: unknown }).connect !== "function") {
+      throw invalid("pool", "must be a pg.Pool (an object with connect())");
+    }
+    return;
+  }
+  if (typeof url !== "string" || !/^postgres(ql)?:\/\/./i.test(url)) throw invalid("url", "must be a postgres:// or postgresql:// URL");
+  try {
+    new URL(url);
+  } catch {
+    throw invalid("url", "is not a valid URL");
+  }
+}
+
+/** Applies defaults and validates; throws `INVALID_OPTION` naming the bad option. */
+export function resolvePostgresOptions(opts: PostgresStoreOptions = {}): ResolvedPostgresOptions {
+  if (typeof opts !== "object" || opts === null) throw invalid("options", "must be an object");
+  const applicationName = opts.applicationName ?? POSTGRES_DEFAULTS.applicationName;
+  if (typeof applicationName !== "string" || applicationName.length > 63) throw invalid("applicationName", "must be a string of at most 63 characters");
+  return {
+    max: intOption("max", opts.max, POSTGRES_DEFAULTS.max, 1),
+    connectionTimeoutMs: intOption("connectionTimeoutMs", opts.connectionTimeoutMs, POSTGRES_DEFAULTS.connectionTimeoutMs, 1),
+    idleTimeoutMs: intOption("idleTimeoutMs", opts.idleTimeoutMs, POSTGRES_DEFAULTS.idleTimeoutMs, 0),
+    autoMigrate: boolOption("autoMigrate", opts.autoMigrate, POSTGRES_DEFAULTS.autoMigrate),
+    preparedStatements: boolOption("preparedStatements", opts.preparedStatements, POSTGRES_DEFAULTS.preparedStatements),
+    listenReconnectMs: intOption("listenReconnectMs", opts.listenReconnectMs, POSTGRES_DEFAULTS.listenReconnectMs, 1),
+    applicationName,
+  };
+}

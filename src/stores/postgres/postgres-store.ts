@@ -1,0 +1,203 @@
+/**
+ * `postgresStore`: the production Store (SPEC 5) on PostgreSQL through node-postgres: a pool,
+ * one real transaction per `transact`, advisory locks, fenced single-statement writes,
+ * `FOR UPDATE SKIP LOCKED` claims and a LISTEN/NOTIFY wake-up hint.
+ */
+import { WritError } from "../../core/errors.js";
+import type { Store, StoreTx } from "../../core/store.js";
+import { createConnection, createPool, type OwnedPgPool, type PgPool, type PgPooledConnection } from "./postgres-driver.js";
+import { passwordOf, toWritError } from "./postgres-errors.js";
+import { ConnectionExec } from "./postgres-exec.js";
+import { WakeListener, type ListenConnection } from "./postgres-listener.js";
+import { migratePostgres, postgresSchemaVersion } from "./postgres-migrate.js";
+import { checkConnection, resolvePostgresOptions, type PostgresConnection, type PostgresStoreOptions, type ResolvedPostgresOptions } from "./postgres-options.js";
+import { PostgresTx } from "./postgres-tx.js";
+
+/** The PostgreSQL store: the Store port plus a few PostgreSQL facts. */
+export interface PostgresStore extends Store {
+  readonly kind: "postgres";
+  /** The applied schema version (0 before the first migration). */
+  schemaVersion(): Promise<number>;
+  /**
+   * Runs `cb` when an invocation becomes runnable (LISTEN/NOTIFY on a dedicated connection). A
+   * hint only: keep polling. Returns the unsubscribe function.
+   */
+  onWake(cb: () => void): () => void;
+  /** Resolves once the wake-up listener's LISTEN is in effect (after a first `onWake`). */
+  listening(): Promise<void>;
+}
+
+function closedError(): WritError {
+  return new WritError("STORE_CLOSED", "the postgres store is closed");
+}
+
+/** The pool and how to end it: the store ends only a pool it created. */
+interface Pooling {
+  pool: PgPool;
+  end: () => Promise<void>;
+  listenConnection: () => Promise<ListenConnection>;
+}
+
+function pooling(conn: PostgresConnection, opts: ResolvedPostgresOptions): Pooling {
+  if (conn.pool !== undefined) {
+    const pool = conn.pool;
+    return {
+      pool,
+      end: async () => undefined,
+      listenConnection: async () => {
+        const c = await pool.connect();
+        return { conn: c, done: async () => c.release(true) };
+      },
+    };
+  }
+  const url = conn.url;
+  const pool: OwnedPgPool = createPool(url, opts);
+  return {
+    pool,
+    end: () => pool.end(),
+    listenConnection: async () => {
+      const c = createConnection(url, opts);
+      c.on("error", () => undefined);
+      try {
+        await c.connect();
+      } catch (e) {
+        await c.end().catch(() => undefined);
+        throw e;
+      }
+      return { conn: c, done: () => c.end().catch(() => undefined) };
+    },
+  };
+}
+
+/**
+ * Opens a PostgreSQL store over a URL (the store owns a pool of `max` connections) or over a pool
+ * you own. Nothing connects until the first call. The schema is migrated by `migrate()`, or
+ * before the first transaction unless `autoMigrate` is off.
+ *
+ * `transact(fn)` runs `fn` in one `BEGIN … COMMIT` on one pooled connection and rolls back if
+ * `fn` throws or any statement failed (even one `fn` caught). It is never retried: `fn` may have
+ * effects outside the database. Serialisation is by locks instead: `tx.lock` (advisory locks),
+ * row locks of fenced writes and `assertLease`.
+ *
+ * @example
+ * const store = postgresStore({ url: process.env.DATABASE_URL! }, { max: 20 });
+ * await store.migrate();
+ * const inv = await store.transact((tx) => tx.getInvocation(scope, id));
+ * await store.close();
+ */
+export function postgresStore(connection: PostgresConnection, options: PostgresStoreOptions = {}): PostgresStore {
+  checkConnection(connection);
+  const opts = resolvePostgresOptions(options);
+  const secrets = passwordOf(connection.url);
+  const { pool, end, listenConnection } = pooling(connection, opts);
+  const listener = new WakeListener({ connect: listenConnection, reconnectMs: opts.listenReconnectMs });
+  const active = new Set<Promise<unknown>>();
+  let migrated: Promise<void> | undefined;
+  let closed: Promise<void> | undefined;
+
+  const checkout = async (): Promise<PgPooledConnection> => {
+    try {
+      return await pool.connect();
+    } catch (e) {
+      throw toWritError(e, secrets);
+    }
+  };
+
+  /** Runs `fn` with a connection of its own, discarding the connection if it failed. */
+  const withConnection = async <T>(fn: (c: PgPooledConnection) => Promise<T>): Promise<T> => {
+    const c = await checkout();
+    try {
+      const out = await fn(c);
+      c.release();
+      return out;
+    } catch (e) {
+      c.release(true);
+      throw toWritError(e, secrets);
+    }
+  };
+
+  /** Keeps `p` in `active` until it settles, so close() can wait for it. */
+  const track = <T>(p: Promise<T>): Promise<T> => {
+    active.add(p);
+    const forget = (): void => void active.delete(p);
+    p.then(forget, forget);
+    return p;
+  };
+
+  const migrate = (): Promise<void> => {
+    if (closed !== undefined) return Promise.reject(closedError());
+    migrated ??= track(withConnection((c) => migratePostgres(c, secrets).then(() => undefined))).catch((e: unknown) => {
+      migrated = undefined;
+      throw e;
+    });
+    return migrated;
+  };
+
+  const runTransaction = async <T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> => {
+    const c = await checkout();
+    const x = new ConnectionExec(c, opts.preparedStatements, secrets);
+    const tx = new PostgresTx(x);
+    let healthy = true;
+    try {
+      await x.command("BEGIN");
+      const out = await fn(tx);
+      // A statement failed (and fn swallowed the error): PostgreSQL has aborted the transaction.
+      if (x.failure !== undefined) throw x.failure;
+      tx.end();
+      let tag: string;
+      try {
+        tag = await x.command("COMMIT");
+      } catch (e) {
+        healthy = false;
+        // The connection broke during COMMIT: the outcome is unknown to us.
+        throw new WritError("STORE_ERROR", `commit outcome unknown: ${toWritError(e, secrets).message}`, { details: { commitUnknown: true } });
+      }
+      if (tag !== "COMMIT") throw new WritError("STORE_ERROR", "postgres rolled the transaction back at commit");
+      return out;
+    } catch (e) {
+      tx.end();
+      if (healthy) {
+        try {
+          await c.query({ text: "ROLLBACK" });
+        } catch {
+          healthy = false;
+        }
+      }
+      throw e;
+    } finally {
+      c.release(healthy ? undefined : true);
+    }
+  };
+
+  const transact = async <T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> => {
+    if (closed !== undefined) throw closedError();
+    if (opts.autoMigrate && migrated === undefined) await migrate();
+    else if (migrated !== undefined) await migrated;
+    if (closed !== undefined) throw closedError();
+    return track(runTransaction(fn));
+  };
+
+  return {
+    kind: "postgres",
+    migrate,
+    transact,
+    close(): Promise<void> {
+      closed ??= (async () => {
+        await listener.stop();
+        // Transactions already running finish (commit or roll back) first.
+        await Promise.allSettled([...active]);
+        await end();
+      })();
+      return closed;
+    },
+    schemaVersion(): Promise<number> {
+      if (closed !== undefined) return Promise.reject(closedError());
+      return track(withConnection((c) => postgresSchemaVersion(c, secrets)));
+    },
+    onWake(cb: () => void): () => void {
+      if (closed !== undefined) throw closedError();
+      return listener.subscribe(cb);
+    },
+    listening: () => listener.listening(),
+  };
+}

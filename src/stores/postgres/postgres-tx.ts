@@ -1,0 +1,238 @@
+/**
+ * The StoreTx of the PostgreSQL store: checks arguments (scope stamps, fences), then runs the
+ * one statement each operation needs on the transaction's connection.
+ */
+import { WritError } from "../../core/errors.js";
+import { assertScope, type ClaimOptions, type InvocationFilter, type ListOptions, type StoreTx } from "../../core/store.js";
+import type {
+  Approval,
+  AttemptRecord,
+  Authority,
+  ConsumedDecision,
+  Fence,
+  IdempotencyRecord,
+  Invocation,
+  JournalCheckpoint,
+  JournalEntry,
+  ReconciliationRecord,
+  ReconciliationStatus,
+  Scope,
+  StepCheckpoint,
+} from "../../core/types.js";
+import * as attempts from "./postgres-attempts.js";
+import * as claims from "./postgres-claims.js";
+import * as decisions from "./postgres-decisions.js";
+import type { Exec } from "./postgres-exec.js";
+import * as grants from "./postgres-grants.js";
+import * as invocations from "./postgres-invocations.js";
+import * as journal from "./postgres-journal.js";
+import { lockKeys } from "./postgres-locks.js";
+import * as reconciliations from "./postgres-reconciliations.js";
+import * as steps from "./postgres-steps.js";
+
+function checkScope(scope: Scope): void {
+  if (typeof scope !== "object" || scope === null || typeof scope.tenantId !== "string" || typeof scope.spaceId !== "string") {
+    throw new WritError("INVALID_ARGUMENT", "scope must be { tenantId: string, spaceId: string }");
+  }
+}
+
+function checkFence(fence: Fence, invocationId: string): void {
+  if (fence.invocationId !== invocationId) throw new WritError("INVALID_ARGUMENT", "the fence names another invocation than the one written");
+}
+
+/** One transaction's view of the store. Unusable once its transaction has ended. */
+export class PostgresTx implements StoreTx {
+  readonly #x: Exec;
+  #ended = false;
+
+  constructor(x: Exec) {
+    this.#x = x;
+  }
+
+  /** Called by `transact` when the transaction commits or rolls back. */
+  end(): void {
+    this.#ended = true;
+  }
+
+  /** The connection, after checking the transaction is still open and the scope well formed. */
+  #in(scope?: Scope): Exec {
+    if (this.#ended) throw new WritError("INVALID_STATE", "this transaction has ended; use the tx only inside its transact callback");
+    if (scope !== undefined) checkScope(scope);
+    return this.#x;
+  }
+
+  async lock(scope: Scope, keys: string[]): Promise<void> {
+    return lockKeys(this.#in(scope), scope, keys);
+  }
+
+  async consumeDecision(scope: Scope, rec: ConsumedDecision): Promise<boolean> {
+    const x = this.#in(scope);
+    assertScope(scope, rec, "consumed decision");
+    return decisions.consumeDecision(x, scope, rec);
+  }
+
+  async getConsumedDecision(scope: Scope, decisionId: string): Promise<ConsumedDecision | null> {
+    return decisions.getConsumedDecision(this.#in(scope), scope, decisionId);
+  }
+
+  async getIdempotency(scope: Scope, action: string, idempotencyKey: string): Promise<IdempotencyRecord | null> {
+    return decisions.getIdempotency(this.#in(scope), scope, action, idempotencyKey);
+  }
+
+  async putIdempotency(scope: Scope, rec: IdempotencyRecord): Promise<void> {
+    const x = this.#in(scope);
+    assertScope(scope, rec, "idempotency record");
+    return decisions.putIdempotency(x, scope, rec);
+  }
+
+  async insertAttempt(scope: Scope, rec: AttemptRecord): Promise<number> {
+    const x = this.#in(scope);
+    assertScope(scope, rec, "attempt");
+    return attempts.insertAttempt(x, scope, rec);
+  }
+
+  async updateAttempt(scope: Scope, rec: AttemptRecord): Promise<void> {
+    const x = this.#in(scope);
+    assertScope(scope, rec, "attempt");
+    return attempts.updateAttempt(x, scope, rec);
+  }
+
+  async getAttempt(scope: Scope, attemptId: string): Promise<AttemptRecord | null> {
+    return attempts.getAttempt(this.#in(scope), scope, attemptId);
+  }
+
+  async listAttempts(scope: Scope, opts?: ListOptions & { invocationId?: string; afterSeq?: number }): Promise<AttemptRecord[]> {
+    return attempts.listAttempts(this.#in(scope), scope, opts);
+  }
+
+  async journalHead(scope: Scope): Promise<{ seq: number; hash: string } | null> {
+    return journal.journalHead(this.#in(scope), scope);
+  }
+
+  async journalIdsPresent(scope: Scope, ids: string[]): Promise<Set<string>> {
+    return journal.journalIdsPresent(this.#in(scope), scope, ids);
+  }
+
+  async insertJournal(scope: Scope, entries: JournalEntry[]): Promise<void> {
+    const x = this.#in(scope);
+    for (const e of entries) assertScope(scope, e, "journal entry");
+    return journal.insertJournal(x, scope, entries);
+  }
+
+  async readJournal(scope: Scope, opts?: ListOptions & { fromSeq?: number }): Promise<JournalEntry[]> {
+    return journal.readJournal(this.#in(scope), scope, opts);
+  }
+
+  async insertCheckpoint(scope: Scope, cp: JournalCheckpoint): Promise<void> {
+    const x = this.#in(scope);
+    assertScope(scope, cp, "journal checkpoint");
+    return journal.insertCheckpoint(x, scope, cp);
+  }
+
+  async listCheckpoints(scope: Scope): Promise<JournalCheckpoint[]> {
+    return journal.listCheckpoints(this.#in(scope), scope);
+  }
+
+  async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {
+    const x = this.#in(scope);
+    assertScope(scope, inv, "invocation");
+    return invocations.insertInvocation(x, scope, inv);
+  }
+
+  async getInvocation(scope: Scope, invocationId: string): Promise<Invocation | null> {
+    return invocations.getInvocation(this.#in(scope), scope, invocationId);
+  }
+
+  async findInvocationByKey(scope: Scope, action: string, idempotencyKey: string): Promise<Invocation | null> {
+    return invocations.findInvocationByKey(this.#in(scope), scope, action, idempotencyKey);
+  }
+
+  async listInvocations(scope: Scope, filter?: InvocationFilter): Promise<Invocation[]> {
+    return invocations.listInvocations(this.#in(scope), scope, filter);
+  }
+
+  async updateInvocation(scope: Scope, inv: Invocation, fence?: Fence): Promise<void> {
+    const x = this.#in(scope);
+    assertScope(scope, inv, "invocation");
+    if (fence === undefined) return invocations.updateInvocation(x, scope, inv);
+    checkFence(fence, inv.invocationId);
+    return invocations.updateInvocationFenced(x, scope, inv, fence);
+  }
+
+  async assertLease(scope: Scope, fence: Fence): Promise<void> {
+    return invocations.assertLease(this.#in(scope), scope, fence);
+  }
+
+  async claimInvocations(opts: ClaimOptions): Promise<Invocation[]> {
+    return claims.claimInvocations(this.#in(), opts);
+  }
+
+  async heartbeat(owner: string, now: number, leaseMs: number): Promise<number> {
+    return claims.heartbeat(this.#in(), owner, now, leaseMs);
+  }
+
+  async nextRunAt(): Promise<number | null> {
+    return claims.nextRunAt(this.#in());
+  }
+
+  async getSteps(scope: Scope, invocationId: string): Promise<StepCheckpoint[]> {
+    return steps.getSteps(this.#in(scope), scope, invocationId);
+  }
+
+  async putStep(scope: Scope, step: StepCheckpoint, fence?: Fence): Promise<void> {
+    const x = this.#in(scope);
+    assertScope(scope, step, "step checkpoint");
+    if (!Number.isSafeInteger(step.stepIndex) || step.stepIndex < 0) throw new WritError("INVALID_ARGUMENT", "stepIndex must be a non-negative integer");
+    if (fence === undefined) return steps.putStep(x, scope, step);
+    checkFence(fence, step.invocationId);
+    return steps.putStepFenced(x, scope, step, fence);
+  }
+
+  async insertReconciliation(scope: Scope, rec: ReconciliationRecord): Promise<void> {
+    const x = this.#in(scope);
+    assertScope(scope, rec, "reconciliation");
+    return reconciliations.insertReconciliation(x, scope, rec);
+  }
+
+  async updateReconciliation(scope: Scope, rec: ReconciliationRecord): Promise<void> {
+    const x = this.#in(scope);
+    assertScope(scope, rec, "reconciliation");
+    return reconciliations.updateReconciliation(x, scope, rec);
+  }
+
+  async getReconciliation(scope: Scope, reconciliationId: string): Promise<ReconciliationRecord | null> {
+    return reconciliations.getReconciliation(this.#in(scope), scope, reconciliationId);
+  }
+
+  async listReconciliations(scope: Scope, opts?: ListOptions & { status?: ReconciliationStatus; invocationId?: string }): Promise<ReconciliationRecord[]> {
+    return reconciliations.listReconciliations(this.#in(scope), scope, opts);
+  }
+
+  async putAuthority(scope: Scope, a: Authority): Promise<void> {
+    const x = this.#in(scope);
+    assertScope(scope, a, "authority");
+    return grants.putAuthority(x, scope, a);
+  }
+
+  async getAuthority(scope: Scope, authorityRef: string): Promise<Authority | null> {
+    return grants.getAuthority(this.#in(scope), scope, authorityRef);
+  }
+
+  async listAuthorities(scope: Scope, opts?: ListOptions): Promise<Authority[]> {
+    return grants.listAuthorities(this.#in(scope), scope, opts);
+  }
+
+  async putApproval(scope: Scope, a: Approval): Promise<void> {
+    const x = this.#in(scope);
+    assertScope(scope, a, "approval");
+    return grants.putApproval(x, scope, a);
+  }
+
+  async getApproval(scope: Scope, approvalId: string): Promise<Approval | null> {
+    return grants.getApproval(this.#in(scope), scope, approvalId);
+  }
+
+  async listApprovals(scope: Scope, opts?: ListOptions & { status?: Approval["status"] }): Promise<Approval[]> {
+    return grants.listApprovals(this.#in(scope), scope, opts);
+  }
+}
