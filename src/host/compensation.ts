@@ -1,12 +1,12 @@
 /**
  * Compensation (SPEC 4.5): after a permanent failure, the `compensate` steps of the steps that
  * succeeded run in reverse order. Each is its own governed execution through the boundary (a
- * derived single-step action `<action>~undo~<step>`, evaluated by policy, under a fresh decision and
+ * derived single-step action `<action>:undo:<step>`, evaluated by policy, under a fresh decision and
  * a stable idempotency key), so a crash mid-way resumes without repeating a finished undo.
  */
 import { defineAction, type ActionDefinition } from "../core/action.js";
 import { signDecisionWith } from "../core/decision.js";
-import { computeRequestDigest } from "../core/digest.js";
+import { computeRequestDigest, stableId } from "../core/digest.js";
 import type { StandardSchemaV1 } from "../core/standard-schema.js";
 import type { ActionRequest, Fence, Invocation, Json } from "../core/types.js";
 import { scopeOf, type HostContext } from "./context.js";
@@ -22,7 +22,7 @@ const anyObject: StandardSchemaV1<unknown, { [k: string]: Json }> = {
 };
 
 export function undoActionId(actionId: string, stepName: string): string {
-  return `${actionId}~undo~${stepName}`;
+  return `${actionId}:undo:${stepName}`;
 }
 
 /** The derived single-step actions that run compensations (registered with the boundary). */
@@ -76,7 +76,8 @@ export async function compensate(ctx: HostContext, inv: Invocation, fence: Fence
       actor: inv.request.actor,
       authorityRef: inv.request.authorityRef,
       params: { params: inv.request.params, outputs, output: outputs[step.name]! },
-      idempotencyKey: `${inv.idempotencyKey}~undo~${step.name}`,
+      // Stable per (invocation key, step), within the 255-character key limit.
+      idempotencyKey: stableId(o.crypto, `undo:${step.name}:`, [inv.idempotencyKey]),
     };
     const authority = await store.transact((tx) => tx.getAuthority(scope, request.authorityRef));
     const verdict = await o.policy.evaluate({ request, authority });
@@ -94,7 +95,7 @@ export async function compensate(ctx: HostContext, inv: Invocation, fence: Fence
       issuedAt: o.clock.now(),
       reasons: verdict.reasons,
     });
-    const a = await ctx.boundary.execute(request, token, { fence, invocationId: `${inv.invocationId}~undo~${i}` });
+    const a = await ctx.boundary.execute(request, token, { fence, invocationId: `${inv.invocationId}:undo:${i}` });
     if (a.state === "SUCCEEDED" || a.state === "DUPLICATE") continue;
     const why = `compensation of step ${step.name} ended ${a.state}${a.reasonCode ? ` (${a.reasonCode})` : ""}: ${a.reason ?? ""}`;
     return store.transact((tx) => toReconciliation(ctx, tx, inv, fence, i, a.reasonCode ?? "COMPENSATION_FAILED", why, a.externalRef, events));

@@ -1,0 +1,102 @@
+/** A host test bench: a host on a given store, a manual clock, a scriptable policy and connector. */
+import { z } from "zod";
+import { defineAction, defineConnector, type ConnectorContext, type ConnectorReply } from "../../src/core/action.js";
+import { manualClock, type ManualClock } from "../../src/core/manual-clock.js";
+import type { PolicyEngine, PolicyInput } from "../../src/core/policy.js";
+import type { Store } from "../../src/core/store.js";
+import type { ActionRequest, Authority, DecisionResult, Scope } from "../../src/core/types.js";
+import type { HostEvent } from "../../src/host/events.js";
+import { createHostCore, type Host } from "../../src/host/host.js";
+import type { HostOptions } from "../../src/host/options.js";
+import { systemRandom } from "../../src/node/clock.js";
+import { defaultCrypto } from "../../src/node/defaults.js";
+import { KEYS } from "../boundary/fixture.js";
+
+export const crypto = defaultCrypto();
+
+export type Reply = ConnectorReply | "throw" | ((ctx: ConnectorContext) => unknown);
+
+export interface HostBench {
+  host: Host;
+  store: Store;
+  clock: ManualClock;
+  scope: Scope;
+  calls: ConnectorContext[];
+  /** Per operation (step name), what the connector answers; default success. */
+  replies: Map<string, Reply>;
+  verdict: { current: DecisionResult };
+  events: HostEvent[];
+  request(o?: Partial<ActionRequest>): ActionRequest;
+}
+
+const params = z.object({ n: z.number() });
+
+export const actions = [
+  defineAction({ id: "one.idem", version: "1", params, idempotent: true, steps: [{ name: "a", connector: "c", operation: "a" }] }),
+  defineAction({ id: "one.once", version: "1", params, idempotent: false, steps: [{ name: "a", connector: "c", operation: "a" }] }),
+  defineAction({
+    id: "three.idem",
+    version: "1",
+    params,
+    idempotent: true,
+    steps: [
+      { name: "a", connector: "c", operation: "a", compensate: { connector: "c", operation: "undo-a" } },
+      { name: "b", connector: "c", operation: "b", compensate: { connector: "c", operation: "undo-b" } },
+      { name: "c", connector: "c", operation: "c" },
+    ],
+  }),
+  defineAction({ id: "limited", version: "1", params, idempotent: true, retry: { maxAttempts: 2, baseDelayMs: 100, maxDelayMs: 1000 }, steps: [{ name: "a", connector: "c", operation: "a" }] }),
+];
+
+let n = 0;
+export function makeHostBench(store: Store, overrides: Partial<HostOptions> = {}): HostBench {
+  const clock = manualClock(1_800_000_000_000);
+  const scope: Scope = { tenantId: `t${process.pid}x${++n}`, spaceId: "s" };
+  const calls: ConnectorContext[] = [];
+  const replies = new Map<string, Reply>();
+  const verdict = { current: "ALLOW" as DecisionResult };
+  const events: HostEvent[] = [];
+  const op = (name: string) => async (ctx: ConnectorContext): Promise<ConnectorReply> => {
+    calls.push(ctx);
+    const r = replies.get(name) ?? { outcome: "success", externalRef: `ref-${name}-${calls.length}`, output: { step: name } };
+    if (r === "throw") throw new Error("boom");
+    if (typeof r === "function") return (await r(ctx)) as ConnectorReply;
+    return r;
+  };
+  const connector = defineConnector({ id: "c", operations: Object.fromEntries(["a", "b", "c", "undo-a", "undo-b"].map((k) => [k, op(k)])) });
+  const policy: PolicyEngine = {
+    evaluate: (input: PolicyInput) => ({ result: verdict.current, reasons: [`test policy: ${verdict.current} ${input.request.action}`], policyRef: "test:v1" }),
+    acceptedPolicyRefs: () => ["test:v1"],
+  };
+  const host = createHostCore({
+    store,
+    actions,
+    connectors: [connector],
+    policy,
+    signingKey: KEYS.trusted,
+    clock,
+    crypto,
+    random: systemRandom,
+    timeoutMs: 5000,
+    retry: { maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 10_000 },
+    onEvent: (e) => events.push(e),
+    ...overrides,
+  });
+  return {
+    host,
+    store,
+    clock,
+    scope,
+    calls,
+    replies,
+    verdict,
+    events,
+    request: (o = {}) => ({ ...scope, action: "one.idem", actionVersion: "1", actor: { type: "agent", id: "bot" }, authorityRef: "auth", params: { n: 1 }, idempotencyKey: `key-${++n}`, ...o }),
+  };
+}
+
+/** Writes the authority the bench's requests run under. */
+export async function grantAuthority(b: HostBench, patch: Partial<Authority> = {}): Promise<void> {
+  const a: Authority = { ...b.scope, authorityRef: "auth", principal: { type: "agent", id: "bot" }, grantor: { type: "user", id: "alice" }, actions: ["*"], constraints: {}, status: "active", createdAt: 0, updatedAt: 0, ...patch };
+  await b.store.transact((tx) => tx.putAuthority(b.scope, a));
+}
