@@ -20,6 +20,7 @@ import type {
   Approval,
   AttemptRecord,
   Authority,
+  CompletionRecord,
   ConsumedDecision,
   Fence,
   IdempotencyRecord,
@@ -27,6 +28,7 @@ import type {
   InvocationStatus,
   JournalCheckpoint,
   JournalEntry,
+  PolicyVersion,
   ReconciliationRecord,
   ReconciliationStatus,
   Scope,
@@ -161,6 +163,30 @@ export interface StoreTx {
   putApproval(scope: Scope, a: Approval): Promise<void>;
   getApproval(scope: Scope, approvalId: string): Promise<Approval | null>;
   listApprovals(scope: Scope, opts?: ListOptions & { status?: Approval["status"] }): Promise<Approval[]>;
+
+  // policy versions (SPEC 7)
+  /** Inserts or replaces the version (scope, version). */
+  putPolicyVersion(scope: Scope, v: PolicyVersion): Promise<void>;
+  /** Ascending by version. */
+  listPolicyVersions(scope: Scope): Promise<PolicyVersion[]>;
+
+  // external completions (SPEC 4.7)
+  /** Inserts; CONFLICT if (scope, connector, completionId) exists. */
+  insertCompletion(scope: Scope, c: CompletionRecord): Promise<void>;
+  /** Replaces an existing completion (matched by connector and completionId); NOT_FOUND otherwise. */
+  updateCompletion(scope: Scope, c: CompletionRecord): Promise<void>;
+  /** Completions for (connector, externalRef), ascending by receivedAt. */
+  listCompletions(scope: Scope, connector: string, externalRef: string): Promise<CompletionRecord[]>;
+  /** The step that handed off to (connector, externalRef), whatever its status now, or null. */
+  findStepByExternalRef(scope: Scope, connector: string, externalRef: string): Promise<StepCheckpoint | null>;
+  /** Records a delivery id; false (nothing written) when it was seen before in this scope and connector. */
+  rememberDelivery(scope: Scope, connector: string, deliveryId: string, at: number): Promise<boolean>;
+
+  // sweeps (across scopes, like claims)
+  /** `parked` invocations whose deadlineAt <= now and overdueAt unset, oldest deadline first. */
+  listOverdueParked(now: number, limit: number): Promise<Invocation[]>;
+  /** `pending` approvals whose expiresAt <= now, oldest first. */
+  listExpiredPendingApprovals(now: number, limit: number): Promise<Approval[]>;
 }
 
 /** True when a record lives in the given scope. */

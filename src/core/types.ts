@@ -175,6 +175,8 @@ export interface StepCheckpoint {
   reason?: string;
   /** For handed-off steps: epoch ms after which the sweep flags the invocation. */
   deadlineAt?: number;
+  /** The connector the step called (completions are matched by connector and externalRef). */
+  connector?: string;
   startedAt: number;
   endedAt?: number;
 }
@@ -222,6 +224,8 @@ export interface Invocation {
   lastError?: string;
   result?: Json;
   overdueAt?: number;
+  /** While parked: the handed-off step's completion deadline (epoch ms), if the action declares one. */
+  deadlineAt?: number;
   /** Set while compensation steps run after a permanent failure. */
   compensating?: boolean;
   /** Incremented on every write by the host; names transitions in the journal. */
@@ -280,4 +284,52 @@ export interface JournalCheckpoint {
   at: number;
   /** JWS compact (EdDSA) over the canonical checkpoint statement. */
   signature: string;
+}
+
+export const POLICY_VERSION_STATUSES = ["active", "grace", "retired"] as const;
+export type PolicyVersionStatus = (typeof POLICY_VERSION_STATUSES)[number];
+
+/** One version of a scope's policy set (SPEC 7). Exactly one is active; `grace` ones stay accepted until `graceUntil`. */
+export interface PolicyVersion {
+  tenantId: string;
+  spaceId: string;
+  /** 1, 2, 3, ... per scope. */
+  version: number;
+  policyRef: string;
+  /** Policy source (Cedar text). */
+  policies: string;
+  /** Cedar schema (JSON text), if any. */
+  schema?: string;
+  status: PolicyVersionStatus;
+  /** For `grace`: epoch ms until which decisions under this version are still accepted. */
+  graceUntil?: number;
+  activatedAt: number;
+  createdAt: number;
+}
+
+export const COMPLETION_OUTCOMES = ["success", "failure"] as const;
+export type CompletionOutcome = (typeof COMPLETION_OUTCOMES)[number];
+export const COMPLETION_DISPOSITIONS = ["applied", "early", "duplicate", "contradictory", "late"] as const;
+export type CompletionDisposition = (typeof COMPLETION_DISPOSITIONS)[number];
+
+/** A completion of a long-running outside operation (SPEC 4.7), as received. */
+export interface CompletionRecord {
+  tenantId: string;
+  spaceId: string;
+  /** The delivery's id (`webhook-id`) or a generated one; unique per (scope, connector). */
+  completionId: string;
+  connector: string;
+  externalRef: string;
+  outcome: CompletionOutcome;
+  result?: Json;
+  error?: string;
+  evidence?: Json;
+  /** Digest of {outcome, result, error, evidence}: equal digests are identical repeats. */
+  contentDigest: string;
+  disposition: CompletionDisposition;
+  invocationId?: string;
+  stepIndex?: number;
+  receivedAt: number;
+  /** For `early` completions: set once applied at parking. */
+  appliedAt?: number;
 }

@@ -12,6 +12,7 @@
  * database; claim cases tolerate (and may claim) invocations other cases left runnable.
  */
 import { claimCases } from "./cases-claims.js";
+import { extraCases } from "./cases-extras.js";
 import { invocationCases } from "./cases-invocations.js";
 import { isolationCases } from "./cases-isolation.js";
 import { journalCases } from "./cases-journal.js";
@@ -29,6 +30,7 @@ export const storeConformanceCases: StoreConformanceCase[] = [
   ...claimCases,
   ...journalCases,
   ...isolationCases,
+  ...extraCases,
 ];
 
 /** Options of {@link runStoreConformance}. */

@@ -9,18 +9,21 @@ import type {
   Approval,
   AttemptRecord,
   Authority,
+  CompletionRecord,
   ConsumedDecision,
   Fence,
   IdempotencyRecord,
   Invocation,
   JournalCheckpoint,
   JournalEntry,
+  PolicyVersion,
   ReconciliationRecord,
   ReconciliationStatus,
   Scope,
   StepCheckpoint,
 } from "../../core/types.js";
 import * as attempts from "./attempts.js";
+import * as extras from "./extras.js";
 import * as claims from "./claims.js";
 import * as invocations from "./invocations.js";
 import * as journal from "./journal.js";
@@ -182,5 +185,32 @@ export class MemoryTx implements StoreTx {
   }
   async listApprovals(scope: Scope, opts?: ListOptions & { status?: Approval["status"] }): Promise<Approval[]> {
     return records.listApprovals(this.#enter("listApprovals"), scope, opts);
+  }
+  async putPolicyVersion(scope: Scope, v: PolicyVersion): Promise<void> {
+    extras.putPolicyVersion(this.#enter("putPolicyVersion"), scope, v);
+  }
+  async listPolicyVersions(scope: Scope): Promise<PolicyVersion[]> {
+    return extras.listPolicyVersions(this.#enter("listPolicyVersions"), scope);
+  }
+  async insertCompletion(scope: Scope, c: CompletionRecord): Promise<void> {
+    extras.insertCompletion(this.#enter("insertCompletion"), scope, c);
+  }
+  async updateCompletion(scope: Scope, c: CompletionRecord): Promise<void> {
+    extras.updateCompletion(this.#enter("updateCompletion"), scope, c);
+  }
+  async listCompletions(scope: Scope, connector: string, externalRef: string): Promise<CompletionRecord[]> {
+    return extras.listCompletions(this.#enter("listCompletions"), scope, connector, externalRef);
+  }
+  async findStepByExternalRef(scope: Scope, connector: string, externalRef: string): Promise<StepCheckpoint | null> {
+    return extras.findStepByExternalRef(this.#enter("findStepByExternalRef"), scope, connector, externalRef);
+  }
+  async rememberDelivery(scope: Scope, connector: string, deliveryId: string, at: number): Promise<boolean> {
+    return extras.rememberDelivery(this.#enter("rememberDelivery"), scope, connector, deliveryId, at);
+  }
+  async listOverdueParked(now: number, limit: number): Promise<Invocation[]> {
+    return extras.listOverdueParked(this.#enter("listOverdueParked"), now, limit);
+  }
+  async listExpiredPendingApprovals(now: number, limit: number): Promise<Approval[]> {
+    return extras.listExpiredPendingApprovals(this.#enter("listExpiredPendingApprovals"), now, limit);
   }
 }

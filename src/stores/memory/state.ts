@@ -9,11 +9,13 @@ import type {
   Approval,
   AttemptRecord,
   Authority,
+  CompletionRecord,
   ConsumedDecision,
   IdempotencyRecord,
   Invocation,
   JournalCheckpoint,
   JournalEntry,
+  PolicyVersion,
   ReconciliationRecord,
   Scope,
   StepCheckpoint,
@@ -42,6 +44,12 @@ export interface ScopeData {
   readonly reconciliations: Map<string, ReconciliationRecord>;
   readonly authorities: Map<string, Authority>;
   readonly approvals: Map<string, Approval>;
+  /** version -> policy version. */
+  readonly policyVersions: Map<number, PolicyVersion>;
+  /** `keyOf(connector, completionId)` -> completion. */
+  readonly completions: Map<string, CompletionRecord>;
+  /** `keyOf(connector, deliveryId)` -> first seen at. */
+  readonly deliveries: Map<string, number>;
 }
 
 /** The whole store. */
@@ -106,6 +114,9 @@ function newScopeData(): ScopeData {
     reconciliations: new Map(),
     authorities: new Map(),
     approvals: new Map(),
+    policyVersions: new Map(),
+    completions: new Map(),
+    deliveries: new Map(),
   };
 }
 

@@ -149,6 +149,44 @@ CREATE TABLE journal_checkpoints (
 CREATE INDEX journal_checkpoints_by_seq ON journal_checkpoints (tenant_id, space_id, seq);
 `,
   },
+  {
+    version: 2,
+    name: "policy_versions_completions_sweeps",
+    sql: `
+CREATE TABLE policy_versions (
+  tenant_id TEXT NOT NULL,
+  space_id TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  doc TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, space_id, version)
+);
+
+CREATE TABLE completions (
+  tenant_id TEXT NOT NULL,
+  space_id TEXT NOT NULL,
+  connector TEXT NOT NULL,
+  completion_id TEXT NOT NULL,
+  external_ref TEXT NOT NULL,
+  received_at INTEGER NOT NULL,
+  doc TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, space_id, connector, completion_id)
+);
+CREATE INDEX completions_by_ref ON completions (tenant_id, space_id, connector, external_ref, received_at);
+
+CREATE TABLE deliveries (
+  tenant_id TEXT NOT NULL,
+  space_id TEXT NOT NULL,
+  connector TEXT NOT NULL,
+  delivery_id TEXT NOT NULL,
+  seen_at INTEGER NOT NULL,
+  PRIMARY KEY (tenant_id, space_id, connector, delivery_id)
+);
+
+CREATE INDEX steps_by_external_ref ON steps (tenant_id, space_id, json_extract(doc, '$.connector'), json_extract(doc, '$.externalRef'));
+CREATE INDEX invocations_parked_deadline ON invocations (json_extract(doc, '$.deadlineAt')) WHERE status = 'parked';
+CREATE INDEX approvals_pending_expiry ON approvals (json_extract(doc, '$.expiresAt')) WHERE status = 'pending';
+`,
+  },
 ];
 
 /** The schema version this build creates and expects. */

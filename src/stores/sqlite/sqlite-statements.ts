@@ -59,6 +59,15 @@ export interface SqliteStatements {
   listAuthorities: Database.Statement;
   putApproval: Database.Statement;
   getApproval: Database.Statement;
+  putPolicyVersion: Database.Statement;
+  listPolicyVersions: Database.Statement;
+  insertCompletion: Database.Statement;
+  updateCompletion: Database.Statement;
+  listCompletions: Database.Statement;
+  findStepByExternalRef: Database.Statement;
+  rememberDelivery: Database.Statement;
+  listOverdueParked: Database.Statement;
+  listExpiredPendingApprovals: Database.Statement;
 }
 
 /** Prepares the fixed statements; the schema must be migrated first. */
@@ -147,6 +156,31 @@ export function prepareStatements(db: Database.Database): SqliteStatements {
         "ON CONFLICT (tenant_id, space_id, approval_id) DO UPDATE SET status = excluded.status, created_at = excluded.created_at, doc = excluded.doc",
     ),
     getApproval: p(`SELECT doc FROM approvals WHERE ${SCOPE} AND approval_id = @id`).pluck(),
+
+    putPolicyVersion: p(
+      "INSERT INTO policy_versions (tenant_id, space_id, version, doc) VALUES (@t, @s, @version, @doc) " +
+        "ON CONFLICT (tenant_id, space_id, version) DO UPDATE SET doc = excluded.doc",
+    ),
+    listPolicyVersions: p(`SELECT doc FROM policy_versions WHERE ${SCOPE} ORDER BY version`).pluck(),
+    insertCompletion: p(
+      "INSERT INTO completions (tenant_id, space_id, connector, completion_id, external_ref, received_at, doc) VALUES (@t, @s, @connector, @id, @ref, @receivedAt, @doc)",
+    ),
+    updateCompletion: p(`UPDATE completions SET external_ref = @ref, received_at = @receivedAt, doc = @doc WHERE ${SCOPE} AND connector = @connector AND completion_id = @id`),
+    listCompletions: p(`SELECT doc FROM completions WHERE ${SCOPE} AND connector = @connector AND external_ref = @ref ORDER BY received_at, rowid`).pluck(),
+    findStepByExternalRef: p(
+      `SELECT doc FROM steps WHERE ${SCOPE} AND json_extract(doc, '$.connector') = @connector AND json_extract(doc, '$.externalRef') = @ref LIMIT 1`,
+    ).pluck(),
+    rememberDelivery: p(
+      "INSERT INTO deliveries (tenant_id, space_id, connector, delivery_id, seen_at) VALUES (@t, @s, @connector, @id, @at) " +
+        "ON CONFLICT (tenant_id, space_id, connector, delivery_id) DO NOTHING",
+    ),
+    listOverdueParked: p(
+      "SELECT doc FROM invocations WHERE status = 'parked' AND json_extract(doc, '$.deadlineAt') <= @now " +
+        "AND json_extract(doc, '$.overdueAt') IS NULL ORDER BY json_extract(doc, '$.deadlineAt') LIMIT @limit",
+    ).pluck(),
+    listExpiredPendingApprovals: p(
+      "SELECT doc FROM approvals WHERE status = 'pending' AND json_extract(doc, '$.expiresAt') <= @now ORDER BY json_extract(doc, '$.expiresAt') LIMIT @limit",
+    ).pluck(),
   };
 }
 

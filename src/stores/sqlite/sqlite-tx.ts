@@ -8,12 +8,14 @@ import type {
   Approval,
   AttemptRecord,
   Authority,
+  CompletionRecord,
   ConsumedDecision,
   Fence,
   IdempotencyRecord,
   Invocation,
   JournalCheckpoint,
   JournalEntry,
+  PolicyVersion,
   ReconciliationRecord,
   ReconciliationStatus,
   Scope,
@@ -426,6 +428,59 @@ export class SqliteTx implements StoreTx {
     const sp = this.#sp(scope);
     const docs = this.#ctx.lists.approvals(opts.status !== undefined).all({ ...sp, status: opts.status, limit: limitParam(opts.limit) });
     return docs.map((d) => parse<Approval>(d));
+  }
+
+  // policy versions
+
+  async putPolicyVersion(scope: Scope, v: PolicyVersion): Promise<void> {
+    const sp = this.#sp(scope);
+    assertScope(scope, v, "policy version");
+    if (!Number.isSafeInteger(v.version) || v.version < 1) throw new WritError("INVALID_ARGUMENT", "policy version must be a positive integer");
+    this.#q.putPolicyVersion.run({ ...sp, version: v.version, doc: JSON.stringify(v) });
+  }
+
+  async listPolicyVersions(scope: Scope): Promise<PolicyVersion[]> {
+    return (this.#q.listPolicyVersions.all(this.#sp(scope)) as string[]).map((d) => parse<PolicyVersion>(d));
+  }
+
+  // completions
+
+  async insertCompletion(scope: Scope, c: CompletionRecord): Promise<void> {
+    const sp = this.#sp(scope);
+    assertScope(scope, c, "completion");
+    const params = { ...sp, connector: c.connector, id: c.completionId, ref: c.externalRef, receivedAt: c.receivedAt, doc: JSON.stringify(c) };
+    insertOrConflict(`completion ${c.completionId} of ${c.connector}`, () => this.#q.insertCompletion.run(params));
+  }
+
+  async updateCompletion(scope: Scope, c: CompletionRecord): Promise<void> {
+    const sp = this.#sp(scope);
+    assertScope(scope, c, "completion");
+    const params = { ...sp, connector: c.connector, id: c.completionId, ref: c.externalRef, receivedAt: c.receivedAt, doc: JSON.stringify(c) };
+    if (this.#q.updateCompletion.run(params).changes === 0) throw new WritError("NOT_FOUND", `no completion ${c.completionId} of ${c.connector} in this scope`);
+  }
+
+  async listCompletions(scope: Scope, connector: string, externalRef: string): Promise<CompletionRecord[]> {
+    return (this.#q.listCompletions.all({ ...this.#sp(scope), connector, ref: externalRef }) as string[]).map((d) => parse<CompletionRecord>(d));
+  }
+
+  async findStepByExternalRef(scope: Scope, connector: string, externalRef: string): Promise<StepCheckpoint | null> {
+    return one(this.#q.findStepByExternalRef, { ...this.#sp(scope), connector, ref: externalRef });
+  }
+
+  async rememberDelivery(scope: Scope, connector: string, deliveryId: string, at: number): Promise<boolean> {
+    return this.#q.rememberDelivery.run({ ...this.#sp(scope), connector, id: deliveryId, at }).changes === 1;
+  }
+
+  // sweeps (across scopes)
+
+  async listOverdueParked(now: number, limit: number): Promise<Invocation[]> {
+    this.#checkOpen();
+    return (this.#q.listOverdueParked.all({ now, limit: limitParam(limit) }) as string[]).map((d) => parse<Invocation>(d));
+  }
+
+  async listExpiredPendingApprovals(now: number, limit: number): Promise<Approval[]> {
+    this.#checkOpen();
+    return (this.#q.listExpiredPendingApprovals.all({ now, limit: limitParam(limit) }) as string[]).map((d) => parse<Approval>(d));
   }
 }
 

@@ -1,0 +1,149 @@
+/**
+ * Policy versions, external completions, delivery ids, and the cross-scope sweep queries
+ * (overdue parked invocations, expired pending approvals).
+ */
+import assert from "node:assert/strict";
+import type { CompletionRecord, PolicyVersion, Scope } from "../../core/types.js";
+import { assertRecord, CROSS_SCOPE_CODES, rejectsWithCode, withStore } from "./assertions.js";
+import type { StoreConformanceCase } from "./case.js";
+import { T0, approval, invocation, newScope, step, uid } from "./fixtures.js";
+
+function policyVersion(scope: Scope, version: number, over: Partial<PolicyVersion> = {}): PolicyVersion {
+  return { ...scope, version, policyRef: `cedar:${uid("ref")}`, policies: "permit(principal, action, resource);", status: "active", activatedAt: T0, createdAt: T0, ...over };
+}
+
+function completion(scope: Scope, over: Partial<CompletionRecord> = {}): CompletionRecord {
+  return { ...scope, completionId: uid("msg"), connector: "payments", externalRef: uid("op"), outcome: "success", result: { ok: true }, contentDigest: "sha256:x", disposition: "applied", receivedAt: T0, ...over };
+}
+
+export const extraCases: StoreConformanceCase[] = [
+  {
+    // Invariant: policy versions are kept per scope, replaced by (scope, version), listed ascending, invisible elsewhere.
+    name: "policy versions: put replaces by version, list ascending, scoped",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        const v2 = policyVersion(scope, 2);
+        const v1 = policyVersion(scope, 1);
+        await store.transact(async (tx) => {
+          await tx.putPolicyVersion(scope, v2);
+          await tx.putPolicyVersion(scope, v1);
+        });
+        const retired = { ...v1, status: "grace" as const, graceUntil: T0 + 1000 };
+        await store.transact((tx) => tx.putPolicyVersion(scope, retired));
+        const list = await store.transact((tx) => tx.listPolicyVersions(scope));
+        assert.deepStrictEqual(
+          list.map((v) => v.version),
+          [1, 2],
+        );
+        assertRecord(list[0], retired, "replaced version 1");
+        assert.deepStrictEqual(await store.transact((tx) => tx.listPolicyVersions(newScope())), []);
+        await rejectsWithCode(store.transact((tx) => tx.putPolicyVersion(newScope(), v1)), CROSS_SCOPE_CODES, "policy version written to another scope");
+      });
+    },
+  },
+  {
+    // Invariant: completions are unique per (scope, connector, completionId), listed by (connector, externalRef) in arrival order, scoped.
+    name: "completions: unique ids, listed by reference in arrival order, updatable, scoped",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        const ref = uid("op");
+        const a = completion(scope, { externalRef: ref, receivedAt: T0 + 2 });
+        const b = completion(scope, { externalRef: ref, receivedAt: T0 + 1, outcome: "failure", error: "declined" });
+        const other = completion(scope, { externalRef: uid("op") });
+        await store.transact(async (tx) => {
+          await tx.insertCompletion(scope, a);
+          await tx.insertCompletion(scope, b);
+          await tx.insertCompletion(scope, other);
+        });
+        await rejectsWithCode(store.transact((tx) => tx.insertCompletion(scope, { ...a, externalRef: uid("op") })), "CONFLICT", "duplicate completion id");
+        const list = await store.transact((tx) => tx.listCompletions(scope, "payments", ref));
+        assert.deepStrictEqual(
+          list.map((c) => c.completionId),
+          [b.completionId, a.completionId],
+        );
+        const updated = { ...b, disposition: "contradictory" as const };
+        await store.transact((tx) => tx.updateCompletion(scope, updated));
+        assertRecord((await store.transact((tx) => tx.listCompletions(scope, "payments", ref)))[0], updated, "updated completion");
+        await rejectsWithCode(store.transact((tx) => tx.updateCompletion(scope, completion(scope))), "NOT_FOUND", "update of a missing completion");
+        assert.deepStrictEqual(await store.transact((tx) => tx.listCompletions(newScope(), "payments", ref)), []);
+        await rejectsWithCode(store.transact((tx) => tx.updateCompletion(newScope(), updated)), CROSS_SCOPE_CODES, "completion updated in another scope");
+      });
+    },
+  },
+  {
+    // Invariant: a delivery id is remembered once per (scope, connector); a repeat answers false and writes nothing.
+    name: "deliveries: remembered once per scope and connector",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        const id = uid("msg");
+        assert.equal(await store.transact((tx) => tx.rememberDelivery(scope, "payments", id, T0)), true);
+        assert.equal(await store.transact((tx) => tx.rememberDelivery(scope, "payments", id, T0 + 5)), false);
+        assert.equal(await store.transact((tx) => tx.rememberDelivery(scope, "mail", id, T0)), true);
+        assert.equal(await store.transact((tx) => tx.rememberDelivery(newScope(), "payments", id, T0)), true);
+        await assert.rejects(
+          store.transact(async (tx) => {
+            await tx.rememberDelivery(scope, "payments", uid("msg"), T0);
+            throw new Error("abort");
+          }),
+          /abort/,
+        );
+      });
+    },
+  },
+  {
+    // Invariant: a handed-off step is found by (connector, externalRef) in its own scope only.
+    name: "steps: found by connector and external reference, scoped",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        const inv = uid("inv");
+        const ref = uid("op");
+        const s = step(scope, inv, 0, { status: "handed_off", externalRef: ref, connector: "payments" });
+        await store.transact((tx) => tx.putStep(scope, s));
+        assertRecord(await store.transact((tx) => tx.findStepByExternalRef(scope, "payments", ref)), s, "step by reference");
+        assert.equal(await store.transact((tx) => tx.findStepByExternalRef(scope, "mail", ref)), null);
+        assert.equal(await store.transact((tx) => tx.findStepByExternalRef(newScope(), "payments", ref)), null);
+      });
+    },
+  },
+  {
+    // Invariant: the sweep queries find exactly the parked invocations past their deadline (not yet
+    // flagged) and the pending approvals past expiry, across scopes, oldest first.
+    name: "sweeps: overdue parked invocations and expired pending approvals across scopes",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const s1 = newScope();
+        const s2 = newScope();
+        // Far in the past so earlier cases' leftovers (at T0) do not interleave with ours.
+        const base = 1_000;
+        const due = invocation(s1, { status: "parked", deadlineAt: base + 10 });
+        const dueEarlier = invocation(s2, { status: "parked", deadlineAt: base + 5 });
+        const flagged = invocation(s1, { status: "parked", deadlineAt: base + 1, overdueAt: base + 2 });
+        const later = invocation(s1, { status: "parked", deadlineAt: base + 1_000_000 });
+        const running = invocation(s2, { status: "queued", deadlineAt: base });
+        const apDue = approval(s1, { status: "pending", expiresAt: base + 3 });
+        const apDone = approval(s2, { status: "approved", expiresAt: base });
+        const apLater = approval(s2, { status: "pending", expiresAt: base + 1_000_000 });
+        await store.transact(async (tx) => {
+          for (const i of [due, dueEarlier, flagged, later, running]) await tx.insertInvocation({ tenantId: i.tenantId, spaceId: i.spaceId }, i);
+          for (const a of [apDue, apDone, apLater]) await tx.putApproval({ tenantId: a.tenantId, spaceId: a.spaceId }, a);
+        });
+        const mine = new Set([due, dueEarlier, flagged, later, running].map((i) => i.invocationId));
+        const overdue = (await store.transact((tx) => tx.listOverdueParked(base + 100, 1000))).filter((i) => mine.has(i.invocationId));
+        assert.deepStrictEqual(
+          overdue.map((i) => i.invocationId),
+          [dueEarlier.invocationId, due.invocationId],
+        );
+        const myAps = new Set([apDue, apDone, apLater].map((a) => a.approvalId));
+        const expired = (await store.transact((tx) => tx.listExpiredPendingApprovals(base + 100, 1000))).filter((a) => myAps.has(a.approvalId));
+        assert.deepStrictEqual(
+          expired.map((a) => a.approvalId),
+          [apDue.approvalId],
+        );
+      });
+    },
+  },
+];
