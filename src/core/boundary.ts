@@ -385,7 +385,8 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
           return { kind: "duplicate", attempt: a };
         } else if (rec.state === "in_progress" || rec.state === "handed_off") {
           // A fenced caller holding the invocation's lease takes over its own interrupted execution.
-          if (!(fence && rec.invocationId === invocationId && rec.state === "in_progress")) {
+          // (in_progress after a crash; handed_off once the host re-queued it after a completion).
+          if (!(fence && rec.invocationId === invocationId)) {
             refusal = new Refusal("EXECUTION_IN_PROGRESS", "an execution under this idempotency key is in progress");
           }
         } else if (rec.state === "unknown") {
@@ -469,6 +470,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
         invocationId: inv,
         stepIndex: i,
         stepName: action.steps[i]!.name,
+        connector: action.steps[i]!.connector,
         status: "started",
         stepKey: keyOf(i),
         attemptId: att,

@@ -62,3 +62,15 @@ export function concatBytes(a: Uint8Array, b: Uint8Array): Uint8Array {
   out.set(b, a.length);
   return out;
 }
+
+/** Standard base64 (with padding). */
+export function base64(bytes: Uint8Array): string {
+  const u = base64url(bytes).replace(/-/g, "+").replace(/_/g, "/");
+  return u + "=".repeat((4 - (u.length % 4)) % 4);
+}
+
+/** Strict standard base64 decoding (padding optional); null when malformed. */
+export function fromBase64(s: string): Uint8Array | null {
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(s)) return null;
+  return fromBase64url(s.replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_"));
+}

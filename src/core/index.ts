@@ -19,3 +19,4 @@ export * from "./validate.js";
 export * from "./manual-clock.js";
 export * from "./policy.js";
 export * from "./invocation.js";
+export * from "./webhook.js";

@@ -2,14 +2,16 @@
 import { WritError } from "./errors.js";
 import type { InvocationStatus } from "./types.js";
 
+// A contradictory external completion (SPEC 4.7) sends even a settled invocation back to a human:
+// that is the only way out of succeeded / failed.
 const TRANSITIONS: Record<InvocationStatus, readonly InvocationStatus[]> = {
-  queued: ["running", "cancelled"],
+  queued: ["running", "cancelled", "reconciliation_required"],
   running: ["succeeded", "failed", "denied", "awaiting_approval", "parked", "reconciliation_required", "queued", "running"],
   awaiting_approval: ["queued", "denied", "cancelled"],
   parked: ["succeeded", "failed", "queued", "reconciliation_required"],
   reconciliation_required: ["succeeded", "failed", "queued"],
-  succeeded: [],
-  failed: [],
+  succeeded: ["reconciliation_required"],
+  failed: ["reconciliation_required"],
   denied: [],
   cancelled: [],
 };

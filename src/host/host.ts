@@ -11,13 +11,18 @@ import { redact } from "../core/redact.js";
 import { validateStandard } from "../core/standard-schema.js";
 import type { InvocationFilter, ListOptions } from "../core/store.js";
 import type { ActionDefinition } from "../core/action.js";
-import type { Actor, Invocation, Json, ReconciliationRecord, ReconciliationStatus, Scope } from "../core/types.js";
+import type { ActionRequest, Actor, Authority, Invocation, Json, ReconciliationRecord, ReconciliationStatus, Scope } from "../core/types.js";
 import { checkActor, checkRequest } from "../core/validate.js";
 import { createBreakers, type Breakers } from "./breaker.js";
 import { compensationActions } from "./compensation.js";
 import { makeContext, scopeOf, type HostContext } from "./context.js";
 import { resolveHostOptions, silentLogger, type HostOptions } from "./options.js";
 import { createWorker, type Worker, type WorkerOptions } from "./worker.js";
+import { createApprovals, type Approvals } from "./approvals.js";
+import { authorityCovers, createAuthorities, type Authorities } from "./authorities.js";
+import { complete, receiveCompletion, sweepOverdue, type CompletionAnswer, type CompletionInput } from "./completions.js";
+import type { PolicyResult } from "../core/policy.js";
+import { webhookSecretBytes, type WebhookHeaders } from "../core/webhook.js";
 
 export interface SubmitResult {
   invocation: Invocation;
@@ -30,6 +35,16 @@ export interface ResolveInput {
   externalRef?: string;
   note: string;
   by: Actor;
+}
+
+/** What a dry run tells: the policy's answer and the authority's standing, nothing written. */
+export interface Preview {
+  result: PolicyResult["result"];
+  reasons: string[];
+  policyRef: string;
+  requestDigest: string;
+  authority: { authorityRef: string; status: Authority["status"] | "unknown" | "expired"; coversAction: boolean };
+  approval?: PolicyResult["approval"];
 }
 
 export interface Host {
@@ -46,6 +61,16 @@ export interface Host {
     resolve(scope: Scope, reconciliationId: string, input: ResolveInput): Promise<Invocation>;
   };
   worker(options?: WorkerOptions): Worker;
+  approvals: Approvals;
+  authorities: Authorities;
+  /** Applies a completion of a long-running operation in `scope` (SPEC 4.7). */
+  complete(scope: Scope, input: CompletionInput): Promise<CompletionAnswer>;
+  /** Verifies a signed completion delivery (Standard Webhooks) and applies it in the secret's scope. */
+  receiveCompletion(connector: string, headers: WebhookHeaders, rawBody: string): Promise<CompletionAnswer & { scope: Scope }>;
+  /** Runs the sweeps once: overdue handoffs to reconciliation, expired approvals to denied. */
+  sweep(): Promise<{ overdue: number; approvalsExpired: number }>;
+  /** Dry run: validates and evaluates a request without signing, consuming or executing anything. */
+  preview(request: unknown): Promise<Preview>;
   breakers(): ReturnType<Breakers["snapshot"]>;
   /** The context shared by the host's parts (for the policy/approval and completion modules). */
   readonly context: HostContext;
@@ -74,8 +99,13 @@ export function createHostCore(options: HostOptions): Host {
     ...(o.redactErrorText ? { redactErrorText: o.redactErrorText } : {}),
   });
   const ctx = makeContext(o, r, boundary, createBreakers(r.breaker), o.logger ?? silentLogger);
+  for (const s of o.completionSecrets ?? []) for (const secret of s.secrets) webhookSecretBytes(secret);
+  const approvals = createApprovals(ctx);
+  const authorities = createAuthorities(ctx);
+  const sweep = async (): Promise<{ overdue: number; approvalsExpired: number }> => ({ overdue: await sweepOverdue(ctx), approvalsExpired: await approvals.sweep() });
 
-  async function submit(input: unknown): Promise<SubmitResult> {
+  /** Validation shared by submit and preview: shape, action, version, params schema, digest. */
+  async function validate(input: unknown): Promise<{ req: ActionRequest; action: ActionDefinition<unknown>; digest: string }> {
     const rq = checkRequest(input);
     if (!rq.ok) throw new WritError("VALIDATION_FAILED", rq.message);
     const req = rq.value;
@@ -96,6 +126,11 @@ export function createHostCore(options: HostOptions): Host {
     } catch (e) {
       throw new WritError("VALIDATION_FAILED", errorMessage(e));
     }
+    return { req, action, digest };
+  }
+
+  async function submit(input: unknown): Promise<SubmitResult> {
+    const { req, action, digest } = await validate(input);
     const scope = scopeOf(req);
     const now = o.clock.now();
     const result = await o.store.transact(async (tx): Promise<SubmitResult> => {
@@ -246,7 +281,29 @@ export function createHostCore(options: HostOptions): Host {
       list: (scope, opts) => o.store.transact((tx) => tx.listReconciliations(scope, opts)),
       resolve,
     },
-    worker: (wo) => createWorker(ctx, wo),
+    worker: (wo) => createWorker(ctx, wo, sweep),
+    approvals,
+    authorities,
+    complete: (scope, input) => complete(ctx, scope, input),
+    receiveCompletion: (connector, headers, body) => receiveCompletion(ctx, o.completionSecrets ?? [], connector, headers, body),
+    sweep,
+    async preview(input) {
+      const { req, digest } = await validate(input);
+      const scope = scopeOf(req);
+      const authority = await o.store.transact((tx) => tx.getAuthority(scope, req.authorityRef));
+      const verdict = await o.policy.evaluate({ request: req, authority, approval: null });
+      const now = o.clock.now();
+      const status = !authority ? "unknown" : authority.expiresAt !== undefined && authority.expiresAt <= now ? "expired" : authority.status;
+      const out: Preview = {
+        result: verdict.result,
+        reasons: verdict.reasons,
+        policyRef: verdict.policyRef,
+        requestDigest: digest,
+        authority: { authorityRef: req.authorityRef, status, coversAction: authority ? authorityCovers(authority, req.action) : false },
+      };
+      if (verdict.approval) out.approval = verdict.approval;
+      return out;
+    },
     breakers: () => ctx.breakers.snapshot(),
     context: ctx,
   };

@@ -6,6 +6,7 @@ import type { PolicyEngine } from "../core/policy.js";
 import type { Clock, CryptoPort, Random } from "../core/ports.js";
 import type { Store } from "../core/store.js";
 import type { HostEvent } from "./events.js";
+import type { CompletionSecret } from "./completions.js";
 
 /** A pino-compatible logger (the subset Writ calls). */
 export interface Logger {
@@ -52,6 +53,10 @@ export interface HostOptions {
   onEvent?: (event: HostEvent) => void;
   /** @defaultValue a silent logger */
   logger?: Logger;
+  /** Secrets that sign completion callbacks, per scope and connector (SPEC 4.7). */
+  completionSecrets?: CompletionSecret[];
+  /** How often a worker runs the sweeps (overdue handoffs, expired approvals). @defaultValue 1000 */
+  sweepMs?: number;
 }
 
 export interface ResolvedHostOptions {
@@ -61,6 +66,7 @@ export interface ResolvedHostOptions {
   retry: RetryPolicy;
   breaker: BreakerOptions;
   approvalTtlMs: number;
+  sweepMs: number;
 }
 
 function num(name: string, v: unknown, dflt: number, min: number): number {
@@ -91,6 +97,7 @@ export function resolveHostOptions(o: HostOptions): ResolvedHostOptions {
       cooldownMs: num("breaker.cooldownMs", o.breaker?.cooldownMs, 30_000, 0),
     },
     approvalTtlMs: num("approvalTtlMs", o.approvalTtlMs, 86_400_000, 1),
+    sweepMs: num("sweepMs", o.sweepMs, 1000, 1),
   };
 }
 

@@ -12,7 +12,9 @@ import { backoffDelay } from "../core/invocation.js";
 import { appendJournal } from "../core/journal.js";
 import type { StoreTx } from "../core/store.js";
 import type { Approval, AttemptRecord, Fence, Invocation, InvocationStatus, ReconciliationRecord, StepCheckpoint } from "../core/types.js";
+import { approvalLockKey } from "./approvals.js";
 import { compensate } from "./compensation.js";
+import { applyEarlyCompletions } from "./completions.js";
 import { scopeOf, type HostContext } from "./context.js";
 import type { HostEvent } from "./events.js";
 
@@ -209,9 +211,14 @@ async function settleAttempt(ctx: HostContext, tx: StoreTx, inv: Invocation, fen
     case "SUCCEEDED":
       ctx.breakers.success(step.connector, step.operation);
       return ctx.transition(tx, inv, "succeeded", { result: a.output ?? null, nextStep: action.steps.length, attemptCount: 0 }, { fence, events });
-    case "HANDED_OFF":
+    case "HANDED_OFF": {
       ctx.breakers.success(step.connector, step.operation);
-      return ctx.transition(tx, inv, "parked", { nextStep: info.stepIndex, attemptCount: 0 }, { fence, events, data: { externalRef: a.externalRef ?? null } });
+      const row = (await tx.getSteps(scopeOf(inv), inv.invocationId)).find((s) => s.stepIndex === info.stepIndex);
+      const patch: Partial<Invocation> = { nextStep: info.stepIndex, attemptCount: 0 };
+      if (row?.deadlineAt !== undefined) patch.deadlineAt = row.deadlineAt;
+      const parked = await ctx.transition(tx, inv, "parked", patch, { fence, events, data: { externalRef: a.externalRef ?? null } });
+      return row ? applyEarlyCompletions(ctx, tx, parked, row, events) : parked;
+    }
     case "TIMED_OUT":
     case "UNKNOWN":
       if (a.state === "TIMED_OUT") ctx.breakers.failure(step.connector, step.operation, now);
@@ -249,6 +256,7 @@ export async function toReconciliation(
   reason: string,
   externalRef: string | undefined,
   events: HostEvent[],
+  patch: Partial<Invocation> = {},
 ): Promise<Invocation> {
   const now = ctx.o.clock.now();
   const scope = scopeOf(inv);
@@ -264,7 +272,7 @@ export async function toReconciliation(
     updatedAt: now,
   };
   if (externalRef !== undefined) rec.externalRef = externalRef;
-  const next = await ctx.transition(tx, inv, "reconciliation_required", { lastError: rec.reason, nextStep: stepIndex }, { fence, events, data: { reconciliationId: rec.reconciliationId, reasonCode } });
+  const next = await ctx.transition(tx, inv, "reconciliation_required", { lastError: rec.reason, nextStep: stepIndex, ...patch }, { fence, events, data: { reconciliationId: rec.reconciliationId, reasonCode } });
   await tx.insertReconciliation(scope, rec);
   await appendJournal(tx, ctx.o.crypto, scope, [
     {
@@ -290,6 +298,12 @@ function safeRedact(ctx: HostContext, t: string): string {
 async function openApproval(ctx: HostContext, tx: StoreTx, inv: Invocation, fence: Fence, spec: { approverRoles?: string[]; quorum?: number; ttlMs?: number } | undefined, existing: Approval | null, events: HostEvent[]): Promise<Invocation> {
   const scope = scopeOf(inv);
   const now = ctx.o.clock.now();
+  if (existing) {
+    // Re-read under the approval's lock: a vote recorded while this worker evaluated is not lost.
+    await tx.lock(scope, [approvalLockKey(existing.approvalId)]);
+    existing = (await tx.getApproval(scope, existing.approvalId)) ?? existing;
+    if (existing.status === "approved") return ctx.transition(tx, inv, "queued", { runAt: now, attemptCount: 0 }, { fence, events });
+  }
   if (existing && (existing.status === "denied" || existing.status === "expired" || existing.status === "revoked")) {
     return ctx.transition(tx, inv, "denied", { reasons: [`approval ${existing.approvalId} ${existing.status}`] }, { fence, events });
   }

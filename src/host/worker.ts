@@ -37,7 +37,7 @@ export interface Worker {
   inFlight(): number;
 }
 
-export function createWorker(ctx: HostContext, options: WorkerOptions = {}): Worker {
+export function createWorker(ctx: HostContext, options: WorkerOptions = {}, sweep?: () => Promise<unknown>): Worker {
   const { o } = ctx;
   const int = (name: string, v: unknown, dflt: number): number => {
     if (v === undefined) return dflt;
@@ -114,8 +114,20 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}): Wor
     });
   }
 
+  let lastSweep = 0;
+  async function maybeSweep(): Promise<void> {
+    if (!sweep || o.clock.now() - lastSweep < ctx.r.sweepMs) return;
+    lastSweep = o.clock.now();
+    try {
+      await sweep();
+    } catch (e) {
+      ctx.log.warn({ worker: id, err: errorMessage(e) }, "sweep failed; will retry next cycle");
+    }
+  }
+
   async function runLoop(): Promise<void> {
     while (running) {
+      await maybeSweep();
       const free = concurrency - inflight.size;
       if (free <= 0) {
         await Promise.race(inflight);

@@ -1,0 +1,149 @@
+/**
+ * The approval workflow (SPEC 4.8): bound to the request digest, approvers by role, quorum N of M,
+ * no self-approval, deny, revoke, expiry by a sweep. Every change locks the approval so a decision
+ * recorded while a worker is mid-way is never lost (the worker re-reads it under the same lock).
+ */
+import { WritError } from "../core/errors.js";
+import { appendJournal } from "../core/journal.js";
+import type { ListOptions, StoreTx } from "../core/store.js";
+import type { Actor, Approval, ApprovalStatus, Invocation, Json, Scope } from "../core/types.js";
+import { checkActor } from "../core/validate.js";
+import { scopeOf, type HostContext } from "./context.js";
+import type { HostEvent } from "./events.js";
+
+/** Who acts on an approval: their identity and the roles they hold in the scope. */
+export interface Approver {
+  actor: Actor;
+  roles: readonly string[];
+  note?: string;
+}
+
+export function approvalLockKey(approvalId: string): string {
+  return `approval:${approvalId}`;
+}
+
+function checkApprover(a: Approver): void {
+  if (typeof a !== "object" || a === null) throw new WritError("INVALID_ARGUMENT", "an approver needs { actor, roles }");
+  const problems = checkActor(a.actor, "actor");
+  if (problems.length > 0) throw new WritError("INVALID_ARGUMENT", problems.join("; "));
+  if (!Array.isArray(a.roles) || !a.roles.every((r) => typeof r === "string")) throw new WritError("INVALID_ARGUMENT", "roles must be a list of strings");
+  if (a.note !== undefined && (typeof a.note !== "string" || a.note.length > 2000)) throw new WritError("INVALID_ARGUMENT", "note must be a string of at most 2000 characters");
+}
+
+function same(a: Actor, b: Actor): boolean {
+  return a.type === b.type && a.id === b.id;
+}
+
+async function load(tx: StoreTx, scope: Scope, approvalId: string): Promise<Approval> {
+  if (typeof approvalId !== "string" || approvalId.length === 0) throw new WritError("INVALID_ARGUMENT", "approvalId must be a non-empty string");
+  await tx.lock(scope, [approvalLockKey(approvalId)]);
+  const ap = await tx.getApproval(scope, approvalId);
+  if (!ap) throw new WritError("NOT_FOUND", `no approval ${approvalId} in this scope`);
+  return ap;
+}
+
+function journal(ctx: HostContext, tx: StoreTx, scope: Scope, ap: Approval, type: string, by: Actor | null, extra: { [k: string]: Json } = {}): Promise<unknown> {
+  const data: { [k: string]: Json } = { status: ap.status, votes: ap.votes.length, quorum: ap.quorum, ...extra };
+  if (by) data.by = { type: by.type, id: by.id };
+  const refs: { [k: string]: string } = { approvalId: ap.approvalId };
+  if (ap.invocationId) refs.invocationId = ap.invocationId;
+  return appendJournal(tx, ctx.o.crypto, scope, [{ id: `${type}:${ap.approvalId}:${ap.updatedAt}:${ap.votes.length}`, type, at: ap.updatedAt, refs, data }]);
+}
+
+/** Moves the approval's invocation on after the approval changed state. */
+async function follow(ctx: HostContext, tx: StoreTx, ap: Approval, events: HostEvent[]): Promise<Invocation | null> {
+  if (!ap.invocationId) return null;
+  const scope = scopeOf(ap);
+  const inv = await tx.getInvocation(scope, ap.invocationId);
+  if (!inv || inv.approvalId !== ap.approvalId) return inv;
+  if (ap.status === "approved" && inv.status === "awaiting_approval") {
+    return ctx.transition(tx, inv, "queued", { runAt: ctx.o.clock.now(), attemptCount: 0 }, { events, data: { approvalId: ap.approvalId } });
+  }
+  if ((ap.status === "denied" || ap.status === "expired" || ap.status === "revoked") && inv.status === "awaiting_approval") {
+    return ctx.transition(tx, inv, "denied", { reasons: [`approval ${ap.approvalId} ${ap.status}`] }, { events, data: { approvalId: ap.approvalId } });
+  }
+  // Revoked after it was granted but before execution: boundary check 9 (APPROVAL_REVOKED) catches it.
+  return inv;
+}
+
+export interface Approvals {
+  list(scope: Scope, opts?: ListOptions & { status?: ApprovalStatus }): Promise<Approval[]>;
+  get(scope: Scope, approvalId: string): Promise<Approval | null>;
+  approve(scope: Scope, approvalId: string, by: Approver): Promise<Approval>;
+  deny(scope: Scope, approvalId: string, by: Approver): Promise<Approval>;
+  revoke(scope: Scope, approvalId: string, by: Approver): Promise<Approval>;
+  /** Expires pending approvals past their expiry; returns how many. */
+  sweep(limit?: number): Promise<number>;
+}
+
+export function createApprovals(ctx: HostContext): Approvals {
+  const { o } = ctx;
+  async function act(scope: Scope, approvalId: string, by: Approver, verb: "approve" | "deny" | "revoke"): Promise<Approval> {
+    checkApprover(by);
+    const events: HostEvent[] = [];
+    const out = await o.store.transact(async (tx) => {
+      const ap = await load(tx, scope, approvalId);
+      const now = o.clock.now();
+      if (!by.roles.some((r) => ap.approverRoles.includes(r))) {
+        throw new WritError("FORBIDDEN", `approving ${approvalId} needs one of the roles ${ap.approverRoles.join(", ")}`);
+      }
+      if (verb !== "revoke" && same(by.actor, ap.requestedBy)) throw new WritError("FORBIDDEN", "the requesting actor cannot approve or deny its own request");
+      if (verb === "revoke") {
+        if (ap.status !== "pending" && ap.status !== "approved") throw new WritError("INVALID_STATE", `approval ${approvalId} is ${ap.status} and cannot be revoked`);
+        const next: Approval = { ...ap, status: "revoked", updatedAt: now };
+        await tx.putApproval(scope, next);
+        await journal(ctx, tx, scope, next, "approval.revoked", by.actor, by.note ? { note: by.note } : {});
+        await follow(ctx, tx, next, events);
+        return next;
+      }
+      if (ap.status !== "pending") throw new WritError("INVALID_STATE", `approval ${approvalId} is ${ap.status}`);
+      if (ap.expiresAt <= now) {
+        const expired: Approval = { ...ap, status: "expired", updatedAt: now };
+        await tx.putApproval(scope, expired);
+        await journal(ctx, tx, scope, expired, "approval.expired", null);
+        await follow(ctx, tx, expired, events);
+        return expired;
+      }
+      if (ap.votes.some((v) => same(v.approver, by.actor))) throw new WritError("INVALID_STATE", `${by.actor.type}:${by.actor.id} already voted on ${approvalId}`);
+      const vote = { approver: { type: by.actor.type, id: by.actor.id }, verdict: verb === "approve" ? ("approve" as const) : ("deny" as const), at: now, ...(by.note ? { note: by.note } : {}) };
+      const votes = [...ap.votes, vote];
+      const approvals = votes.filter((v) => v.verdict === "approve").length;
+      const status: ApprovalStatus = verb === "deny" ? "denied" : approvals >= ap.quorum ? "approved" : "pending";
+      const next: Approval = { ...ap, votes, status, updatedAt: now };
+      await tx.putApproval(scope, next);
+      await journal(ctx, tx, scope, next, `approval.${verb === "deny" ? "denied" : status === "approved" ? "granted" : "vote"}`, by.actor, by.note ? { note: by.note } : {});
+      await follow(ctx, tx, next, events);
+      return next;
+    });
+    for (const e of events) ctx.emit(e);
+    return out;
+  }
+  return {
+    list: (scope, opts) => o.store.transact((tx) => tx.listApprovals(scope, opts)),
+    get: (scope, id) => o.store.transact((tx) => tx.getApproval(scope, id)),
+    approve: (scope, id, by) => act(scope, id, by, "approve"),
+    deny: (scope, id, by) => act(scope, id, by, "deny"),
+    revoke: (scope, id, by) => act(scope, id, by, "revoke"),
+    async sweep(limit = 100) {
+      const due = await o.store.transact((tx) => tx.listExpiredPendingApprovals(o.clock.now(), limit));
+      let n = 0;
+      for (const d of due) {
+        const events: HostEvent[] = [];
+        const done = await o.store.transact(async (tx) => {
+          const scope = scopeOf(d);
+          const ap = await load(tx, scope, d.approvalId);
+          const now = o.clock.now();
+          if (ap.status !== "pending" || ap.expiresAt > now) return false;
+          const expired: Approval = { ...ap, status: "expired", updatedAt: now };
+          await tx.putApproval(scope, expired);
+          await journal(ctx, tx, scope, expired, "approval.expired", null);
+          await follow(ctx, tx, expired, events);
+          return true;
+        });
+        for (const e of events) ctx.emit(e);
+        if (done) n++;
+      }
+      return n;
+    },
+  };
+}

@@ -1,0 +1,281 @@
+/**
+ * External completion of long-running operations (SPEC 4.7): a step that replied `accepted` is
+ * `handed_off` and its invocation `parked`; a signed completion later settles it. Identical repeats
+ * are absorbed; contradictions keep the first, record the second and go to a human; completions
+ * that arrive before parking are kept and applied at parking; overdue handoffs are swept to
+ * reconciliation and a late completion still settles them, marked late.
+ */
+import { parseJsonStrict } from "../core/canonical.js";
+import { digestOf } from "../core/digest.js";
+import { WritError, errorMessage } from "../core/errors.js";
+import { appendJournal } from "../core/journal.js";
+import { redact } from "../core/redact.js";
+import type { StoreTx } from "../core/store.js";
+import { COMPLETION_OUTCOMES, type CompletionDisposition, type CompletionRecord, type Invocation, type Json, type Scope, type StepCheckpoint } from "../core/types.js";
+import { verifyWebhook, webhookSecretBytes, type WebhookHeaders } from "../core/webhook.js";
+import { scopeOf, type HostContext } from "./context.js";
+import type { HostEvent } from "./events.js";
+import { toReconciliation } from "./process.js";
+
+export interface CompletionInput {
+  connector: string;
+  externalRef: string;
+  outcome: "success" | "failure";
+  result?: Json;
+  error?: string;
+  evidence?: Json;
+  /** The delivery id (`webhook-id`): a repeat is refused with WEBHOOK_REPLAYED and changes nothing. */
+  deliveryId?: string;
+}
+
+export interface CompletionAnswer {
+  disposition: CompletionDisposition;
+  invocationId?: string;
+  status?: Invocation["status"];
+}
+
+/** Connector secrets per scope: the secret that verifies a delivery names its scope. */
+export interface CompletionSecret {
+  tenantId: string;
+  spaceId: string;
+  connector: string;
+  /** `whsec_…` secrets; several during a rotation. */
+  secrets: string[];
+}
+
+const REF_MAX = 512;
+
+function checkInput(i: CompletionInput): void {
+  if (typeof i !== "object" || i === null) throw new WritError("INVALID_ARGUMENT", "a completion must be an object");
+  if (typeof i.connector !== "string" || i.connector.length === 0 || i.connector.length > 128) throw new WritError("INVALID_ARGUMENT", "connector must be a non-empty string");
+  if (typeof i.externalRef !== "string" || i.externalRef.length === 0 || i.externalRef.length > REF_MAX) throw new WritError("INVALID_ARGUMENT", "externalRef must be a non-empty string");
+  if (!(COMPLETION_OUTCOMES as readonly string[]).includes(i.outcome)) throw new WritError("INVALID_ARGUMENT", "outcome must be success or failure");
+  if (i.error !== undefined && (typeof i.error !== "string" || i.error.length > 4000)) throw new WritError("INVALID_ARGUMENT", "error must be a string");
+}
+
+/** Moves a step's completion into the step, the idempotency record and the invocation. */
+async function apply(ctx: HostContext, tx: StoreTx, inv: Invocation, step: StepCheckpoint, c: CompletionRecord, late: boolean, events: HostEvent[]): Promise<Invocation> {
+  const { o } = ctx;
+  const scope = scopeOf(inv);
+  const now = o.clock.now();
+  const action = ctx.actions.get(inv.action);
+  if (!action) throw new WritError("INVALID_STATE", `action ${inv.action} is not defined on this host`);
+  const success = c.outcome === "success";
+  const settled: StepCheckpoint = { ...step, status: success ? "succeeded" : "failed", endedAt: now };
+  if (success && c.result !== undefined) settled.output = c.result;
+  if (!success) {
+    settled.reasonCode = "COMPLETION_FAILURE";
+    settled.reason = ctx.o.redactErrorText ? safe(ctx, c.error ?? "the outside operation failed") : (c.error ?? "the outside operation failed");
+  }
+  await tx.putStep(scope, settled);
+  const last = step.stepIndex >= action.steps.length - 1;
+  const idem = await tx.getIdempotency(scope, inv.action, inv.idempotencyKey);
+  if (idem && (last || !success)) {
+    await tx.putIdempotency(scope, { ...idem, state: success ? "succeeded" : "failed", ...(success ? { resultAttemptId: step.attemptId } : {}), updatedAt: now });
+  }
+  if (late) {
+    for (const rec of await tx.listReconciliations(scope, { invocationId: inv.invocationId, status: "open" })) {
+      await tx.updateReconciliation(scope, {
+        ...rec,
+        status: "resolved",
+        resolution: { outcome: success ? "succeeded" : "failed", note: "settled by a late completion", by: { type: "service", id: `connector:${c.connector}` }, at: now, ...(c.externalRef ? { externalRef: c.externalRef } : {}) },
+        updatedAt: now,
+      });
+    }
+  }
+  const detail = { completionId: c.completionId, externalRef: c.externalRef, late } as Json;
+  if (success && last) {
+    const outputs: { [k: string]: Json } = {};
+    for (const s of await tx.getSteps(scope, inv.invocationId)) if (s.status === "succeeded") outputs[s.stepName] = s.output ?? null;
+    outputs[step.stepName] = settled.output ?? null;
+    const result = (redact({ outputs }, action.sensitive ?? []) as { outputs: Json }).outputs;
+    return ctx.transition(tx, inv, "succeeded", { result, nextStep: action.steps.length, deadlineAt: undefined }, { events, data: detail });
+  }
+  if (success) return ctx.transition(tx, inv, "queued", { nextStep: step.stepIndex + 1, runAt: now, attemptCount: 0, deadlineAt: undefined }, { events, data: detail });
+  const compensable = action.steps.slice(0, step.stepIndex).some((s) => s.compensate);
+  if (compensable) return ctx.transition(tx, inv, "queued", { compensating: true, nextStep: step.stepIndex, runAt: now, attemptCount: 0, deadlineAt: undefined }, { events, data: detail });
+  return ctx.transition(tx, inv, "failed", { lastError: `COMPLETION_FAILURE: ${settled.reason ?? ""}`, deadlineAt: undefined }, { events, data: detail });
+}
+
+function safe(ctx: HostContext, t: string): string {
+  try {
+    return ctx.o.redactErrorText!(t);
+  } catch {
+    return "[error text withheld]";
+  }
+}
+
+function redactedFor(ctx: HostContext, inv: Invocation | null, step: StepCheckpoint | null, c: CompletionRecord): CompletionRecord {
+  const action = inv ? ctx.actions.get(inv.action) : undefined;
+  const out = { ...c };
+  if (action?.sensitive && step && c.result !== undefined) {
+    out.result = ((redact({ outputs: { [step.stepName]: c.result } }, action.sensitive) as { outputs: { [k: string]: Json } }).outputs[step.stepName] ?? null);
+  }
+  if (c.error !== undefined && ctx.o.redactErrorText) out.error = safe(ctx, c.error);
+  return out;
+}
+
+function journalCompletion(ctx: HostContext, tx: StoreTx, scope: Scope, c: CompletionRecord, type: string): Promise<unknown> {
+  const data: { [k: string]: Json } = { connector: c.connector, externalRef: c.externalRef, outcome: c.outcome, disposition: c.disposition, contentDigest: c.contentDigest };
+  if (c.result !== undefined) data.result = c.result;
+  if (c.error !== undefined) data.error = c.error;
+  if (c.evidence !== undefined) data.evidence = c.evidence;
+  const refs: { [k: string]: string } = { completionId: c.completionId };
+  if (c.invocationId) refs.invocationId = c.invocationId;
+  return appendJournal(tx, ctx.o.crypto, scope, [{ id: `${type}:${c.connector}:${c.completionId}`, type, at: c.receivedAt, refs, data }]);
+}
+
+/** Applies a completion in `scope`. Throws COMPLETION_UNKNOWN_REFERENCE when nothing waits for it. */
+export async function complete(ctx: HostContext, scope: Scope, input: CompletionInput): Promise<CompletionAnswer> {
+  checkInput(input);
+  const { o } = ctx;
+  const events: HostEvent[] = [];
+  const answer = await o.store.transact(async (tx): Promise<CompletionAnswer> => {
+    const now = o.clock.now();
+    await tx.lock(scope, [`completion:${input.connector}:${input.externalRef}`]);
+    if (input.deliveryId !== undefined && !(await tx.rememberDelivery(scope, input.connector, input.deliveryId, now))) {
+      throw new WritError("WEBHOOK_REPLAYED", `delivery ${input.deliveryId} was already received`);
+    }
+    let contentDigest: string;
+    try {
+      contentDigest = digestOf(o.crypto, { outcome: input.outcome, result: input.result ?? null, error: input.error ?? null, evidence: input.evidence ?? null });
+    } catch (e) {
+      throw new WritError("INVALID_ARGUMENT", `completion is not plain JSON: ${errorMessage(e)}`);
+    }
+    const base: CompletionRecord = {
+      ...scope,
+      completionId: input.deliveryId ?? ctx.newId("cmp_"),
+      connector: input.connector,
+      externalRef: input.externalRef,
+      outcome: input.outcome,
+      contentDigest,
+      disposition: "applied",
+      receivedAt: now,
+    };
+    if (input.result !== undefined) base.result = input.result;
+    if (input.error !== undefined) base.error = input.error;
+    if (input.evidence !== undefined) base.evidence = input.evidence;
+
+    const step = await tx.findStepByExternalRef(scope, input.connector, input.externalRef);
+    const inv = step ? await tx.getInvocation(scope, step.invocationId) : null;
+    const prior = await tx.listCompletions(scope, input.connector, input.externalRef);
+    const first = prior.find((c) => c.disposition !== "contradictory");
+    if (first) {
+      if (first.contentDigest === contentDigest) return { disposition: "duplicate", ...(first.invocationId ? { invocationId: first.invocationId } : {}) };
+      const rec: CompletionRecord = redactedFor(ctx, inv, step, { ...base, disposition: "contradictory", ...(inv ? { invocationId: inv.invocationId, stepIndex: step!.stepIndex } : {}) });
+      await tx.insertCompletion(scope, rec);
+      await journalCompletion(ctx, tx, scope, rec, "completion.contradicted");
+      events.push({ type: "ExternalOperationContradicted", scope, invocationId: inv?.invocationId ?? "", at: now, data: { connector: rec.connector, externalRef: rec.externalRef, first: first.completionId, second: rec.completionId } });
+      if (inv && inv.status !== "reconciliation_required") {
+        const why = `contradictory completions for ${input.connector} ${input.externalRef}: kept ${first.completionId} (${first.outcome}), received ${rec.completionId} (${rec.outcome})`;
+        const next = await toReconciliation(ctx, tx, inv, undefined, step!.stepIndex, "COMPLETION_CONTRADICTED", why, input.externalRef, events);
+        return { disposition: "contradictory", invocationId: inv.invocationId, status: next.status };
+      }
+      return { disposition: "contradictory", ...(inv ? { invocationId: inv.invocationId, status: inv.status } : {}) };
+    }
+    if (!step || !inv) {
+      // Early: a call to this connector is in flight in this scope; keep the completion for the parking.
+      if (await inFlightCall(tx, scope, input.connector)) {
+        const rec = redactedFor(ctx, null, null, { ...base, disposition: "early" });
+        await tx.insertCompletion(scope, { ...base, disposition: "early" });
+        await journalCompletion(ctx, tx, scope, rec, "completion.early");
+        return { disposition: "early" };
+      }
+      throw new WritError("COMPLETION_UNKNOWN_REFERENCE", `no operation ${input.externalRef} of ${input.connector} is waiting in this scope; retry later if it was just started`);
+    }
+    const late = inv.status === "reconciliation_required" && inv.overdueAt !== undefined;
+    if (step.status !== "handed_off" || (inv.status !== "parked" && !late)) {
+      throw new WritError("INVALID_STATE", `operation ${input.externalRef} is no longer waiting for a completion (step ${step.status}, invocation ${inv.status})`);
+    }
+    const rec: CompletionRecord = { ...base, disposition: late ? "late" : "applied", invocationId: inv.invocationId, stepIndex: step.stepIndex };
+    await tx.insertCompletion(scope, redactedFor(ctx, inv, step, rec));
+    await journalCompletion(ctx, tx, scope, redactedFor(ctx, inv, step, rec), "completion.applied");
+    const next = await apply(ctx, tx, inv, step, rec, late, events);
+    return { disposition: rec.disposition, invocationId: inv.invocationId, status: next.status };
+  });
+  for (const e of events) ctx.emit(e);
+  return answer;
+}
+
+async function inFlightCall(tx: StoreTx, scope: Scope, connector: string): Promise<boolean> {
+  for (const inv of await tx.listInvocations(scope, { status: "running", limit: 1000 })) {
+    for (const s of await tx.getSteps(scope, inv.invocationId)) if (s.status === "started" && s.connector === connector) return true;
+  }
+  return false;
+}
+
+/**
+ * At parking (inside the settlement transaction): an early completion for this handoff is applied
+ * now; if early ones contradict each other, the invocation goes to reconciliation instead.
+ */
+export async function applyEarlyCompletions(ctx: HostContext, tx: StoreTx, parked: Invocation, step: StepCheckpoint, events: HostEvent[]): Promise<Invocation> {
+  if (!step.connector || !step.externalRef) return parked;
+  const scope = scopeOf(parked);
+  const early = await tx.listCompletions(scope, step.connector, step.externalRef);
+  if (early.length === 0) return parked;
+  const first = early[0]!;
+  if (early.some((c) => c.contentDigest !== first.contentDigest)) {
+    for (const c of early) await tx.updateCompletion(scope, { ...c, invocationId: parked.invocationId, stepIndex: step.stepIndex, disposition: c === first ? "applied" : "contradictory" });
+    return toReconciliation(ctx, tx, parked, undefined, step.stepIndex, "COMPLETION_CONTRADICTED", `contradictory early completions for ${step.connector} ${step.externalRef}`, step.externalRef, events);
+  }
+  const now = ctx.o.clock.now();
+  await tx.updateCompletion(scope, { ...first, disposition: "applied", invocationId: parked.invocationId, stepIndex: step.stepIndex, appliedAt: now });
+  return apply(ctx, tx, parked, step, first, false, events);
+}
+
+/** Sweep: parked invocations past their completion deadline go to reconciliation (overdueAt set). */
+export async function sweepOverdue(ctx: HostContext, limit = 100): Promise<number> {
+  const { o } = ctx;
+  const due = await o.store.transact((tx) => tx.listOverdueParked(o.clock.now(), limit));
+  let n = 0;
+  for (const d of due) {
+    const events: HostEvent[] = [];
+    const moved = await o.store.transact(async (tx) => {
+      const scope = scopeOf(d);
+      const inv = await tx.getInvocation(scope, d.invocationId);
+      const now = o.clock.now();
+      if (!inv || inv.status !== "parked" || inv.deadlineAt === undefined || inv.deadlineAt > now || inv.overdueAt !== undefined) return false;
+      const steps = await tx.getSteps(scope, inv.invocationId);
+      const handoff = steps.find((s) => s.status === "handed_off");
+      const why = `no completion for ${handoff?.connector ?? "the connector"} ${handoff?.externalRef ?? ""} by its deadline`;
+      await toReconciliation(ctx, tx, inv, undefined, handoff?.stepIndex ?? inv.nextStep, "COMPLETION_OVERDUE", why, handoff?.externalRef, events, { overdueAt: now });
+      return true;
+    });
+    for (const e of events) ctx.emit(e);
+    if (moved) n++;
+  }
+  return n;
+}
+
+/**
+ * Verifies a signed delivery (Standard Webhooks) against the connector's secrets of every scope;
+ * the secret that verifies names the scope. Then applies it. Nothing changes on any refusal.
+ */
+export async function receiveCompletion(ctx: HostContext, secrets: readonly CompletionSecret[], connector: string, headers: WebhookHeaders, rawBody: string): Promise<CompletionAnswer & { scope: Scope }> {
+  const candidates = secrets.filter((s) => s.connector === connector);
+  if (candidates.length === 0) throw new WritError("WEBHOOK_SIGNATURE_INVALID", `no completion secret is configured for connector ${connector}`);
+  const keys: Uint8Array[] = [];
+  const owner: Scope[] = [];
+  for (const c of candidates) {
+    for (const s of c.secrets) {
+      keys.push(webhookSecretBytes(s));
+      owner.push({ tenantId: c.tenantId, spaceId: c.spaceId });
+    }
+  }
+  const idx = verifyWebhook(ctx.o.crypto, keys, headers, rawBody, ctx.o.clock.now());
+  const scope = owner[idx]!;
+  let body: unknown;
+  try {
+    body = parseJsonStrict(rawBody, 32);
+  } catch (e) {
+    throw new WritError("INVALID_ARGUMENT", `completion body is not valid JSON: ${errorMessage(e)}`);
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new WritError("INVALID_ARGUMENT", "completion body must be a JSON object");
+  const b = body as Record<string, unknown>;
+  for (const k of Object.keys(b)) if (!["externalRef", "outcome", "result", "error", "evidence"].includes(k)) throw new WritError("INVALID_ARGUMENT", `completion body has an unknown field ${k}`);
+  const input: CompletionInput = { connector, externalRef: b.externalRef as string, outcome: b.outcome as CompletionInput["outcome"], deliveryId: headers.id! };
+  if (b.result !== undefined) input.result = b.result as Json;
+  if (b.error !== undefined) input.error = b.error as string;
+  if (b.evidence !== undefined) input.evidence = b.evidence as Json;
+  return { ...(await complete(ctx, scope, input)), scope };
+}
