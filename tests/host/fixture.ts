@@ -25,7 +25,12 @@ export interface HostBench {
   /** Per operation (step name), what the connector answers; default success. */
   replies: Map<string, Reply>;
   verdict: { current: DecisionResult };
+  /** Runs inside policy evaluation (to simulate changes racing the decision). */
+  duringEvaluate: { current: ((input: PolicyInput) => Promise<void>) | null };
   events: HostEvent[];
+  /** Policy refs the engine accepts; the first is the one it signs under. */
+  acceptedRefs: string[];
+  quorum: { current: number };
   request(o?: Partial<ActionRequest>): ActionRequest;
 }
 
@@ -46,6 +51,18 @@ export const actions = [
     ],
   }),
   defineAction({ id: "limited", version: "1", params, idempotent: true, retry: { maxAttempts: 2, baseDelayMs: 100, maxDelayMs: 1000 }, steps: [{ name: "a", connector: "c", operation: "a" }] }),
+  defineAction({ id: "long.one", version: "1", params, idempotent: true, completion: { deadlineMs: 60_000 }, steps: [{ name: "a", connector: "c", operation: "a" }] }),
+  defineAction({
+    id: "long.two",
+    version: "1",
+    params,
+    idempotent: true,
+    completion: { deadlineMs: 60_000 },
+    steps: [
+      { name: "a", connector: "c", operation: "a" },
+      { name: "b", connector: "c", operation: "b", input: ({ outputs }) => ({ fromA: outputs.a ?? null }) },
+    ],
+  }),
 ];
 
 let n = 0;
@@ -55,7 +72,10 @@ export function makeHostBench(store: Store, overrides: Partial<HostOptions> = {}
   const calls: ConnectorContext[] = [];
   const replies = new Map<string, Reply>();
   const verdict = { current: "ALLOW" as DecisionResult };
+  const duringEvaluate: HostBench["duringEvaluate"] = { current: null };
   const events: HostEvent[] = [];
+  const acceptedRefs = ["test:v1"];
+  const quorum = { current: 1 };
   const op = (name: string) => async (ctx: ConnectorContext): Promise<ConnectorReply> => {
     calls.push(ctx);
     const r = replies.get(name) ?? { outcome: "success", externalRef: `ref-${name}-${calls.length}`, output: { step: name } };
@@ -65,8 +85,14 @@ export function makeHostBench(store: Store, overrides: Partial<HostOptions> = {}
   };
   const connector = defineConnector({ id: "c", operations: Object.fromEntries(["a", "b", "c", "undo-a", "undo-b"].map((k) => [k, op(k)])) });
   const policy: PolicyEngine = {
-    evaluate: (input: PolicyInput) => ({ result: verdict.current, reasons: [`test policy: ${verdict.current} ${input.request.action}`], policyRef: "test:v1" }),
-    acceptedPolicyRefs: () => ["test:v1"],
+    evaluate: async (input: PolicyInput) => {
+      const policyRef = acceptedRefs[0]!; // the version in force when the decision is made
+      if (duringEvaluate.current) await duringEvaluate.current(input);
+      // REQUIRE_APPROVAL is satisfied by an approved approval, like an @approval("required") permit.
+      const result = verdict.current === "REQUIRE_APPROVAL" && input.approval?.status === "approved" ? "ALLOW" : verdict.current;
+      return { result, reasons: [`test policy: ${result} ${input.request.action}`], policyRef, approval: { approverRoles: ["approve"], quorum: quorum.current } };
+    },
+    acceptedPolicyRefs: () => acceptedRefs,
   };
   const host = createHostCore({
     store,
@@ -90,6 +116,9 @@ export function makeHostBench(store: Store, overrides: Partial<HostOptions> = {}
     calls,
     replies,
     verdict,
+    duringEvaluate,
+    acceptedRefs,
+    quorum,
     events,
     request: (o = {}) => ({ ...scope, action: "one.idem", actionVersion: "1", actor: { type: "agent", id: "bot" }, authorityRef: "auth", params: { n: 1 }, idempotencyKey: `key-${++n}`, ...o }),
   };
