@@ -17,6 +17,7 @@
  */
 import { WritError } from "./errors.js";
 import type {
+  ApiKeyRecord,
   Approval,
   AttemptRecord,
   Authority,
@@ -181,6 +182,13 @@ export interface StoreTx {
   findStepByExternalRef(scope: Scope, connector: string, externalRef: string): Promise<StepCheckpoint | null>;
   /** Records a delivery id; false (nothing written) when it was seen before in this scope and connector. */
   rememberDelivery(scope: Scope, connector: string, deliveryId: string, at: number): Promise<boolean>;
+
+  // API keys (per tenant; looked up by key id when a request arrives)
+  /** Inserts or replaces by keyId. */
+  putApiKey(key: ApiKeyRecord): Promise<void>;
+  getApiKey(keyId: string): Promise<ApiKeyRecord | null>;
+  /** The tenant's keys, oldest first. */
+  listApiKeys(tenantId: string): Promise<ApiKeyRecord[]>;
 
   // sweeps (across scopes, like claims)
   /** `parked` invocations whose deadlineAt <= now and overdueAt unset, oldest deadline first. */

@@ -333,3 +333,21 @@ export interface CompletionRecord {
   /** For `early` completions: set once applied at parking. */
   appliedAt?: number;
 }
+
+export const API_ROLES = ["submit", "approve", "operate", "admin"] as const;
+export type ApiRole = (typeof API_ROLES)[number];
+
+/** An API key of one tenant (SPEC 8). Only a hash of the secret is stored. */
+export interface ApiKeyRecord {
+  /** Public id, part of the key text (`writ_<keyId>_<secret>`). */
+  keyId: string;
+  tenantId: string;
+  /** Spaces the key may act in; `["*"]` for all of the tenant's spaces. */
+  spaces: string[];
+  roles: ApiRole[];
+  /** `sha256:<base64url>` of the whole key text. */
+  hash: string;
+  name: string;
+  createdAt: number;
+  revokedAt?: number;
+}

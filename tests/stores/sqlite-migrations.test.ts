@@ -15,6 +15,7 @@ afterEach(() => dbs.cleanup());
 const CHILD = fileURLToPath(new URL("./fixtures/sqlite-migrate-child.ts", import.meta.url));
 
 const TABLES = [
+  "api_keys",
   "approvals",
   "attempts",
   "authorities",

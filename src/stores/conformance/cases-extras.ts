@@ -18,6 +18,33 @@ function completion(scope: Scope, over: Partial<CompletionRecord> = {}): Complet
 
 export const extraCases: StoreConformanceCase[] = [
   {
+    // Invariant: API keys are found by key id, listed per tenant only, and never move to another tenant.
+    name: "api keys: by id, per tenant, never moved across tenants",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const t1 = newScope().tenantId;
+        const t2 = newScope().tenantId;
+        const k1 = { keyId: uid("key"), tenantId: t1, spaces: ["*"], roles: ["submit" as const], hash: "sha256:a", name: "ci", createdAt: T0 };
+        const k2 = { ...k1, keyId: uid("key"), createdAt: T0 + 1, roles: ["admin" as const] };
+        const other = { ...k1, keyId: uid("key"), tenantId: t2 };
+        await store.transact(async (tx) => {
+          for (const k of [k2, k1, other]) await tx.putApiKey(k);
+        });
+        assertRecord(await store.transact((tx) => tx.getApiKey(k1.keyId)), k1, "key by id");
+        assert.equal(await store.transact((tx) => tx.getApiKey(uid("key"))), null);
+        assert.deepStrictEqual(
+          (await store.transact((tx) => tx.listApiKeys(t1))).map((k) => k.keyId),
+          [k1.keyId, k2.keyId],
+        );
+        const revoked = { ...k1, revokedAt: T0 + 5 };
+        await store.transact((tx) => tx.putApiKey(revoked));
+        assertRecord(await store.transact((tx) => tx.getApiKey(k1.keyId)), revoked, "revoked key");
+        await rejectsWithCode(store.transact((tx) => tx.putApiKey({ ...k1, tenantId: t2 })), CROSS_SCOPE_CODES, "key moved to another tenant");
+        assert.equal((await store.transact((tx) => tx.getApiKey(k1.keyId)))?.tenantId, t1);
+      });
+    },
+  },
+  {
     // Invariant: policy versions are kept per scope, replaced by (scope, version), listed ascending, invisible elsewhere.
     name: "policy versions: put replaces by version, list ascending, scoped",
     async run(makeStore) {

@@ -4,7 +4,7 @@
  */
 import { WritError } from "../../core/errors.js";
 import { assertScope } from "../../core/store.js";
-import type { Approval, CompletionRecord, Invocation, PolicyVersion, Scope, StepCheckpoint } from "../../core/types.js";
+import type { ApiKeyRecord, Approval, CompletionRecord, Invocation, PolicyVersion, Scope, StepCheckpoint } from "../../core/types.js";
 import { copy } from "./copy.js";
 import { findScope, keyOf, limited, scopeFor, setUndoable, type MemoryState, type Work } from "./state.js";
 
@@ -76,4 +76,22 @@ export function listExpiredPendingApprovals(w: Work, now: number, limit: number)
   const out: Approval[] = [];
   for (const sd of allScopes(w.state)) for (const a of sd.approvals.values()) if (a.status === "pending" && a.expiresAt <= now) out.push(a);
   return limited(out.sort((a, b) => a.expiresAt - b.expiresAt), limit).map(copy);
+}
+
+export function putApiKey(w: Work, key: ApiKeyRecord): void {
+  if (typeof key?.keyId !== "string" || key.keyId.length === 0 || typeof key.tenantId !== "string" || key.tenantId.length === 0) {
+    throw new WritError("INVALID_ARGUMENT", "an API key needs a keyId and a tenantId");
+  }
+  const prev = w.state.apiKeys.get(key.keyId);
+  if (prev && prev.tenantId !== key.tenantId) throw new WritError("SCOPE_VIOLATION", `API key ${key.keyId} belongs to another tenant`);
+  setUndoable(w, w.state.apiKeys, key.keyId, copy(key));
+}
+
+export function getApiKey(w: Work, keyId: string): ApiKeyRecord | null {
+  const k = w.state.apiKeys.get(keyId);
+  return k ? copy(k) : null;
+}
+
+export function listApiKeys(w: Work, tenantId: string): ApiKeyRecord[] {
+  return [...w.state.apiKeys.values()].filter((k) => k.tenantId === tenantId).sort((a, b) => a.createdAt - b.createdAt).map(copy);
 }

@@ -6,6 +6,7 @@
 import { WritError } from "../../core/errors.js";
 import type { ClaimOptions, InvocationFilter, ListOptions, StoreTx } from "../../core/store.js";
 import type {
+  ApiKeyRecord,
   Approval,
   AttemptRecord,
   Authority,
@@ -206,6 +207,15 @@ export class MemoryTx implements StoreTx {
   }
   async rememberDelivery(scope: Scope, connector: string, deliveryId: string, at: number): Promise<boolean> {
     return extras.rememberDelivery(this.#enter("rememberDelivery"), scope, connector, deliveryId, at);
+  }
+  async putApiKey(key: ApiKeyRecord): Promise<void> {
+    extras.putApiKey(this.#enter("putApiKey"), key);
+  }
+  async getApiKey(keyId: string): Promise<ApiKeyRecord | null> {
+    return extras.getApiKey(this.#enter("getApiKey"), keyId);
+  }
+  async listApiKeys(tenantId: string): Promise<ApiKeyRecord[]> {
+    return extras.listApiKeys(this.#enter("listApiKeys"), tenantId);
   }
   async listOverdueParked(now: number, limit: number): Promise<Invocation[]> {
     return extras.listOverdueParked(this.#enter("listOverdueParked"), now, limit);

@@ -6,6 +6,7 @@
  */
 import { WritError } from "../../core/errors.js";
 import type {
+  ApiKeyRecord,
   Approval,
   AttemptRecord,
   Authority,
@@ -56,6 +57,8 @@ export interface ScopeData {
 export interface MemoryState {
   /** tenantId -> spaceId -> records. */
   readonly tenants: Map<string, Map<string, ScopeData>>;
+  /** keyId -> API key (tenant-level records). */
+  readonly apiKeys: Map<string, ApiKeyRecord>;
   readonly claims: ClaimIndex;
 }
 
@@ -69,7 +72,7 @@ export interface Work {
 }
 
 export function newState(): MemoryState {
-  return { tenants: new Map(), claims: new ClaimIndex() };
+  return { tenants: new Map(), apiKeys: new Map(), claims: new ClaimIndex() };
 }
 
 /** The composite key of (action, idempotencyKey). */

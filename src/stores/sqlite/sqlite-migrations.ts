@@ -187,6 +187,20 @@ CREATE INDEX invocations_parked_deadline ON invocations (json_extract(doc, '$.de
 CREATE INDEX approvals_pending_expiry ON approvals (json_extract(doc, '$.expiresAt')) WHERE status = 'pending';
 `,
   },
+  {
+    version: 3,
+    name: "api_keys",
+    sql: `
+-- Tenant-level records: looked up by key id when a request arrives, never by secret.
+CREATE TABLE api_keys (
+  key_id TEXT PRIMARY KEY,
+  tenant_id TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  doc TEXT NOT NULL
+);
+CREATE INDEX api_keys_by_tenant ON api_keys (tenant_id, created_at);
+`,
+  },
 ];
 
 /** The schema version this build creates and expects. */

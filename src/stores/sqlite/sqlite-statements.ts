@@ -68,6 +68,9 @@ export interface SqliteStatements {
   rememberDelivery: Database.Statement;
   listOverdueParked: Database.Statement;
   listExpiredPendingApprovals: Database.Statement;
+  putApiKey: Database.Statement;
+  getApiKey: Database.Statement;
+  listApiKeys: Database.Statement;
 }
 
 /** Prepares the fixed statements; the schema must be migrated first. */
@@ -178,6 +181,12 @@ export function prepareStatements(db: Database.Database): SqliteStatements {
       "SELECT doc FROM invocations WHERE status = 'parked' AND json_extract(doc, '$.deadlineAt') <= @now " +
         "AND json_extract(doc, '$.overdueAt') IS NULL ORDER BY json_extract(doc, '$.deadlineAt') LIMIT @limit",
     ).pluck(),
+    putApiKey: p(
+      "INSERT INTO api_keys (key_id, tenant_id, created_at, doc) VALUES (@id, @tenant, @createdAt, @doc) " +
+        "ON CONFLICT (key_id) DO UPDATE SET doc = excluded.doc WHERE api_keys.tenant_id = excluded.tenant_id",
+    ),
+    getApiKey: p("SELECT doc FROM api_keys WHERE key_id = @id").pluck(),
+    listApiKeys: p("SELECT doc FROM api_keys WHERE tenant_id = @tenant ORDER BY created_at, key_id").pluck(),
     listExpiredPendingApprovals: p(
       "SELECT doc FROM approvals WHERE status = 'pending' AND json_extract(doc, '$.expiresAt') <= @now ORDER BY json_extract(doc, '$.expiresAt') LIMIT @limit",
     ).pluck(),

@@ -5,6 +5,7 @@
 import { LeaseLostError, WritError } from "../../core/errors.js";
 import { assertScope, type ClaimOptions, type InvocationFilter, type ListOptions, type StoreTx } from "../../core/store.js";
 import type {
+  ApiKeyRecord,
   Approval,
   AttemptRecord,
   Authority,
@@ -469,6 +470,26 @@ export class SqliteTx implements StoreTx {
 
   async rememberDelivery(scope: Scope, connector: string, deliveryId: string, at: number): Promise<boolean> {
     return this.#q.rememberDelivery.run({ ...this.#sp(scope), connector, id: deliveryId, at }).changes === 1;
+  }
+
+  // API keys (tenant-level)
+
+  async putApiKey(key: ApiKeyRecord): Promise<void> {
+    this.#checkOpen();
+    if (!nonEmpty(key?.keyId) || !nonEmpty(key.tenantId)) throw new WritError("INVALID_ARGUMENT", "an API key needs a keyId and a tenantId");
+    if (this.#q.putApiKey.run({ id: key.keyId, tenant: key.tenantId, createdAt: key.createdAt, doc: JSON.stringify(key) }).changes === 0) {
+      throw new WritError("SCOPE_VIOLATION", `API key ${key.keyId} belongs to another tenant`);
+    }
+  }
+
+  async getApiKey(keyId: string): Promise<ApiKeyRecord | null> {
+    this.#checkOpen();
+    return one(this.#q.getApiKey, { id: keyId });
+  }
+
+  async listApiKeys(tenantId: string): Promise<ApiKeyRecord[]> {
+    this.#checkOpen();
+    return (this.#q.listApiKeys.all({ tenant: tenantId }) as string[]).map((d) => parse<ApiKeyRecord>(d));
   }
 
   // sweeps (across scopes)
