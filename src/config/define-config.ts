@@ -1,0 +1,73 @@
+/**
+ * `writ.config.ts`: one typed object that says which store, actions, connectors, policy and keys a
+ * Writ process uses.
+ *
+ * @example
+ * // writ.config.ts
+ * import { defineConfig } from "writ";
+ * export default defineConfig({ store: { kind: "sqlite" }, actions: [refund], connectors: [payments],
+ *   policy: { cedar: { policies: readFileSync("policies.cedar", "utf8") } } });
+ */
+import type { ActionDefinition, Connector } from "../core/action.js";
+import { WritError } from "../core/errors.js";
+import type { PolicyEngine } from "../core/policy.js";
+import type { Store } from "../core/store.js";
+import type { CompletionSecret } from "../host/completions.js";
+import type { HostOptions } from "../host/options.js";
+import type { WorkerOptions } from "../host/worker.js";
+
+export type StoreConfig =
+  | { kind: "sqlite"; /** @defaultValue ".writ/writ.db" */ path?: string }
+  | { kind: "postgres"; url: string; /** @defaultValue 10 */ poolSize?: number }
+  | { kind: "memory" }
+  | { kind: "custom"; store: Store };
+
+export interface WritConfig {
+  /** @defaultValue { kind: "sqlite" } (the embedded default, `.writ/writ.db`) */
+  store?: StoreConfig;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  actions: ReadonlyArray<ActionDefinition<any>>;
+  connectors: readonly Connector[];
+  /** A PolicyEngine, or Cedar policies the runtime turns into one. */
+  policy: PolicyEngine | { cedar: { policies: string; schema?: string } };
+  /** Where signing keys live (private keys 0600). @defaultValue ".writ/keys" */
+  keys?: { dir?: string };
+  server?: {
+    /** @defaultValue 8787 */
+    port?: number;
+    /** @defaultValue "127.0.0.1" */
+    host?: string;
+    /** @defaultValue 1048576 (1 MiB) */
+    bodyLimitBytes?: number;
+  };
+  /** Worker settings used by `writ serve` and `writ worker`. */
+  worker?: WorkerOptions;
+  completionSecrets?: CompletionSecret[];
+  /** Host tuning (timeouts, retries, breakers, recovery). */
+  host?: Pick<HostOptions, "timeoutMs" | "maxDecisionAgeSeconds" | "recoveryMaxAttempts" | "retry" | "breaker" | "approvalTtlMs" | "sweepMs" | "redactErrorText">;
+}
+
+/** Declares a config with types; checks its shape so a mistake is named at load time. */
+export function defineConfig(config: WritConfig): WritConfig {
+  checkConfig(config, "defineConfig");
+  return config;
+}
+
+export function checkConfig(c: unknown, where: string): asserts c is WritConfig {
+  const bad = (msg: string): never => {
+    throw new WritError("INVALID_OPTION", `${where}: ${msg}`);
+  };
+  if (typeof c !== "object" || c === null) bad("the config must be an object (export default defineConfig({...}))");
+  const o = c as Record<string, unknown>;
+  if (!Array.isArray(o.actions)) bad("actions must be a list of defineAction(...) results");
+  if (!Array.isArray(o.connectors)) bad("connectors must be a list of defineConnector(...) results");
+  const p = o.policy as Record<string, unknown> | undefined;
+  if (!p || (typeof p.evaluate !== "function" && (typeof p.cedar !== "object" || p.cedar === null))) bad("policy must be a PolicyEngine or { cedar: { policies } }");
+  if (o.store !== undefined) {
+    const s = o.store as Record<string, unknown>;
+    if (!["sqlite", "postgres", "memory", "custom"].includes(s.kind as string)) bad("store.kind must be sqlite, postgres, memory or custom");
+    if (s.kind === "postgres" && typeof s.url !== "string") bad("store.url is required for postgres");
+  }
+  const srv = o.server as Record<string, unknown> | undefined;
+  if (srv?.port !== undefined && !(Number.isInteger(srv.port) && (srv.port as number) >= 0 && (srv.port as number) < 65536)) bad("server.port must be a port number");
+}

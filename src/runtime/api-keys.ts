@@ -1,0 +1,64 @@
+/**
+ * API keys per tenant with roles (SPEC 8). The key text is `writ_<keyId>_<secret>`; only
+ * `sha256(key text)` is stored. Lookups go by key id, then compare hashes in constant time.
+ */
+import { base64url, utf8 } from "../core/encoding.js";
+import { WritError } from "../core/errors.js";
+import type { CryptoPort, Random } from "../core/ports.js";
+import type { Store } from "../core/store.js";
+import { API_ROLES, type ApiKeyRecord, type ApiRole } from "../core/types.js";
+
+const KEY_RE = /^writ_([A-Za-z0-9]{8,40})_([A-Za-z0-9_-]{20,100})$/;
+
+export interface NewApiKey {
+  tenantId: string;
+  spaces?: string[];
+  roles: ApiRole[];
+  name: string;
+}
+
+function hashOf(crypto: CryptoPort, text: string): string {
+  return "sha256:" + base64url(crypto.sha256(utf8(text)));
+}
+
+/** Creates a key; the returned `key` text is shown once and never stored. */
+export async function createApiKey(store: Store, crypto: CryptoPort, random: Random, input: NewApiKey, now: number): Promise<{ key: string; record: ApiKeyRecord }> {
+  if (typeof input.tenantId !== "string" || !/^[A-Za-z0-9_.:-]{1,200}$/.test(input.tenantId)) throw new WritError("INVALID_ARGUMENT", "tenantId must be 1-200 characters of letters, digits, _ . : -");
+  if (!Array.isArray(input.roles) || input.roles.length === 0 || !input.roles.every((r) => (API_ROLES as readonly string[]).includes(r))) {
+    throw new WritError("INVALID_ARGUMENT", `roles must be a non-empty list of ${API_ROLES.join(", ")}`);
+  }
+  const spaces = input.spaces ?? ["*"];
+  if (!Array.isArray(spaces) || spaces.length === 0 || !spaces.every((s) => typeof s === "string" && s.length > 0 && s.length <= 200)) throw new WritError("INVALID_ARGUMENT", "spaces must be a non-empty list");
+  const keyId = base64url(random.bytes(12)).replace(/[-_]/g, "x");
+  const key = `writ_${keyId}_${base64url(random.bytes(24))}`;
+  const record: ApiKeyRecord = { keyId, tenantId: input.tenantId, spaces, roles: [...new Set(input.roles)], hash: hashOf(crypto, key), name: String(input.name ?? "").slice(0, 200), createdAt: now };
+  await store.transact((tx) => tx.putApiKey(record));
+  return { key, record };
+}
+
+/** The live record for a presented key, or null (malformed, unknown, wrong secret, revoked). */
+export async function verifyApiKey(store: Store, crypto: CryptoPort, text: string): Promise<ApiKeyRecord | null> {
+  const m = KEY_RE.exec(text);
+  if (!m) return null;
+  const rec = await store.transact((tx) => tx.getApiKey(m[1]!));
+  if (!rec || rec.revokedAt !== undefined) return null;
+  const a = utf8(rec.hash);
+  const b = utf8(hashOf(crypto, text));
+  return crypto.timingSafeEqual(a, b) ? rec : null;
+}
+
+export async function revokeApiKey(store: Store, keyId: string, tenantId: string, now: number): Promise<ApiKeyRecord> {
+  return store.transact(async (tx) => {
+    const rec = await tx.getApiKey(keyId);
+    if (!rec || rec.tenantId !== tenantId) throw new WritError("NOT_FOUND", `no API key ${keyId} for this tenant`);
+    const next = { ...rec, revokedAt: rec.revokedAt ?? now };
+    await tx.putApiKey(next);
+    return next;
+  });
+}
+
+/** True when the key may act in `spaceId` with `role` (admin implies every role). */
+export function keyAllows(rec: ApiKeyRecord, spaceId: string, role: ApiRole): boolean {
+  const space = rec.spaces.includes("*") || rec.spaces.includes(spaceId);
+  return space && (rec.roles.includes(role) || rec.roles.includes("admin"));
+}

@@ -1,0 +1,93 @@
+/**
+ * Signing keys on disk: `<dir>/keyring.json` lists every key (kid, public JWK, status) and
+ * `<dir>/<kid>.private.json` holds a private key, readable by the owner only (0600). Revoked keys
+ * lose their private file.
+ */
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { WritError } from "../core/errors.js";
+import { createKeyring, type Keyring, type KeyStatus, type SigningKey } from "../core/keyring.js";
+import type { PrivateJwk, PublicJwk } from "../core/ports.js";
+import { defaultCrypto } from "../node/defaults.js";
+import { systemRandom } from "../node/clock.js";
+import { base64url } from "../core/encoding.js";
+
+export interface KeyFileEntry {
+  kid: string;
+  publicJwk: PublicJwk;
+  status: KeyStatus;
+  createdAt: string;
+}
+
+const KID_RE = /^[A-Za-z0-9_.-]{1,100}$/;
+
+function ringPath(dir: string): string {
+  return join(dir, "keyring.json");
+}
+
+export function readKeyFile(dir: string): KeyFileEntry[] {
+  const p = ringPath(dir);
+  if (!existsSync(p)) return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(p, "utf8"));
+  } catch {
+    throw new WritError("KEY_ERROR", `${p} is not valid JSON`);
+  }
+  const keys = (parsed as { keys?: unknown }).keys;
+  if (!Array.isArray(keys)) throw new WritError("KEY_ERROR", `${p} must hold { "keys": [...] }`);
+  return keys as KeyFileEntry[];
+}
+
+function writeKeyFile(dir: string, keys: KeyFileEntry[]): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const tmp = `${ringPath(dir)}.tmp`;
+  writeFileSync(tmp, JSON.stringify({ keys }, null, 2) + "\n");
+  renameSync(tmp, ringPath(dir));
+}
+
+/** Generates a key, stores its private half 0600, adds it as active; older active keys become retired. */
+export function generateKeyFile(dir: string, kid?: string): KeyFileEntry {
+  const id = kid ?? `key-${new Date().toISOString().slice(0, 10)}-${base64url(systemRandom.bytes(4))}`;
+  if (!KID_RE.test(id)) throw new WritError("KEY_ERROR", "kid must be 1-100 characters of letters, digits, _ . -");
+  const keys = readKeyFile(dir);
+  if (keys.some((k) => k.kid === id)) throw new WritError("KEY_ERROR", `a key ${id} already exists`);
+  const { privateJwk, publicJwk } = defaultCrypto().generateEd25519();
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const priv = join(dir, `${id}.private.json`);
+  writeFileSync(priv, JSON.stringify({ ...privateJwk, kid: id }) + "\n", { mode: 0o600 });
+  chmodSync(priv, 0o600);
+  const entry: KeyFileEntry = { kid: id, publicJwk: { ...publicJwk, kid: id, alg: "EdDSA", use: "sig" }, status: "active", createdAt: new Date().toISOString() };
+  writeKeyFile(dir, [...keys.map((k) => (k.status === "active" ? { ...k, status: "retired" as const } : k)), entry]);
+  return entry;
+}
+
+/** Revokes a key for good (decisions signed with it never verify again) and deletes its private half. */
+export function revokeKeyFile(dir: string, kid: string): KeyFileEntry {
+  const keys = readKeyFile(dir);
+  const k = keys.find((x) => x.kid === kid);
+  if (!k) throw new WritError("NOT_FOUND", `no key ${kid} in ${dir}`);
+  k.status = "revoked";
+  writeKeyFile(dir, keys);
+  rmSync(join(dir, `${kid}.private.json`), { force: true });
+  return k;
+}
+
+export function loadKeyring(dir: string): Keyring {
+  return createKeyring(readKeyFile(dir).map((k) => ({ kid: k.kid, publicJwk: k.publicJwk, status: k.status })));
+}
+
+/** The active signing key; generates the first one when the directory holds none. */
+export function loadSigningKey(dir: string, options: { create?: boolean } = {}): SigningKey {
+  let keys = readKeyFile(dir);
+  if (!keys.some((k) => k.status === "active")) {
+    if (options.create === false) throw new WritError("KEY_ERROR", `no active signing key in ${dir}: run \`writ keys generate\``);
+    generateKeyFile(dir);
+    keys = readKeyFile(dir);
+  }
+  const active = keys.filter((k) => k.status === "active").at(-1)!;
+  const priv = join(dir, `${active.kid}.private.json`);
+  if (!existsSync(priv)) throw new WritError("KEY_ERROR", `the private key of ${active.kid} is missing from ${dir}`);
+  const privateJwk = JSON.parse(readFileSync(priv, "utf8")) as PrivateJwk;
+  return { kid: active.kid, privateJwk, publicJwk: active.publicJwk };
+}
