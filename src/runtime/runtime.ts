@@ -1,0 +1,86 @@
+/**
+ * A running Writ process built from a config: the store, the keys, the policy engine and the host.
+ * `writ serve`, `writ worker` and the other CLI commands all start here.
+ */
+import { isAbsolute, join } from "node:path";
+import type { PolicyEngine } from "../core/policy.js";
+import type { Keyring, SigningKey } from "../core/keyring.js";
+import type { Store } from "../core/store.js";
+import type { WritConfig } from "../config/define-config.js";
+import { createHostCore, type Host } from "../host/host.js";
+import { cedarPolicy } from "../policy/cedar-engine.js";
+import { systemClock, systemRandom } from "../node/clock.js";
+import { defaultCrypto } from "../node/defaults.js";
+import { memoryStore } from "../stores/memory/index.js";
+import { postgresStore } from "../stores/postgres/index.js";
+import { sqliteStore } from "../stores/sqlite/index.js";
+import { loadKeyring, loadSigningKey } from "./key-files.js";
+import type { Logger } from "../host/options.js";
+
+export interface Runtime {
+  config: WritConfig;
+  store: Store;
+  host: Host;
+  policy: PolicyEngine;
+  keyring: Keyring;
+  signingKey: SigningKey;
+  keysDir: string;
+  close(): Promise<void>;
+}
+
+export interface OpenRuntimeOptions {
+  /** Relative paths in the config resolve against it. @defaultValue process.cwd() */
+  cwd?: string;
+  logger?: Logger;
+  /** Create a signing key when none exists. @defaultValue true */
+  createKey?: boolean;
+  /** Apply migrations. @defaultValue true */
+  migrate?: boolean;
+}
+
+export function storeFromConfig(config: WritConfig, cwd: string): Store {
+  const s = config.store ?? { kind: "sqlite" as const };
+  switch (s.kind) {
+    case "memory":
+      return memoryStore();
+    case "custom":
+      return s.store;
+    case "postgres":
+      return postgresStore({ url: s.url }, s.poolSize !== undefined ? { max: s.poolSize } : {});
+    case "sqlite": {
+      const path = s.path ?? ".writ/writ.db";
+      return sqliteStore({ path: path === ":memory:" || isAbsolute(path) ? path : join(cwd, path) });
+    }
+  }
+}
+
+export function policyFromConfig(config: WritConfig): PolicyEngine {
+  const p = config.policy;
+  if ("evaluate" in p) return p;
+  return cedarPolicy({ policies: p.cedar.policies, ...(p.cedar.schema !== undefined ? { schema: p.cedar.schema } : {}) });
+}
+
+export async function openRuntime(config: WritConfig, options: OpenRuntimeOptions = {}): Promise<Runtime> {
+  const cwd = options.cwd ?? process.cwd();
+  const keysDir = isAbsolute(config.keys?.dir ?? "") ? config.keys!.dir! : join(cwd, config.keys?.dir ?? ".writ/keys");
+  const signingKey = loadSigningKey(keysDir, { create: options.createKey ?? true });
+  const keyring = loadKeyring(keysDir);
+  const policy = policyFromConfig(config);
+  const store = storeFromConfig(config, cwd);
+  if (options.migrate ?? true) await store.migrate();
+  const host = createHostCore({
+    store,
+    actions: config.actions,
+    connectors: config.connectors,
+    policy,
+    signingKey,
+    keyring,
+    clock: systemClock,
+    crypto: defaultCrypto(),
+    random: systemRandom,
+    ...(config.host ?? {}),
+    ...(config.completionSecrets ? { completionSecrets: config.completionSecrets } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
+  return { config, store, host, policy, keyring, signingKey, keysDir, close: () => store.close() };
+}
