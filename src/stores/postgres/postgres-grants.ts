@@ -16,9 +16,9 @@ const LIST_AUTHORITIES = statement(
 );
 const PUT_APPROVAL = statement(
   "put_approval",
-  "INSERT INTO writ_approvals (tenant_id, space_id, approval_id, status, invocation_id, created_at, doc) VALUES ($1, $2, $3, $4, $5, $6, $7) " +
+  "INSERT INTO writ_approvals (tenant_id, space_id, approval_id, status, invocation_id, created_at, expires_at, doc) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) " +
     "ON CONFLICT (tenant_id, space_id, approval_id) DO UPDATE SET status = excluded.status, invocation_id = excluded.invocation_id, " +
-    "created_at = excluded.created_at, doc = excluded.doc",
+    "created_at = excluded.created_at, expires_at = excluded.expires_at, doc = excluded.doc",
 );
 const GET_APPROVAL = statement("get_approval", "SELECT doc FROM writ_approvals WHERE tenant_id = $1 AND space_id = $2 AND approval_id = $3");
 const LIST_APPROVALS = statement(
@@ -40,7 +40,7 @@ export async function listAuthorities(x: Exec, scope: Scope, opts: ListOptions =
 }
 
 export async function putApproval(x: Exec, scope: Scope, a: Approval): Promise<void> {
-  await x.count(PUT_APPROVAL, [scope.tenantId, scope.spaceId, a.approvalId, a.status, a.invocationId ?? null, a.createdAt, docOf(a)]);
+  await x.count(PUT_APPROVAL, [scope.tenantId, scope.spaceId, a.approvalId, a.status, a.invocationId ?? null, a.createdAt, a.expiresAt, docOf(a)]);
 }
 
 export async function getApproval(x: Exec, scope: Scope, approvalId: string): Promise<Approval | null> {

@@ -8,15 +8,17 @@ import type { Fence, Invocation, Scope } from "../../core/types.js";
 import { statement, type Exec } from "./postgres-exec.js";
 import { INVOCATION_READ, invocationFromRow, invocationParams, limitParam, type InvocationRow } from "./postgres-rows.js";
 
-const COLUMNS = "tenant_id, space_id, invocation_id, action, idempotency_key, status, run_at, lease_owner, lease_token, lease_expires_at, attempt_count, created_at, updated_at, doc";
+const COLUMNS =
+  "tenant_id, space_id, invocation_id, action, idempotency_key, status, run_at, lease_owner, lease_token, lease_expires_at, attempt_count, " +
+  "created_at, updated_at, deadline_at, overdue_at, doc";
 const SET =
   "action = $4, idempotency_key = $5, status = $6, run_at = $7, lease_owner = $8, lease_token = $9, lease_expires_at = $10, " +
-  "attempt_count = $11, created_at = $12, updated_at = $13, doc = $14";
-const HOLDS_LEASE = "status = 'running' AND lease_owner = $15 AND lease_token = $16";
+  "attempt_count = $11, created_at = $12, updated_at = $13, deadline_at = $14, overdue_at = $15, doc = $16";
+const HOLDS_LEASE = "status = 'running' AND lease_owner = $17 AND lease_token = $18";
 
 const INSERT = statement(
   "insert_invocation",
-  `INSERT INTO writ_invocations (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT DO NOTHING`,
+  `INSERT INTO writ_invocations (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT DO NOTHING`,
 );
 const GET = statement("get_invocation", `SELECT ${INVOCATION_READ} FROM writ_invocations WHERE tenant_id = $1 AND space_id = $2 AND invocation_id = $3`);
 const FIND_BY_KEY = statement(

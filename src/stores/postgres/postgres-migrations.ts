@@ -181,8 +181,75 @@ CREATE TRIGGER writ_invocations_wake
   EXECUTE FUNCTION writ_notify_wake();
 `;
 
+/**
+ * External completions (SPEC 4.7), webhook delivery ids, policy versions (SPEC 7), and the
+ * columns the sweeps and completion matching search by. Existing rows get the new columns from
+ * their documents.
+ */
+const COMPLETIONS_POLICIES_SWEEPS = `
+CREATE TABLE writ_policy_versions (
+  tenant_id text COLLATE "C" NOT NULL,
+  space_id text COLLATE "C" NOT NULL,
+  version integer NOT NULL,
+  status text COLLATE "C" NOT NULL,
+  doc json NOT NULL,
+  PRIMARY KEY (tenant_id, space_id, version)
+);
+
+-- id keeps arrival order among completions received in the same millisecond.
+CREATE TABLE writ_completions (
+  id bigserial NOT NULL UNIQUE,
+  tenant_id text COLLATE "C" NOT NULL,
+  space_id text COLLATE "C" NOT NULL,
+  connector text COLLATE "C" NOT NULL,
+  completion_id text COLLATE "C" NOT NULL,
+  external_ref text COLLATE "C" NOT NULL,
+  received_at bigint NOT NULL,
+  doc json NOT NULL,
+  PRIMARY KEY (tenant_id, space_id, connector, completion_id)
+);
+CREATE INDEX writ_completions_by_ref ON writ_completions (tenant_id, space_id, connector, external_ref, received_at, id);
+
+CREATE TABLE writ_deliveries (
+  tenant_id text COLLATE "C" NOT NULL,
+  space_id text COLLATE "C" NOT NULL,
+  connector text COLLATE "C" NOT NULL,
+  delivery_id text COLLATE "C" NOT NULL,
+  received_at bigint NOT NULL,
+  PRIMARY KEY (tenant_id, space_id, connector, delivery_id)
+);
+
+ALTER TABLE writ_steps ADD COLUMN connector text COLLATE "C", ADD COLUMN external_ref text COLLATE "C";
+UPDATE writ_steps SET connector = doc->>'connector', external_ref = doc->>'externalRef';
+CREATE INDEX writ_steps_by_ref ON writ_steps (tenant_id, space_id, connector, external_ref) WHERE external_ref IS NOT NULL;
+
+ALTER TABLE writ_invocations ADD COLUMN deadline_at bigint, ADD COLUMN overdue_at bigint;
+UPDATE writ_invocations SET deadline_at = (doc->>'deadlineAt')::bigint, overdue_at = (doc->>'overdueAt')::bigint;
+CREATE INDEX writ_invocations_parked ON writ_invocations (deadline_at, created_at, invocation_id) WHERE status = 'parked' AND overdue_at IS NULL;
+
+ALTER TABLE writ_approvals ADD COLUMN expires_at bigint;
+UPDATE writ_approvals SET expires_at = (doc->>'expiresAt')::bigint;
+ALTER TABLE writ_approvals ALTER COLUMN expires_at SET NOT NULL;
+CREATE INDEX writ_approvals_pending ON writ_approvals (expires_at, created_at, approval_id) WHERE status = 'pending';
+`;
+
+/** Tenant-level API keys (SPEC 8), found by key id; only a hash of the secret is stored. */
+const API_KEYS = `
+CREATE TABLE writ_api_keys (
+  key_id text COLLATE "C" PRIMARY KEY,
+  tenant_id text COLLATE "C" NOT NULL,
+  created_at bigint NOT NULL,
+  doc json NOT NULL
+);
+CREATE INDEX writ_api_keys_by_tenant ON writ_api_keys (tenant_id, created_at, key_id);
+`;
+
 /** All migrations, ascending by version (1, 2, 3, … without gaps). */
-export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [{ version: 1, name: "initial_schema", sql: INITIAL_SCHEMA }];
+export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
+  { version: 1, name: "initial_schema", sql: INITIAL_SCHEMA },
+  { version: 2, name: "completions_policies_sweeps", sql: COMPLETIONS_POLICIES_SWEEPS },
+  { version: 3, name: "api_keys", sql: API_KEYS },
+];
 
 /** The schema version this build creates and expects. */
 export const POSTGRES_SCHEMA_VERSION: number = POSTGRES_MIGRATIONS.length;

@@ -68,6 +68,8 @@ export function invocationParams(inv: Invocation): unknown[] {
     inv.attemptCount,
     inv.createdAt,
     inv.updatedAt,
+    inv.deadlineAt ?? null,
+    inv.overdueAt ?? null,
     docOf(inv),
   ];
 }

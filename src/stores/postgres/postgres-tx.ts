@@ -5,30 +5,37 @@
 import { WritError } from "../../core/errors.js";
 import { assertScope, type ClaimOptions, type InvocationFilter, type ListOptions, type StoreTx } from "../../core/store.js";
 import type {
+  ApiKeyRecord,
   Approval,
   AttemptRecord,
   Authority,
+  CompletionRecord,
   ConsumedDecision,
   Fence,
   IdempotencyRecord,
   Invocation,
   JournalCheckpoint,
   JournalEntry,
+  PolicyVersion,
   ReconciliationRecord,
   ReconciliationStatus,
   Scope,
   StepCheckpoint,
 } from "../../core/types.js";
+import * as apiKeys from "./postgres-api-keys.js";
 import * as attempts from "./postgres-attempts.js";
 import * as claims from "./postgres-claims.js";
+import * as completions from "./postgres-completions.js";
 import * as decisions from "./postgres-decisions.js";
 import type { Exec } from "./postgres-exec.js";
 import * as grants from "./postgres-grants.js";
 import * as invocations from "./postgres-invocations.js";
 import * as journal from "./postgres-journal.js";
 import { lockKeys } from "./postgres-locks.js";
+import * as policies from "./postgres-policies.js";
 import * as reconciliations from "./postgres-reconciliations.js";
 import * as steps from "./postgres-steps.js";
+import * as sweeps from "./postgres-sweeps.js";
 
 function checkScope(scope: Scope): void {
   if (typeof scope !== "object" || scope === null || typeof scope.tenantId !== "string" || typeof scope.spaceId !== "string") {
@@ -234,5 +241,61 @@ export class PostgresTx implements StoreTx {
 
   async listApprovals(scope: Scope, opts?: ListOptions & { status?: Approval["status"] }): Promise<Approval[]> {
     return grants.listApprovals(this.#in(scope), scope, opts);
+  }
+
+  async putPolicyVersion(scope: Scope, v: PolicyVersion): Promise<void> {
+    const x = this.#in(scope);
+    assertScope(scope, v, "policy version");
+    return policies.putPolicyVersion(x, scope, v);
+  }
+
+  async listPolicyVersions(scope: Scope): Promise<PolicyVersion[]> {
+    return policies.listPolicyVersions(this.#in(scope), scope);
+  }
+
+  async insertCompletion(scope: Scope, c: CompletionRecord): Promise<void> {
+    const x = this.#in(scope);
+    assertScope(scope, c, "completion");
+    return completions.insertCompletion(x, scope, c);
+  }
+
+  async updateCompletion(scope: Scope, c: CompletionRecord): Promise<void> {
+    const x = this.#in(scope);
+    assertScope(scope, c, "completion");
+    return completions.updateCompletion(x, scope, c);
+  }
+
+  async listCompletions(scope: Scope, connector: string, externalRef: string): Promise<CompletionRecord[]> {
+    return completions.listCompletions(this.#in(scope), scope, connector, externalRef);
+  }
+
+  async findStepByExternalRef(scope: Scope, connector: string, externalRef: string): Promise<StepCheckpoint | null> {
+    return steps.findStepByExternalRef(this.#in(scope), scope, connector, externalRef);
+  }
+
+  async rememberDelivery(scope: Scope, connector: string, deliveryId: string, at: number): Promise<boolean> {
+    return completions.rememberDelivery(this.#in(scope), scope, connector, deliveryId, at);
+  }
+
+  async putApiKey(key: ApiKeyRecord): Promise<void> {
+    const x = this.#in();
+    if (typeof key?.tenantId !== "string" || typeof key.keyId !== "string") throw new WritError("INVALID_ARGUMENT", "an API key needs keyId and tenantId strings");
+    return apiKeys.putApiKey(x, key);
+  }
+
+  async getApiKey(keyId: string): Promise<ApiKeyRecord | null> {
+    return apiKeys.getApiKey(this.#in(), keyId);
+  }
+
+  async listApiKeys(tenantId: string): Promise<ApiKeyRecord[]> {
+    return apiKeys.listApiKeys(this.#in(), tenantId);
+  }
+
+  async listOverdueParked(now: number, limit: number): Promise<Invocation[]> {
+    return sweeps.listOverdueParked(this.#in(), now, limit);
+  }
+
+  async listExpiredPendingApprovals(now: number, limit: number): Promise<Approval[]> {
+    return sweeps.listExpiredPendingApprovals(this.#in(), now, limit);
   }
 }
