@@ -10,6 +10,7 @@ import type { StoreTx } from "../core/store.js";
 import type { Fence, Invocation, InvocationStatus, Json, Scope } from "../core/types.js";
 import type { Breakers } from "./breaker.js";
 import type { HostEvent } from "./events.js";
+import { countEvent } from "./telemetry.js";
 import type { HostOptions, Logger, ResolvedHostOptions } from "./options.js";
 
 export interface HostContext {
@@ -34,6 +35,8 @@ export function makeContext(o: HostOptions, r: ResolvedHostOptions, boundary: Bo
   const actions = new Map<string, ActionDefinition<unknown>>();
   for (const a of o.actions) actions.set(a.id, a as ActionDefinition<unknown>);
   const emit = (e: HostEvent): void => {
+    countEvent(e);
+    log.debug({ event: e.type, invocationId: e.invocationId, tenantId: e.scope.tenantId, spaceId: e.scope.spaceId, status: e.status }, "writ event");
     try {
       o.onEvent?.(e);
     } catch (err) {

@@ -16,6 +16,7 @@ import { approvalLockKey } from "./approvals.js";
 import { compensate } from "./compensation.js";
 import { applyEarlyCompletions } from "./completions.js";
 import { scopeOf, type HostContext } from "./context.js";
+import { withSpan } from "./telemetry.js";
 import type { HostEvent } from "./events.js";
 
 /** Outcome of processing, for the worker's bookkeeping and tests. */
@@ -29,6 +30,15 @@ function stepsByIndex(rows: StepCheckpoint[]): Map<number, StepCheckpoint> {
 }
 
 export async function processInvocation(ctx: HostContext, inv: Invocation, signal: AbortSignal): Promise<ProcessResult> {
+  const attrs = { "writ.invocation_id": inv.invocationId, "writ.action": inv.action, "writ.tenant_id": inv.tenantId, "writ.attempt_count": inv.attemptCount };
+  return withSpan("writ.invocation.process", attrs, async (span) => {
+    const result = await processGuarded(ctx, inv, signal);
+    span.setAttribute("writ.result", result);
+    return result;
+  });
+}
+
+async function processGuarded(ctx: HostContext, inv: Invocation, signal: AbortSignal): Promise<ProcessResult> {
   const fence: Fence = { invocationId: inv.invocationId, owner: inv.leaseOwner!, token: inv.leaseToken! };
   try {
     return await run(ctx, inv, fence, signal);

@@ -6,7 +6,8 @@
 import { base64url } from "../core/encoding.js";
 import { WritError, errorMessage } from "../core/errors.js";
 import { appendJournal } from "../core/journal.js";
-import type { Invocation } from "../core/types.js";
+import type { StoreTx } from "../core/store.js";
+import type { Fence, Invocation } from "../core/types.js";
 import { scopeOf, type HostContext } from "./context.js";
 import { processInvocation, type ProcessResult } from "./process.js";
 
@@ -57,6 +58,8 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   let cancelHeartbeat: (() => void) | null = null;
   let wake: (() => void) | null = null;
   let unsubscribe: (() => void) | null = null;
+  /** Invocations this worker abandoned while holding their lease, by id. */
+  const abandoned = new Map<string, Invocation>();
 
   async function claim(limit: number): Promise<Invocation[]> {
     const now = o.clock.now();
@@ -74,19 +77,44 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
 
   function launch(inv: Invocation): Promise<ProcessResult> {
     ctx.emit({ type: "invocation.claimed", scope: scopeOf(inv), invocationId: inv.invocationId, at: o.clock.now(), status: "running", data: { owner: id, attemptCount: inv.attemptCount } });
-    const p = processInvocation(ctx, inv, abort.signal).finally(() => {
-      inflight.delete(p);
-      wake?.();
-    });
+    const p = processInvocation(ctx, inv, abort.signal)
+      .then((r) => {
+        if (r === "abandoned") abandoned.set(inv.invocationId, inv);
+        return r;
+      })
+      .finally(() => {
+        inflight.delete(p);
+        wake?.();
+      });
     inflight.add(p);
     return p;
+  }
+
+  /**
+   * One heartbeat: extends this worker's leases, except those of invocations it abandoned (after a
+   * store error), which keep their current expiry so that recovery can claim them when it passes.
+   * Heartbeats are per worker; without this, a live worker would hold an abandoned lease forever.
+   */
+  async function beat(tx: StoreTx): Promise<void> {
+    const now = o.clock.now();
+    const lapsing: Array<{ inv: Invocation; fence: Fence }> = [];
+    for (const [invocationId, was] of abandoned) {
+      const cur = await tx.getInvocation(scopeOf(was), invocationId);
+      if (cur?.status === "running" && cur.leaseOwner === id && cur.leaseToken === was.leaseToken && (cur.leaseExpiresAt ?? 0) > now) {
+        lapsing.push({ inv: cur, fence: { invocationId, owner: id, token: was.leaseToken! } });
+      } else {
+        abandoned.delete(invocationId); // lapsed, or no longer ours
+      }
+    }
+    await tx.heartbeat(id, now, leaseMs);
+    for (const { inv, fence } of lapsing) await tx.updateInvocation(scopeOf(inv), inv, fence);
   }
 
   function heartbeat(): void {
     cancelHeartbeat = o.clock.setTimer(heartbeatMs, () => {
       if (!running && inflight.size === 0) return;
       o.store
-        .transact((tx) => tx.heartbeat(id, o.clock.now(), leaseMs))
+        .transact(beat)
         .catch((e: unknown) => ctx.log.warn({ worker: id, err: errorMessage(e) }, "heartbeat failed; fenced writes will tell if a lease is lost"))
         .finally(() => {
           if (running || inflight.size > 0) heartbeat();
