@@ -4,7 +4,7 @@
  * work) or at once. Polling always continues; the store's wake-up hint only shortens the wait.
  */
 import { base64url } from "../core/encoding.js";
-import { WritError, errorMessage } from "../core/errors.js";
+import { WritError, errorMessage, isWritError } from "../core/errors.js";
 import { appendJournal } from "../core/journal.js";
 import type { StoreTx } from "../core/store.js";
 import type { Fence, Invocation } from "../core/types.js";
@@ -99,12 +99,18 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     const now = o.clock.now();
     const lapsing: Array<{ inv: Invocation; fence: Fence }> = [];
     for (const [invocationId, was] of abandoned) {
-      const cur = await tx.getInvocation(scopeOf(was), invocationId);
-      if (cur?.status === "running" && cur.leaseOwner === id && cur.leaseToken === was.leaseToken && (cur.leaseExpiresAt ?? 0) > now) {
-        lapsing.push({ inv: cur, fence: { invocationId, owner: id, token: was.leaseToken! } });
-      } else {
-        abandoned.delete(invocationId); // lapsed, or no longer ours
-      }
+      const fence: Fence = { invocationId, owner: id, token: was.leaseToken! };
+      // assertLease holds the row for this transaction (PostgreSQL), so nothing changes it before the write below.
+      const held = await tx.assertLease(scopeOf(was), fence).then(
+        () => true,
+        (e: unknown) => {
+          if (isWritError(e, "LEASE_LOST")) return false;
+          throw e;
+        },
+      );
+      const cur = held ? await tx.getInvocation(scopeOf(was), invocationId) : null;
+      if (cur && (cur.leaseExpiresAt ?? 0) > now) lapsing.push({ inv: cur, fence });
+      else abandoned.delete(invocationId); // lapsed, or no longer ours
     }
     await tx.heartbeat(id, now, leaseMs);
     for (const { inv, fence } of lapsing) await tx.updateInvocation(scopeOf(inv), inv, fence);

@@ -3,7 +3,7 @@
  * OpenTelemetry API (a no-op unless an SDK is installed) and reports every transition to `onEvent`.
  * A minimal recording TracerProvider stands in for an SDK here.
  */
-import { trace, type Span, type SpanOptions, type Tracer, type TracerProvider } from "@opentelemetry/api";
+import { trace, type Span, type SpanOptions, type TracerProvider } from "@opentelemetry/api";
 import { afterAll, describe, expect, it } from "vitest";
 import { memoryStore } from "../../src/stores/memory/index.js";
 import { grantAuthority, makeHostBench } from "./fixture.js";
@@ -32,7 +32,7 @@ function recordingSpan(name: string, options?: SpanOptions): Span {
     recordException: () => undefined,
     spanContext: () => ({ traceId: "0".repeat(31) + "1", spanId: "0".repeat(15) + "1", traceFlags: 1 }),
   };
-  return span as unknown as Span;
+  return span;
 }
 const tracer = {
   startSpan: (name: string, options?: SpanOptions) => recordingSpan(name, options),
@@ -41,7 +41,7 @@ const tracer = {
     const options = (args.length > 1 ? args[0] : undefined) as SpanOptions | undefined;
     return fn(recordingSpan(name, options));
   },
-} as unknown as Tracer;
+};
 const provider: TracerProvider = { getTracer: () => tracer };
 
 describe("telemetry", () => {
