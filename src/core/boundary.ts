@@ -90,6 +90,11 @@ export interface ExecuteOptions {
   invocationId?: string;
   /** Runs inside the final settlement transaction, after the boundary's own writes. */
   onSettle?: (tx: StoreTx, info: SettlementInfo) => Promise<void>;
+  /**
+   * Extra lock keys the settlement transaction takes right after the lease check and before any
+   * write (so the caller's own locks are always taken before the journal's, in one order).
+   */
+  settleLocks?: (interpreted: Interpreted, stepIndex: number) => string[];
   /** Runs inside the consumption transaction, after the boundary's own writes (hosted execution). */
   onStart?: (tx: StoreTx, attempt: AttemptRecord) => Promise<void>;
 }
@@ -547,6 +552,8 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
       if (interpreted.kind === "transient_failure") final.transient = true;
       await store.transact(async (tx) => {
         if (fence) await tx.assertLease(scope, fence);
+        const extra = opts.settleLocks?.(interpreted, i) ?? [];
+        if (extra.length > 0) await tx.lock(scope, extra);
         await tx.putStep(scope, row);
         const { transient: _t, ...stored } = final;
         await tx.updateAttempt(scope, stored);

@@ -78,6 +78,9 @@ export interface StoreTx {
   /**
    * Serialises transactions that touch the same logical keys (e.g. an idempotency key and a
    * decision id) until this transaction ends. A no-op where transactions are already serial.
+   * Isolation is READ COMMITTED plus these locks (PostgreSQL): a statement sees what committed
+   * before it. Take locks in one global order (invocation row via `assertLease`, then the
+   * caller's keys, then `journal`) so two transactions never wait on each other.
    */
   lock(scope: Scope, keys: string[]): Promise<void>;
 

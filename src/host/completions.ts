@@ -45,6 +45,10 @@ export interface CompletionSecret {
 
 const REF_MAX = 512;
 
+export function completionLockKey(connector: string, externalRef: string): string {
+  return `completion:${connector}:${externalRef}`;
+}
+
 function checkInput(i: CompletionInput): void {
   if (typeof i !== "object" || i === null) throw new WritError("INVALID_ARGUMENT", "a completion must be an object");
   if (typeof i.connector !== "string" || i.connector.length === 0 || i.connector.length > 128) throw new WritError("INVALID_ARGUMENT", "connector must be a non-empty string");
@@ -132,7 +136,9 @@ export async function complete(ctx: HostContext, scope: Scope, input: Completion
   const events: HostEvent[] = [];
   const answer = await o.store.transact(async (tx): Promise<CompletionAnswer> => {
     const now = o.clock.now();
-    await tx.lock(scope, [`completion:${input.connector}:${input.externalRef}`]);
+    // Lock order everywhere: invocation row (fenced writers), completion key, journal.
+    await tx.lock(scope, [completionLockKey(input.connector, input.externalRef)]);
+    await tx.lock(scope, ["journal"]);
     if (input.deliveryId !== undefined && !(await tx.rememberDelivery(scope, input.connector, input.deliveryId, now))) {
       throw new WritError("WEBHOOK_REPLAYED", `delivery ${input.deliveryId} was already received`);
     }

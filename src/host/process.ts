@@ -14,7 +14,7 @@ import type { StoreTx } from "../core/store.js";
 import type { Approval, AttemptRecord, Fence, Invocation, InvocationStatus, ReconciliationRecord, StepCheckpoint } from "../core/types.js";
 import { approvalLockKey } from "./approvals.js";
 import { compensate } from "./compensation.js";
-import { applyEarlyCompletions } from "./completions.js";
+import { applyEarlyCompletions, completionLockKey } from "./completions.js";
 import { scopeOf, type HostContext } from "./context.js";
 import { withSpan } from "./telemetry.js";
 import type { HostEvent } from "./events.js";
@@ -156,6 +156,9 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
   const attempt = await ctx.boundary.execute(inv.request, token, {
     fence,
     invocationId: inv.invocationId,
+    // A handoff's settlement takes the completion lock first, like `complete` does: an early
+    // completion racing the parking write is then either seen here or sees the parked step.
+    settleLocks: (i, stepIndex) => (i.kind === "accepted" ? [completionLockKey(action.steps[stepIndex]!.connector, i.externalRef)] : []),
     onSettle: async (tx, info) => {
       settled = await settleAttempt(ctx, tx, inv, fence, action, info, events);
     },

@@ -8,8 +8,10 @@ import { allStoreFactories } from "../helpers/stores.js";
 import { SCOPE, makeBench, type ConnectorMode } from "./fixture.js";
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
-async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 2000; i++) {
+/** Waits (by wall time, so real database I/O fits) until `cond` holds. */
+async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
     if (cond()) return;
     await tick();
   }

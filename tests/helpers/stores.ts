@@ -8,6 +8,8 @@ import { join } from "node:path";
 import type { Store } from "../../src/core/store.js";
 import { memoryStore } from "../../src/stores/memory/index.js";
 import { sqliteStore } from "../../src/stores/sqlite/index.js";
+import { postgresStore } from "../../src/stores/postgres/index.js";
+import { freshDatabase } from "./pg.js";
 
 export interface StoreFactory {
   name: string;
@@ -39,7 +41,24 @@ export const sqliteFactory: StoreFactory = {
   },
 };
 
+/** A fresh PostgreSQL database per store (see tests/helpers/pg.ts), dropped at cleanup. */
+export const postgresFactory: StoreFactory = {
+  name: "postgres",
+  async make() {
+    const db = await freshDatabase();
+    const store = postgresStore({ url: db.url }, { max: 24 });
+    await store.migrate();
+    return {
+      store,
+      async cleanup() {
+        await store.close();
+        await db.drop();
+      },
+    };
+  },
+};
+
 /** Every store the project ships. */
 export function allStoreFactories(): StoreFactory[] {
-  return [memoryFactory, sqliteFactory];
+  return [memoryFactory, sqliteFactory, postgresFactory];
 }

@@ -12,8 +12,10 @@ import { KEYS } from "../boundary/fixture.js";
 import { crypto, grantAuthority, makeHostBench, type HostBench } from "./fixture.js";
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
-async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 5000; i++) {
+/** Waits (by wall time, so real database I/O fits) until `cond` holds. */
+async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
     if (cond()) return;
     await tick();
   }

@@ -1,0 +1,12 @@
+/** The built-in Cedar policy engine (SPEC 7). See docs/policy.md. */
+export { cedarPolicy, type CedarPolicyEngine, type CedarPolicyOptions } from "./cedar-engine.js";
+export {
+  policySetRef,
+  prepareCedarPolicySet,
+  type CedarEntity,
+  type CedarSchemaInput,
+  type PrepareCedarPolicySetOptions,
+  type PreparedCedarPolicySet,
+} from "./cedar-policy-set.js";
+export { ACTOR_ENTITY_TYPES, CEDAR_NAMESPACE, actionEntity, actorEntity, spaceEntity, tenantEntity } from "./cedar-request.js";
+export { globMatch, globsCover } from "./glob.js";
