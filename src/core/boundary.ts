@@ -8,6 +8,7 @@ import { computeRequestDigest, stableId } from "./digest.js";
 import { parseDecision, verifyParsed, type ParsedDecision } from "./decision.js";
 import { WritError, errorMessage, type RefusalCode } from "./errors.js";
 import { base64url } from "./encoding.js";
+import { globsCover } from "./glob.js";
 import { appendJournal, type JournalDraft } from "./journal.js";
 import type { Keyring } from "./keyring.js";
 import type { Clock, CryptoPort, Random } from "./ports.js";
@@ -205,8 +206,11 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
     }
   };
   const newId = (prefix: string): string => prefix + base64url(random.bytes(16));
-  const stepKey = (scope: Scope, action: string, key: string, i: number): string => stableId(crypto, "writ-step-", [scope.tenantId, scope.spaceId, action, key, i]);
-  const invocationIdFor = (scope: Scope, action: string, key: string): string => stableId(crypto, "inv_", [scope.tenantId, scope.spaceId, action, key]);
+  // One hash of (scope, action, idempotency key) names both the default invocation and the step keys.
+  const keyHash = (scope: Scope, action: string, key: string): string => stableId(crypto, "", [scope.tenantId, scope.spaceId, action, key]);
+  const stepKeyOf = (h: string, i: number): string => `writ-step-${h}-${i}`;
+  const stepKey = (scope: Scope, action: string, key: string, i: number): string => stepKeyOf(keyHash(scope, action, key), i);
+  const invocationIdFor = (scope: Scope, action: string, key: string): string => `inv_${keyHash(scope, action, key)}`;
 
   async function acceptedRefs(scope: Scope): Promise<readonly string[]> {
     const a = options.acceptedPolicyRefs;
@@ -220,6 +224,9 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
     if (a.principal.type !== req.actor.type || a.principal.id !== req.actor.id) {
       return new Refusal("AUTHORITY_UNKNOWN", `authority ${req.authorityRef} is not held by this actor`);
     }
+    // Compensations (`<action>:undo:<step>`) are covered by the authority that covered the action.
+    const covered = req.action.includes(":undo:") ? req.action.slice(0, req.action.indexOf(":undo:")) : req.action;
+    if (!globsCover(a.actions, covered)) return new Refusal("AUTHORITY_UNKNOWN", `authority ${req.authorityRef} does not cover action ${req.action}`);
     if (a.status === "revoked") return new Refusal("AUTHORITY_REVOKED", `authority ${req.authorityRef} is revoked`);
     if (a.status === "suspended") return new Refusal("AUTHORITY_SUSPENDED", `authority ${req.authorityRef} is suspended`);
     if (a.status !== "active") return new Refusal("AUTHORITY_UNKNOWN", `authority ${req.authorityRef} has an unknown status`);
@@ -348,7 +355,8 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
     }
     const { scope, req, decision, digest, action } = pre;
     const fence = opts.fence;
-    const invocationId = opts.invocationId ?? invocationIdFor(scope, req.action, req.idempotencyKey);
+    const h = keyHash(scope, req.action, req.idempotencyKey);
+    const invocationId = opts.invocationId ?? `inv_${h}`;
     // Check 12 is pure; it is computed here but reported in its place, after 10 and 11.
     let missing: string | null = null;
     for (const s of action.steps) {
@@ -361,7 +369,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
     const base = attemptBase(scope, attemptId, now, req, decision, digest);
     base.invocationId = invocationId;
     const stepKeys: string[] = [];
-    const keyOf = (i: number): string => (stepKeys[i] ??= stepKey(scope, req.action, req.idempotencyKey, i));
+    const keyOf = (i: number): string => (stepKeys[i] ??= stepKeyOf(h, i));
     const sensitive = action.sensitive ?? [];
     const redactOutputs = (outputs: { [k: string]: Json }): Json => {
       const r = redact({ outputs }, sensitive) as { outputs: Json };

@@ -55,6 +55,30 @@ function checkPayload(p: unknown): string | DecisionPayload {
   return p as unknown as DecisionPayload;
 }
 
+// Headers repeat (one per signing key): parse each distinct one once.
+const HEADERS = new Map<string, { ok: true; header: Record<string, unknown> } | { ok: false; message: string }>();
+
+function parseHeader(h: string): { ok: true; header: Record<string, unknown> } | { ok: false; message: string } {
+  const hit = HEADERS.get(h);
+  if (hit) return hit;
+  const hb = fromBase64url(h);
+  let out: { ok: true; header: Record<string, unknown> } | { ok: false; message: string };
+  if (!hb) out = { ok: false, message: "decision parts must be unpadded base64url" };
+  else {
+    try {
+      const header = parseJsonStrict(fromUtf8(hb), 8);
+      out = isObj(header) ? { ok: true, header } : { ok: false, message: "header is not a JSON object" };
+    } catch (e) {
+      out = { ok: false, message: `decision is not valid JSON: ${errorMessage(e)}` };
+    }
+  }
+  if (out.ok && h.length <= 512) {
+    if (HEADERS.size >= 256) HEADERS.delete(HEADERS.keys().next().value as string);
+    HEADERS.set(h, out);
+  }
+  return out;
+}
+
 /** Parses a token without verifying it (check 1 of SPEC 3.1). */
 export function parseDecision(token: unknown): ParseResult {
   if (typeof token !== "string") return { ok: false, message: "decision must be a string (JWS compact)" };
@@ -62,19 +86,18 @@ export function parseDecision(token: unknown): ParseResult {
   const parts = token.split(".");
   if (parts.length !== 3) return { ok: false, message: "decision must have three dot-separated parts" };
   const [h, p, s] = parts as [string, string, string];
-  const hb = fromBase64url(h);
+  const parsedHeader = parseHeader(h);
   const pb = fromBase64url(p);
   const sig = fromBase64url(s);
-  if (!hb || !pb || !sig) return { ok: false, message: "decision parts must be unpadded base64url" };
-  let header: unknown;
+  if (!parsedHeader.ok) return parsedHeader;
+  if (!pb || !sig) return { ok: false, message: "decision parts must be unpadded base64url" };
+  const header = parsedHeader.header;
   let payload: unknown;
   try {
-    header = parseJsonStrict(fromUtf8(hb), 8);
     payload = parseJsonStrict(fromUtf8(pb), 8);
   } catch (e) {
     return { ok: false, message: `decision is not valid JSON: ${errorMessage(e)}` };
   }
-  if (!isObj(header)) return { ok: false, message: "header is not a JSON object" };
   for (const k of Object.keys(header)) if (!HEADER_FIELDS.has(k)) return { ok: false, message: `header has an unsupported field ${k}` };
   if (header.alg !== "EdDSA") return { ok: false, message: "header alg must be EdDSA" };
   if (header.typ !== DECISION_TYP) return { ok: false, message: `header typ must be ${DECISION_TYP}` };

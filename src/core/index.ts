@@ -20,3 +20,4 @@ export * from "./manual-clock.js";
 export * from "./policy.js";
 export * from "./invocation.js";
 export * from "./webhook.js";
+export * from "./glob.js";

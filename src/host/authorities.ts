@@ -4,6 +4,7 @@
  * the boundary at execution. Every change is journaled with who made it.
  */
 import { WritError } from "../core/errors.js";
+import { globsCover } from "../core/glob.js";
 import { appendJournal } from "../core/journal.js";
 import type { ListOptions } from "../core/store.js";
 import type { Actor, Authority, Json, Scope } from "../core/types.js";
@@ -45,7 +46,7 @@ function checkInput(i: AuthorityInput): void {
 
 /** True when `action` matches one of the authority's glob patterns (`*` matches any run of characters). */
 export function authorityCovers(a: Authority, action: string): boolean {
-  return a.actions.some((g) => new RegExp(`^${g.split("*").map((s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`).test(action));
+  return globsCover(a.actions, action);
 }
 
 export function createAuthorities(ctx: HostContext): Authorities {

@@ -43,6 +43,7 @@ export function versionedCedarPolicy(o: VersionedPolicyOptions): VersionedPolicy
     let p = prepared.get(v.policyRef);
     if (!p) {
       p = prepareCedarPolicySet({ policies: v.policies, ...(v.schema !== undefined ? { schema: v.schema } : {}), crypto: o.crypto });
+      if (p.policyRef !== v.policyRef) throw new WritError("INVALID_STATE", `stored policy version ${v.version} does not hash to its policyRef`);
       if (prepared.size > 256) prepared.delete(prepared.keys().next().value as string);
       prepared.set(v.policyRef, p);
     }
@@ -57,7 +58,12 @@ export function versionedCedarPolicy(o: VersionedPolicyOptions): VersionedPolicy
         if (o.fallback) return o.fallback.evaluate(input);
         return { result: "DENY", reasons: ["no policy version is active in this scope"], policyRef: "none" };
       }
-      return prepare(active).evaluate(input);
+      try {
+        return prepare(active).evaluate(input);
+      } catch (e) {
+        // A stored version that no longer prepares denies (fail closed) instead of failing forever.
+        return { result: "DENY", reasons: [`policy version ${active.version} cannot be evaluated: ${e instanceof Error ? e.message : "unknown error"}`], policyRef: active.policyRef };
+      }
     },
     async acceptedPolicyRefs(scope) {
       const now = o.clock.now();
