@@ -1,0 +1,111 @@
+/**
+ * Kill points (SPEC 4.3-4.6): a real worker process SIGKILLs itself at a precise point of an
+ * execution, then a fresh worker (in this process, short lease so the dead worker's lease expires
+ * quickly) runs until nothing is runnable. On SQLite and PostgreSQL, for every kill point, with an
+ * idempotent action (the provider honours step keys) and a non-idempotent one (it does not).
+ *
+ * Kill points:
+ * - after-intent: inside the connector, before the effect (the step's `started` checkpoint is
+ *   durable, nothing happened outside);
+ * - after-effect: right after the effect was recorded in the ledger (effect done, outcome unwritten);
+ * - between-steps: at the start of step 2's connector call (step 1's outcome committed);
+ * - during-settlement: inside the settlement transaction, before its commit.
+ *
+ * Invariants checked after recovery (see fixtures/invariants.ts):
+ * (1) no effect of a non-idempotent action happens twice (ledger);
+ * (2) every invocation ends terminal or reconciliation_required, none stuck;
+ * (3) with a provider honouring keys, each step key is applied exactly once (distinct keys and
+ *     repeated deliveries are counted);
+ * (4) the journal verifies in every scope;
+ * (5) every invocation whose outcome was unknown has an open reconciliation record;
+ * (6) every effect is known to the host and no success is phantom.
+ * And per scenario, what recovery must make of the killed invocation: an idempotent one succeeds
+ * with its effect applied once (re-called with the same key where the effect may have happened);
+ * a non-idempotent one whose step had started goes to reconciliation_required (OUTCOME_AMBIGUOUS)
+ * and is never called again.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, it } from "vitest";
+import { killAllChildren, killChild, spawnChild, type ChildExit } from "./fixtures/children.js";
+import { STORE_KINDS } from "./fixtures/hosting.js";
+import { summary } from "./fixtures/invariants.js";
+import { KILL_POINTS, requestFor, type ActionName, type KillPoint } from "./fixtures/scenario.js";
+import { makeWorld } from "./fixtures/world.js";
+
+afterAll(killAllChildren);
+
+interface Case {
+  point: KillPoint;
+  idempotent: boolean;
+  action: ActionName;
+  /** Step the kill happens in. */
+  step: number;
+}
+
+const CASES: Case[] = KILL_POINTS.flatMap((point) =>
+  [true, false].map((idempotent): Case => {
+    const two = point === "between-steps";
+    return { point, idempotent, action: two ? (idempotent ? "idem2" : "once2") : idempotent ? "idem1" : "once1", step: two ? 1 : 0 };
+  }),
+);
+
+/** Effects of the killed step that happened before the kill. */
+const effectBeforeKill = (p: KillPoint): number => (p === "after-effect" || p === "during-settlement" ? 1 : 0);
+
+function within<T>(p: Promise<T>, ms: number, what: () => string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([p, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(what())), ms)))]).finally(() => clearTimeout(timer));
+}
+
+for (const kind of STORE_KINDS) {
+  describe.concurrent(`kill points on ${kind}`, () => {
+    for (const c of CASES) {
+      it(`${c.point}, ${c.idempotent ? "idempotent action, provider honours keys" : "non-idempotent action"}`, async ({ expect }) => {
+        const world = await makeWorld(kind);
+        try {
+          const ids = await world.submit([0, 1, 2, 3].map((n) => requestFor(n, c.action)));
+          const marker = join(world.dir, "kill-marker");
+          const child = spawnChild(
+            `${kind}/${c.point}/${c.action}`,
+            world.childEnv("doomed", { WRIT_KILL_AT: c.point, WRIT_MARKER: marker, WRIT_LEASE_MS: "500", WRIT_POLL_MS: "20", WRIT_CONCURRENCY: "2" }),
+          );
+          let exit: ChildExit;
+          try {
+            exit = await within(child.exited, 30_000, () => `the child never reached ${c.point}; stdout: ${JSON.stringify(child.lines.slice(-5))}; stderr: ${child.stderr()}`);
+          } finally {
+            await killChild(child);
+          }
+          expect(exit.signal, child.stderr()).toBe("SIGKILL");
+          const killed = JSON.parse(readFileSync(marker, "utf8")) as { point: string; invocationId: string };
+          expect(killed.point).toBe(c.point);
+
+          await world.rescue({ leaseMs: 500 });
+          const report = await world.check(ids);
+          console.log(`[kill-points] ${kind} ${c.point} ${c.action}: ${summary(report)}`);
+          expect(report.violations).toEqual([]);
+
+          const k = report.views.get(killed.invocationId);
+          expect(k, `killed invocation ${killed.invocationId}`).toBeDefined();
+          const effects = (i: number): number => k!.effects.get(i)?.length ?? 0;
+          for (let i = 0; i < c.step; i++) expect(effects(i), `step ${i} before the killed one`).toBe(1);
+          if (c.idempotent) {
+            expect(report.byStatus).toEqual({ succeeded: ids.length });
+            expect(effects(c.step)).toBe(1);
+            // Where the effect may have happened, recovery called again with the same key and the provider absorbed it.
+            expect(k!.dedups).toBe(effectBeforeKill(c.point));
+          } else {
+            expect(k!.inv.status).toBe("reconciliation_required");
+            expect(k!.recs).toEqual([expect.objectContaining({ status: "open", stepIndex: c.step, reasonCode: "OUTCOME_AMBIGUOUS" })]);
+            expect(k!.steps.find((s) => s.stepIndex === c.step)?.status).toBe("unknown");
+            expect(effects(c.step)).toBe(effectBeforeKill(c.point));
+            expect(k!.dedups).toBe(0);
+            expect(report.byStatus.succeeded ?? 0).toBeGreaterThan(0);
+          }
+        } finally {
+          await world.close();
+        }
+      });
+    }
+  });
+}
