@@ -25,16 +25,21 @@ export interface BoundaryRig {
   close(): Promise<void>;
 }
 
-export async function boundaryRig(store: Store): Promise<BoundaryRig> {
+/**
+ * A boundary on `store` with a no-op connector. Requests go round-robin over `scopes` scopes (one
+ * hash chain each): one scope shows the per-scope serial section, several show a multi-tenant load.
+ */
+export async function boundaryRig(store: Store, scopes = 1): Promise<BoundaryRig> {
   await store.migrate();
   const key = generateSigningKey({ kid: "bench" });
   const keyring = createKeyring([{ kid: key.kid, publicJwk: key.publicJwk }]);
   const authority: Authority = { ...scope, authorityRef: "a1", principal: { type: "agent", id: "bot" }, grantor: { type: "user", id: "u" }, actions: ["*"], constraints: {}, status: "active", createdAt: 0, updatedAt: 0 };
   const noop = defineConnector({ id: "noop", operations: { run: () => ({ outcome: "success", externalRef: "ok" }) } });
   const action = defineAction({ id: "bench.noop", version: "1", params: z.object({ n: z.number() }), idempotent: true, steps: [{ name: "run", connector: "noop", operation: "run" }] });
-  const boundary = createBoundary({ store, keyring, actions: [action], connectors: [noop], authority: () => authority, acceptedPolicyRefs: ["p1"] });
+  const boundary = createBoundary({ store, keyring, actions: [action], connectors: [noop], authority: (s) => ({ ...authority, ...s }), acceptedPolicyRefs: ["p1"] });
   let counter = 0;
   const mint = (): [ActionRequest, string] => {
+    const scope = { tenantId: scopes === 1 ? "bench" : `bench-${counter % scopes}`, spaceId: "s" };
     const req: ActionRequest = { ...scope, action: "bench.noop", actionVersion: "1", actor: { type: "agent", id: "bot" }, authorityRef: "a1", params: { n: counter }, idempotencyKey: `k${counter++}` };
     return [req, signDecision(key, { result: "ALLOW", requestDigest: requestDigest(req), ...scope, authorityRef: "a1", policyRef: "p1" })];
   };

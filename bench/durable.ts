@@ -62,6 +62,8 @@ interface Round {
   sqliteGroup: number;
   sqliteNoGroup: number;
   postgres: number | null;
+  /** PostgreSQL with the callers spread over as many scopes (one hash chain each). */
+  postgresScopes: number | null;
   /** Logical transactions per physical COMMIT in the group-commit run. */
   sqliteBatch: number;
 }
@@ -69,9 +71,9 @@ interface Round {
 export interface DurableResult {
   rounds: Round[];
   callers: { sqlite: number; postgres: number; postgresPool: number };
-  executionsPerRun: { sqliteGroup: number; sqliteNoGroup: number; postgres: number | null };
-  medians: { fsyncPerSec: number; fdatasyncPerSec: number; verifyPerSec: number; sqliteGroupPerSec: number; sqliteNoGroupPerSec: number; postgresPerSec: number | null; sqliteTxPerCommit: number };
-  ratios: { sqliteOverVerify: number; sqliteNoGroupOverVerify: number; postgresOverVerify: number | null; sqliteOverFsync: number; sqliteNoGroupOverFsync: number };
+  executionsPerRun: { sqliteGroup: number; sqliteNoGroup: number; postgres: number | null; postgresScopes: number | null };
+  medians: { fsyncPerSec: number; fdatasyncPerSec: number; verifyPerSec: number; sqliteGroupPerSec: number; sqliteNoGroupPerSec: number; postgresPerSec: number | null; postgresScopesPerSec: number | null; sqliteTxPerCommit: number };
+  ratios: { sqliteOverVerify: number; sqliteNoGroupOverVerify: number; postgresOverVerify: number | null; postgresScopesOverVerify: number | null; sqliteOverFsync: number; sqliteNoGroupOverFsync: number };
   goals: typeof DURABLE_GOALS;
   postgresServer: string | null;
   /** The machine: every figure shares it, so ratios hold up better than rates under load. */
@@ -105,15 +107,18 @@ export async function benchDurable(rounds: number): Promise<DurableResult> {
     const sqliteNoGroup = await boundaryRig(alone);
     rigs.push(sqliteGroup, sqliteNoGroup);
     let pgRig: BoundaryRig | null = null;
+    let pgMulti: BoundaryRig | null = null;
     if (server !== null) {
       db = await freshDatabase();
       pgRig = await boundaryRig(postgresStore({ url: db.url }, { max: PG_POOL, applicationName: "writ-bench-durable" }));
-      rigs.push(pgRig);
+      pgMulti = await boundaryRig(postgresStore({ url: db.url }, { max: PG_POOL, applicationName: "writ-bench-durable" }), PG_CALLERS);
+      rigs.push(pgRig, pgMulti);
     }
     const n = {
       sqliteGroup: await calibrate(sqliteGroup, SQLITE_CALLERS),
       sqliteNoGroup: await calibrate(sqliteNoGroup, SQLITE_CALLERS),
       postgres: pgRig ? await calibrate(pgRig, PG_CALLERS) : null,
+      postgresScopes: pgMulti ? await calibrate(pgMulti, PG_CALLERS) : null,
     };
     // Each round measures every figure once; the order rotates from round to round so that drift
     // (writeback, autovacuum, other load) spreads over all of them.
@@ -129,10 +134,11 @@ export async function benchDurable(rounds: number): Promise<DurableResult> {
       },
       async (r) => void (r.sqliteNoGroup = await sqliteNoGroup.run(n.sqliteNoGroup, SQLITE_CALLERS)),
       async (r) => void (r.postgres = pgRig && n.postgres ? await pgRig.run(n.postgres, PG_CALLERS) : null),
+      async (r) => void (r.postgresScopes = pgMulti && n.postgresScopes ? await pgMulti.run(n.postgresScopes, PG_CALLERS) : null),
     ];
     const out: Round[] = [];
     for (let i = 0; i < rounds; i++) {
-      const r: Round = { fsync: 0, fdatasync: 0, verify: 0, sqliteGroup: 0, sqliteNoGroup: 0, postgres: null, sqliteBatch: 0 };
+      const r: Round = { fsync: 0, fdatasync: 0, verify: 0, sqliteGroup: 0, sqliteNoGroup: 0, postgres: null, postgresScopes: null, sqliteBatch: 0 };
       for (let j = 0; j < measures.length; j++) await measures[(i + j) % measures.length]!(r);
       out.push(r);
     }
@@ -149,12 +155,14 @@ export async function benchDurable(rounds: number): Promise<DurableResult> {
         sqliteGroupPerSec: med((r) => r.sqliteGroup),
         sqliteNoGroupPerSec: med((r) => r.sqliteNoGroup),
         postgresPerSec: pgRounds.length > 0 ? median(pgRounds.map((r) => r.postgres!)) : null,
+        postgresScopesPerSec: pgRounds.length > 0 ? median(pgRounds.map((r) => r.postgresScopes!)) : null,
         sqliteTxPerCommit: med((r) => r.sqliteBatch),
       },
       ratios: {
         sqliteOverVerify: med((r) => r.sqliteGroup / r.verify),
         sqliteNoGroupOverVerify: med((r) => r.sqliteNoGroup / r.verify),
         postgresOverVerify: pgRounds.length > 0 ? median(pgRounds.map((r) => r.postgres! / r.verify)) : null,
+        postgresScopesOverVerify: pgRounds.length > 0 ? median(pgRounds.map((r) => r.postgresScopes! / r.verify)) : null,
         sqliteOverFsync: med((r) => r.sqliteGroup / r.fsync),
         sqliteNoGroupOverFsync: med((r) => r.sqliteNoGroup / r.fsync),
       },

@@ -1,9 +1,10 @@
 /**
  * `npm run bench`: every benchmark, ratios measured side by side in one run, JSON under bench/results/.
- * Select some with `npm run bench -- boundary` (names: boundary, policy, durable).
+ * Select some with `npm run bench -- boundary` (names: boundary, policy, durable, http).
  */
 import { benchBoundaryMemory } from "./boundary.js";
 import { benchDurable } from "./durable.js";
+import { benchHttp } from "./http.js";
 import { fmt, writeResult } from "./lib.js";
 import { benchPolicy } from "./policy.js";
 
@@ -31,6 +32,18 @@ if (want("durable")) {
   console.log(`durable (no-op connector; medians of ${rounds} interleaved rounds): raw fsync ${fmt(m.fsyncPerSec)}/s (fdatasync ${fmt(m.fdatasyncPerSec)}/s) | raw Ed25519 verify ${fmt(m.verifyPerSec)}/s`);
   console.log(`  sqlite group commit, ${r.callers.sqlite} callers: ${fmt(m.sqliteGroupPerSec)}/s (${m.sqliteTxPerCommit.toFixed(1)} tx per commit) | sqlite/verify ${q.sqliteOverVerify.toFixed(3)} (goal >= ${r.goals.sqliteOverVerify}) | sqlite/fsync ${q.sqliteOverFsync.toFixed(2)}`);
   console.log(`  sqlite without group commit: ${fmt(m.sqliteNoGroupPerSec)}/s | /verify ${q.sqliteNoGroupOverVerify.toFixed(3)} | /fsync ${q.sqliteNoGroupOverFsync.toFixed(2)}`);
-  console.log(m.postgresPerSec === null || q.postgresOverVerify === null ? "  postgres: skipped (no server)" : `  postgres (${r.postgresServer}), ${r.callers.postgres} callers, pool ${r.callers.postgresPool}: ${fmt(m.postgresPerSec)}/s | postgres/verify ${q.postgresOverVerify.toFixed(3)} (goal >= ${r.goals.postgresOverVerify})`);
+  console.log(m.postgresPerSec === null || q.postgresOverVerify === null ? "  postgres: skipped (no server)" : `  postgres (${r.postgresServer}), ${r.callers.postgres} callers, pool ${r.callers.postgresPool}: ${fmt(m.postgresPerSec)}/s | postgres/verify ${q.postgresOverVerify.toFixed(3)} (goal >= ${r.goals.postgresOverVerify}; one scope, one hash chain)`);
+  if (m.postgresScopesPerSec !== null && q.postgresScopesOverVerify !== null) {
+    console.log(`  postgres, ${r.callers.postgres} callers over ${r.callers.postgres} scopes: ${fmt(m.postgresScopesPerSec)}/s | /verify ${q.postgresScopesOverVerify.toFixed(3)}`);
+  }
   console.log("  ->", writeResult("durable", r));
+}
+
+if (want("http")) {
+  const r = await benchHttp(Math.min(rounds, 3));
+  const m = r.medians;
+  console.log(`http (${r.connections} connections, autocannon; medians of ${r.rounds.length} interleaved rounds): submit on sqlite + worker ${fmt(m.submitPerSec)}/s, p50 ${m.submitP50Ms} ms, p99 ${m.submitP99Ms} ms | bare Hono hello ${fmt(m.helloPerSec)}/s, p50 ${m.helloP50Ms} ms, p99 ${m.helloP99Ms} ms | ratio ${r.ratio.toFixed(3)}`);
+  console.log(`  worker (concurrency ${r.worker.concurrency}) ran ${fmt(r.worker.succeeded)} of ${fmt(r.worker.admitted)} admitted invocations to succeeded during the bench`);
+  console.log(`  admission alone (worker stopped): ${fmt(r.admissionOnly.perSec)}/s, p50 ${r.admissionOnly.p50Ms} ms, p99 ${r.admissionOnly.p99Ms} ms | ratio to bare Hono ${r.admissionOnly.ratio.toFixed(3)}`);
+  console.log("  ->", writeResult("http", r));
 }

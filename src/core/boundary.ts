@@ -431,7 +431,6 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
       }
       if (startStep >= action.steps.length) startStep = action.steps.length - 1;
       const a: AttemptRecord = { ...base, state: "EXECUTING", stepIndex: startStep };
-      a.seq = await tx.insertAttempt(scope, a);
       await tx.putIdempotency(scope, {
         tenantId: scope.tenantId,
         spaceId: scope.spaceId,
@@ -444,6 +443,9 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
         updatedAt: now,
       });
       await tx.putStep(scope, stepRow(scope, invocationId, startStep, attemptId, now));
+      // The scope-wide sections (attempt numbering, the journal chain) come last, so concurrent
+      // transactions of one scope wait on each other for as short a time as possible.
+      a.seq = await tx.insertAttempt(scope, a);
       await appendJournal(tx, crypto, scope, [
         {
           id: `decision.consumed:${decision.payload.decisionId}`,
