@@ -27,6 +27,7 @@ export { memoryStore } from "./stores/memory/index.js";
 export { sqliteStore, type SqliteStore, type SqliteStoreOptions } from "./stores/sqlite/index.js";
 export { postgresStore, type PostgresStore, type PostgresStoreOptions } from "./stores/postgres/index.js";
 export * from "./policy/index.js";
+export * from "./connectors/index.js";
 export { versionedCedarPolicy, type VersionedPolicy } from "./host/policy-versions.js";
 export { defineConfig, type WritConfig } from "./config/define-config.js";
 export type { Approvals, Approver } from "./host/approvals.js";
