@@ -232,10 +232,14 @@ export class SqliteTx implements StoreTx {
       ids.add(e.id);
       expected++;
     }
-    const present = this.#q.journalIdsPresent.all({ ...sp, ids: JSON.stringify([...ids]) }) as string[];
-    if (present.length > 0) throw new WritError("CONFLICT", `journal entry id ${present[0]} already exists`);
+    if (entries.length > 1) {
+      // Several rows: check ids up front so a clash on a later one cannot leave an earlier one.
+      const present = this.#q.journalIdsPresent.all({ ...sp, ids: JSON.stringify([...ids]) }) as string[];
+      if (present.length > 0) throw new WritError("CONFLICT", `journal entry id ${present[0]} already exists`);
+    }
     for (const e of entries) {
-      this.#q.insertJournal.run({ ...sp, seq: e.seq, id: e.id, type: e.type, at: e.at, hash: e.hash, doc: JSON.stringify(e) });
+      // One row (the common case): the unique index on (scope, id) refuses a clash atomically.
+      insertOrConflict(`journal entry id ${e.id}`, () => this.#q.insertJournal.run({ ...sp, seq: e.seq, id: e.id, type: e.type, at: e.at, hash: e.hash, doc: JSON.stringify(e) }));
     }
   }
 
