@@ -23,17 +23,23 @@
  * with its effect applied once (re-called with the same key where the effect may have happened);
  * a non-idempotent one whose step had started goes to reconciliation_required (OUTCOME_AMBIGUOUS)
  * and is never called again.
+ *
+ * A crash loop (every worker that runs the invocation dies at the same point): bounded recovery
+ * (SPEC 4.6) settles an idempotent invocation reconciliation_required once its claims exceed
+ * recoveryMaxAttempts (2 here), "recovery attempts exhausted (3/2)", before any further call; a
+ * non-idempotent one goes to reconciliation at its first reclaim, never called again.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, it } from "vitest";
-import { killAllChildren, killChild, spawnChild, type ChildExit } from "./fixtures/children.js";
+import { afterAll, describe, expect, it } from "vitest";
+import { killChild, reapChildren, spawnChild, waitFor, type ChildExit } from "./fixtures/children.js";
 import { STORE_KINDS } from "./fixtures/hosting.js";
 import { summary } from "./fixtures/invariants.js";
 import { KILL_POINTS, requestFor, type ActionName, type KillPoint } from "./fixtures/scenario.js";
 import { makeWorld } from "./fixtures/world.js";
 
-afterAll(killAllChildren);
+// No child outlives its test: each test reaps its own, a survivor here is a leak.
+afterAll(async () => expect(await reapChildren()).toBe(0));
 
 interface Case {
   point: KillPoint;
@@ -102,6 +108,47 @@ for (const kind of STORE_KINDS) {
             expect(k!.dedups).toBe(0);
             expect(report.byStatus.succeeded ?? 0).toBeGreaterThan(0);
           }
+        } finally {
+          await world.close();
+        }
+      });
+    }
+  });
+}
+
+for (const kind of STORE_KINDS) {
+  describe.concurrent(`a crash loop on ${kind}`, () => {
+    const loops = [
+      { action: "idem1", point: "after-effect", kills: 2, reasonCode: "RECOVERY_EXHAUSTED", effects: 1, dedups: 1 },
+      { action: "once1", point: "after-intent", kills: 1, reasonCode: "OUTCOME_AMBIGUOUS", effects: 0, dedups: 0 },
+    ] as const;
+    for (const l of loops) {
+      it(`${l.action}: every worker dies ${l.point} -> reconciliation_required (${l.reasonCode}) after ${l.kills} kill(s)`, async ({ expect }) => {
+        const world = await makeWorld(kind);
+        try {
+          const [id] = await world.submit([requestFor(0, l.action)]);
+          let kills = 0;
+          for (let gen = 0; gen < 10 && !(await world.settled()); gen++) {
+            const child = spawnChild(`${kind}/loop/${l.action}/${gen}`, world.childEnv(`looped-${gen}`, { WRIT_KILL_AT: l.point, WRIT_KILL_ALWAYS: "1", WRIT_RECOVERY_MAX_ATTEMPTS: "2", WRIT_LEASE_MS: "300", WRIT_POLL_MS: "20", WRIT_CONCURRENCY: "1" }));
+            try {
+              await waitFor(async () => !child.alive() || (await world.settled()), 30_000, `child ${gen} to die or the invocation to settle`);
+              if (!child.alive()) {
+                expect((await child.exited).signal, child.stderr()).toBe("SIGKILL");
+                kills += 1;
+              }
+            } finally {
+              await killChild(child);
+            }
+          }
+          const report = await world.check([id!]);
+          console.log(`[kill-points] ${kind} crash loop ${l.action}: ${summary(report)}`);
+          expect(report.violations).toEqual([]);
+          const view = report.views.get(id!)!;
+          expect(kills).toBe(l.kills);
+          expect(view.inv.status).toBe("reconciliation_required");
+          expect(view.recs).toEqual([expect.objectContaining({ status: "open", stepIndex: 0, reasonCode: l.reasonCode })]);
+          if (l.reasonCode === "RECOVERY_EXHAUSTED") expect(view.recs[0]!.reason).toBe("recovery attempts exhausted (3/2)");
+          expect([view.effects.get(0)?.length ?? 0, view.dedups]).toEqual([l.effects, l.dedups]);
         } finally {
           await world.close();
         }

@@ -12,10 +12,11 @@
  */
 import { afterAll, expect, it } from "vitest";
 import { SEED } from "../helpers/seed.js";
-import { killAllChildren } from "./fixtures/children.js";
+import { reapChildren } from "./fixtures/children.js";
 import { runSoak } from "./fixtures/soak.js";
 
-afterAll(killAllChildren);
+// No child outlives its test: each test reaps its own, a survivor here is a leak.
+afterAll(async () => expect(await reapChildren()).toBe(0));
 
 it(`40 invocations, 3 workers on PostgreSQL, random SIGKILLs (seed ${SEED})`, async () => {
   console.log(`[host-random-short] seed=${SEED} (replay: WRIT_SEED=${SEED})`);

@@ -21,15 +21,16 @@
  * which is a property of the database, not of the host).
  */
 import { join } from "node:path";
-import { afterAll, describe, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import type { Store } from "../../src/core/store.js";
-import { killAllChildren, killChild, processState, sleep, spawnChild, waitFor } from "./fixtures/children.js";
+import { killChild, processState, reapChildren, sleep, spawnChild, waitFor } from "./fixtures/children.js";
 import { STORE_KINDS } from "./fixtures/hosting.js";
 import { summary } from "./fixtures/invariants.js";
 import { SCOPES, requestFor, type ActionName } from "./fixtures/scenario.js";
 import { makeWorld } from "./fixtures/world.js";
 
-afterAll(killAllChildren);
+// No child outlives its test: each test reaps its own, a survivor here is a leak.
+afterAll(async () => expect(await reapChildren()).toBe(0));
 
 const LEASE_MS = 600;
 

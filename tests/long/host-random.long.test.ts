@@ -1,8 +1,9 @@
 /**
  * The long randomized crash run (npm run test:long): at least 200 invocations of every action
  * shape and connector outcome, three worker processes on PostgreSQL, a random worker SIGKILLed
- * every 0.15-0.6 s and restarted, many times; then the workers run undisturbed to the end.
- * WRIT_HOST_RANDOM_INVOCATIONS and WRIT_HOST_RANDOM_KILLS scale it up.
+ * every 0.15-0.6 s and restarted, many times; then the workers run undisturbed to the end. The
+ * same run on one SQLite file shared by the three processes. WRIT_HOST_RANDOM_INVOCATIONS and
+ * WRIT_HOST_RANDOM_KILLS scale it up.
  *
  * Invariants checked at the end (tests/host-crash/fixtures/invariants.ts): no non-idempotent
  * effect twice; nothing stuck; idempotent effects exactly once per step key (the provider honours
@@ -12,19 +13,22 @@
  */
 import { afterAll, expect, it } from "vitest";
 import { SEED } from "../helpers/seed.js";
-import { killAllChildren } from "../host-crash/fixtures/children.js";
+import { reapChildren } from "../host-crash/fixtures/children.js";
 import { runSoak } from "../host-crash/fixtures/soak.js";
 
-afterAll(killAllChildren);
+// No child outlives its test: each test reaps its own, a survivor here is a leak.
+afterAll(async () => expect(await reapChildren()).toBe(0));
 
 const invocations = Math.max(200, Number(process.env.WRIT_HOST_RANDOM_INVOCATIONS ?? 200));
 const maxKills = Math.max(20, Number(process.env.WRIT_HOST_RANDOM_KILLS ?? 60));
 
-it(`${invocations} invocations, 3 workers on PostgreSQL, ${maxKills} random SIGKILLs (seed ${SEED})`, async () => {
-  console.log(`[host-random] seed=${SEED} (replay: WRIT_SEED=${SEED})`);
-  const r = await runSoak({ kind: "postgres", seed: SEED, invocations, workers: 3, killEveryMs: [150, 600], maxKills, deadlineMs: 600_000 });
-  expect(r.report.violations).toEqual([]);
-  expect(r.settled).toBe(true);
-  expect(r.report.invocations).toBe(invocations);
-  expect(r.reclaims, "kills that interrupted work in flight").toBeGreaterThan(0);
-});
+for (const kind of ["postgres", "sqlite"] as const) {
+  it(`${invocations} invocations, 3 workers on ${kind}, ${maxKills} random SIGKILLs (seed ${SEED})`, async () => {
+    console.log(`[host-random] ${kind} seed=${SEED} (replay: WRIT_SEED=${SEED})`);
+    const r = await runSoak({ kind, seed: SEED, invocations, workers: 3, killEveryMs: [150, 600], maxKills, deadlineMs: 600_000 });
+    expect(r.report.violations).toEqual([]);
+    expect(r.settled).toBe(true);
+    expect(r.report.invocations).toBe(invocations);
+    expect(r.reclaims, "kills that interrupted work in flight").toBeGreaterThan(0);
+  });
+}
