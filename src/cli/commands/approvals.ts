@@ -1,0 +1,132 @@
+/** `writ approvals ls|approve|deny|revoke` and `writ reconcile ls|resolve`: the operator's queues. */
+import { APPROVAL_STATUSES, RECONCILIATION_STATUSES, type Approval, type ReconciliationRecord } from "../../core/types.js";
+import { intFlag, list, oneOf, required, str } from "../args.js";
+import { AS_OPTION, LIMIT_OPTION, QUIET_OPTION, printList, type Command } from "../command.js";
+import type { CliContext } from "../context.js";
+import { usageError } from "../exit-codes.js";
+import { brief, time } from "../output.js";
+
+function printApprovals(ctx: CliContext, items: readonly Approval[]): void {
+  ctx.out.table(items, [
+    { header: "approval", value: (a) => a.approvalId },
+    { header: "status", value: (a) => a.status },
+    { header: "invocation", value: (a) => a.invocationId ?? "-" },
+    { header: "requested by", value: (a) => `${a.requestedBy.type}:${a.requestedBy.id}` },
+    { header: "votes", value: (a) => `${a.votes.filter((v) => v.verdict === "approve").length}/${a.quorum}` },
+    { header: "roles", value: (a) => a.approverRoles.join(",") },
+    { header: "expires", value: (a) => time(a.expiresAt) },
+  ]);
+}
+
+export const approvalsLs: Command = {
+  name: "approvals ls",
+  summary: "list approvals (pending by default)",
+  options: {
+    status: { type: "string", value: "<status>", description: `${APPROVAL_STATUSES.join(", ")} or all (default pending)` },
+    ...LIMIT_OPTION,
+    ...QUIET_OPTION,
+  },
+  async run(ctx) {
+    const status = oneOf(ctx.values, "status", [...APPROVAL_STATUSES, "all"]) ?? "pending";
+    const limit = intFlag(ctx.values, "limit") ?? 50;
+    const rt = await ctx.runtime();
+    const items = await rt.host.approvals.list(ctx.scope(), { limit, ...(status !== "all" ? { status } : {}) });
+    printList(ctx, { items }, items, (a) => a.approvalId, () => printApprovals(ctx, items));
+  },
+};
+
+const VOTE_OPTIONS = {
+  ...AS_OPTION,
+  role: { type: "string", multiple: true, value: "<role>", description: "a role the operator holds in this scope; repeatable (default: approve)" },
+  note: { type: "string", value: "<text>", description: "journaled with the vote" },
+} as const;
+
+function vote(verb: "approve" | "deny" | "revoke", summary: string): Command {
+  return {
+    name: `approvals ${verb}`,
+    summary,
+    args: "<approval-id>",
+    options: VOTE_OPTIONS,
+    details: "The CLI talks to the store directly: whoever can run it holds the roles it names. Approvers cannot approve or deny their own request.",
+    async run(ctx, p) {
+      const id = p[0]!;
+      const roles = list(ctx.values, "role");
+      const note = str(ctx.values, "note");
+      const approver = { actor: ctx.operator(), roles: roles.length > 0 ? roles : ["approve"], ...(note !== undefined ? { note } : {}) };
+      const rt = await ctx.runtime();
+      const scope = ctx.scope();
+      const ap = await rt.host.approvals[verb](scope, id, approver);
+      const inv = ap.invocationId ? await rt.host.get(scope, ap.invocationId) : null;
+      ctx.out.result({ approval: ap, invocation: inv }, () => {
+        ctx.out.record([
+          ["approval", ap.approvalId],
+          ["status", ap.status],
+          ["votes", `${ap.votes.filter((v) => v.verdict === "approve").length}/${ap.quorum} approvals`],
+          ["invocation", inv ? `${inv.invocationId} (now ${inv.status})` : undefined],
+        ]);
+      });
+    },
+  };
+}
+
+export const approvalsApprove = vote("approve", "vote to approve; at quorum the invocation is queued again");
+export const approvalsDeny = vote("deny", "deny; the invocation ends denied");
+export const approvalsRevoke = vote("revoke", "revoke a pending or granted approval (checked again at execution)");
+
+function printReconciliations(ctx: CliContext, items: readonly ReconciliationRecord[]): void {
+  ctx.out.table(items, [
+    { header: "reconciliation", value: (r) => r.reconciliationId },
+    { header: "status", value: (r) => r.status },
+    { header: "invocation", value: (r) => r.invocationId },
+    { header: "step", value: (r) => String(r.stepIndex) },
+    { header: "code", value: (r) => r.reasonCode },
+    { header: "external ref", value: (r) => r.externalRef ?? "-" },
+    { header: "reason", value: (r) => brief(r.reason, 60) },
+  ]);
+}
+
+export const reconcileLs: Command = {
+  name: "reconcile ls",
+  summary: "list reconciliations (open by default)",
+  options: {
+    status: { type: "string", value: "<status>", description: `${RECONCILIATION_STATUSES.join(", ")} or all (default open)` },
+    ...LIMIT_OPTION,
+    ...QUIET_OPTION,
+  },
+  async run(ctx) {
+    const status = oneOf(ctx.values, "status", [...RECONCILIATION_STATUSES, "all"]) ?? "open";
+    const limit = intFlag(ctx.values, "limit") ?? 50;
+    const rt = await ctx.runtime();
+    const items = await rt.host.reconcile.list(ctx.scope(), { limit, ...(status !== "all" ? { status } : {}) });
+    printList(ctx, { items }, items, (r) => r.reconciliationId, () => printReconciliations(ctx, items));
+  },
+};
+
+export const reconcileResolve: Command = {
+  name: "reconcile resolve",
+  summary: "settle an unknown outcome as succeeded or failed, with a note (journaled with who did it)",
+  args: "<reconciliation-id>",
+  options: {
+    outcome: { type: "string", value: "succeeded|failed", description: "what really happened at the provider" },
+    note: { type: "string", value: "<text>", description: "why you know (required)" },
+    "external-ref": { type: "string", value: "<ref>", description: "the provider's reference for the effect, when it succeeded" },
+    ...AS_OPTION,
+  },
+  async run(ctx, p) {
+    const where = "writ reconcile resolve";
+    const id = p[0]!;
+    const outcome = oneOf(ctx.values, "outcome", ["succeeded", "failed"] as const);
+    if (!outcome) throw usageError(`\`${where}\` needs --outcome succeeded|failed`);
+    const note = required(ctx.values, "note", where);
+    const externalRef = str(ctx.values, "external-ref");
+    const by = ctx.operator();
+    const rt = await ctx.runtime();
+    const inv = await rt.host.reconcile.resolve(ctx.scope(), id, { outcome, note, by, ...(externalRef !== undefined ? { externalRef } : {}) });
+    ctx.out.result({ invocation: inv }, () =>
+      ctx.out.record([
+        ["reconciliation", `${id} resolved ${outcome}`],
+        ["invocation", `${inv.invocationId} (now ${inv.status})`],
+      ]),
+    );
+  },
+};

@@ -1,0 +1,24 @@
+/** `writ doctor`: what is wrong with this setup and how to fix it. */
+import type { Command } from "../command.js";
+
+const MARK = { ok: "ok", warning: "warn", problem: "FAIL" } as const;
+
+export const doctor: Command = {
+  name: "doctor",
+  summary: "check the config, policy, connectors, signing keys and store; say what is wrong and how to fix it",
+  options: {},
+  details: "Exit 0 when healthy (warnings allowed), 3 when the config does not load, 4 when the store cannot be reached, 1 for any other problem. Changes nothing.",
+  async run(ctx) {
+    const { diagnose } = await import("../doctor-checks.js");
+    const report = await diagnose({ cwd: ctx.cwd, findConfigPath: () => ctx.configPath() });
+    ctx.out.result(report, () => {
+      for (const c of report.checks) {
+        ctx.out.line(`${MARK[c.status].padEnd(4)}  ${c.name.padEnd(10)}  ${c.detail}`);
+        if (c.fix && c.status !== "ok") ctx.out.line(`${"".padEnd(16)}fix: ${c.fix}`);
+      }
+      const problems = report.checks.filter((c) => c.status === "problem").length;
+      ctx.out.line(problems === 0 ? "\nall checks passed" : `\n${problems} problem(s) found`);
+    });
+    return report.exitCode;
+  },
+};

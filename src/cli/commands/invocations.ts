@@ -1,0 +1,202 @@
+/** `writ submit`, `writ get`, `writ ls`, `writ cancel`: invocations through the host. */
+import { base64url } from "../../core/encoding.js";
+import { WritError } from "../../core/errors.js";
+import { redact } from "../../core/redact.js";
+import { INVOCATION_STATUSES, TERMINAL_INVOCATION_STATUSES, type Invocation, type Json, type Scope, type StepCheckpoint } from "../../core/types.js";
+import { systemRandom } from "../../node/clock.js";
+import type { Runtime } from "../../runtime/runtime.js";
+import { flag, intFlag, oneOf, parseActor, str } from "../args.js";
+import { AS_OPTION, LIMIT_OPTION, QUIET_OPTION, printList, type Command } from "../command.js";
+import { CliError, EXIT, usageError } from "../exit-codes.js";
+import { jsonObject, readInput } from "../files.js";
+import { brief, time, type Printer } from "../output.js";
+
+/** Statuses after which an invocation waits for nobody but a person (or nothing at all). */
+const SETTLED = new Set<string>([...TERMINAL_INVOCATION_STATUSES, "awaiting_approval", "parked", "reconciliation_required"]);
+
+export const submit: Command = {
+  name: "submit",
+  summary: "submit a request (from --file or flags); prints the invocation",
+  options: {
+    file: { type: "string", short: "f", value: "<file>", description: "the request as JSON (\"-\" reads stdin); flags below override its fields" },
+    action: { type: "string", value: "<id>", description: "action id, e.g. payments.refund" },
+    "action-version": { type: "string", value: "<v>", description: "action version (default: the version the config defines)" },
+    actor: { type: "string", value: "<type:id>", description: "who asks, e.g. agent:support-bot" },
+    authority: { type: "string", value: "<ref>", description: "the authority the actor acts under" },
+    params: { type: "string", value: "<json>", description: "the action's params as a JSON object" },
+    "idempotency-key": { type: "string", value: "<key>", description: "dedupe key (default: a new random key, printed; reuse it to retry safely)" },
+    wait: { type: "boolean", description: "wait until a worker settles it (succeeded, failed, awaiting approval, ...)" },
+    timeout: { type: "string", value: "<seconds>", description: "with --wait: give up after this long (default 30)" },
+  },
+  details: "Tenant and space come from --tenant/--space unless the file names them. A worker (writ serve or writ worker) runs what is submitted.",
+  async run(ctx) {
+    const v = ctx.values;
+    const file = str(v, "file");
+    const base: Record<string, unknown> = file !== undefined ? jsonObject(readInput(file, "file"), `--file ${file}`) : {};
+    const scope = ctx.scope();
+    const explicitScope = str(v, "tenant") !== undefined || str(v, "space") !== undefined;
+    const req: Record<string, unknown> = { ...base };
+    if (explicitScope || req.tenantId === undefined) req.tenantId = scope.tenantId;
+    if (explicitScope || req.spaceId === undefined) req.spaceId = scope.spaceId;
+    const action = str(v, "action");
+    if (action !== undefined) req.action = action;
+    const actor = str(v, "actor");
+    if (actor !== undefined) req.actor = parseActor(actor, "actor");
+    const authority = str(v, "authority");
+    if (authority !== undefined) req.authorityRef = authority;
+    const params = str(v, "params");
+    if (params !== undefined) req.params = jsonObject(params, "--params");
+    const key = str(v, "idempotency-key");
+    if (key !== undefined) req.idempotencyKey = key;
+    if (typeof req.action !== "string") throw usageError("`writ submit` needs --action (or a file with an action)");
+    if (req.actor === undefined) throw usageError("`writ submit` needs --actor <type:id> (or a file with an actor)");
+    if (req.authorityRef === undefined) throw usageError("`writ submit` needs --authority <ref> (or a file with an authorityRef)");
+    if (req.params === undefined) req.params = {};
+    const timeoutS = intFlag(v, "timeout") ?? 30;
+    const rt = await ctx.runtime();
+    const version = str(v, "action-version");
+    if (version !== undefined) req.actionVersion = version;
+    else if (req.actionVersion === undefined) {
+      const def = rt.config.actions.find((a) => a.id === req.action);
+      if (!def) throw usageError(`unknown action ${String(req.action)}: the config defines ${rt.config.actions.map((a) => a.id).join(", ") || "no actions"}`);
+      req.actionVersion = def.version;
+    }
+    if (req.idempotencyKey === undefined) {
+      req.idempotencyKey = `cli-${base64url(systemRandom.bytes(12))}`;
+      if (!ctx.out.json) ctx.out.note(`idempotency key: ${req.idempotencyKey as string} (pass it with --idempotency-key to retry this request safely)`);
+    }
+    const submitted = await rt.host.submit(req);
+    let inv = submitted.invocation;
+    if (flag(v, "wait")) inv = await waitSettled(rt, inv, timeoutS * 1000);
+    ctx.out.result({ invocation: inv, replayed: submitted.replayed }, () => {
+      printInvocationSummary(ctx.out, inv);
+      if (submitted.replayed) ctx.out.line("replayed: yes (the same key and request were admitted before; nothing new was stored)");
+    });
+  },
+};
+
+/** Polls until the invocation needs no worker any more; a timeout is a failure (exit 1) naming the likely cause. */
+async function waitSettled(rt: Runtime, inv: Invocation, timeoutMs: number): Promise<Invocation> {
+  const scope: Scope = { tenantId: inv.tenantId, spaceId: inv.spaceId };
+  const deadline = Date.now() + timeoutMs;
+  let cur = inv;
+  while (!SETTLED.has(cur.status)) {
+    if (Date.now() >= deadline) {
+      throw new CliError(EXIT.FAILED, "WAIT_TIMEOUT", `invocation ${cur.invocationId} is still ${cur.status} after ${Math.round(timeoutMs / 1000)}s: is a worker running (writ serve or writ worker)?`);
+    }
+    await new Promise((r) => setTimeout(r, 150));
+    cur = (await rt.host.get(scope, cur.invocationId)) ?? cur;
+  }
+  return cur;
+}
+
+function printInvocationSummary(out: Printer, inv: Invocation, more: ReadonlyArray<readonly [string, string | undefined]> = []): void {
+  out.record([
+    ["invocation", inv.invocationId],
+    ["status", inv.status],
+    ["action", `${inv.action}@${inv.actionVersion}`],
+    ["scope", `${inv.tenantId}/${inv.spaceId}`],
+    ["idempotency key", inv.idempotencyKey],
+    ["approval", inv.approvalId],
+    ["reasons", inv.reasons && inv.reasons.length > 0 ? inv.reasons.join("; ") : undefined],
+    ["last error", inv.lastError],
+    ["result", inv.result !== undefined ? brief(inv.result, 200) : undefined],
+    ...more,
+  ]);
+}
+
+export const get: Command = {
+  name: "get",
+  summary: "show one invocation with its steps, approval and reconciliations",
+  args: "<invocation-id>",
+  options: {},
+  async run(ctx, p) {
+    const id = p[0]!;
+    const scope = ctx.scope();
+    const rt = await ctx.runtime();
+    const inv = await rt.host.get(scope, id);
+    if (!inv) throw new WritError("NOT_FOUND", `no invocation ${id} in ${scope.tenantId}/${scope.spaceId}`);
+    const sensitive = rt.config.actions.find((a) => a.id === inv.action)?.sensitive ?? [];
+    const { steps, reconciliations } = await rt.store.transact(async (tx) => ({
+      steps: (await tx.getSteps(scope, id)).map((s) => redactStep(s, sensitive)),
+      reconciliations: await tx.listReconciliations(scope, { invocationId: id }),
+    }));
+    const approval = inv.approvalId ? await rt.host.approvals.get(scope, inv.approvalId) : null;
+    ctx.out.result({ invocation: inv, steps, approval, reconciliations }, () => {
+      printInvocationSummary(ctx.out, inv, [
+        ["actor", `${inv.request.actor.type}:${inv.request.actor.id}`],
+        ["authority", inv.request.authorityRef],
+        ["params", brief(inv.request.params, 200)],
+        ["digest", inv.requestDigest],
+        ["created", time(inv.createdAt)],
+        ["updated", time(inv.updatedAt)],
+      ]);
+      ctx.out.line();
+      ctx.out.line("steps:");
+      ctx.out.table(steps, [
+        { header: "#", value: (s) => String(s.stepIndex) },
+        { header: "step", value: (s) => s.stepName },
+        { header: "status", value: (s) => s.status },
+        { header: "external ref", value: (s) => s.externalRef ?? "-" },
+        { header: "reason", value: (s) => brief(s.reason ?? s.reasonCode, 80) },
+      ]);
+      if (approval) {
+        ctx.out.line();
+        ctx.out.line(`approval ${approval.approvalId}: ${approval.status} (${approval.votes.filter((x) => x.verdict === "approve").length}/${approval.quorum} approvals, roles ${approval.approverRoles.join(", ")})`);
+      }
+      for (const r of reconciliations) {
+        ctx.out.line();
+        ctx.out.line(`reconciliation ${r.reconciliationId}: ${r.status} (step ${r.stepIndex}, ${r.reasonCode}: ${r.reason})`);
+        if (r.resolution) ctx.out.line(`  resolved ${r.resolution.outcome} by ${r.resolution.by.type}:${r.resolution.by.id}: ${r.resolution.note}`);
+      }
+    });
+  },
+};
+
+function redactStep(s: StepCheckpoint, sensitive: readonly string[]): StepCheckpoint {
+  if (s.output === undefined || sensitive.length === 0) return s;
+  const outputs = (redact({ outputs: { [s.stepName]: s.output } }, sensitive) as { outputs: { [k: string]: Json } }).outputs;
+  return { ...s, output: outputs[s.stepName]! };
+}
+
+export const ls: Command = {
+  name: "ls",
+  summary: "list invocations, newest first",
+  options: {
+    status: { type: "string", value: "<status>", description: `only this status (${INVOCATION_STATUSES.join(", ")})` },
+    after: { type: "string", value: "<invocation-id>", description: "page: invocations older than this one" },
+    ...LIMIT_OPTION,
+    ...QUIET_OPTION,
+  },
+  async run(ctx) {
+    const status = oneOf(ctx.values, "status", INVOCATION_STATUSES);
+    const limit = intFlag(ctx.values, "limit") ?? 50;
+    const after = str(ctx.values, "after");
+    const rt = await ctx.runtime();
+    const items = await rt.host.list(ctx.scope(), { limit, ...(status ? { status } : {}), ...(after ? { after } : {}) });
+    printList(ctx, { items }, items, (i) => i.invocationId, () =>
+      ctx.out.table(items, [
+        { header: "invocation", value: (i) => i.invocationId },
+        { header: "status", value: (i) => i.status },
+        { header: "action", value: (i) => i.action },
+        { header: "actor", value: (i) => `${i.request.actor.type}:${i.request.actor.id}` },
+        { header: "created", value: (i) => time(i.createdAt) },
+        { header: "params", value: (i) => brief(i.request.params, 50) },
+      ]),
+    );
+  },
+};
+
+export const cancel: Command = {
+  name: "cancel",
+  summary: "cancel an invocation none of whose steps has started",
+  args: "<invocation-id>",
+  options: { ...AS_OPTION },
+  async run(ctx, p) {
+    const id = p[0]!;
+    const by = ctx.operator();
+    const rt = await ctx.runtime();
+    const inv = await rt.host.cancel(ctx.scope(), id, by);
+    ctx.out.result({ invocation: inv }, () => printInvocationSummary(ctx.out, inv));
+  },
+};

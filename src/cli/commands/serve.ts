@@ -1,0 +1,154 @@
+/** `writ serve` (HTTP API and workers in one process) and `writ worker` (workers only). */
+import type { Worker, WorkerOptions } from "../../host/worker.js";
+import type { Runtime } from "../../runtime/runtime.js";
+import { flag, intFlag, str } from "../args.js";
+import type { Command } from "../command.js";
+import { stderrLogger, type CliContext } from "../context.js";
+import { demoCurl, demoOf, ensureDemo, type DemoState } from "../demo.js";
+import { CliError, EXIT, usageError } from "../exit-codes.js";
+import { waitForStop } from "../lifecycle.js";
+import type { RunningServer } from "../../server/index.js";
+
+const WORKER_OPTIONS = {
+  concurrency: { type: "string", value: "<n>", description: "invocations processed at once (default: the config's worker.concurrency, else 4)" },
+  quiet: { type: "boolean", description: "do not print a line per invocation transition on stderr" },
+} as const;
+
+function workerOptions(ctx: CliContext, rt: Runtime): WorkerOptions {
+  const concurrency = intFlag(ctx.values, "concurrency");
+  return { ...(rt.config.worker ?? {}), ...(concurrency !== undefined ? { concurrency } : {}) };
+}
+
+async function openForWork(ctx: CliContext): Promise<Runtime> {
+  const logger = stderrLogger(ctx.io, { events: !flag(ctx.values, "quiet"), debug: ctx.env.WRIT_DEBUG === "1" });
+  return ctx.runtime({ logger });
+}
+
+/** Stops the worker (draining; a second signal aborts in-flight work) and reports it. */
+async function drain(ctx: CliContext, worker: Worker, stop: ReturnType<typeof waitForStop>, signal: string): Promise<void> {
+  const n = worker.inFlight();
+  ctx.out.note(`[writ] ${signal}: stopping${n > 0 ? `, draining ${n} in-flight invocation(s) (send it again to abort them)` : ""}`);
+  stop.onForce(() => {
+    ctx.out.note("[writ] aborting in-flight invocations (recovery resumes them from their checkpoints)");
+    void worker.stop({ drain: false });
+  });
+  await worker.stop({ drain: true });
+}
+
+function printBanner(ctx: CliContext, rt: Runtime, url: string, worker: Worker, demo: DemoState | null): void {
+  const demoSetup = demoOf(rt.config);
+  const curl = demo && demoSetup ? demoCurl(url, demoSetup, demo.adminKey) : null;
+  ctx.out.result(
+    {
+      url,
+      worker: worker.id,
+      store: rt.store.kind,
+      signingKey: rt.signingKey.kid,
+      ...(demo ? { demo: { tenantId: demo.scope.tenantId, spaceId: demo.scope.spaceId, adminKey: demo.adminKey, adminKeyFile: demo.adminKeyFile, created: demo.created, curl } } : {}),
+    },
+    () => {
+      ctx.out.line(`Writ is serving on ${url}`);
+      ctx.out.line(`  store ${rt.store.kind}, ${rt.config.actions.length} action(s), signing key ${rt.signingKey.kid}, worker ${worker.id}`);
+      ctx.out.line(`  OpenAPI: ${url}/openapi.json   health: ${url}/healthz`);
+      if (demo) {
+        ctx.out.line("");
+        ctx.out.line(`LOCAL DEMO ONLY — admin API key of tenant "${demo.scope.tenantId}" (${demo.created ? "created now" : "created on first start"}, kept in ${demo.adminKeyFile}, mode 0600):`);
+        ctx.out.line(`  ${demo.adminKey}`);
+        if (demo.authoritiesCreated.length > 0) ctx.out.line(`  demo authorities created: ${demo.authoritiesCreated.join(", ")}`);
+        if (curl) {
+          ctx.out.line("");
+          ctx.out.line("Submit an action (space " + demo.scope.spaceId + "):");
+          ctx.out.line(`  ${curl}`);
+        }
+        ctx.out.line("");
+        ctx.out.line("README.md, \"From npm start to an approval and a reconciliation\", walks on from here.");
+      }
+      ctx.out.line("Ctrl-C stops (drains in-flight work first).");
+    },
+  );
+}
+
+export const serve: Command = {
+  name: "serve",
+  summary: "run the HTTP API and workers in one process; prints the URL",
+  options: {
+    port: { type: "string", value: "<port>", description: "listen on this port (default: the config's server.port, else 8787; 0 picks a free one)" },
+    host: { type: "string", value: "<address>", description: "listen on this address (default: the config's server.host, else 127.0.0.1)" },
+    ...WORKER_OPTIONS,
+  },
+  details: "A config with a `demo` section (examples/writ.config.ts) also bootstraps the local demo: an admin API key in .writ/demo-admin-key and the demo authorities. SIGINT/SIGTERM stop gracefully: the server stops accepting, workers drain, the store closes; a second signal aborts in-flight work.",
+  async run(ctx) {
+    const portFlag = intFlag(ctx.values, "port", 0);
+    if (portFlag !== undefined && portFlag > 65535) throw usageError("--port must be at most 65535");
+    const stop = waitForStop();
+    try {
+      const rt = await openForWork(ctx);
+      const demoSetup = demoOf(rt.config);
+      const demo = demoSetup ? await ensureDemo(rt, demoSetup, (x) => ctx.resolvePath(x)) : null;
+      // Imported here, not at the top: only `writ serve` needs the HTTP stack.
+      const { startServer } = await import("../../server/index.js");
+      const port = portFlag ?? rt.config.server?.port ?? 8787;
+      const host = str(ctx.values, "host") ?? rt.config.server?.host ?? "127.0.0.1";
+      let server: RunningServer;
+      try {
+        const log = stderrLogger(ctx.io, { events: false, debug: false });
+        // Server faults (5xx) are logged with their detail; per-request lines stay off.
+        server = await startServer(rt, { port, host, logger: { ...log, info: () => {} } });
+      } catch (e) {
+        const code = (e as { code?: string }).code;
+        if (code === "EADDRINUSE") throw new CliError(EXIT.FAILED, "ADDRESS_IN_USE", `${host}:${port} is already in use: stop what listens there or pass --port <port>`);
+        if (code === "EADDRNOTAVAIL" || code === "EACCES") throw new CliError(EXIT.FAILED, "LISTEN_FAILED", `cannot listen on ${host}:${port} (${code}): pass another --host/--port`);
+        throw e;
+      }
+      const worker = rt.host.worker(workerOptions(ctx, rt));
+      worker.start();
+      printBanner(ctx, rt, server.url, worker, demo);
+      const signal = await stop.requested;
+      ctx.out.note(`[writ] ${signal}: closing the HTTP server`);
+      await server.close();
+      await drain(ctx, worker, stop, signal);
+      await ctx.close();
+      ctx.out.note("[writ] stopped");
+    } finally {
+      stop.dispose();
+    }
+  },
+};
+
+export const worker: Command = {
+  name: "worker",
+  summary: "run workers only (no HTTP); with --once, process what is runnable now and exit",
+  options: {
+    once: { type: "boolean", description: "claim and process until nothing is runnable, then exit (scripts, tests, cron)" },
+    ...WORKER_OPTIONS,
+  },
+  details: "Several `writ worker` processes (and `writ serve`) can share one store: leases keep each invocation with one worker.",
+  async run(ctx) {
+    const rt = await openForWork(ctx);
+    const w = rt.host.worker(workerOptions(ctx, rt));
+    if (flag(ctx.values, "once")) {
+      const counts: Record<string, number> = {};
+      for (;;) {
+        const results = await w.runOnce();
+        if (results.length === 0) break;
+        for (const r of results) counts[r] = (counts[r] ?? 0) + 1;
+      }
+      const total = Object.values(counts).reduce((a, b) => a + b, 0);
+      ctx.out.result({ processed: total, results: counts }, () =>
+        ctx.out.line(total === 0 ? "nothing to run" : `processed ${total}: ${Object.entries(counts).map(([k, n]) => `${n} ${k}`).join(", ")}`),
+      );
+      return;
+    }
+    const stop = waitForStop();
+    try {
+      w.start();
+      ctx.out.result({ worker: w.id, store: rt.store.kind }, () => ctx.out.line(`worker ${w.id} running on the ${rt.store.kind} store; Ctrl-C stops (drains in-flight work first)`));
+      const signal = await stop.requested;
+      await drain(ctx, w, stop, signal);
+      await ctx.close();
+      ctx.out.note("[writ] stopped");
+    } finally {
+      stop.dispose();
+    }
+  },
+};

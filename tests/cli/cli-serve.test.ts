@@ -1,0 +1,119 @@
+/**
+ * `writ serve` with the example config (examples/writ.config.ts) in an empty directory, as
+ * `npm start` runs it: the demo admin key (0600, printed each start), a refund over HTTP, an
+ * approval over HTTP, and a graceful stop on SIGTERM (exit 0, store closed).
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BIN, REPO, childEnv, workspace } from "./helpers.js";
+
+interface Banner {
+  url: string;
+  demo: { tenantId: string; spaceId: string; adminKey: string; adminKeyFile: string; created: boolean; curl: string };
+}
+
+interface Served {
+  child: ChildProcessWithoutNullStreams;
+  banner: Banner;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+const CONFIG = join(REPO, "examples", "writ.config.ts");
+let ws: ReturnType<typeof workspace>;
+const running: Served[] = [];
+
+beforeAll(() => {
+  ws = workspace({});
+});
+afterAll(() => {
+  for (const s of running) s.child.kill("SIGKILL");
+  ws.cleanup();
+});
+
+/** Starts `writ serve --json --port 0` and resolves with its banner once it listens. */
+function serve(): Promise<Served> {
+  const child = spawn(process.execPath, [BIN, "serve", "--config", CONFIG, "--port", "0", "--json", "--quiet"], { cwd: ws.dir, env: childEnv(), stdio: ["pipe", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  const exited = new Promise<number | null>((r) => child.on("close", (code) => r(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${stdout}\n${stderr}`)), 30_000);
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+      stdout += d;
+      try {
+        const banner = JSON.parse(stdout) as Banner;
+        clearTimeout(timer);
+        const s = { child, banner, stderr: () => stderr, exited };
+        running.push(s);
+        resolve(s);
+      } catch {
+        // not complete yet
+      }
+    });
+    void exited.then((code) => reject(new Error(`serve exited ${code}:\n${stdout}\n${stderr}`)));
+  });
+}
+
+async function api(s: Served, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${s.banner.url}/v1/spaces/${s.banner.demo.spaceId}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${s.banner.demo.adminKey}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+async function until(s: Served, invocationId: string, status: string): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const r = await api(s, "GET", `/invocations/${invocationId}`);
+    const inv = r.body.invocation as Record<string, unknown>;
+    if (inv.status === status) return inv;
+    if (Date.now() > deadline) throw new Error(`invocation ${invocationId} is ${String(inv.status)}, expected ${status}`);
+    await new Promise((x) => setTimeout(x, 100));
+  }
+}
+
+function refund(paymentId: string, amount: number): Record<string, unknown> {
+  return { action: "payments.refund", actionVersion: "1", actor: { type: "agent", id: "support-bot" }, authorityRef: "support-bot", params: { paymentId, amount, currency: "EUR" }, idempotencyKey: `refund-${paymentId}` };
+}
+
+describe("writ serve with the example config", () => {
+  it("bootstraps the demo, serves refunds and approvals, and stops gracefully on SIGTERM", async () => {
+    const s = await serve();
+    const { demo } = s.banner;
+    expect(s.banner.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(demo).toMatchObject({ tenantId: "demo", spaceId: "default", created: true });
+    expect(demo.adminKeyFile).toBe(join(ws.dir, ".writ", "demo-admin-key"));
+    expect(readFileSync(demo.adminKeyFile, "utf8").trim()).toBe(demo.adminKey);
+    expect(statSync(demo.adminKeyFile).mode & 0o777).toBe(0o600);
+    expect(demo.curl).toContain(`${s.banner.url}/v1/spaces/default/invocations`);
+
+    const small = await api(s, "POST", "/invocations", refund("pay_1", 1200));
+    expect(small.status).toBe(202);
+    const smallId = (small.body.invocation as { invocationId: string }).invocationId;
+    const large = await api(s, "POST", "/invocations", refund("pay_2", 25000));
+    const largeId = (large.body.invocation as { invocationId: string }).invocationId;
+    expect((await until(s, smallId, "succeeded")).result).toEqual({ refund: { ref: "re_1" } });
+    const parked = await until(s, largeId, "awaiting_approval");
+    const approved = await api(s, "POST", `/approvals/${String(parked.approvalId)}/approve`, { note: "ok" });
+    expect(approved.status).toBe(200);
+    await until(s, largeId, "succeeded");
+
+    s.child.kill("SIGTERM");
+    expect(await s.exited).toBe(0);
+    expect(s.stderr()).toContain("[writ] SIGTERM: closing the HTTP server");
+    expect(s.stderr()).toContain("[writ] stopped");
+
+    // The next start prints the same key (kept in the 0600 file) and finds the work done.
+    const again = await serve();
+    expect(again.banner.demo).toMatchObject({ adminKey: demo.adminKey, created: false });
+    expect(((await api(again, "GET", `/invocations/${largeId}`)).body.invocation as { status: string }).status).toBe("succeeded");
+    again.child.kill("SIGINT");
+    expect(await again.exited).toBe(0);
+  });
+});
