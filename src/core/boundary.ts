@@ -410,11 +410,18 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
         refusal = new Refusal("DECISION_REPLAYED", "this decision was already used");
       }
       if (!refusal && missing) refusal = new Refusal("CONNECTOR_NOT_FOUND", missing);
+      // Taking over an interrupted execution: its attempt never settled; close it as superseded.
+      const superseded = !refusal && rec && rec.state === "in_progress" && rec.attemptId !== attemptId ? await tx.getAttempt(scope, rec.attemptId) : null;
       if (refusal) {
         const a: AttemptRecord = { ...base, state: "REFUSED", reasonCode: refusal.code, reason: refusal.message, endedAt: now };
         a.seq = await tx.insertAttempt(scope, a);
         await appendJournal(tx, crypto, scope, [attemptDraft(a, "attempt.refused", now)]);
         return { kind: "refused", attempt: a };
+      }
+      if (superseded && superseded.state === "EXECUTING") {
+        const old: AttemptRecord = { ...superseded, state: "UNKNOWN", reasonCode: "ATTEMPT_SUPERSEDED", reason: `interrupted; superseded by attempt ${attemptId}`, endedAt: now };
+        await tx.updateAttempt(scope, old);
+        await appendJournal(tx, crypto, scope, [attemptDraft(old, "attempt.settled", now)]);
       }
       const consumed = await tx.consumeDecision(scope, { tenantId: scope.tenantId, spaceId: scope.spaceId, decisionId: decision.payload.decisionId, attemptId, requestDigest: digest, consumedAt: now });
       if (!consumed) throw new WritError("CONFLICT", "decision consumed concurrently despite the lock");

@@ -78,16 +78,19 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
     return done.status;
   }
 
-  // Bounded recovery: too many claims without a clean settlement.
-  if (inv.attemptCount > r.recoveryMaxAttempts) {
-    const reason = `recovery attempts exhausted (${inv.attemptCount}/${r.recoveryMaxAttempts})`;
-    return settle((tx) => toReconciliation(ctx, tx, inv, fence, inv.nextStep, "RECOVERY_EXHAUSTED", reason, undefined, events));
-  }
-
   const rows = stepsByIndex(await store.transact((tx) => tx.getSteps(scope, inv.invocationId)));
   let doneSteps = 0;
   while (rows.get(doneSteps)?.status === "succeeded") doneSteps++;
   const current = rows.get(doneSteps);
+
+  // Bounded recovery: too many claims without a clean settlement. Nothing is evaluated or called.
+  if (inv.attemptCount > r.recoveryMaxAttempts) {
+    const reason = `recovery attempts exhausted (${inv.attemptCount}/${r.recoveryMaxAttempts})`;
+    return settle(async (tx) => {
+      if (current?.status === "started") await settleInterrupted(ctx, tx, inv, fence, current, reason);
+      return toReconciliation(ctx, tx, inv, fence, doneSteps, "RECOVERY_EXHAUSTED", reason, undefined, events);
+    });
+  }
   if (current?.status === "unknown") {
     return settle((tx) => toReconciliation(ctx, tx, inv, fence, doneSteps, current.reasonCode ?? "OUTCOME_AMBIGUOUS", current.reason ?? "step outcome unknown", current.externalRef, events));
   }
@@ -97,12 +100,7 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
   if (current?.status === "started" && !action.idempotent) {
     // Intent recorded, no outcome: the provider may or may not have acted. Never call it again.
     return settle(async (tx) => {
-      const now = o.clock.now();
-      await tx.putStep(scope, { ...current, status: "unknown", reasonCode: "OUTCOME_AMBIGUOUS", reason: "worker lost after recording intent; outcome unknown", endedAt: now }, fence);
-      const att = await tx.getAttempt(scope, current.attemptId);
-      if (att && att.state === "EXECUTING") await tx.updateAttempt(scope, { ...att, state: "UNKNOWN", reasonCode: "OUTCOME_AMBIGUOUS", reason: "worker lost during execution", endedAt: now, stepIndex: doneSteps });
-      const idem = await tx.getIdempotency(scope, inv.action, inv.idempotencyKey);
-      if (idem && idem.state === "in_progress") await tx.putIdempotency(scope, { ...idem, state: "unknown", updatedAt: now });
+      await settleInterrupted(ctx, tx, inv, fence, current, "worker lost after recording intent; outcome unknown");
       return toReconciliation(ctx, tx, inv, fence, doneSteps, "OUTCOME_AMBIGUOUS", "interrupted after intent was recorded (non-idempotent action): outcome unknown", undefined, events);
     });
   }
@@ -172,6 +170,26 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
   }
   if (s) return s.status;
   return afterUnsettled(ctx, inv, fence, attempt, doneSteps, events, flush);
+}
+
+/**
+ * Settles what an interrupted attempt left behind (a `started` step: intent without outcome): the
+ * step and the attempt become unknown, the key stops being in progress, and the journal says so.
+ */
+async function settleInterrupted(ctx: HostContext, tx: StoreTx, inv: Invocation, fence: Fence, step: StepCheckpoint, reason: string): Promise<void> {
+  const scope = scopeOf(inv);
+  const now = ctx.o.clock.now();
+  await tx.putStep(scope, { ...step, status: "unknown", reasonCode: "OUTCOME_AMBIGUOUS", reason, endedAt: now }, fence);
+  const att = await tx.getAttempt(scope, step.attemptId);
+  if (att && att.state === "EXECUTING") {
+    const settled: AttemptRecord = { ...att, state: "UNKNOWN", reasonCode: "OUTCOME_AMBIGUOUS", reason, endedAt: now, stepIndex: step.stepIndex };
+    await tx.updateAttempt(scope, settled);
+    await appendJournal(tx, ctx.o.crypto, scope, [
+      { id: `attempt.settled:${att.attemptId}`, type: "attempt.settled", at: now, refs: { attemptId: att.attemptId, invocationId: inv.invocationId }, data: { state: "UNKNOWN", reasonCode: "OUTCOME_AMBIGUOUS", reason, stepIndex: step.stepIndex } },
+    ]);
+  }
+  const idem = await tx.getIdempotency(scope, inv.action, inv.idempotencyKey);
+  if (idem && idem.state === "in_progress") await tx.putIdempotency(scope, { ...idem, state: "unknown", updatedAt: now });
 }
 
 /** The attempt ended without a settlement hook (refused or duplicate): no effect happened now. */

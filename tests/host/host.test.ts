@@ -241,7 +241,11 @@ for (const factory of allStoreFactories()) {
       const inv = await b.host.get(b.scope, invocation.invocationId);
       expect(inv?.status).toBe("succeeded");
       const attempts = await store.transact((tx) => tx.listAttempts(b.scope, { invocationId: invocation.invocationId }));
-      expect(attempts.map((a) => a.state)).toEqual(["EXECUTING", "SUCCEEDED"]);
+      // The interrupted attempt is closed as superseded by the one that took over (and journaled).
+      expect(attempts.map((a) => [a.state, a.reasonCode])).toEqual([
+        ["UNKNOWN", "ATTEMPT_SUPERSEDED"],
+        ["SUCCEEDED", undefined],
+      ]);
       await journalOk(b);
     });
 
