@@ -1,0 +1,136 @@
+/**
+ * HTTP submit throughput and latency (`npm run bench -- http`), measured side by side in one run:
+ *
+ * - `POST /v1/spaces/{spaceId}/invocations` (API key check, JSON parse and validation, params
+ *   schema, digest, one durable admission transaction with its journal entry) against the real
+ *   server on SQLite (WAL, synchronous=FULL, group commit) with a started worker executing what is
+ *   admitted — what `writ serve` runs — every request with a fresh idempotency key;
+ * - a bare Hono hello-world JSON route on the same Node server library (`@hono/node-server`).
+ *
+ * autocannon drives both with 50 connections from a worker thread, in interleaved rounds (medians).
+ * Then, for context, one run of submit with the worker stopped ("admission alone"): the worker's
+ * transactions share the store's single serialized writer with admissions, so the difference
+ * between the two is the worker's share, not the HTTP layer's. Results: bench/results/http.json.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import autocannon from "autocannon";
+import { serve } from "@hono/node-server";
+import { Hono } from "hono";
+import { z } from "zod";
+import { defineAction, defineConnector } from "../src/core/action.js";
+import { functionPolicy } from "../src/core/policy.js";
+import { defineConfig } from "../src/config/define-config.js";
+import { createApiKey } from "../src/runtime/api-keys.js";
+import { openRuntime } from "../src/runtime/runtime.js";
+import { metricsFor } from "../src/server/metrics.js";
+import { startServer } from "../src/server/server.js";
+import { median } from "./lib.js";
+
+const CONNECTIONS = 50;
+const WORKER_CONCURRENCY = 16;
+const SECONDS = { warmup: 2, hello: 2, submit: 4, admissionOnly: 4 };
+
+interface Run {
+  perSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+}
+
+interface Round {
+  hello: Run;
+  submit: Run;
+}
+
+export interface HttpBenchResult {
+  connections: number;
+  secondsPerRun: typeof SECONDS;
+  rounds: Round[];
+  medians: { helloPerSec: number; helloP50Ms: number; helloP99Ms: number; submitPerSec: number; submitP50Ms: number; submitP99Ms: number };
+  /** Submit throughput over bare Hono throughput (medians). */
+  ratio: number;
+  /** Submit with the worker stopped (one run after the rounds), and its ratio to bare Hono. */
+  admissionOnly: Run & { ratio: number };
+  /** Invocations the worker ran to `succeeded` while the bench ran, and how many were admitted. */
+  worker: { concurrency: number; succeeded: number; admitted: number };
+  store: string;
+}
+
+async function fire(opts: autocannon.Options): Promise<Run> {
+  const r = await autocannon({ connections: CONNECTIONS, workers: 1, ...opts });
+  return { perSec: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99, requests: r.requests.total, non2xx: r.non2xx, errors: r.errors };
+}
+
+export async function benchHttp(rounds = 3): Promise<HttpBenchResult> {
+  const dir = mkdtempSync(join(tmpdir(), "writ-bench-http-"));
+  const action = defineAction({ id: "payments.refund", version: "1", params: z.object({ amount: z.number().int(), currency: z.string() }), idempotent: true, steps: [{ name: "refund", connector: "payments", operation: "refund" }] });
+  const payments = defineConnector({ id: "payments", operations: { refund: ({ idempotencyKey }) => ({ outcome: "success", externalRef: `re_${idempotencyKey.slice(-12)}` }) } });
+  const config = defineConfig({ store: { kind: "sqlite", path: join(dir, "writ.db") }, keys: { dir: join(dir, "keys") }, actions: [action], connectors: [payments], policy: functionPolicy("bench:v1", () => "ALLOW") });
+  const runtime = await openRuntime(config, { cwd: dir });
+  const { crypto, random, clock } = runtime.host.context.o;
+  const scope = { tenantId: "acme", spaceId: "prod" };
+  await runtime.host.authorities.create(scope, { authorityRef: "auth-1", principal: { type: "agent", id: "bot" }, grantor: { type: "user", id: "root" }, actions: ["*"] });
+  const { key } = await createApiKey(runtime.store, crypto, random, { tenantId: "acme", roles: ["submit"], name: "bench" }, clock.now());
+  const server = await startServer(runtime, { port: 0 });
+  const worker = runtime.host.worker({ concurrency: WORKER_CONCURRENCY, pollMs: 50 });
+  worker.start();
+
+  const bare = new Hono();
+  bare.get("/hello", (c) => c.json({ hello: "world" }));
+  const bareServer = await new Promise<ReturnType<typeof serve>>((resolve) => {
+    const s = serve({ fetch: bare.fetch, port: 0, hostname: "127.0.0.1" }, () => resolve(s));
+  });
+  const barePort = (bareServer.address() as { port: number }).port;
+
+  const body = JSON.stringify({ action: "payments.refund", actionVersion: "1", actor: { type: "agent", id: "bot" }, authorityRef: "auth-1", params: { amount: 100, currency: "EUR" }, idempotencyKey: "bench-[<id>]" });
+  const submit = (duration: number): Promise<Run> =>
+    fire({ url: `${server.url}/v1/spaces/prod/invocations`, method: "POST", duration, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body, idReplacement: true });
+  const hello = (duration: number): Promise<Run> => fire({ url: `http://127.0.0.1:${barePort}/hello`, duration });
+
+  const metrics = metricsFor(runtime.host);
+  try {
+    await hello(SECONDS.warmup);
+    await submit(SECONDS.warmup);
+    const out: Round[] = [];
+    for (let i = 0; i < rounds; i++) {
+      // Alternate the order so that neither side always runs right after the other.
+      if (i % 2 === 0) out.push({ hello: await hello(SECONDS.hello), submit: await submit(SECONDS.submit) });
+      else {
+        const s = await submit(SECONDS.submit);
+        out.push({ hello: await hello(SECONDS.hello), submit: s });
+      }
+    }
+    await worker.stop({ drain: false });
+    const alone = await submit(SECONDS.admissionOnly);
+    for (const r of [...out.map((x) => x.submit), alone]) if (r.non2xx > 0 || r.errors > 0) throw new Error(`a submit run had ${r.non2xx} non-2xx answers and ${r.errors} errors`);
+    const m = (f: (r: Round) => number): number => median(out.map(f));
+    const medians = {
+      helloPerSec: m((r) => r.hello.perSec),
+      helloP50Ms: m((r) => r.hello.p50Ms),
+      helloP99Ms: m((r) => r.hello.p99Ms),
+      submitPerSec: m((r) => r.submit.perSec),
+      submitP50Ms: m((r) => r.submit.p50Ms),
+      submitP99Ms: m((r) => r.submit.p99Ms),
+    };
+    return {
+      connections: CONNECTIONS,
+      secondsPerRun: SECONDS,
+      rounds: out,
+      medians,
+      ratio: medians.submitPerSec / medians.helloPerSec,
+      admissionOnly: { ...alone, ratio: alone.perSec / medians.helloPerSec },
+      worker: { concurrency: WORKER_CONCURRENCY, succeeded: metrics.count("transitions", { from: "running", to: "succeeded" }), admitted: metrics.count("requests", { method: "POST", route: "/v1/spaces/{spaceId}/invocations", status: "202" }) },
+      store: runtime.store.kind,
+    };
+  } finally {
+    await worker.stop({ drain: false });
+    await server.close();
+    await new Promise<void>((resolve) => bareServer.close(() => resolve()));
+    await runtime.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * The HTTP API (SPEC 8) as a Hono app. Web standards only (Request/Response): `startServer`
+ * serves it on Node; any Hono adapter can serve it elsewhere.
+ *
+ * @example
+ * const runtime = await openRuntime(config);
+ * const app = createApp(runtime);              // app.fetch(request) -> Response
+ * const server = await startServer(runtime, { port: 8787 });
+ */
+import type { Context } from "hono";
+import { Hono } from "hono";
+import { base64url } from "../core/encoding.js";
+import { WritError, errorMessage } from "../core/errors.js";
+import { silentLogger, type Logger } from "../host/options.js";
+import type { Runtime } from "../runtime/runtime.js";
+import { authenticate } from "./auth.js";
+import type { ServerContext } from "./context.js";
+import { ApiError, errorReply } from "./errors.js";
+import { metricsFor } from "./metrics.js";
+import { mountRoutes, openApiDocument, type AppEnv, type Route } from "./registry.js";
+import { approvalRoutes } from "./routes/approvals.js";
+import { boundaryRoutes } from "./routes/boundary.js";
+import { completionRoutes } from "./routes/completions.js";
+import { decisionRoutes } from "./routes/decisions.js";
+import { invocationRoutes } from "./routes/invocations.js";
+import { journalRoutes } from "./routes/journal.js";
+import { reconciliationRoutes } from "./routes/reconciliations.js";
+import { systemRoutes } from "./routes/system.js";
+
+export interface CreateAppOptions {
+  /** Largest request body accepted (413 beyond). @defaultValue config.server.bodyLimitBytes, else 1048576 (1 MiB) */
+  bodyLimitBytes?: number;
+  /** Deepest JSON nesting accepted in a body (400 beyond). @defaultValue 32 */
+  maxJsonDepth?: number;
+  /** Structured logger (pino-compatible): one line per request, faults with their detail. @defaultValue silent */
+  logger?: Logger;
+  /** Check every JSON answer against its declared response schema; a mismatch is a 500 (tests). @defaultValue false */
+  checkResponses?: boolean;
+  /** How long /healthz waits for the store. @defaultValue 2000 */
+  healthTimeoutMs?: number;
+}
+
+export interface ResolvedAppOptions {
+  bodyLimitBytes: number;
+  maxJsonDepth: number;
+  logger: Logger;
+  checkResponses: boolean;
+  healthTimeoutMs: number;
+}
+
+const DEFAULTS = { bodyLimitBytes: 1024 * 1024, maxJsonDepth: 32, checkResponses: false, healthTimeoutMs: 2000 } as const;
+
+function positiveInt(name: string, v: unknown, dflt: number, max: number): number {
+  if (v === undefined) return dflt;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 1 || v > max) throw new WritError("INVALID_OPTION", `createApp: ${name} must be an integer from 1 to ${max}`);
+  return v;
+}
+
+/** Defaults in one place, each option checked with an error that names it. */
+export function resolveAppOptions(runtime: Runtime, o: CreateAppOptions = {}): ResolvedAppOptions {
+  if (typeof o !== "object" || o === null) throw new WritError("INVALID_OPTION", "createApp: options must be an object");
+  if (o.logger !== undefined && (typeof o.logger !== "object" || typeof o.logger?.error !== "function")) throw new WritError("INVALID_OPTION", "createApp: logger must be a pino-compatible logger");
+  if (o.checkResponses !== undefined && typeof o.checkResponses !== "boolean") throw new WritError("INVALID_OPTION", "createApp: checkResponses must be a boolean");
+  return {
+    bodyLimitBytes: positiveInt("bodyLimitBytes", o.bodyLimitBytes ?? runtime.config.server?.bodyLimitBytes, DEFAULTS.bodyLimitBytes, 1024 ** 3),
+    maxJsonDepth: positiveInt("maxJsonDepth", o.maxJsonDepth, DEFAULTS.maxJsonDepth, 256),
+    logger: o.logger ?? silentLogger,
+    checkResponses: o.checkResponses ?? DEFAULTS.checkResponses,
+    healthTimeoutMs: positiveInt("healthTimeoutMs", o.healthTimeoutMs, DEFAULTS.healthTimeoutMs, 600_000),
+  };
+}
+
+/** A caller-supplied request id is echoed only when it is short and plain; otherwise one is made. */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The routes of the API, in the order they are matched. */
+export function apiRoutes(s: ServerContext, openapi: () => unknown): Route[] {
+  return [
+    ...systemRoutes(s, openapi),
+    ...invocationRoutes(s),
+    ...approvalRoutes(s),
+    ...reconciliationRoutes(s),
+    ...journalRoutes(s),
+    ...decisionRoutes(s),
+    ...boundaryRoutes(s),
+    ...completionRoutes(s),
+  ];
+}
+
+/** Creates the Hono app of the HTTP API over an open runtime. */
+export function createApp(runtime: Runtime, options: CreateAppOptions = {}): Hono<AppEnv> {
+  const opts = resolveAppOptions(runtime, options);
+  const { clock, crypto, random } = runtime.host.context.o;
+  const log = opts.logger;
+  const s: ServerContext = { runtime, clock, crypto, random, metrics: metricsFor(runtime.host), log, healthTimeoutMs: opts.healthTimeoutMs };
+
+  let doc: unknown;
+  const routes = apiRoutes(s, () => (doc ??= openApiDocument(routes, { title: "Writ HTTP API", version: "1.0.0", description: "Governed action execution: invocations, approvals, completions, reconciliations, journal, decisions and the execution boundary." })));
+
+  /** Every error answer, from every place, goes through here. */
+  const fail = (c: Context<AppEnv>, err: unknown): Response => {
+    const r = errorReply(err);
+    if (r.fault) {
+      log.error({ requestId: c.get("requestId"), method: c.req.method, route: c.get("route") ?? "unmatched", err: errorMessage(err), stack: err instanceof Error ? err.stack : undefined }, "request failed");
+    }
+    return c.json(r.body, r.status as 400, { ...r.headers });
+  };
+
+  const app = new Hono<AppEnv>();
+  app.use("*", async (c, next) => {
+    const given = c.req.header("x-request-id");
+    const requestId = given !== undefined && REQUEST_ID.test(given) ? given : `req_${base64url(random.bytes(12))}`;
+    c.set("requestId", requestId);
+    const t0 = performance.now();
+    s.metrics.inFlight(1);
+    try {
+      await next();
+    } finally {
+      s.metrics.inFlight(-1);
+    }
+    c.res.headers.set("x-request-id", requestId);
+    const route = c.get("route") ?? "unmatched";
+    const ms = performance.now() - t0;
+    s.metrics.request(c.req.method, route, c.res.status, ms / 1000);
+    log.info({ requestId, method: c.req.method, route, status: c.res.status, ms: Math.round(ms * 100) / 100 }, "request");
+  });
+  mountRoutes(app, routes, {
+    bodyLimitBytes: opts.bodyLimitBytes,
+    maxJsonDepth: opts.maxJsonDepth,
+    checkResponses: opts.checkResponses,
+    authenticate: (header) => authenticate(runtime.store, crypto, header),
+    fail,
+  });
+  app.notFound((c) => fail(c, new ApiError("ROUTE_NOT_FOUND", `no route ${c.req.method} ${c.req.path.slice(0, 200)}`)));
+  app.onError((err, c) => fail(c, err));
+  return app;
+}

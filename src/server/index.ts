@@ -1,0 +1,7 @@
+/** The HTTP API (SPEC 8): `createApp` (a Hono app) and `startServer` (Node). See docs/http-api.md. */
+export { createApp, resolveAppOptions, type CreateAppOptions, type ResolvedAppOptions } from "./app.js";
+export { startServer, type RunningServer, type StartServerOptions } from "./server.js";
+export { API_ERROR_CODES, HTTP_ERROR_CODES, STATUS_OF, ApiError, errorReply, type ApiErrorCode, type ErrorBody, type HttpErrorCode } from "./errors.js";
+export { createMetrics, metricsFor, type ServerMetrics } from "./metrics.js";
+export { keyActor, type Caller } from "./auth.js";
+export type { Route } from "./registry.js";

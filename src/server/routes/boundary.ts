@@ -1,0 +1,43 @@
+/**
+ * Boundary execute: a request plus a decision minted elsewhere goes through the execution boundary
+ * (SPEC 3). Malformed input is refused at the edge (400, nothing recorded); a well-formed request
+ * under a decision that fails a check is refused BY THE BOUNDARY, which records the attempt
+ * (REFUSED with its reason code) — answered 200 with that attempt.
+ */
+import { parseDecision } from "../../core/decision.js";
+import { validateStandard } from "../../core/standard-schema.js";
+import { ApiError } from "../errors.js";
+import { requestOf, type ServerContext } from "../context.js";
+import { defineRoute, type Route } from "../registry.js";
+import { AttemptAnswer, ExecuteBody, SpacePath } from "../schemas.js";
+
+export function boundaryRoutes(s: ServerContext): Route[] {
+  const { host } = s.runtime;
+  return [
+    defineRoute({
+      method: "post",
+      path: "/v1/spaces/{spaceId}/boundary/execute",
+      operationId: "boundaryExecute",
+      tag: "boundary",
+      summary: "Execute a request under a decision minted elsewhere",
+      description:
+        "Runs the twelve boundary checks, consumes the decision and calls the connectors. The answer is the recorded attempt, whatever its state (SUCCEEDED, FAILED, REFUSED with reasonCode, DUPLICATE, ...). Input that does not parse (request shape, unknown action or version, params the action's schema refuses, a token that is not a decision) is a 400 and records nothing.",
+      access: { kind: "key", roles: ["operate"] },
+      params: SpacePath,
+      body: ExecuteBody,
+      responses: { 200: { description: "the recorded attempt", schema: AttemptAnswer } },
+      async handle({ caller, body }) {
+        const request = requestOf(body.request, caller);
+        const action = host.context.actions.get(request.action);
+        if (!action) throw new ApiError("VALIDATION_FAILED", `unknown action ${request.action}`);
+        if (action.version !== request.actionVersion) throw new ApiError("VALIDATION_FAILED", `action ${request.action} is at version ${action.version}, not ${request.actionVersion}`);
+        const params = await validateStandard(action.params, request.params);
+        if (!params.ok) throw new ApiError("VALIDATION_FAILED", `invalid params for ${request.action}: ${params.issues.slice(0, 5).join("; ")}`, { issues: params.issues.slice(0, 20) });
+        const parsed = parseDecision(body.decision);
+        if (!parsed.ok) throw new ApiError("VALIDATION_FAILED", `the decision is malformed: ${parsed.message}`);
+        const attempt = await host.context.boundary.execute(request, body.decision);
+        return { status: 200, body: { attempt } };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,86 @@
+/** Invocations: submit (idempotent admission), get, list (status filter, cursor), cancel. */
+import { invocationView, notFound, requestOf, type ServerContext } from "../context.js";
+import { defineRoute, type Route } from "../registry.js";
+import { ActionRequest, ErrorBody, InvocationAnswer, InvocationListQuery, InvocationPage, InvocationPath, SpacePath, SubmitAnswer } from "../schemas.js";
+
+const READERS = ["submit", "approve", "operate"] as const;
+
+export function invocationRoutes(s: ServerContext): Route[] {
+  const { host } = s.runtime;
+  return [
+    defineRoute({
+      method: "post",
+      path: "/v1/spaces/{spaceId}/invocations",
+      operationId: "submitInvocation",
+      tag: "invocations",
+      summary: "Submit a request",
+      description:
+        "Validates the request against the action's schema and admits it, idempotently by (space, action, idempotencyKey): the same key with the same request answers 200 with `replayed: true` and stores nothing; with another request, 409 IDEMPOTENCY_CONFLICT.",
+      access: { kind: "key", roles: ["submit"] },
+      params: SpacePath,
+      body: ActionRequest,
+      responses: {
+        202: { description: "admitted; a worker will run it", schema: SubmitAnswer },
+        200: { description: "already admitted with this key and request (replayed: true)", schema: SubmitAnswer },
+        409: { description: "IDEMPOTENCY_CONFLICT: the key was used with another request", schema: ErrorBody },
+      },
+      async handle({ caller, body, params }) {
+        const r = await host.submit(requestOf(body, caller));
+        const location = `/v1/spaces/${encodeURIComponent(params.spaceId)}/invocations/${encodeURIComponent(r.invocation.invocationId)}`;
+        return { status: r.replayed ? 200 : 202, body: { invocation: invocationView(r.invocation), replayed: r.replayed }, headers: { location } };
+      },
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/spaces/{spaceId}/invocations",
+      operationId: "listInvocations",
+      tag: "invocations",
+      summary: "List invocations, newest first",
+      access: { kind: "key", roles: READERS },
+      params: SpacePath,
+      query: InvocationListQuery,
+      responses: { 200: { description: "one page", schema: InvocationPage } },
+      async handle({ caller, query }) {
+        const limit = query.limit ?? 50;
+        const items = await host.list(caller.scope, { limit: limit + 1, ...(query.status ? { status: query.status } : {}), ...(query.cursor ? { after: query.cursor } : {}) });
+        const page = items.slice(0, limit);
+        const nextCursor = items.length > limit ? page[page.length - 1]!.invocationId : null;
+        return { status: 200, body: { items: page.map(invocationView), nextCursor } };
+      },
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/spaces/{spaceId}/invocations/{invocationId}",
+      operationId: "getInvocation",
+      tag: "invocations",
+      summary: "Get one invocation",
+      description: "An invocation of another tenant or space is answered 404, like one that does not exist.",
+      access: { kind: "key", roles: READERS },
+      params: InvocationPath,
+      responses: { 200: { description: "the invocation", schema: InvocationAnswer } },
+      async handle({ caller, params }) {
+        const inv = await host.get(caller.scope, params.invocationId);
+        if (!inv) throw notFound("invocation", params.invocationId);
+        return { status: 200, body: { invocation: invocationView(inv) } };
+      },
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/spaces/{spaceId}/invocations/{invocationId}/cancel",
+      operationId: "cancelInvocation",
+      tag: "invocations",
+      summary: "Cancel an invocation no step of which has started",
+      description: "Only queued or awaiting_approval invocations without started steps; otherwise 409 INVALID_STATE. Journaled with the API key as the actor.",
+      access: { kind: "key", roles: ["submit", "operate"] },
+      params: InvocationPath,
+      responses: {
+        200: { description: "cancelled", schema: InvocationAnswer },
+        409: { description: "INVALID_STATE: too late to cancel", schema: ErrorBody },
+      },
+      async handle({ caller, params }) {
+        const inv = await host.cancel(caller.scope, params.invocationId, caller.actor);
+        return { status: 200, body: { invocation: invocationView(inv) } };
+      },
+    }),
+  ];
+}

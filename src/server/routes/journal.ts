@@ -1,0 +1,81 @@
+/** The journal of a space: read a page, export everything as JSONL, verify the chain and checkpoints. */
+import { errorMessage } from "../../core/errors.js";
+import { verifyStoredJournal } from "../../core/journal.js";
+import type { ServerContext } from "../context.js";
+import { defineRoute, type Route } from "../registry.js";
+import { JournalExportQuery, JournalPage, JournalReadQuery, JournalVerification, SpacePath } from "../schemas.js";
+
+const EXPORT_PAGE = 500;
+
+export function journalRoutes(s: ServerContext): Route[] {
+  const { store, keyring } = s.runtime;
+  return [
+    defineRoute({
+      method: "get",
+      path: "/v1/spaces/{spaceId}/journal",
+      operationId: "readJournal",
+      tag: "journal",
+      summary: "Read journal entries from a sequence number",
+      access: { kind: "key", roles: ["operate"] },
+      params: SpacePath,
+      query: JournalReadQuery,
+      responses: { 200: { description: "entries, ascending", schema: JournalPage } },
+      async handle({ caller, query }) {
+        const limit = query.limit ?? 100;
+        const entries = await store.transact((tx) => tx.readJournal(caller.scope, { fromSeq: query.fromSeq ?? 1, limit }));
+        const nextFromSeq = entries.length === limit ? entries[entries.length - 1]!.seq + 1 : null;
+        return { status: 200, body: { entries, nextFromSeq } };
+      },
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/spaces/{spaceId}/journal/export",
+      operationId: "exportJournal",
+      tag: "journal",
+      summary: "Export the journal as JSON Lines (one entry per line)",
+      description:
+        "Streams every entry from `fromSeq` up to the head as it was when the export started. Feed the file to `writ journal verify` (or verifyJournal) to check it.",
+      access: { kind: "key", roles: ["operate"] },
+      params: SpacePath,
+      query: JournalExportQuery,
+      responses: { 200: { description: "JSON Lines", contentType: "application/x-ndjson" } },
+      async handle({ c, caller, query }) {
+        const scope = caller.scope;
+        const head = await store.transact((tx) => tx.journalHead(scope));
+        const last = head?.seq ?? 0;
+        let next = query.fromSeq ?? 1;
+        const encoder = new TextEncoder();
+        const requestId = c.get("requestId");
+        const body = new ReadableStream<Uint8Array>({
+          async pull(ctrl) {
+            try {
+              if (next > last) return ctrl.close();
+              const page = await store.transact((tx) => tx.readJournal(scope, { fromSeq: next, limit: Math.min(EXPORT_PAGE, last - next + 1) }));
+              if (page.length === 0) return ctrl.close();
+              ctrl.enqueue(encoder.encode(page.map((e) => JSON.stringify(e)).join("\n") + "\n"));
+              next = page[page.length - 1]!.seq + 1;
+            } catch (e) {
+              s.log.error({ requestId, err: errorMessage(e) }, "journal export failed mid-stream");
+              ctrl.error(e);
+            }
+          },
+        });
+        return c.body(body, 200, { "content-type": "application/x-ndjson; charset=utf-8", "x-writ-journal-head": String(last) });
+      },
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/spaces/{spaceId}/journal/verify",
+      operationId: "verifyJournal",
+      tag: "journal",
+      summary: "Recompute the hash chain and check the signed checkpoints",
+      access: { kind: "key", roles: ["operate"] },
+      params: SpacePath,
+      responses: { 200: { description: "the verification (ok: false lists the problems)", schema: JournalVerification } },
+      async handle({ caller }) {
+        const v = await verifyStoredJournal(store, s.crypto, keyring, caller.scope);
+        return { status: 200, body: v };
+      },
+    }),
+  ];
+}

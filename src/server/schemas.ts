@@ -1,0 +1,338 @@
+/**
+ * Request and response schemas of the HTTP API, written once (zod 4). Request schemas validate
+ * input at the edge; every schema here is also registered under a name in {@link schemaRegistry},
+ * from which `/openapi.json` takes its `components.schemas`. Response schemas are checked against
+ * real answers in the tests (`checkResponses`), so the document cannot drift from the code.
+ */
+import { z } from "zod";
+import { LIMITS } from "../core/validate.js";
+import { API_ERROR_CODES } from "./errors.js";
+import {
+  ACTOR_TYPES,
+  APPROVAL_STATUSES,
+  ATTEMPT_STATES,
+  COMPLETION_DISPOSITIONS,
+  DECISION_RESULTS,
+  INVOCATION_STATUSES,
+  RECONCILIATION_STATUSES,
+} from "../core/types.js";
+import { MAX_DECISION_LENGTH } from "../core/decision.js";
+
+/** Names schemas for the OpenAPI document (`#/components/schemas/<id>`). */
+export const schemaRegistry = z.registry<{ id: string; description?: string }>();
+
+function named<T extends z.ZodType>(id: string, schema: T, description?: string): T {
+  schemaRegistry.add(schema, description === undefined ? { id } : { id, description });
+  return schema;
+}
+
+// Building blocks -------------------------------------------------------------------------------
+
+/** No control characters: ids travel in paths, logs and journal entries. */
+// eslint-disable-next-line no-control-regex -- refusing control characters is the point
+const PRINTABLE = /^[^\u0000-\u001f\u007f]+$/;
+
+/** An identifier: 1-200 printable characters (the core's limit for ids). */
+export const Id = z.string().min(1).max(LIMITS.id).regex(PRINTABLE, "must not contain control characters");
+const Millis = z.number().int().nonnegative().describe("epoch milliseconds");
+/** Any JSON value. */
+const JsonValue = z.unknown().describe("any JSON value");
+const JsonObject = z.record(z.string(), z.unknown()).describe("a JSON object");
+
+/** A decimal integer in a query string, parsed and bounded. */
+export function queryInt(min: number, max: number) {
+  return z
+    .string()
+    .regex(/^\d{1,15}$/, "must be a non-negative decimal integer")
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+}
+
+export const Actor = named("Actor", z.strictObject({ type: z.enum(ACTOR_TYPES), id: Id }), "who asks: an agent, a user or a service");
+
+export const ActionRequest = named(
+  "ActionRequest",
+  z.strictObject({
+    tenantId: Id.optional().describe("defaults to the API key's tenant; if given it must be that tenant"),
+    spaceId: Id.optional().describe("defaults to the space in the path; if given it must be that space"),
+    action: Id,
+    actionVersion: Id,
+    actor: Actor,
+    authorityRef: Id,
+    params: JsonObject,
+    idempotencyKey: z.string().min(1).max(LIMITS.idempotencyKey),
+  }),
+  "a request to run one action; its digest is computed over the complete request (tenantId and spaceId filled in)",
+);
+export type ActionRequestBody = z.infer<typeof ActionRequest>;
+
+// Errors --------------------------------------------------------------------------------------
+
+export const ErrorBody = named(
+  "Error",
+  z.object({
+    error: z.object({
+      code: z.enum(API_ERROR_CODES as [string, ...string[]]).describe("stable code; switch on it, never on the message"),
+      message: z.string(),
+      details: z.unknown().optional(),
+    }),
+  }),
+  "every error answer",
+);
+
+// Invocations -----------------------------------------------------------------------------------
+
+const FullRequest = named(
+  "StoredRequest",
+  z.object({
+    tenantId: z.string(),
+    spaceId: z.string(),
+    action: z.string(),
+    actionVersion: z.string(),
+    actor: Actor,
+    authorityRef: z.string(),
+    params: JsonObject,
+    idempotencyKey: z.string(),
+  }),
+  "the request as admitted (sensitive params redacted)",
+);
+
+export const Invocation = named(
+  "Invocation",
+  z.object({
+    tenantId: z.string(),
+    spaceId: z.string(),
+    invocationId: z.string(),
+    action: z.string(),
+    actionVersion: z.string(),
+    idempotencyKey: z.string(),
+    requestDigest: z.string(),
+    request: FullRequest,
+    status: z.enum(INVOCATION_STATUSES),
+    runAt: Millis,
+    leaseOwner: z.string().optional(),
+    leaseExpiresAt: Millis.optional(),
+    attemptCount: z.number().int(),
+    retryCount: z.number().int(),
+    nextStep: z.number().int(),
+    approvalId: z.string().optional(),
+    reasons: z.array(z.string()).optional(),
+    lastError: z.string().optional(),
+    result: JsonValue.optional(),
+    overdueAt: Millis.optional(),
+    deadlineAt: Millis.optional(),
+    compensating: z.boolean().optional(),
+    version: z.number().int().optional(),
+    createdAt: Millis,
+    updatedAt: Millis,
+  }),
+  "the durable unit of work for one request (lease tokens are never shown)",
+);
+
+export const SubmitAnswer = named("SubmitAnswer", z.object({ invocation: Invocation, replayed: z.boolean().describe("true when the same key and request were admitted before") }));
+export const InvocationAnswer = named("InvocationAnswer", z.object({ invocation: Invocation }));
+export const InvocationPage = named(
+  "InvocationPage",
+  z.object({ items: z.array(Invocation), nextCursor: z.string().nullable().describe("pass as `cursor` for the next (older) page; null on the last page") }),
+);
+export const InvocationListQuery = z.strictObject({
+  status: z.enum(INVOCATION_STATUSES).optional(),
+  limit: queryInt(1, 500).optional().describe("page size, 1-500 (default 50)"),
+  cursor: Id.optional().describe("nextCursor of the previous page"),
+});
+
+// Approvals -------------------------------------------------------------------------------------
+
+export const Approval = named(
+  "Approval",
+  z.object({
+    tenantId: z.string(),
+    spaceId: z.string(),
+    approvalId: z.string(),
+    requestDigest: z.string(),
+    invocationId: z.string().optional(),
+    requestedBy: Actor,
+    approverRoles: z.array(z.string()),
+    quorum: z.number().int(),
+    votes: z.array(z.object({ approver: Actor, verdict: z.enum(["approve", "deny"]), at: Millis, note: z.string().optional() })),
+    status: z.enum(APPROVAL_STATUSES),
+    expiresAt: Millis,
+    createdAt: Millis,
+    updatedAt: Millis,
+  }),
+  "a human grant for one request digest",
+);
+export const ApprovalAnswer = named("ApprovalAnswer", z.object({ approval: Approval }));
+export const ApprovalList = named("ApprovalList", z.object({ items: z.array(Approval) }));
+export const ApprovalListQuery = z.strictObject({ status: z.enum(APPROVAL_STATUSES).optional(), limit: queryInt(1, 500).optional() });
+export const ApprovalVoteBody = named("ApprovalVote", z.strictObject({ note: z.string().max(2000).optional() }), "an optional note journaled with the vote");
+
+// Reconciliations -------------------------------------------------------------------------------
+
+export const Reconciliation = named(
+  "Reconciliation",
+  z.object({
+    tenantId: z.string(),
+    spaceId: z.string(),
+    reconciliationId: z.string(),
+    invocationId: z.string(),
+    stepIndex: z.number().int(),
+    reason: z.string(),
+    reasonCode: z.string(),
+    externalRef: z.string().optional(),
+    status: z.enum(RECONCILIATION_STATUSES),
+    resolution: z.object({ outcome: z.enum(["succeeded", "failed"]), externalRef: z.string().optional(), note: z.string(), by: Actor, at: Millis }).optional(),
+    createdAt: Millis,
+    updatedAt: Millis,
+  }),
+  "an outcome Writ cannot know, waiting for an operator",
+);
+export const ReconciliationList = named("ReconciliationList", z.object({ items: z.array(Reconciliation) }));
+export const ReconciliationListQuery = z.strictObject({ status: z.enum(RECONCILIATION_STATUSES).optional(), limit: queryInt(1, 500).optional() });
+export const ResolveBody = named(
+  "Resolve",
+  z.strictObject({
+    outcome: z.enum(["succeeded", "failed"]),
+    note: z.string().min(1).max(2000).regex(/\S/, "must not be blank"),
+    externalRef: z.string().min(1).max(512).optional(),
+  }),
+  "the operator's verdict; the operator is the API key",
+);
+
+// Journal ---------------------------------------------------------------------------------------
+
+export const JournalEntry = named(
+  "JournalEntry",
+  z.object({
+    tenantId: z.string(),
+    spaceId: z.string(),
+    seq: z.number().int(),
+    id: z.string(),
+    at: Millis,
+    type: z.string(),
+    refs: z.record(z.string(), z.string()),
+    data: JsonValue,
+    prevHash: z.string().nullable(),
+    hash: z.string(),
+  }),
+  "one hash-chained journal entry",
+);
+export const JournalPage = named("JournalPage", z.object({ entries: z.array(JournalEntry), nextFromSeq: z.number().int().nullable().describe("fromSeq of the next page; null at the head") }));
+export const JournalReadQuery = z.strictObject({ fromSeq: queryInt(1, Number.MAX_SAFE_INTEGER).optional(), limit: queryInt(1, 1000).optional() });
+export const JournalExportQuery = z.strictObject({ fromSeq: queryInt(1, Number.MAX_SAFE_INTEGER).optional() });
+export const JournalVerification = named(
+  "JournalVerification",
+  z.object({
+    ok: z.boolean(),
+    entries: z.number().int(),
+    checkpoints: z.number().int(),
+    headSeq: z.number().int(),
+    headHash: z.string().nullable(),
+    problems: z.array(z.object({ seq: z.number().int().optional(), kind: z.string(), message: z.string() })),
+  }),
+);
+
+// Decisions and the boundary --------------------------------------------------------------------
+
+export const Preview = named(
+  "Preview",
+  z.object({
+    result: z.enum(DECISION_RESULTS),
+    reasons: z.array(z.string()),
+    policyRef: z.string(),
+    requestDigest: z.string(),
+    authority: z.object({ authorityRef: z.string(), status: z.enum(["active", "suspended", "revoked", "unknown", "expired"]), coversAction: z.boolean() }),
+    approval: z.object({ approverRoles: z.array(z.string()).optional(), quorum: z.number().int().optional(), ttlMs: z.number().optional() }).optional(),
+  }),
+  "a dry run: what the policy would answer; nothing signed, consumed or executed",
+);
+
+export const EvaluateBody = named(
+  "EvaluateAndSign",
+  z.strictObject({ request: ActionRequest, approvalId: Id.optional().describe("an approval to evaluate with (its status and digest are the policy's input)") }),
+);
+export const SignedDecision = named(
+  "SignedDecision",
+  z.object({
+    decision: z.string().describe("JWS compact, EdDSA; verify with /.well-known/jwks.json"),
+    decisionId: z.string(),
+    kid: z.string(),
+    result: z.enum(DECISION_RESULTS),
+    reasons: z.array(z.string()),
+    policyRef: z.string(),
+    requestDigest: z.string(),
+    issuedAt: Millis,
+    approvalRef: z.string().optional(),
+  }),
+);
+
+export const ExecuteBody = named(
+  "BoundaryExecute",
+  z.strictObject({ request: ActionRequest, decision: z.string().min(1).max(MAX_DECISION_LENGTH).describe("a decision token (JWS compact) minted for this request") }),
+);
+export const Attempt = named(
+  "Attempt",
+  z.object({
+    tenantId: z.string(),
+    spaceId: z.string(),
+    attemptId: z.string(),
+    seq: z.number().int(),
+    state: z.enum(ATTEMPT_STATES),
+    reasonCode: z.string().optional(),
+    reason: z.string().optional(),
+    decisionId: z.string().optional(),
+    requestDigest: z.string().optional(),
+    action: z.string().optional(),
+    idempotencyKey: z.string().optional(),
+    invocationId: z.string().optional(),
+    stepIndex: z.number().int().optional(),
+    externalRef: z.string().optional(),
+    output: JsonValue.optional(),
+    originalAttemptId: z.string().optional(),
+    startedAt: Millis,
+    endedAt: Millis.optional(),
+    transient: z.boolean().optional(),
+  }),
+  "one recorded pass through the execution boundary; a refusal is an attempt in state REFUSED",
+);
+export const AttemptAnswer = named("AttemptAnswer", z.object({ attempt: Attempt }));
+
+// Completions -----------------------------------------------------------------------------------
+
+export const CompletionBody = named(
+  "Completion",
+  z.strictObject({
+    externalRef: z.string().min(1).max(512),
+    outcome: z.enum(["success", "failure"]),
+    result: JsonValue.optional(),
+    error: z.string().max(4000).optional(),
+    evidence: JsonValue.optional(),
+  }),
+  "the signed body of a completion delivery (Standard Webhooks); the server verifies the signature over the raw bytes",
+);
+export const CompletionAnswer = named(
+  "CompletionAnswer",
+  z.object({
+    disposition: z.enum(COMPLETION_DISPOSITIONS),
+    invocationId: z.string().optional(),
+    status: z.enum(INVOCATION_STATUSES).optional(),
+    deliveryReplayed: z.boolean().optional().describe("true when this webhook-id was received before (nothing changed)"),
+  }),
+);
+
+// System ----------------------------------------------------------------------------------------
+
+export const Jwks = named(
+  "Jwks",
+  z.object({ keys: z.array(z.object({ kty: z.literal("OKP"), crv: z.literal("Ed25519"), x: z.string(), kid: z.string(), alg: z.string().optional(), use: z.string().optional() })) }),
+  "keys that verify decisions (active and retired; revoked keys are left out)",
+);
+export const Health = named("Health", z.object({ status: z.literal("ok"), store: z.string() }));
+
+// Path parameters -------------------------------------------------------------------------------
+
+export const SpacePath = z.strictObject({ spaceId: Id });
+export const InvocationPath = z.strictObject({ spaceId: Id, invocationId: Id });
+export const ApprovalPath = z.strictObject({ spaceId: Id, approvalId: Id });
+export const ReconciliationPath = z.strictObject({ spaceId: Id, reconciliationId: Id });
+export const ConnectorPath = z.strictObject({ connector: z.string().min(1).max(128).regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]*$/, "must be a connector id") });

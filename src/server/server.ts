@@ -1,0 +1,98 @@
+/** Serves the HTTP API on Node (`@hono/node-server`). */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { getRequestListener } from "@hono/node-server";
+import { base64url } from "../core/encoding.js";
+import { WritError, errorMessage } from "../core/errors.js";
+import type { Runtime } from "../runtime/runtime.js";
+import { createApp, resolveAppOptions, type CreateAppOptions } from "./app.js";
+import { ApiError, errorReply } from "./errors.js";
+import { metricsFor } from "./metrics.js";
+
+export interface StartServerOptions extends CreateAppOptions {
+  /** 0 picks a free port. @defaultValue config.server.port, else 8787 */
+  port?: number;
+  /** @defaultValue config.server.host, else "127.0.0.1" */
+  host?: string;
+}
+
+export interface RunningServer {
+  /** e.g. `http://127.0.0.1:53127` (the real port when 0 was asked for). */
+  url: string;
+  port: number;
+  /** Stops accepting, closes idle keep-alive connections, and resolves once the server is closed. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the HTTP API. It does not start a worker: `writ serve` starts one beside it.
+ *
+ * Requests that never reach the app still get the API's JSON error shape and a request id: the
+ * ones the adapter cannot turn into a `Request` (a backslash in the path, a bad Host header:
+ * 400 BAD_REQUEST), and the ones Node's HTTP parser refuses (a malformed request line: 400
+ * BAD_REQUEST; oversized headers: 431 HEADERS_TOO_LARGE).
+ * @example
+ * const server = await startServer(runtime, { port: 0 });
+ * await fetch(`${server.url}/healthz`);
+ * await server.close();
+ */
+export async function startServer(runtime: Runtime, options: StartServerOptions = {}): Promise<RunningServer> {
+  const port = options.port ?? runtime.config.server?.port ?? 8787;
+  const host = options.host ?? runtime.config.server?.host ?? "127.0.0.1";
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new WritError("INVALID_OPTION", "startServer: port must be an integer from 0 to 65535");
+  if (typeof host !== "string" || host.length === 0) throw new WritError("INVALID_OPTION", "startServer: host must be a host name or address");
+  const { logger: log } = resolveAppOptions(runtime, options);
+  const app = createApp(runtime, options);
+  const metrics = metricsFor(runtime.host);
+  const newId = (): string => `req_${base64url(runtime.host.context.o.random.bytes(12))}`;
+
+  const refused = (err: ApiError): { status: number; requestId: string; body: string } => {
+    const requestId = newId();
+    const r = errorReply(err);
+    metrics.request("OTHER", "unparsed", r.status, 0);
+    log.info({ requestId, status: r.status, err: err.message }, "request refused before routing");
+    return { status: r.status, requestId, body: JSON.stringify(r.body) };
+  };
+
+  const listener = getRequestListener(app.fetch, {
+    hostname: host,
+    errorHandler: (err) => {
+      const r = refused(new ApiError("BAD_REQUEST", `the request cannot be read: ${errorMessage(err).slice(0, 200)}`));
+      return new Response(r.body, { status: r.status, headers: { "content-type": "application/json", "x-request-id": r.requestId, connection: "close" } });
+    },
+  });
+  const server: Server = createServer((req, res) => {
+    listener(req, res).catch((e: unknown) => log.error({ err: errorMessage(e) }, "HTTP listener failed"));
+  });
+  server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => {
+    if (err.code === "ECONNRESET" || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const tooLarge = err.code === "HPE_HEADER_OVERFLOW";
+    const r = refused(new ApiError(tooLarge ? "HEADERS_TOO_LARGE" : "BAD_REQUEST", tooLarge ? "the request headers are too large" : "the request line or headers cannot be parsed"));
+    const reason = tooLarge ? "Request Header Fields Too Large" : "Bad Request";
+    socket.end(`HTTP/1.1 ${r.status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(r.body)}\r\nx-request-id: ${r.requestId}\r\nconnection: close\r\n\r\n${r.body}`);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  let closing: Promise<void> | null = null;
+  return {
+    url: `http://${shown}:${address.port}`,
+    port: address.port,
+    close() {
+      closing ??= new Promise<void>((resolve, reject) => {
+        server.close((err) => (err ? reject(err) : resolve()));
+        server.closeIdleConnections();
+      });
+      return closing;
+    },
+  };
+}
