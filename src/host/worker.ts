@@ -66,7 +66,10 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     const tokens = Array.from({ length: limit }, () => base64url(o.random.bytes(16)));
     return o.store.transact(async (tx) => {
       const claimed = await tx.claimInvocations({ owner: id, tokens, now, leaseMs, limit });
-      for (const inv of claimed) {
+      // A batch can span scopes: take their journal locks in one global order (by scope), or two
+      // claimers holding one scope's chain each and waiting for the other's deadlock.
+      const byScope = [...claimed].sort((a, b) => cmp(a.tenantId, b.tenantId) || cmp(a.spaceId, b.spaceId));
+      for (const inv of byScope) {
         await appendJournal(tx, o.crypto, scopeOf(inv), [
           { id: `invocation.claimed:${inv.invocationId}:${inv.leaseToken!}`, type: "invocation.claimed", at: now, refs: { invocationId: inv.invocationId }, data: { owner: id, attemptCount: inv.attemptCount } },
         ]);
@@ -209,4 +212,8 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     },
     inFlight: () => inflight.size,
   };
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
