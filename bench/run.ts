@@ -1,9 +1,10 @@
 /**
  * `npm run bench`: every benchmark, ratios measured side by side in one run, JSON under bench/results/.
- * Select some with `npm run bench -- boundary` (names: boundary, policy, durable, http).
+ * Select some with `npm run bench -- boundary` (names: boundary, policy, durable, http, host).
  */
 import { benchBoundaryMemory } from "./boundary.js";
 import { benchDurable } from "./durable.js";
+import { benchHost, hostSummary } from "./host.js";
 import { benchHttp } from "./http.js";
 import { fmt, writeResult } from "./lib.js";
 import { benchPolicy } from "./policy.js";
@@ -46,4 +47,10 @@ if (want("http")) {
   console.log(`  worker (concurrency ${r.worker.concurrency}) ran ${fmt(r.worker.succeeded)} of ${fmt(r.worker.admitted)} admitted invocations to succeeded during the bench`);
   console.log(`  admission alone (worker stopped): ${fmt(r.admissionOnly.perSec)}/s, p50 ${r.admissionOnly.p50Ms} ms, p99 ${r.admissionOnly.p99Ms} ms | ratio to bare Hono ${r.admissionOnly.ratio.toFixed(3)}`);
   console.log("  ->", writeResult("http", r));
+}
+
+if (want("host")) {
+  const r = await benchHost(Math.min(rounds, 3));
+  for (const line of hostSummary(r)) console.log(line);
+  console.log("  ->", writeResult("host", r));
 }

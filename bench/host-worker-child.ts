@@ -1,0 +1,136 @@
+/**
+ * A worker process of the durable host bench (bench/host.ts), driven over IPC by the bench
+ * process (`node --import tsx bench/host-worker-child.ts`, stdio with an `ipc` channel).
+ *
+ * On `start` it runs either a Writ host worker (createHost on the PostgreSQL store, full
+ * governance: function policy, signed decision, boundary checks, journal) or a graphile-worker
+ * runner with a no-op task, against the given database, each over a pool of its own that counts
+ * statements and times them by name. It reports every completion with a system-wide monotonic
+ * timestamp (`process.hrtime`, comparable across processes on one machine):
+ *
+ * - Writ: the `invocation.succeeded` event, which the host emits after the settlement commits;
+ * - graphile-worker: the moment its `complete_job(s)` statement (an autocommit DELETE) returns,
+ *   seen on the pool, since graphile-worker fires that statement without awaiting it.
+ *
+ * On `stop` it stops the worker (draining), closes its pool and answers with its counters and CPU
+ * time. On `exit` it leaves (normally, so that `--cpu-prof` writes its profile).
+ */
+import { EventEmitter } from "node:events";
+import { Logger, run, type Runner, type WorkerEvents } from "graphile-worker";
+import pg from "pg";
+import type { SigningKey } from "../src/index.js";
+import { postgresStore } from "../src/stores/postgres/index.js";
+import { benchActionHost, hr, instrumentPool, type FromChild, type PoolStats, type ToChild } from "./host.js";
+
+const send = (m: FromChild): void => {
+  if (process.connected) process.send?.(m);
+};
+
+let pending: Array<[string, number]> = [];
+let flushing = false;
+function completed(id: string, t: number): void {
+  pending.push([id, t]);
+  if (flushing) return;
+  flushing = true;
+  setImmediate(() => {
+    flushing = false;
+    const items = pending;
+    pending = [];
+    send({ type: "done", items });
+  });
+}
+
+interface Running {
+  stop(): Promise<void>;
+  stats: PoolStats;
+  cpu: NodeJS.CpuUsage;
+}
+
+const silent = new Logger(() => () => undefined);
+
+async function startWrit(url: string, concurrency: number, signingKey: SigningKey, journalKeys: string[]): Promise<Running> {
+  const pool = new pg.Pool({ connectionString: url, max: concurrency + 3, idleTimeoutMillis: 60_000, application_name: "writ-bench-host" });
+  pool.on("error", () => undefined);
+  const stats = instrumentPool(pool, { journalKeys: new Set(journalKeys) });
+  const store = postgresStore({ pool }, { applicationName: "writ-bench-host" });
+  const host = benchActionHost(store, signingKey, {
+    succeeded: (id) => completed(id, hr()),
+    ended: (id, why) => send({ type: "error", message: `invocation ${id} ended ${why}` }),
+  });
+  const worker = host.worker({ concurrency });
+  worker.start();
+  await store.listening();
+  return {
+    stats,
+    cpu: process.cpuUsage(),
+    async stop() {
+      await worker.stop();
+      await store.close();
+      await pool.end();
+    },
+  };
+}
+
+async function startGraphile(url: string, concurrency: number): Promise<Running> {
+  const pool = new pg.Pool({ connectionString: url, max: concurrency + 3, idleTimeoutMillis: 60_000, application_name: "writ-bench-graphile" });
+  pool.on("error", () => undefined);
+  const stats = instrumentPool(pool, { onComplete: (ids) => ids.forEach((id) => completed(id, hr())) });
+  const events = new EventEmitter() as WorkerEvents;
+  const listening = new Promise<void>((resolve) => events.once("pool:listen:success", () => resolve()));
+  const runner: Runner = await run({
+    pgPool: pool,
+    events,
+    concurrency,
+    noHandleSignals: true,
+    logger: silent,
+    parsedCronItems: [],
+    taskList: { noop: async () => undefined },
+  });
+  await listening;
+  return {
+    stats,
+    cpu: process.cpuUsage(),
+    async stop() {
+      await runner.stop();
+      await pool.end();
+    },
+  };
+}
+
+let current: Running | null = null;
+
+async function handle(m: ToChild): Promise<void> {
+  switch (m.type) {
+    case "start": {
+      if (current !== null) throw new Error("already started");
+      current = m.system === "writ" ? await startWrit(m.url, m.concurrency, m.signingKey, m.journalKeys) : await startGraphile(m.url, m.concurrency);
+      send({ type: "ready" });
+      return;
+    }
+    case "stop": {
+      const c = current;
+      if (c === null) throw new Error("not started");
+      current = null;
+      await c.stop();
+      const cpu = process.cpuUsage(c.cpu);
+      await new Promise((r) => setImmediate(r)); // the last completions go out first
+      send({ type: "stopped", stats: c.stats, cpuMs: (cpu.user + cpu.system) / 1000 });
+      return;
+    }
+    case "exit":
+      process.disconnect?.();
+      return;
+  }
+}
+
+// The bench process is gone (or asked us to leave): stop and exit normally (--cpu-prof writes then).
+process.on("disconnect", () => {
+  const c = current;
+  current = null;
+  void (c?.stop() ?? Promise.resolve()).catch(() => undefined).finally(() => process.exit(0));
+});
+
+process.on("message", (m: ToChild) => {
+  handle(m).catch((e: unknown) => send({ type: "error", message: e instanceof Error ? (e.stack ?? e.message) : String(e) }));
+});
+send({ type: "spawned" });
