@@ -62,17 +62,7 @@ export function requestOf(key: string): ActionRequest {
   };
 }
 
-/** Deterministic PRNG (mulberry32), so a seed replays a child's choices. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { prng } from "../helpers/seed.js";
 
 /** Picks the shape of a fresh execution: mostly successes, some of every other outcome. */
 export function pickShape(rand: () => number): { steps: 1 | 2; mode: Mode } {

@@ -11,20 +11,9 @@ import type { Store } from "../../src/core/store.js";
 import { signWebhook } from "../../src/core/webhook.js";
 import { systemRandom } from "../../src/node/clock.js";
 import { allStoreFactories } from "../helpers/stores.js";
-import { SEED } from "../helpers/seed.js";
+import { prng, SEED } from "../helpers/seed.js";
 import { crypto, grantAuthority, makeHostBench, type HostBench } from "./fixture.js";
 
-/** A small seeded PRNG (mulberry32) so a failing interleaving can be replayed with WRIT_SEED. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const secretA = "whsec_" + base64(systemRandom.bytes(24));
 const secretB = "whsec_" + base64(systemRandom.bytes(24));
@@ -116,7 +105,7 @@ for (const factory of allStoreFactories()) {
 
     // Invariant: whatever the interleaving of a completion with the parking write, it is applied exactly once and never lost.
     it(`early completion racing the parking write, 25 runs (seed ${SEED})`, async () => {
-      const next = mulberry32(SEED);
+      const next = prng(SEED);
       const dispositions = new Set<string>();
       for (let run = 0; run < 25; run++) {
         const b = await bench();
