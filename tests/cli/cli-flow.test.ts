@@ -99,8 +99,15 @@ describe("writ CLI end to end", () => {
     expect(self.stderr).toContain("cannot approve or deny its own request");
     expect(ok.code).toBe(0);
     expect(json<{ approval: { status: string }; invocation: Inv }>(ok)).toMatchObject({ approval: { status: "approved" }, invocation: { invocationId: ids.large, status: "queued" } });
-    const run = await writ(ws.dir, ["worker", "--once"]);
+    // --log-json: structured pino lines on stderr, one per transition among them.
+    const run = await writ(ws.dir, ["worker", "--once", "--log-json"]);
     expect(run.stdout).toContain("processed 1: 1 succeeded");
+    const lines = run.stderr
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { name?: string; msg?: string; status?: string; invocationId?: string });
+    expect(lines.every((l) => l.name === "writ")).toBe(true);
+    expect(lines).toContainEqual(expect.objectContaining({ msg: "writ event", invocationId: ids.large, status: "succeeded" }));
   });
 
   it("resolves the ambiguous message as succeeded with the provider's reference", async () => {

@@ -1,4 +1,5 @@
 /** `writ serve` (HTTP API and workers in one process) and `writ worker` (workers only). */
+import { pino } from "pino";
 import type { Worker, WorkerOptions } from "../../host/worker.js";
 import type { Runtime } from "../../runtime/runtime.js";
 import { flag, intFlag, str } from "../args.js";
@@ -12,6 +13,7 @@ import type { RunningServer } from "../../server/index.js";
 const WORKER_OPTIONS = {
   concurrency: { type: "string", value: "<n>", description: "invocations processed at once (default: the config's worker.concurrency, else 4)" },
   quiet: { type: "boolean", description: "do not print a line per invocation transition on stderr" },
+  "log-json": { type: "boolean", description: "structured JSON logs (pino) on stderr instead of human lines; also WRIT_LOG=json" },
 } as const;
 
 function workerOptions(ctx: CliContext, rt: Runtime): WorkerOptions {
@@ -20,7 +22,11 @@ function workerOptions(ctx: CliContext, rt: Runtime): WorkerOptions {
 }
 
 async function openForWork(ctx: CliContext): Promise<Runtime> {
-  const logger = stderrLogger(ctx.io, { events: !flag(ctx.values, "quiet"), debug: ctx.env.WRIT_DEBUG === "1" });
+  const debug = ctx.env.WRIT_DEBUG === "1";
+  const logger =
+    flag(ctx.values, "log-json") || ctx.env.WRIT_LOG === "json"
+      ? pino({ name: "writ", level: debug || !flag(ctx.values, "quiet") ? "debug" : "info" }, pino.destination(2))
+      : stderrLogger(ctx.io, { events: !flag(ctx.values, "quiet"), debug });
   return ctx.runtime({ logger });
 }
 
