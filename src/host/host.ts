@@ -20,7 +20,7 @@ import { resolveHostOptions, silentLogger, type HostOptions } from "./options.js
 import { createWorker, type Worker, type WorkerOptions } from "./worker.js";
 import { createApprovals, type Approvals } from "./approvals.js";
 import { authorityCovers, createAuthorities, type Authorities } from "./authorities.js";
-import { complete, receiveCompletion, sweepOverdue, type CompletionAnswer, type CompletionInput } from "./completions.js";
+import { complete, completionLockKey, receiveCompletion, sweepOverdue, type CompletionAnswer, type CompletionInput } from "./completions.js";
 import type { PolicyResult } from "../core/policy.js";
 import { webhookSecretBytes, type WebhookHeaders } from "../core/webhook.js";
 
@@ -227,6 +227,21 @@ export function createHostCore(options: HostOptions): Host {
       await tx.updateReconciliation(scope, { ...rec, status: "resolved", resolution, updatedAt: now });
       const steps = await tx.getSteps(scope, cur.invocationId);
       const row = steps.find((s) => s.stepIndex === rec.stepIndex);
+      // Completions already received for this reference (kept as early while the step never
+      // parked) must agree with the operator; a disagreeing one refuses the resolution.
+      const connector = row?.connector ?? action.steps[rec.stepIndex]?.connector;
+      const ref = input.externalRef ?? rec.externalRef;
+      if (connector && ref) {
+        await tx.lock(scope, [completionLockKey(connector, ref)]);
+        for (const c of await tx.listCompletions(scope, connector, ref)) {
+          if (c.disposition !== "early") continue;
+          const agrees = (c.outcome === "success") === (input.outcome === "succeeded");
+          if (!agrees) {
+            throw new WritError("CONFLICT", `completion ${c.completionId} received for ${ref} reports ${c.outcome}; the resolution says ${input.outcome}`, { details: { completionId: c.completionId } });
+          }
+          await tx.updateCompletion(scope, { ...c, disposition: "applied", invocationId: cur.invocationId, stepIndex: rec.stepIndex, appliedAt: now });
+        }
+      }
       if (row && row.status !== "succeeded" && row.status !== "failed") {
         await tx.putStep(scope, {
           ...row,

@@ -269,8 +269,9 @@ for (const kind of STORE_KINDS) {
       await checked(w, id, "(c) non-idempotent, early completion, before resolution");
 
       await resolveByOperator(w, id, ref);
-      expect(await w.host.complete(SCOPE, completion(ref, "wh-d-2"))).toEqual({ disposition: "duplicate" });
-      expect(await completions(w, ref)).toHaveLength(1);
+      // The operator's resolution linked the early completion (it agreed) to the invocation.
+      expect(await w.host.complete(SCOPE, completion(ref, "wh-d-2"))).toEqual({ disposition: "duplicate", invocationId: id });
+      expect(await completions(w, ref)).toEqual([expect.objectContaining({ completionId: "wh-d-1", disposition: "applied", invocationId: id })]);
       const report = await checked(w, id, "(c) non-idempotent, early completion, resolved");
       expect(report.byStatus).toEqual({ succeeded: 1 });
     });

@@ -161,6 +161,27 @@ for (const factory of allStoreFactories()) {
       expect((await b.host.get(b.scope, invocationId))?.status).toBe("succeeded");
     });
 
+    // Invariant: a completion that arrived early for a call that never parked (its reply was lost)
+    // must agree with the operator who resolves that call; it is then linked, never left dangling.
+    it("resolving a call that never parked checks the completion that arrived early", async () => {
+      const b = await bench();
+      const ref = `lost-${Math.random().toString(36).slice(2)}`;
+      b.replies.set("a", async () => {
+        expect(await b.host.complete(b.scope, { connector: "c", externalRef: ref, outcome: "failure", error: "declined" })).toEqual({ disposition: "early" });
+        return { outcome: "ambiguous", reason: "connection reset after send" };
+      });
+      const { invocation } = await b.host.submit(b.request({ action: "long.one" }));
+      expect(await b.host.worker().runOnce()).toEqual(["reconciliation_required"]);
+      const [rec] = await b.host.reconcile.list(b.scope, { status: "open" });
+      const by = { type: "user" as const, id: "op" };
+      await expect(b.host.reconcile.resolve(b.scope, rec!.reconciliationId, { outcome: "succeeded", externalRef: ref, note: "looks done", by })).rejects.toMatchObject({ code: "CONFLICT" });
+      expect((await b.host.get(b.scope, invocation.invocationId))?.status).toBe("reconciliation_required");
+      const done = await b.host.reconcile.resolve(b.scope, rec!.reconciliationId, { outcome: "failed", externalRef: ref, note: "provider says declined", by });
+      expect(done.status).toBe("failed");
+      const list = await store.transact((tx) => tx.listCompletions(b.scope, "c", ref));
+      expect(list).toEqual([expect.objectContaining({ disposition: "applied", invocationId: invocation.invocationId })]);
+    });
+
     it("unknown reference is refused with a code that tells the sender to retry", async () => {
       const b = await bench();
       await expect(b.host.complete(b.scope, { connector: "c", externalRef: "nope", outcome: "success" })).rejects.toMatchObject({ code: "COMPLETION_UNKNOWN_REFERENCE" });
