@@ -42,8 +42,17 @@ export interface BoundaryOptions {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   actions: ReadonlyArray<ActionDefinition<any>>;
   connectors: readonly Connector[];
-  /** Current standing of an authority (check 8); null when unknown. */
-  authority: (scope: Scope, authorityRef: string) => MaybePromise<Authority | null>;
+  /**
+   * Current standing of an authority (check 8); null when unknown. Not needed with
+   * `standingFromStore`.
+   */
+  authority?: (scope: Scope, authorityRef: string) => MaybePromise<Authority | null>;
+  /**
+   * Read authorities and approvals (checks 8 and 9) from the store, inside the transaction that
+   * consumes the decision: the standing checked is the standing at consumption, and no extra
+   * transaction is spent on it. The host uses this. @defaultValue false
+   */
+  standingFromStore?: boolean;
   /** Looks up an approval referenced by a decision (check 9). @defaultValue none found */
   approval?: (scope: Scope, approvalRef: string) => MaybePromise<Approval | null>;
   /** Policy refs accepted for a scope: the active version plus any grace set (check 6). */
@@ -134,7 +143,9 @@ function resolve(o: BoundaryOptions): Resolved {
   for (const k of ["store", "keyring", "clock", "crypto", "random"] as const) {
     if (o[k] === undefined || o[k] === null) throw new WritError("INVALID_OPTION", `createBoundary: ${k} is required`);
   }
-  if (typeof o.authority !== "function") throw new WritError("INVALID_OPTION", "createBoundary: authority must be a function (scope, authorityRef) => Authority | null");
+  if (typeof o.authority !== "function" && o.standingFromStore !== true) {
+    throw new WritError("INVALID_OPTION", "createBoundary: authority must be a function (scope, authorityRef) => Authority | null (or set standingFromStore)");
+  }
   if (!Array.isArray(o.acceptedPolicyRefs) && typeof o.acceptedPolicyRefs !== "function") {
     throw new WritError("INVALID_OPTION", "createBoundary: acceptedPolicyRefs must be a list of policy refs or a function of the scope");
   }
@@ -245,7 +256,17 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
     return null;
   }
 
-  /** Checks 1-9 (everything that needs no transaction). */
+  /** Checks 8 and 9, through the lookup options or, with `tx`, from the store. */
+  async function standing(tx: StoreTx | null, scope: Scope, req: ActionRequest, approvalRef: string | undefined, digest: string, now: number): Promise<Refusal | null> {
+    const a = tx ? await tx.getAuthority(scope, req.authorityRef) : await options.authority!(scope, req.authorityRef);
+    const auth = checkAuthority(a, req, now);
+    if (auth) return auth;
+    if (approvalRef === undefined) return null;
+    const ap = tx ? await tx.getApproval(scope, approvalRef) : options.approval ? await options.approval(scope, approvalRef) : null;
+    return checkApproval(ap, approvalRef, scope, digest, now);
+  }
+
+  /** Checks 1-9 (1-7 with `standingFromStore`: 8 and 9 then run in the consumption transaction). */
   async function precheck(
     requestIn: unknown,
     token: unknown,
@@ -290,11 +311,8 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
     if (!refs.includes(p.policyRef)) return { ...base, refusal: new Refusal("DECISION_REF_MISMATCH", `policyRef ${p.policyRef} is not accepted in this scope`) };
     if (p.issuedAt > now + cfg.clockSkewSeconds * 1000) return { ...base, refusal: new Refusal("DECISION_IN_FUTURE", "decision issuedAt is in the future beyond the allowed clock skew") };
     if (now - p.issuedAt > cfg.maxDecisionAgeSeconds * 1000) return { ...base, refusal: new Refusal("DECISION_STALE", `decision is older than ${cfg.maxDecisionAgeSeconds}s`) };
-    const auth = checkAuthority(await options.authority(scope, req.authorityRef), req, now);
-    if (auth) return { ...base, refusal: auth };
-    if (p.approvalRef !== undefined) {
-      const ap = options.approval ? await options.approval(scope, p.approvalRef) : null;
-      const r = checkApproval(ap, p.approvalRef, scope, digest, now);
+    if (!options.standingFromStore) {
+      const r = await standing(null, scope, req, p.approvalRef, digest, now);
       if (r) return { ...base, refusal: r };
     }
     return { ...base, refusal: null, action };
@@ -380,8 +398,9 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
     const gate = await store.transact<Gate>(async (tx) => {
       if (fence) await tx.assertLease(scope, fence);
       await tx.lock(scope, [`idem:${req.action}:${req.idempotencyKey}`, `decision:${decision.payload.decisionId}`]);
-      const rec = await tx.getIdempotency(scope, req.action, req.idempotencyKey);
-      let refusal: Refusal | null = null;
+      // Checks 8 and 9 first, when they read the store in this transaction.
+      let refusal: Refusal | null = options.standingFromStore ? await standing(tx, scope, req, decision.payload.approvalRef, digest, now) : null;
+      const rec = refusal ? null : await tx.getIdempotency(scope, req.action, req.idempotencyKey);
       if (rec) {
         if (rec.requestDigest !== digest) refusal = new Refusal("IDEMPOTENCY_CONFLICT", "this idempotency key was used with another request");
         else if (rec.state === "succeeded") {

@@ -78,7 +78,13 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
     return done.status;
   }
 
-  const rows = stepsByIndex(await store.transact((tx) => tx.getSteps(scope, inv.invocationId)));
+  // One read for everything the decision depends on: steps, the authority, the approval.
+  const { steps, authority, approval } = await store.transact(async (tx) => ({
+    steps: await tx.getSteps(scope, inv.invocationId),
+    authority: await tx.getAuthority(scope, inv.request.authorityRef),
+    approval: inv.approvalId ? await tx.getApproval(scope, inv.approvalId) : null,
+  }));
+  const rows = stepsByIndex(steps);
   let doneSteps = 0;
   while (rows.get(doneSteps)?.status === "succeeded") doneSteps++;
   const current = rows.get(doneSteps);
@@ -120,10 +126,6 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
   if (signal.aborted) return "abandoned";
 
   // Evaluate (a fresh decision every time: first run, retry, or recovery).
-  const { authority, approval } = await store.transact(async (tx) => ({
-    authority: await tx.getAuthority(scope, inv.request.authorityRef),
-    approval: inv.approvalId ? await tx.getApproval(scope, inv.approvalId) : null,
-  }));
   const verdict = await o.policy.evaluate({ request: inv.request, authority, approval: approval?.status === "approved" ? approval : null });
   const partially = doneSteps > 0;
   if (verdict.result === "DENY") {

@@ -10,8 +10,13 @@ import { allStoreFactories } from "../helpers/stores.js";
 import { BREAKERS, baseSpec, build } from "./checks.js";
 import { makeBench } from "./fixture.js";
 
-for (const factory of allStoreFactories()) {
-  describe(`boundary checks on ${factory.name}`, () => {
+const MODES = [
+  { name: "lookups", fromStore: false },
+  { name: "standing read in the consumption transaction", fromStore: true },
+] as const;
+
+for (const factory of allStoreFactories()) for (const mode of MODES) {
+  describe(`boundary checks on ${factory.name} (${mode.name})`, () => {
     let store: Store;
     let cleanup: () => Promise<void>;
     beforeAll(async () => {
@@ -20,7 +25,7 @@ for (const factory of allStoreFactories()) {
     afterAll(async () => cleanup());
 
     it("a valid request and decision pass every check and execute once", async () => {
-      const b = makeBench(store);
+      const b = makeBench(store, { fromStore: mode.fromStore });
       const { request, token } = await build(baseSpec(b), b);
       const a = await b.execute(request, token);
       expect(a.state).toBe("SUCCEEDED");
@@ -29,7 +34,7 @@ for (const factory of allStoreFactories()) {
 
     for (const br of BREAKERS) {
       it(`check ${br.check} alone: ${br.code}`, async () => {
-        const b = makeBench(store);
+        const b = makeBench(store, { fromStore: mode.fromStore });
         const spec = baseSpec(b);
         br.apply(spec, b);
         const { request, token } = await build(spec, b);
@@ -46,7 +51,7 @@ for (const factory of allStoreFactories()) {
     }
 
     it("within check 1 a malformed request is reported before a malformed decision", async () => {
-      const b = makeBench(store);
+      const b = makeBench(store, { fromStore: mode.fromStore });
       const spec = baseSpec(b);
       spec.requestMalformed = true;
       spec.decisionMalformed = true;
@@ -58,7 +63,7 @@ for (const factory of allStoreFactories()) {
     it(`every pair of failing checks reports the earlier one (${pairs.length} pairs)`, async () => {
       const wrong: string[] = [];
       for (const [i, j] of pairs) {
-        const b = makeBench(store);
+        const b = makeBench(store, { fromStore: mode.fromStore });
         const spec = baseSpec(b);
         i.apply(spec, b);
         j.apply(spec, b);

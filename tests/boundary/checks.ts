@@ -112,6 +112,7 @@ export async function build(s: Spec, b: Bench): Promise<{ request: unknown; toke
   }
   if (s.decisionMalformed) token = "not-a.jws";
   const scope = { tenantId: req.tenantId, spaceId: req.spaceId };
+  await b.syncStanding();
   if (s.preIdempotency || s.preConsumed) {
     await b.store.transact(async (tx) => {
       if (s.preIdempotency) {

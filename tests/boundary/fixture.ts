@@ -33,6 +33,10 @@ export type ConnectorMode = ConnectorReply | "throw" | "hang" | ((ctx: Connector
 export interface Bench {
   store: Store;
   clock: ManualClock;
+  /** The scope requests use. */
+  scope: Scope;
+  /** With `fromStore`: writes the authority and approval maps to the store. */
+  syncStanding: () => Promise<void>;
   keyring: Keyring;
   authorities: Map<string, Authority>;
   approvals: Map<string, Approval>;
@@ -79,7 +83,13 @@ export function uniqueKey(prefix = "k"): string {
   return `${prefix}-${process.pid}-${++seq}-${base64url(systemRandom.bytes(4))}`;
 }
 
-export function makeBench(store: Store): Bench {
+/**
+ * `fromStore`: the boundary reads authorities and approvals from the store inside its consumption
+ * transaction (`standingFromStore`, as the host runs it); the bench then works in a scope of its own
+ * and `syncStanding()` writes the maps' contents to the store.
+ */
+export function makeBench(store: Store, opts: { fromStore?: boolean } = {}): Bench {
+  const scope: Scope = opts.fromStore ? { tenantId: uniqueKey("t"), spaceId: "s1" } : SCOPE;
   const clock = manualClock(1_800_000_000_000);
   const keyring = createKeyring([
     { kid: KEYS.trusted.kid, publicJwk: KEYS.trusted.publicJwk },
@@ -87,7 +97,7 @@ export function makeBench(store: Store): Bench {
   ]);
   const authorities = new Map<string, Authority>();
   authorities.set(AUTH_REF, {
-    ...SCOPE,
+    ...scope,
     authorityRef: AUTH_REF,
     principal: { type: "agent", id: "bot-1" },
     grantor: { type: "user", id: "alice" },
@@ -119,8 +129,7 @@ export function makeBench(store: Store): Bench {
     keyring,
     actions: [refund, twoStep, ghost],
     connectors: [pay],
-    authority: (_s, ref) => authorities.get(ref) ?? null,
-    approval: (_s, ref) => approvals.get(ref) ?? null,
+    ...(opts.fromStore ? { standingFromStore: true } : { authority: (_s: Scope, ref: string) => authorities.get(ref) ?? null, approval: (_s: Scope, ref: string) => approvals.get(ref) ?? null }),
     acceptedPolicyRefs: acceptedRefs,
     timeoutMs: 1000,
     clock,
@@ -130,7 +139,7 @@ export function makeBench(store: Store): Bench {
   const boundary = (overrides: Partial<BoundaryOptions> = {}): Boundary => createBoundaryCore({ ...base(), ...overrides });
   const shared = boundary();
   const request = (o: Partial<ActionRequest> = {}): ActionRequest => ({
-    ...SCOPE,
+    ...scope,
     action: "payments.refund",
     actionVersion: "1",
     actor: { type: "agent", id: "bot-1" },
@@ -153,9 +162,18 @@ export function makeBench(store: Store): Bench {
     ...o,
   });
   const decision = (req: ActionRequest, o: Partial<DecisionPayload> = {}, key: SigningKey = KEYS.trusted): string => signDecisionWith(crypto, key, payload(req, o));
+  const syncStanding = async (): Promise<void> => {
+    if (!opts.fromStore) return;
+    await store.transact(async (tx) => {
+      for (const a of authorities.values()) await tx.putAuthority({ tenantId: a.tenantId, spaceId: a.spaceId }, a);
+      for (const a of approvals.values()) await tx.putApproval({ tenantId: a.tenantId, spaceId: a.spaceId }, a);
+    });
+  };
   return {
     store,
     clock,
+    scope,
+    syncStanding,
     keyring,
     authorities,
     approvals,
