@@ -3,7 +3,7 @@
  * `<dir>/<kid>.private.json` holds a private key, readable by the owner only (0600). Revoked keys
  * lose their private file.
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { WritError } from "../core/errors.js";
 import { createKeyring, type Keyring, type KeyStatus, type SigningKey } from "../core/keyring.js";
@@ -46,8 +46,45 @@ function writeKeyFile(dir: string, keys: KeyFileEntry[]): void {
   renameSync(tmp, ringPath(dir));
 }
 
+const LOCK_WAIT_MS = 10_000;
+const LOCK_STALE_MS = 30_000;
+
+/**
+ * Runs `fn` holding `<dir>/.lock` (created exclusively): processes that start together on an empty
+ * directory, or change keys at once, take turns instead of overwriting each other's keyring.
+ */
+export function withKeyLock<T>(dir: string, fn: () => T): T {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const lock = join(dir, ".lock");
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      closeSync(openSync(lock, "wx", 0o600));
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+      try {
+        if (Date.now() - statSync(lock).mtimeMs > LOCK_STALE_MS) rmSync(lock, { force: true }); // left by a killed process
+      } catch {
+        /* removed meanwhile */
+      }
+      if (Date.now() > deadline) throw new WritError("KEY_ERROR", `${lock} is held by another process; try again`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+    }
+  }
+  try {
+    return fn();
+  } finally {
+    rmSync(lock, { force: true });
+  }
+}
+
 /** Generates a key, stores its private half 0600, adds it as active; older active keys become retired. */
 export function generateKeyFile(dir: string, kid?: string): KeyFileEntry {
+  return withKeyLock(dir, () => generateUnlocked(dir, kid));
+}
+
+function generateUnlocked(dir: string, kid?: string): KeyFileEntry {
   const id = kid ?? `key-${new Date().toISOString().slice(0, 10)}-${base64url(systemRandom.bytes(4))}`;
   if (!KID_RE.test(id)) throw new WritError("KEY_ERROR", "kid must be 1-100 characters of letters, digits, _ . -");
   const keys = readKeyFile(dir);
@@ -64,6 +101,10 @@ export function generateKeyFile(dir: string, kid?: string): KeyFileEntry {
 
 /** Revokes a key for good (decisions signed with it never verify again) and deletes its private half. */
 export function revokeKeyFile(dir: string, kid: string): KeyFileEntry {
+  return withKeyLock(dir, () => revokeUnlocked(dir, kid));
+}
+
+function revokeUnlocked(dir: string, kid: string): KeyFileEntry {
   const keys = readKeyFile(dir);
   const k = keys.find((x) => x.kid === kid);
   if (!k) throw new WritError("NOT_FOUND", `no key ${kid} in ${dir}`);
@@ -82,8 +123,11 @@ export function loadSigningKey(dir: string, options: { create?: boolean } = {}):
   let keys = readKeyFile(dir);
   if (!keys.some((k) => k.status === "active")) {
     if (options.create === false) throw new WritError("KEY_ERROR", `no active signing key in ${dir}: run \`writ keys generate\``);
-    generateKeyFile(dir);
-    keys = readKeyFile(dir);
+    // Under the lock, look again: another process starting at the same moment may have made it.
+    keys = withKeyLock(dir, () => {
+      if (!readKeyFile(dir).some((k) => k.status === "active")) generateUnlocked(dir);
+      return readKeyFile(dir);
+    });
   }
   const active = keys.filter((k) => k.status === "active").at(-1)!;
   const priv = join(dir, `${active.kid}.private.json`);

@@ -1,0 +1,64 @@
+/**
+ * Signing keys on disk. Invariants: processes starting together on an empty directory end up with
+ * one active key that all of them use (no keyring overwritten by another's); the private file is
+ * 0600; revocation removes the private half and the key never verifies again.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+import { generateKeyFile, loadKeyring, loadSigningKey, readKeyFile, revokeKeyFile } from "../../src/runtime/key-files.js";
+
+const CHILD = fileURLToPath(new URL("./fixtures/load-key-child.ts", import.meta.url));
+const dirs: string[] = [];
+const tempDir = (): string => {
+  const d = mkdtempSync(join(tmpdir(), "writ-keys-"));
+  dirs.push(d);
+  return d;
+};
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+function run(dir: string, start: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, ["--import", "tsx", CHILD, dir, String(start)], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    p.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    p.stderr.on("data", (d: Buffer) => (err += d.toString()));
+    p.on("exit", (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`child exited ${code}: ${err}`))));
+  });
+}
+
+describe("signing key files", () => {
+  it("four processes starting together on an empty directory share one key", async () => {
+    const dir = join(tempDir(), "keys");
+    const start = Date.now() + 1500;
+    const kids = await Promise.all([1, 2, 3, 4].map(() => run(dir, start)));
+    expect(new Set(kids).size).toBe(1);
+    const ring = readKeyFile(dir);
+    expect(ring).toHaveLength(1);
+    expect(ring[0]).toMatchObject({ kid: kids[0], status: "active" });
+    expect(readdirSync(dir).filter((f) => f.endsWith(".private.json"))).toEqual([`${kids[0]}.private.json`]);
+    expect(statSync(join(dir, `${kids[0]}.private.json`)).mode & 0o777).toBe(0o600);
+    expect(readdirSync(dir)).not.toContain(".lock");
+  }, 60_000);
+
+  it("a new key retires the old one; revocation removes the private half", () => {
+    const dir = tempDir();
+    const first = loadSigningKey(dir);
+    const second = generateKeyFile(dir, "second-key");
+    expect(loadSigningKey(dir).kid).toBe("second-key");
+    expect(readKeyFile(dir).map((k) => [k.kid, k.status])).toEqual([
+      [first.kid, "retired"],
+      [second.kid, "active"],
+    ]);
+    revokeKeyFile(dir, first.kid);
+    expect(loadKeyring(dir).get(first.kid)?.status).toBe("revoked");
+    expect(readdirSync(dir)).not.toContain(`${first.kid}.private.json`);
+    expect(() => revokeKeyFile(dir, "nope")).toThrow(expect.objectContaining({ code: "NOT_FOUND" }) as Error);
+  });
+});
