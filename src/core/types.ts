@@ -345,6 +345,11 @@ export interface ApiKeyRecord {
   /** Spaces the key may act in; `["*"]` for all of the tenant's spaces. */
   spaces: string[];
   roles: ApiRole[];
+  /**
+   * Approver roles the key's holder has beyond `approve` (e.g. `finance` for a policy's
+   * `@approvers("finance")`); used only on approval routes, and only with the `approve` role.
+   */
+  approverRoles?: string[];
   /** `sha256:<base64url>` of the whole key text. */
   hash: string;
   name: string;

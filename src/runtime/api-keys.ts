@@ -14,6 +14,8 @@ export interface NewApiKey {
   tenantId: string;
   spaces?: string[];
   roles: ApiRole[];
+  /** Policy approver roles (e.g. `finance`) the holder may approve as. */
+  approverRoles?: string[];
   name: string;
 }
 
@@ -29,9 +31,14 @@ export async function createApiKey(store: Store, crypto: CryptoPort, random: Ran
   }
   const spaces = input.spaces ?? ["*"];
   if (!Array.isArray(spaces) || spaces.length === 0 || !spaces.every((s) => typeof s === "string" && s.length > 0 && s.length <= 200)) throw new WritError("INVALID_ARGUMENT", "spaces must be a non-empty list");
+  const approverRoles = input.approverRoles ?? [];
+  if (!Array.isArray(approverRoles) || approverRoles.length > 20 || !approverRoles.every((r) => typeof r === "string" && /^[A-Za-z0-9_.:-]{1,100}$/.test(r))) {
+    throw new WritError("INVALID_ARGUMENT", "approverRoles must be at most 20 names of letters, digits, _ . : -");
+  }
   const keyId = base64url(random.bytes(12)).replace(/[-_]/g, "x");
   const key = `writ_${keyId}_${base64url(random.bytes(24))}`;
   const record: ApiKeyRecord = { keyId, tenantId: input.tenantId, spaces, roles: [...new Set(input.roles)], hash: hashOf(crypto, key), name: String(input.name ?? "").slice(0, 200), createdAt: now };
+  if (approverRoles.length > 0) record.approverRoles = [...new Set(approverRoles)];
   await store.transact((tx) => tx.putApiKey(record));
   return { key, record };
 }

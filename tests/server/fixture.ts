@@ -46,6 +46,7 @@ export const policy = functionPolicy("test:v1", ({ request, approval }) => {
   if (request.params.currency === "BOOM") throw new Error("policy engine exploded: internal detail 7f3a");
   const amount = Number(request.params.amount ?? 0);
   if (amount < 0) return { result: "DENY", reasons: ["negative amounts are refused"] };
+  if (amount > 100_000) return approval?.status === "approved" ? "ALLOW" : { result: "REQUIRE_APPROVAL", reasons: ["very large refund"], approval: { approverRoles: ["finance"], quorum: 1 } };
   if (amount > 1000) return approval?.status === "approved" ? "ALLOW" : { result: "REQUIRE_APPROVAL", reasons: ["large refund"], approval: { approverRoles: ["approve"], quorum: 1 } };
   return "ALLOW";
 });

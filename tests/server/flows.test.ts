@@ -101,6 +101,25 @@ describe("approvals through the API", () => {
     expect((await call(rig, "GET", `${INV}/${id}`, { key: "acme.submit" })).json.invocation.status).toBe("succeeded");
   });
 
+  // Invariant: a policy approver role (here `finance`) is needed to vote; an API key carries it as an approver role.
+  it("an approval that needs the finance role: a plain approve key is 403, a key with the finance approver role approves", async () => {
+    const id = (await call(rig, "POST", INV, { key: "acme.submit", body: refund(250_000) })).json.invocation.invocationId;
+    await rig.work();
+    const ap = (await call(rig, "GET", "/v1/spaces/prod/approvals?status=pending", { key: "acme.approve" })).json.items.find((a: { invocationId?: string }) => a.invocationId === id);
+    expect(ap.approverRoles).toEqual(["finance"]);
+    const plain = await call(rig, "POST", `/v1/spaces/prod/approvals/${ap.approvalId}/approve`, { key: "acme.approve", body: {} });
+    expect(plain.status).toBe(403);
+    expect(plain.json.error.code).toBe("FORBIDDEN");
+    const { createApiKey } = await import("../../src/runtime/api-keys.js");
+    const o = rig.runtime.host.context.o;
+    const finance = await createApiKey(rig.runtime.store, o.crypto, o.random, { tenantId: "acme", roles: ["approve"], approverRoles: ["finance"], name: "acme-finance" }, Date.now());
+    const ok = await call(rig, "POST", `/v1/spaces/prod/approvals/${ap.approvalId}/approve`, { key: `Bearer ${finance.key}`, body: { note: "CFO ok" } });
+    expect(ok.status).toBe(200);
+    expect(ok.json.approval.status).toBe("approved");
+    await rig.work();
+    expect((await call(rig, "GET", `${INV}/${id}`, { key: "acme.submit" })).json.invocation.status).toBe("succeeded");
+  });
+
   it("deny ends the invocation denied", async () => {
     const id = (await call(rig, "POST", INV, { key: "acme.submit", body: refund(7000) })).json.invocation.invocationId;
     await rig.work();

@@ -96,6 +96,7 @@ export const apiKeysCreate: Command = {
     name: { type: "string", value: "<name>", description: "what the key is for" },
     role: { type: "string", multiple: true, value: "<role>", description: `${API_ROLES.join(", ")}; repeatable (required)` },
     "key-space": { type: "string", multiple: true, value: "<space>", description: "a space the key may act in; repeatable (default: all of the tenant's spaces)" },
+    "approver-role": { type: "string", multiple: true, value: "<role>", description: "a policy approver role (e.g. finance, for @approvers(\"finance\")) the holder may approve as; repeatable" },
   },
   async run(ctx) {
     const roles = list(ctx.values, "role");
@@ -109,7 +110,7 @@ export const apiKeysCreate: Command = {
       rt.store,
       defaultCrypto(),
       systemRandom,
-      { tenantId, roles: roles as ApiRole[], name: str(ctx.values, "name") ?? "", ...(spaces.length > 0 ? { spaces } : {}) },
+      { tenantId, roles: roles as ApiRole[], name: str(ctx.values, "name") ?? "", ...(spaces.length > 0 ? { spaces } : {}), ...(list(ctx.values, "approver-role").length > 0 ? { approverRoles: list(ctx.values, "approver-role") } : {}) },
       systemClock.now(),
     );
     const shown = { keyId: record.keyId, tenantId: record.tenantId, name: record.name, roles: record.roles, spaces: record.spaces, createdAt: record.createdAt };

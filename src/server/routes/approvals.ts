@@ -6,7 +6,8 @@ import { defineRoute, type Route } from "../registry.js";
 import { ApprovalAnswer, ApprovalList, ApprovalListQuery, ApprovalPath, ApprovalVoteBody, ErrorBody, SpacePath } from "../schemas.js";
 
 function approver(caller: Caller, note: string | undefined): Approver {
-  return { actor: caller.actor, roles: caller.roles, ...(note !== undefined ? { note } : {}) };
+  // The key's API roles plus the policy approver roles it was given (e.g. `finance`).
+  return { actor: caller.actor, roles: [...caller.roles, ...(caller.key.approverRoles ?? [])], ...(note !== undefined ? { note } : {}) };
 }
 
 const VERBS = {
