@@ -46,12 +46,16 @@ export function entryHash(crypto: CryptoPort, e: Omit<JournalEntry, "hash">, str
  */
 export async function appendJournal(tx: StoreTx, crypto: CryptoPort, scope: Scope, drafts: JournalDraft[]): Promise<JournalEntry[]> {
   if (drafts.length === 0) return [];
-  await tx.lock(scope, ["journal"]);
-  const present = await tx.journalIdsPresent(
-    scope,
-    drafts.map((d) => d.id),
-  );
-  const head = await tx.journalHead(scope);
+  const ids = drafts.map((d) => d.id);
+  let head: { seq: number; hash: string } | null;
+  let present: Set<string>;
+  if (tx.journalTail) {
+    ({ head, present } = await tx.journalTail(scope, ids));
+  } else {
+    await tx.lock(scope, ["journal"]);
+    present = await tx.journalIdsPresent(scope, ids);
+    head = await tx.journalHead(scope);
+  }
   let seq = head?.seq ?? 0;
   let prevHash = head?.hash ?? null;
   const out: JournalEntry[] = [];

@@ -112,6 +112,12 @@ export interface StoreTx {
   /** Which of these entry ids already exist in the scope's journal. */
   journalIdsPresent(scope: Scope, ids: string[]): Promise<Set<string>>;
   /**
+   * Optional fast path: `lock(scope, ["journal"])`, then `journalHead` and `journalIdsPresent`
+   * read together (PostgreSQL: the lock, then one statement for both, so the read sees every
+   * append committed before the lock was granted). Must behave exactly like the three in order.
+   */
+  journalTail?(scope: Scope, ids: string[]): Promise<{ head: { seq: number; hash: string } | null; present: Set<string> }>;
+  /**
    * Appends entries that continue the chain; a seq or id clash, or a first seq other than head+1,
    * throws `CONFLICT`. Stores check seq and id only; `prevHash` and `hash` are the caller's
    * (see `appendJournal`) and the verifier's business.

@@ -23,6 +23,17 @@ const APPEND = statement(
     WHERE (SELECT coalesce(max(seq), 0) FROM writ_journal WHERE tenant_id = $1 AND space_id = $2) = $8::bigint - 1
       AND NOT EXISTS (SELECT 1 FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND id = ANY($4::text[]))`,
 );
+/**
+ * The head and the ids already present, in one round trip. It runs in its own statement AFTER the
+ * lock statement: under READ COMMITTED a statement's snapshot is taken when it starts, so a read
+ * in the statement that waited for the lock would miss the appends committed while it waited.
+ */
+const TAIL = statement(
+  "journal_tail",
+  `SELECT (SELECT seq FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 ORDER BY seq DESC LIMIT 1) AS seq,
+          (SELECT hash FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 ORDER BY seq DESC LIMIT 1) AS hash,
+          ARRAY(SELECT id FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND id = ANY($3::text[])) AS present`,
+);
 const READ = statement("read_journal", "SELECT doc FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq >= $3 ORDER BY seq LIMIT $4");
 const INSERT_CHECKPOINT = statement(
   "insert_checkpoint",
@@ -33,6 +44,12 @@ const LIST_CHECKPOINTS = statement("list_checkpoints", "SELECT doc FROM writ_jou
 export async function journalHead(x: Exec, scope: Scope): Promise<{ seq: number; hash: string } | null> {
   const [row] = await x.rows<{ seq: string; hash: string }>(HEAD, [scope.tenantId, scope.spaceId]);
   return row === undefined ? null : { seq: Number(row.seq), hash: row.hash };
+}
+
+export async function journalTail(x: Exec, scope: Scope, ids: string[]): Promise<{ head: { seq: number; hash: string } | null; present: Set<string> }> {
+  const [row] = await x.rows<{ seq: string | null; hash: string | null; present: string[] }>(TAIL, [scope.tenantId, scope.spaceId, ids]);
+  const head = row && row.seq !== null && row.hash !== null ? { seq: Number(row.seq), hash: row.hash } : null;
+  return { head, present: new Set(row?.present ?? []) };
 }
 
 export async function journalIdsPresent(x: Exec, scope: Scope, ids: string[]): Promise<Set<string>> {

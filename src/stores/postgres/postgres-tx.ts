@@ -116,6 +116,12 @@ export class PostgresTx implements StoreTx {
     return journal.journalHead(this.#in(scope), scope);
   }
 
+  async journalTail(scope: Scope, ids: string[]): Promise<{ head: { seq: number; hash: string } | null; present: Set<string> }> {
+    const x = this.#in(scope);
+    await lockKeys(x, scope, ["journal"]);
+    return journal.journalTail(x, scope, ids);
+  }
+
   async journalIdsPresent(scope: Scope, ids: string[]): Promise<Set<string>> {
     return journal.journalIdsPresent(this.#in(scope), scope, ids);
   }
