@@ -81,9 +81,8 @@ export function makeContext(o: HostOptions, r: ResolvedHostOptions, boundary: Bo
       const sensitive = action?.sensitive ?? [];
       if (sensitive.length === 0) return inv;
       const params = (redact({ params: inv.request.params }, sensitive) as { params: Invocation["request"]["params"] }).params;
-      const out: Invocation = { ...inv, request: { ...inv.request, params } };
-      if (inv.result !== undefined) out.result = (redact({ outputs: inv.result }, sensitive) as { outputs: Json }).outputs;
-      return out;
+      // `result` is stored redacted already (settlement and completions write redacted outputs).
+      return { ...inv, request: { ...inv.request, params } };
     },
   };
   return ctx;

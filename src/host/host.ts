@@ -16,6 +16,7 @@ import { checkActor, checkRequest } from "../core/validate.js";
 import { createBreakers, type Breakers } from "./breaker.js";
 import { compensationActions } from "./compensation.js";
 import { makeContext, scopeOf, type HostContext } from "./context.js";
+import type { HostEvent } from "./events.js";
 import { resolveHostOptions, silentLogger, type HostOptions } from "./options.js";
 import { createWorker, type Worker, type WorkerOptions } from "./worker.js";
 import { createApprovals, type Approvals } from "./approvals.js";
@@ -185,7 +186,7 @@ export function createHostCore(options: HostOptions): Host {
   async function cancel(scope: Scope, invocationId: string, by: Actor): Promise<Invocation> {
     const problems = checkActor(by, "by");
     if (problems.length > 0) throw new WritError("INVALID_ARGUMENT", problems.join("; "));
-    const events: Parameters<HostContext["transition"]>[4] = { events: [] };
+    const events: HostEvent[] = [];
     const inv = await o.store.transact(async (tx) => {
       const cur = await tx.getInvocation(scope, invocationId);
       if (!cur) throw new WritError("NOT_FOUND", `no invocation ${invocationId} in this scope`);
@@ -194,9 +195,9 @@ export function createHostCore(options: HostOptions): Host {
       }
       const steps = await tx.getSteps(scope, invocationId);
       if (steps.length > 0) throw new WritError("INVALID_STATE", `invocation ${invocationId} has started steps and cannot be cancelled`);
-      return ctx.transition(tx, cur, "cancelled", { reasons: [`cancelled by ${by.type}:${by.id}`] }, { ...events, data: { by: { type: by.type, id: by.id } } });
+      return ctx.transition(tx, cur, "cancelled", { reasons: [`cancelled by ${by.type}:${by.id}`] }, { events, data: { by: { type: by.type, id: by.id } } });
     });
-    for (const e of events.events ?? []) ctx.emit(e);
+    for (const e of events) ctx.emit(e);
     return ctx.redactInvocation(inv);
   }
 
@@ -209,7 +210,7 @@ export function createHostCore(options: HostOptions): Host {
     if (input.externalRef !== undefined && (typeof input.externalRef !== "string" || input.externalRef.length === 0 || input.externalRef.length > 512)) {
       throw new WritError("INVALID_ARGUMENT", "externalRef must be a non-empty string");
     }
-    const events: NonNullable<Parameters<HostContext["transition"]>[4]> = { events: [] };
+    const events: HostEvent[] = [];
     const inv = await o.store.transact(async (tx) => {
       const rec = await tx.getReconciliation(scope, reconciliationId);
       if (!rec) throw new WritError("NOT_FOUND", `no reconciliation ${reconciliationId} in this scope`);
@@ -268,15 +269,15 @@ export function createHostCore(options: HostOptions): Host {
       ]);
       const detail = { reconciliationId, by } as Json;
       if (input.outcome === "succeeded") {
-        if (last) return ctx.transition(tx, cur, "succeeded", { nextStep: action.steps.length, ...(input.externalRef !== undefined ? { result: { externalRef: input.externalRef } } : {}) }, { ...events, data: detail });
+        if (last) return ctx.transition(tx, cur, "succeeded", { nextStep: action.steps.length, ...(input.externalRef !== undefined ? { result: { externalRef: input.externalRef } } : {}) }, { events, data: detail });
         // A middle step resolved as succeeded: the remaining steps resume under a new decision.
-        return ctx.transition(tx, cur, "queued", { nextStep: rec.stepIndex + 1, runAt: now, attemptCount: 0 }, { ...events, data: detail });
+        return ctx.transition(tx, cur, "queued", { nextStep: rec.stepIndex + 1, runAt: now, attemptCount: 0 }, { events, data: detail });
       }
       const compensable = action.steps.slice(0, rec.stepIndex).some((s) => s.compensate);
-      if (compensable) return ctx.transition(tx, cur, "queued", { compensating: true, nextStep: rec.stepIndex, runAt: now, attemptCount: 0 }, { ...events, data: detail });
-      return ctx.transition(tx, cur, "failed", { lastError: `resolved as failed by ${by.type}:${by.id}: ${input.note}` }, { ...events, data: detail });
+      if (compensable) return ctx.transition(tx, cur, "queued", { compensating: true, nextStep: rec.stepIndex, runAt: now, attemptCount: 0 }, { events, data: detail });
+      return ctx.transition(tx, cur, "failed", { lastError: `resolved as failed by ${by.type}:${by.id}: ${input.note}` }, { events, data: detail });
     });
-    for (const e of events.events ?? []) ctx.emit(e);
+    for (const e of events) ctx.emit(e);
     return ctx.redactInvocation(inv);
   }
 

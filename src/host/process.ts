@@ -216,13 +216,12 @@ async function afterUnsettled(
         const delay = backoffDelay(1, ctx.r.retry.baseDelayMs, ctx.r.retry.maxDelayMs, unit(ctx));
         return ctx.transition(tx, inv, "queued", { runAt: ctx.o.clock.now() + delay, attemptCount: 0, lastError: why }, { fence, events });
       }
-      default:
-        if (code.startsWith("AUTHORITY_") || code.startsWith("APPROVAL_") || code === "DECISION_REF_MISMATCH" || code === "DECISION_NOT_ALLOW") {
-          if (doneSteps > 0) return toReconciliation(ctx, tx, inv, fence, doneSteps, code, `refused after ${doneSteps} step(s) succeeded: ${why}`, undefined, events);
-          return ctx.transition(tx, inv, "denied", { reasons: [why] }, { fence, events });
-        }
+      default: {
+        // After some steps succeeded, any refusal leaves a partially applied action: a human decides.
         if (doneSteps > 0) return toReconciliation(ctx, tx, inv, fence, doneSteps, code, `refused after ${doneSteps} step(s) succeeded: ${why}`, undefined, events);
-        return ctx.transition(tx, inv, "failed", { lastError: why }, { fence, events });
+        const governance = code.startsWith("AUTHORITY_") || code.startsWith("APPROVAL_") || code === "DECISION_REF_MISMATCH" || code === "DECISION_NOT_ALLOW";
+        return governance ? ctx.transition(tx, inv, "denied", { reasons: [why] }, { fence, events }) : ctx.transition(tx, inv, "failed", { lastError: why }, { fence, events });
+      }
     }
   });
   flush();

@@ -5,18 +5,20 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Store } from "../../src/core/store.js";
 import { allStoreFactories } from "../helpers/stores.js";
-import { SCOPE, makeBench, type ConnectorMode } from "./fixture.js";
+import { SCOPE, makeBench, type Bench, type ConnectorMode } from "./fixture.js";
+import { tick, until } from "../helpers/wait.js";
 
-const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
-/** Waits (by wall time, so real database I/O fits) until `cond` holds. */
-async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (cond()) return;
-    await tick();
-  }
-  throw new Error(`timed out waiting for ${what}`);
+/** Makes the connector wait until the returned function is called, then succeed once. */
+function holdSuccess(b: Bench): () => void {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  b.mode.current = async () => {
+    await gate;
+    return { outcome: "success", externalRef: "once" };
+  };
+  return release;
 }
+
 
 for (const factory of allStoreFactories()) {
   describe(`boundary execution on ${factory.name}`, () => {
@@ -99,12 +101,7 @@ for (const factory of allStoreFactories()) {
     // Invariant: one decision authorizes at most one execution, whatever the concurrency.
     it("50 concurrent executes with one decision make exactly one connector call", async () => {
       const b = makeBench(store);
-      let release!: () => void;
-      const gate = new Promise<void>((r) => (release = r));
-      b.mode.current = async () => {
-        await gate;
-        return { outcome: "success", externalRef: "once" };
-      };
+      const release = holdSuccess(b);
       const req = b.request();
       const token = b.decision(req);
       const all = Promise.all(Array.from({ length: 50 }, () => b.execute(req, token)));
@@ -121,12 +118,7 @@ for (const factory of allStoreFactories()) {
     // Invariant: one idempotency key yields at most one effect even under 50 distinct valid decisions.
     it("50 distinct decisions under one idempotency key make exactly one call", async () => {
       const b = makeBench(store);
-      let release!: () => void;
-      const gate = new Promise<void>((r) => (release = r));
-      b.mode.current = async () => {
-        await gate;
-        return { outcome: "success", externalRef: "once" };
-      };
+      const release = holdSuccess(b);
       const req = b.request();
       const tokens = Array.from({ length: 50 }, () => b.decision(req));
       const all = Promise.all(tokens.map((t) => b.execute(req, t)));

@@ -10,17 +10,8 @@ import type { Store } from "../../src/core/store.js";
 import { allStoreFactories } from "../helpers/stores.js";
 import { KEYS } from "../boundary/fixture.js";
 import { crypto, grantAuthority, makeHostBench, type HostBench } from "./fixture.js";
+import { until } from "../helpers/wait.js";
 
-const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
-/** Waits (by wall time, so real database I/O fits) until `cond` holds. */
-async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (cond()) return;
-    await tick();
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 async function journalOk(b: HostBench): Promise<void> {
   const v = await verifyStoredJournal(b.store, crypto, createKeyring([{ kid: KEYS.trusted.kid, publicJwk: KEYS.trusted.publicJwk }]), b.scope);

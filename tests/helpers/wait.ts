@@ -1,0 +1,12 @@
+/** Waiting in tests: by wall time, so real database I/O fits, never by a fixed number of ticks. */
+export const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+/** Resolves once `cond` holds; throws naming `what` after `ms`. */
+export async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (cond()) return;
+    await tick();
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
