@@ -51,6 +51,23 @@ export const actions = [
     ],
   }),
   defineAction({ id: "limited", version: "1", params, idempotent: true, retry: { maxAttempts: 2, baseDelayMs: 100, maxDelayMs: 1000 }, steps: [{ name: "a", connector: "c", operation: "a" }] }),
+  defineAction({
+    id: "secret.pay",
+    version: "1",
+    params: z.object({ n: z.number(), card: z.string() }),
+    idempotent: true,
+    sensitive: ["/params/card", "/outputs/a/token"],
+    steps: [{ name: "a", connector: "c", operation: "a" }],
+  }),
+  defineAction({
+    id: "secret.long",
+    version: "1",
+    params: z.object({ n: z.number(), card: z.string() }),
+    idempotent: true,
+    completion: { deadlineMs: 60_000 },
+    sensitive: ["/params/card", "/outputs/a/token"],
+    steps: [{ name: "a", connector: "c", operation: "a" }],
+  }),
   defineAction({ id: "long.one", version: "1", params, idempotent: true, completion: { deadlineMs: 60_000 }, steps: [{ name: "a", connector: "c", operation: "a" }] }),
   defineAction({
     id: "long.two",
