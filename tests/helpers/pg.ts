@@ -249,7 +249,7 @@ let templatePromise: Promise<string> | undefined;
  * migration set (its name carries a digest of the migrations, so a changed migration gets a new
  * template). Built under an advisory lock so concurrent test processes build it once, under a
  * temporary name renamed when complete, and closed to connections (a connection would block
- * cloning). Templates of older migration sets and half-built ones are dropped.
+ * cloning). Half-built ones are dropped; templates of other migration sets are kept (another checkout may use them).
  */
 function migratedTemplate(adminUrl: string): Promise<string> {
   templatePromise ??= buildTemplate(adminUrl).catch((e: unknown) => {
@@ -266,7 +266,10 @@ async function buildTemplate(adminUrl: string): Promise<string> {
     await c.query("SELECT pg_advisory_lock($1::bigint)", [String(TEMPLATE_LOCK)]);
     try {
       const existing = (await c.query<{ datname: string }>("SELECT datname FROM pg_database WHERE datname LIKE 'writ\\_tpl%'")).rows.map((r) => r.datname);
-      for (const stale of existing.filter((d) => d !== template)) {
+      // Only half-built templates are dropped (builds are serialised by the lock we hold, so one
+      // found now was abandoned). Templates of other migration sets stay: another checkout with
+      // other migrations may be cloning its own at this moment on the same server.
+      for (const stale of existing.filter((d) => d.startsWith(TEMPLATE_BUILD_PREFIX))) {
         await c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(stale)}`).catch(() => undefined);
       }
       if (existing.includes(template)) return;
