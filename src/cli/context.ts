@@ -10,6 +10,7 @@ import type { Actor, Scope } from "../core/types.js";
 import type { Logger } from "../host/options.js";
 import type { OpenRuntimeOptions, Runtime } from "../runtime/runtime.js";
 import { TENANT_SPACE } from "../core/reserved.js";
+import { escapeForTerminal } from "../core/text.js";
 import { flag, parseActor, str, type Values } from "./args.js";
 import { usageError } from "./exit-codes.js";
 import { Printer, type CliIo } from "./output.js";
@@ -113,14 +114,14 @@ export function stderrLogger(io: CliIo, options: { events: boolean; debug: boole
     } catch {
       extra = "";
     }
-    io.stderr.write(`[writ] ${level}: ${msg ?? ""}${extra}\n`);
+    io.stderr.write(escapeForTerminal(`[writ] ${level}: ${msg ?? ""}${extra}`) + "\n");
   };
   const debugLine = write("debug");
   return {
     debug(obj, msg) {
       if (msg === "writ event" && options.events) {
         const e = obj as { event?: string; invocationId?: string; tenantId?: string; spaceId?: string; status?: string };
-        io.stderr.write(`[writ] ${e.tenantId ?? "?"}/${e.spaceId ?? "?"} ${e.invocationId ?? ""} ${e.event ?? ""} -> ${e.status ?? "?"}\n`);
+        io.stderr.write(escapeForTerminal(`[writ] ${e.tenantId ?? "?"}/${e.spaceId ?? "?"} ${e.invocationId ?? ""} ${e.event ?? ""} -> ${e.status ?? "?"}`) + "\n");
       } else if (options.debug) debugLine(obj, msg);
     },
     info: write("info"),

@@ -1,7 +1,10 @@
 /**
  * What the CLI prints: tables and `key: value` blocks for people, one JSON document for scripts
- * (`--json`). Results go to stdout, messages and progress to stderr.
+ * (`--json`). Results go to stdout, messages and progress to stderr. Everything printed is escaped
+ * for the terminal (control, bidi and zero-width characters shown as `\u{XXXX}`, in JSON as
+ * `\uXXXX`): text from outside (an idempotency key, a reason, a note) never repaints a screen.
  */
+import { escapeForTerminal, escapeJsonForTerminal } from "../core/text.js";
 
 /** Where the CLI writes; `main` passes the process streams, tests may pass buffers. */
 export interface CliIo {
@@ -26,17 +29,17 @@ export class Printer {
 
   /** Prints `data` as JSON with `--json`, else runs `human`. */
   result(data: unknown, human: () => void): void {
-    if (this.json) this.io.stdout.write(JSON.stringify(data, null, 2) + "\n");
+    if (this.json) this.io.stdout.write(escapeJsonForTerminal(JSON.stringify(data, null, 2)) + "\n");
     else human();
   }
 
   line(text = ""): void {
-    this.io.stdout.write(text + "\n");
+    this.io.stdout.write(escapeForTerminal(text, { keepNewlines: true }) + "\n");
   }
 
   /** A note for people on stderr (kept off stdout so `--json` output stays one document). */
   note(text: string): void {
-    this.io.stderr.write(text + "\n");
+    this.io.stderr.write(escapeForTerminal(text, { keepNewlines: true }) + "\n");
   }
 
   table<T>(rows: readonly T[], columns: readonly Column<T>[], empty = "(none)"): void {
@@ -64,7 +67,7 @@ export class Printer {
 }
 
 function oneLine(s: string): string {
-  return s.replace(/\s*\n\s*/g, " ");
+  return escapeForTerminal(s.replace(/\s*\n\s*/g, " "));
 }
 
 /** Epoch ms as an ISO time, or "-" when absent. */

@@ -3,6 +3,7 @@
  * into an exit code (see {@link EXIT}). User mistakes get a message naming the problem, never a
  * stack; an unexpected error prints its stack only with WRIT_DEBUG=1.
  */
+import { escapeForTerminal, escapeJsonForTerminal } from "../core/text.js";
 import { readFileSync } from "node:fs";
 import { errorMessage } from "../core/errors.js";
 import { GLOBAL_OPTIONS, flag, leadingWords, parseFlags, valueFlags, type OptionSpecs } from "./args.js";
@@ -196,7 +197,7 @@ export async function runCli(args: readonly string[], environment: CliEnvironmen
       try {
         await ctx.close();
       } catch (e) {
-        environment.io.stderr.write(`writ: closing the store failed: ${errorMessage(e)}\n`);
+        environment.io.stderr.write(`writ: closing the store failed: ${escapeForTerminal(errorMessage(e))}\n`);
       }
     }
   }
@@ -206,9 +207,10 @@ function reportError(environment: CliEnvironment, e: unknown, json: boolean): vo
   const { stderr } = environment.io;
   const message = errorMessage(e);
   if (json) {
-    stderr.write(JSON.stringify({ error: { code: errorCodeOf(e), message, exitCode: exitCodeFor(e) } }) + "\n");
+    stderr.write(escapeJsonForTerminal(JSON.stringify({ error: { code: errorCodeOf(e), message, exitCode: exitCodeFor(e) } })) + "\n");
   } else {
-    stderr.write(`writ: ${message}\n`);
+    // An error message can quote outside input (an id, a key): escaped for the terminal.
+    stderr.write(`writ: ${escapeForTerminal(message, { keepNewlines: true })}\n`);
   }
   if (!isExpectedError(e)) {
     if (environment.env.WRIT_DEBUG === "1" && e instanceof Error && e.stack) stderr.write(e.stack + "\n");

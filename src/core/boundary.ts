@@ -28,10 +28,11 @@ import type {
   Scope,
   StepCheckpoint,
 } from "./types.js";
-import { checkRequest } from "./validate.js";
+import { refusalScope, UNSCOPED_JOURNAL } from "./reserved.js";
+import { MAX_TIMER_MS, checkRequest } from "./validate.js";
 
-/** Scope used to record refusals of requests too malformed to name a scope. */
-export const UNSCOPED: Scope = { tenantId: "_unscoped", spaceId: "_unscoped" };
+/** Scope used to record refusals of malformed requests under a decision that does not verify (see `refusalScope`). */
+export const UNSCOPED: Scope = UNSCOPED_JOURNAL;
 
 export type MaybePromise<T> = T | Promise<T>;
 
@@ -130,10 +131,10 @@ interface Resolved {
   connectors: Map<string, Connector>;
 }
 
-function positive(name: string, v: unknown, dflt: number, allowZero = false): number {
+function positive(name: string, v: unknown, dflt: number, allowZero = false, max = Number.MAX_SAFE_INTEGER): number {
   if (v === undefined) return dflt;
-  if (typeof v !== "number" || !Number.isFinite(v) || v < 0 || (!allowZero && v === 0)) {
-    throw new WritError("INVALID_OPTION", `createBoundary: ${name} must be a ${allowZero ? "non-negative" : "positive"} number`);
+  if (typeof v !== "number" || !Number.isFinite(v) || v < 0 || (!allowZero && v === 0) || v > max) {
+    throw new WritError("INVALID_OPTION", `createBoundary: ${name} must be a ${allowZero ? "non-negative" : "positive"} number${max < Number.MAX_SAFE_INTEGER ? ` of at most ${max} (what a timer can hold)` : ""}`);
   }
   return v;
 }
@@ -163,7 +164,7 @@ function resolve(o: BoundaryOptions): Resolved {
     cfg: {
       maxDecisionAgeSeconds: positive("maxDecisionAgeSeconds", o.maxDecisionAgeSeconds, 300),
       clockSkewSeconds: positive("clockSkewSeconds", o.clockSkewSeconds, 30, true),
-      timeoutMs: positive("timeoutMs", o.timeoutMs, 30_000),
+      timeoutMs: positive("timeoutMs", o.timeoutMs, 30_000, false, MAX_TIMER_MS),
     },
     actions,
     connectors,
@@ -274,10 +275,12 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
   ): Promise<{ refusal: Refusal; scope: Scope; req?: ActionRequest; decision?: ParsedDecision; digest?: string } | { refusal: null; scope: Scope; req: ActionRequest; decision: ParsedDecision; digest: string; action: ActionDefinition<unknown> }> {
     const rq = checkRequest(requestIn);
     const parsed = parseDecision(token);
-    let scope: Scope = UNSCOPED;
-    if (rq.ok) scope = { tenantId: rq.value.tenantId, spaceId: rq.value.spaceId };
-    else if (parsed.ok) scope = { tenantId: parsed.value.payload.tenantId, spaceId: parsed.value.payload.spaceId };
-    if (!rq.ok) return { refusal: new Refusal("REQUEST_MALFORMED", rq.message), scope };
+    if (!rq.ok) {
+      // Only a decision that verifies may name the scope of a malformed request's refusal.
+      const signed = parsed.ok && verifyParsed(crypto, keyring, parsed.value).ok ? parsed.value.payload : null;
+      return { refusal: new Refusal("REQUEST_MALFORMED", rq.message), scope: refusalScope(null, signed) };
+    }
+    const scope = refusalScope(rq.value, null);
     const req = rq.value;
     const action = actions.get(req.action);
     if (!action) return { refusal: new Refusal("REQUEST_MALFORMED", `unknown action ${req.action}`), scope, req };
@@ -640,13 +643,13 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
       });
     });
     const call = (async (): Promise<Interpreted> => {
-      try {
-        const reply: unknown = await connector.operations[operation]!(ctx);
-        return interpretReply(reply);
-      } catch (e) {
+      const r = await settleReply(() => connector.operations[operation]!(ctx));
+      if (r.kind === "threw") {
         if (aborted) return { kind: "timeout", reason: `no reply within ${cfg.timeoutMs} ms` };
-        return { kind: "permanent_failure", reason: `connector threw: ${errorMessage(e)}`, thrown: true };
+        return { kind: "permanent_failure", reason: `connector threw: ${errorMessage(r.error)}`, thrown: true };
       }
+      if (r.kind === "unreadable") return { kind: "ambiguous", reason: `uninterpretable reply: ${r.what}` };
+      return interpretReplySafely(r.value);
     })();
     try {
       const r = await Promise.race([call, timedOut]);
@@ -657,6 +660,53 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
   }
 
   return { execute, stepKey, invocationIdFor };
+}
+
+type Settled = { kind: "value"; value: unknown } | { kind: "threw"; error: unknown } | { kind: "unreadable"; what: string };
+
+/**
+ * Runs a connector operation and waits for its reply, telling apart the connector throwing (or its
+ * promise rejecting: a definite failure) from a reply that cannot be read (a `then` getter or a
+ * thenable's `then` that throws: the outcome is unknown). `then` is read exactly once and the
+ * resolved value is boxed, so no getter on it runs outside this function.
+ */
+async function settleReply(run: () => unknown): Promise<Settled> {
+  let pending: unknown;
+  try {
+    pending = run();
+  } catch (e) {
+    return { kind: "threw", error: e };
+  }
+  if ((typeof pending !== "object" && typeof pending !== "function") || pending === null) return { kind: "value", value: pending };
+  let then: unknown;
+  try {
+    then = (pending as { then?: unknown }).then;
+  } catch {
+    return { kind: "unreadable", what: "reading its then threw" };
+  }
+  if (typeof then !== "function") return { kind: "value", value: pending };
+  // The outcome is settled through these two slots, never by rejecting with an arbitrary value.
+  try {
+    const settled = await new Promise<Settled>((resolve) => {
+      try {
+        Reflect.apply(then, pending, [(v: unknown) => resolve({ kind: "value", value: v }), (e: unknown) => resolve({ kind: "threw", error: e })]);
+      } catch {
+        resolve({ kind: "unreadable", what: "its then threw" });
+      }
+    });
+    return settled;
+  } catch {
+    return { kind: "unreadable", what: "its then threw" };
+  }
+}
+
+/** `interpretReply`, where even a hostile value (a revoked Proxy) is ambiguous, never an exception. */
+function interpretReplySafely(reply: unknown): Interpreted {
+  try {
+    return interpretReply(reply);
+  } catch {
+    return { kind: "ambiguous", reason: "uninterpretable reply: reading it threw" };
+  }
 }
 
 function attemptStateOf(i: Interpreted): AttemptState {

@@ -91,7 +91,7 @@ export function isWritError(e: unknown, code?: ErrorCode): e is WritError {
 /** The message of an unknown thrown value, never throwing itself. */
 export function errorMessage(e: unknown): string {
   try {
-    if (e instanceof Error) return e.message;
+    if (e instanceof Error) return String(e.message);
     return String(e);
   } catch {
     return "unprintable error";

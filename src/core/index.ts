@@ -22,3 +22,5 @@ export * from "./invocation.js";
 export * from "./webhook.js";
 export * from "./glob.js";
 export * from "./reserved.js";
+export * from "./snapshot.js";
+export * from "./text.js";

@@ -20,3 +20,21 @@ export function tenantJournalScope(tenantId: string): Scope {
 export function isReservedId(id: string): boolean {
   return id.startsWith(RESERVED_ID_PREFIX);
 }
+
+/**
+ * The unscoped journal: boundary refusals of requests that are not well-formed, under a decision
+ * token that does not verify, are recorded here, so no unverified input chooses the scope (and
+ * the tenant's journal and attempt list) it is written into.
+ */
+export const UNSCOPED_JOURNAL: Scope = Object.freeze({ tenantId: "~unscoped", spaceId: "~unscoped" });
+
+/**
+ * Where a boundary refusal is recorded: the request's scope when the request is well-formed; the
+ * decision's scope when only the decision can name one and its signature verifies; otherwise the
+ * unscoped journal.
+ */
+export function refusalScope(request: Scope | null, verifiedDecision: Scope | null): Scope {
+  if (request) return { tenantId: request.tenantId, spaceId: request.spaceId };
+  if (verifiedDecision) return { tenantId: verifiedDecision.tenantId, spaceId: verifiedDecision.spaceId };
+  return UNSCOPED_JOURNAL;
+}

@@ -1,5 +1,7 @@
 /** Validation of requests and other outside input, with messages that name the problem. */
 import { RESERVED_ID_PREFIX, isReservedId } from "./reserved.js";
+import { snapshotJson } from "./snapshot.js";
+import { idTextProblem } from "./text.js";
 import { ACTOR_TYPES, type ActionRequest, type Actor } from "./types.js";
 
 export const LIMITS = {
@@ -7,6 +9,13 @@ export const LIMITS = {
   id: 200,
   params: 64 * 1024,
 } as const;
+
+/**
+ * The longest delay a timer can hold: Node (and browsers) clamp a delay above 2^31-1 ms to 1 ms, so
+ * a longer `timeoutMs` would time out every call at once. Durations used as timers are validated
+ * to at most this (about 24.8 days).
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
 
 export type Check<T> = { ok: true; value: T } | { ok: false; message: string };
 
@@ -20,6 +29,10 @@ function str(o: Record<string, unknown>, k: string, max: number, problems: strin
   const v = o[k];
   if (typeof v !== "string" || v.length === 0) problems.push(`${k} must be a non-empty string`);
   else if (v.length > max) problems.push(`${k} is longer than ${max} characters`);
+  else {
+    const bad = idTextProblem(v, k);
+    if (bad !== null) problems.push(bad);
+  }
 }
 
 export function checkActor(v: unknown, path = "actor"): string[] {
@@ -30,6 +43,9 @@ export function checkActor(v: unknown, path = "actor"): string[] {
   }
   if (typeof v.id !== "string" || v.id.length === 0 || v.id.length > LIMITS.id) {
     problems.push(`${path}.id must be a non-empty string of at most ${LIMITS.id} characters`);
+  } else {
+    const bad = idTextProblem(v.id, `${path}.id`);
+    if (bad !== null) problems.push(bad);
   }
   for (const k of Object.keys(v)) if (k !== "type" && k !== "id") problems.push(`${path}.${k} is not a known field`);
   return problems;
@@ -37,16 +53,25 @@ export function checkActor(v: unknown, path = "actor"): string[] {
 
 const REQUEST_FIELDS = ["tenantId", "spaceId", "action", "actionVersion", "actor", "authorityRef", "params", "idempotencyKey"];
 
-/** Structural check of a request (not its params schema). Copies the fields it accepts. */
-export function checkRequest(v: unknown): Check<ActionRequest> {
-  if (!isPlainObject(v)) return { ok: false, message: "request must be a JSON object" };
-  const problems: string[] = [];
-  let o: Record<string, unknown>;
+/**
+ * Structural check of a request (not its params schema). Works on a deep frozen snapshot
+ * (`snapshotJson`): the value returned is that copy, so the digest, the connector and every record
+ * see exactly what was checked, whatever the caller does with its own object afterwards. Never
+ * throws (getters, Proxies and cycles are refused with a message).
+ */
+export function checkRequest(input: unknown): Check<ActionRequest> {
+  let isObject = false;
   try {
-    o = { ...v };
+    isObject = isPlainObject(input);
   } catch {
-    return { ok: false, message: "request could not be read" };
+    return { ok: false, message: "malformed request: request could not be read" };
   }
+  if (!isObject) return { ok: false, message: "request must be a JSON object" };
+  const snap = snapshotJson(input, "request");
+  if (!snap.ok) return { ok: false, message: `malformed request: ${snap.message}` };
+  const v = snap.value as Record<string, unknown>;
+  const problems: string[] = [];
+  const o: Record<string, unknown> = v;
   for (const k of ["tenantId", "spaceId", "action", "actionVersion", "authorityRef"]) str(o, k, LIMITS.id, problems);
   for (const k of ["tenantId", "spaceId"]) {
     const v = o[k];
@@ -60,15 +85,15 @@ export function checkRequest(v: unknown): Check<ActionRequest> {
   const actor = o.actor as Actor;
   return {
     ok: true,
-    value: {
+    value: Object.freeze({
       tenantId: o.tenantId as string,
       spaceId: o.spaceId as string,
       action: o.action as string,
       actionVersion: o.actionVersion as string,
-      actor: { type: actor.type, id: actor.id },
+      actor: Object.freeze({ type: actor.type, id: actor.id }),
       authorityRef: o.authorityRef as string,
       params: o.params as ActionRequest["params"],
       idempotencyKey: o.idempotencyKey as string,
-    },
+    }),
   };
 }

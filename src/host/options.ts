@@ -1,4 +1,5 @@
 /** Host options: one typed object, defaults in one place, validated at construction. */
+import { MAX_TIMER_MS } from "../core/validate.js";
 import type { ActionDefinition, Connector, RetryPolicy } from "../core/action.js";
 import { WritError } from "../core/errors.js";
 import type { Keyring, SigningKey } from "../core/keyring.js";
@@ -69,9 +70,11 @@ export interface ResolvedHostOptions {
   sweepMs: number;
 }
 
-function num(name: string, v: unknown, dflt: number, min: number): number {
+function num(name: string, v: unknown, dflt: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   if (v === undefined) return dflt;
-  if (typeof v !== "number" || !Number.isFinite(v) || v < min) throw new WritError("INVALID_OPTION", `createHost: ${name} must be a number >= ${min}`);
+  if (typeof v !== "number" || !Number.isFinite(v) || v < min || v > max) {
+    throw new WritError("INVALID_OPTION", `createHost: ${name} must be a number >= ${min}${max < Number.MAX_SAFE_INTEGER ? ` and <= ${max} (what a timer can hold)` : ""}`);
+  }
   return v;
 }
 
@@ -84,20 +87,20 @@ export function resolveHostOptions(o: HostOptions): ResolvedHostOptions {
     throw new WritError("INVALID_OPTION", "createHost: policy must be a PolicyEngine with evaluate() and acceptedPolicyRefs()");
   }
   return {
-    timeoutMs: num("timeoutMs", o.timeoutMs, 30_000, 1),
+    timeoutMs: num("timeoutMs", o.timeoutMs, 30_000, 1, MAX_TIMER_MS),
     maxDecisionAgeSeconds: num("maxDecisionAgeSeconds", o.maxDecisionAgeSeconds, 300, 1),
     recoveryMaxAttempts: num("recoveryMaxAttempts", o.recoveryMaxAttempts, 5, 1),
     retry: {
       maxAttempts: num("retry.maxAttempts", o.retry?.maxAttempts, 3, 1),
-      baseDelayMs: num("retry.baseDelayMs", o.retry?.baseDelayMs, 1000, 0),
-      maxDelayMs: num("retry.maxDelayMs", o.retry?.maxDelayMs, 60_000, 0),
+      baseDelayMs: num("retry.baseDelayMs", o.retry?.baseDelayMs, 1000, 0, MAX_TIMER_MS),
+      maxDelayMs: num("retry.maxDelayMs", o.retry?.maxDelayMs, 60_000, 0, MAX_TIMER_MS),
     },
     breaker: {
       failureThreshold: num("breaker.failureThreshold", o.breaker?.failureThreshold, 5, 1),
-      cooldownMs: num("breaker.cooldownMs", o.breaker?.cooldownMs, 30_000, 0),
+      cooldownMs: num("breaker.cooldownMs", o.breaker?.cooldownMs, 30_000, 0, MAX_TIMER_MS),
     },
     approvalTtlMs: num("approvalTtlMs", o.approvalTtlMs, 86_400_000, 1),
-    sweepMs: num("sweepMs", o.sweepMs, 1000, 1),
+    sweepMs: num("sweepMs", o.sweepMs, 1000, 1, MAX_TIMER_MS),
   };
 }
 

@@ -3,6 +3,7 @@
  * per invocation), processes up to `concurrency` at once, and stops gracefully (drains in-flight
  * work) or at once. Polling always continues; the store's wake-up hint only shortens the wait.
  */
+import { MAX_TIMER_MS } from "../core/validate.js";
 import { base64url } from "../core/encoding.js";
 import { WritError, errorMessage, isWritError } from "../core/errors.js";
 import { appendJournal } from "../core/journal.js";
@@ -40,16 +41,18 @@ export interface Worker {
 
 export function createWorker(ctx: HostContext, options: WorkerOptions = {}, sweep?: () => Promise<unknown>): Worker {
   const { o } = ctx;
-  const int = (name: string, v: unknown, dflt: number): number => {
+  const int = (name: string, v: unknown, dflt: number, max = Number.MAX_SAFE_INTEGER): number => {
     if (v === undefined) return dflt;
-    if (typeof v !== "number" || !Number.isInteger(v) || v < 1) throw new WritError("INVALID_OPTION", `worker: ${name} must be a positive integer`);
+    if (typeof v !== "number" || !Number.isInteger(v) || v < 1 || v > max) {
+      throw new WritError("INVALID_OPTION", `worker: ${name} must be a positive integer${max < Number.MAX_SAFE_INTEGER ? ` of at most ${max} ms (what a timer can hold)` : ""}`);
+    }
     return v;
   };
   const concurrency = int("concurrency", options.concurrency, 4);
   const batchSize = int("batchSize", options.batchSize, concurrency);
-  const leaseMs = int("leaseMs", options.leaseMs, 30_000);
-  const heartbeatMs = int("heartbeatMs", options.heartbeatMs, Math.max(1, Math.floor(leaseMs / 3)));
-  const pollMs = int("pollMs", options.pollMs, 1000);
+  const leaseMs = int("leaseMs", options.leaseMs, 30_000, MAX_TIMER_MS);
+  const heartbeatMs = int("heartbeatMs", options.heartbeatMs, Math.max(1, Math.floor(leaseMs / 3)), MAX_TIMER_MS);
+  const pollMs = int("pollMs", options.pollMs, 1000, MAX_TIMER_MS);
   const id = options.id ?? `worker-${base64url(o.random.bytes(6))}`;
   const abort = new AbortController();
   const inflight = new Set<Promise<ProcessResult>>();

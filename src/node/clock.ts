@@ -2,12 +2,22 @@
 import nodeCrypto from "node:crypto";
 import type { Clock, Random } from "../core/ports.js";
 
-/** The system clock; timers are unref'd so they never keep a process alive on their own. */
+/** Node clamps a delay above this to 1 ms; longer timers are chained. */
+const MAX_DELAY = 2_147_483_647;
+
+/**
+ * The system clock; timers are unref'd so they never keep a process alive on their own. A delay
+ * longer than a Node timer holds (2^31-1 ms) is reached in steps, never clamped to 1 ms.
+ */
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimer(ms, fn) {
-    const t = setTimeout(fn, ms);
-    t.unref();
+    let t: ReturnType<typeof setTimeout>;
+    const arm = (left: number): void => {
+      t = setTimeout(left > MAX_DELAY ? () => arm(left - MAX_DELAY) : fn, Math.min(left, MAX_DELAY));
+      t.unref();
+    };
+    arm(Number.isFinite(ms) && ms > 0 ? ms : 0);
     return () => clearTimeout(t);
   },
 };

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { LIMITS } from "../core/validate.js";
+import { idTextProblem } from "../core/text.js";
 import { API_ERROR_CODES } from "./errors.js";
 import {
   ACTOR_TYPES,
@@ -32,8 +33,16 @@ function named<T extends z.ZodType>(id: string, schema: T, description?: string)
 // eslint-disable-next-line no-control-regex -- refusing control characters is the point
 const PRINTABLE = /^[^\u0000-\u001f\u007f]+$/;
 
-/** An identifier: 1-200 printable characters (the core's limit for ids). */
-export const Id = z.string().min(1).max(LIMITS.id).regex(PRINTABLE, "must not contain control characters");
+/** Refuses control, bidi and zero-width characters and lone surrogates (docs/security.md). */
+function safeText<T extends z.ZodString>(s: T) {
+  return s.superRefine((v, ctx) => {
+    const bad = idTextProblem(v, "the value");
+    if (bad !== null) ctx.addIssue({ code: "custom", message: bad });
+  });
+}
+
+/** An identifier: 1-200 printable characters (the core's limit for ids), no bidi or zero-width characters. */
+export const Id = safeText(z.string().min(1).max(LIMITS.id).regex(PRINTABLE, "must not contain control characters"));
 const Millis = z.number().int().nonnegative().describe("epoch milliseconds");
 /** Any JSON value. */
 const JsonValue = z.unknown().describe("any JSON value");
@@ -66,7 +75,7 @@ export const ActionRequest = named(
     actor: Actor.optional().describe("defaults to the API key's principal; if given it must be the principal or on the key's delegation list"),
     authorityRef: Id,
     params: JsonObject,
-    idempotencyKey: z.string().min(1).max(LIMITS.idempotencyKey),
+    idempotencyKey: safeText(z.string().min(1).max(LIMITS.idempotencyKey)),
   }),
   "a request to run one action; its digest is computed over the complete request (tenantId and spaceId filled in)",
 );
