@@ -250,16 +250,16 @@ describe("read path", () => {
       await gate;
     });
     await entered;
-    const seen = await store.read!((tx) => tx.listInvocations(scopeA));
+    const seen = await store.read((tx) => tx.listInvocations(scopeA));
     expect(seen.map((i) => i.invocationId)).toEqual(["committed"]);
     release();
     await writing;
-    expect((await store.read!((tx) => tx.listInvocations(scopeA))).map((i) => i.invocationId).sort()).toEqual(["committed", "in-flight"]);
+    expect((await store.read((tx) => tx.listInvocations(scopeA))).map((i) => i.invocationId).sort()).toEqual(["committed", "in-flight"]);
   });
 
   it("refuses writes", async () => {
     const store = await dbs.open();
-    const r = await Promise.allSettled([store.read!((tx) => tx.insertInvocation(scopeA, invocation("nope")))]);
+    const r = await Promise.allSettled([store.read((tx) => tx.insertInvocation(scopeA, invocation("nope")))]);
     expect(codeOf(r[0]!)).toBe("STORE_ERROR");
     expect(await ids(store)).toEqual([]);
   });
