@@ -23,6 +23,8 @@ export interface SqliteStore extends Store {
   stats(): GroupCommitStats;
   /** The applied schema version. */
   schemaVersion(): Promise<number>;
+  /** The read path (see `Store.read`): a second, read-only connection on a file database. */
+  read<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
   onWake(cb: () => void): () => void;
 }
 
