@@ -4,9 +4,9 @@
  */
 import { parseJsonStrict } from "../core/canonical.js";
 import { errorMessage } from "../core/errors.js";
+import { corruptJournalRow, nextPageFrom } from "../core/journal.js";
 import type { Store } from "../core/store.js";
 import type { JournalEntry, Scope } from "../core/types.js";
-import { usageError } from "./exit-codes.js";
 
 export const JOURNAL_PAGE = 1000;
 
@@ -22,24 +22,34 @@ export async function* journalPages(store: Store, scope: Scope, fromSeq = 1, pag
     const page = await store.transact((tx) => tx.readJournal(scope, { fromSeq: from, limit: pageSize }));
     if (page.length > 0) yield page;
     if (page.length < pageSize) return;
-    from = page[page.length - 1]!.seq + 1;
+    from = nextPageFrom(from, page);
   }
 }
 
-/** Parses JSONL export text into entries; a line that is not a JSON object is a usage error naming it. */
+/**
+ * Parses JSONL export text into entries; a line that is not a JSON object becomes a corrupt-row
+ * placeholder (seq: the one after the previous line's), which verification reports by line.
+ */
 export function parseJournalJsonl(text: string, source: string): JournalEntry[] {
+  const scopeOf = (e: JournalEntry | undefined): Scope => ({ tenantId: typeof e?.tenantId === "string" ? e.tenantId : "?", spaceId: typeof e?.spaceId === "string" ? e.spaceId : "?" });
   const out: JournalEntry[] = [];
   const lines = text.split("\n");
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!.trim();
     if (line.length === 0) continue;
+    const prevSeq = out[out.length - 1]?.seq;
+    const seq = typeof prevSeq === "number" && Number.isSafeInteger(prevSeq) ? prevSeq + 1 : out.length + 1;
     let v: unknown;
     try {
       v = parseJsonStrict(line);
     } catch (e) {
-      throw usageError(`${source} line ${i + 1} is not valid JSON: ${errorMessage(e)}`);
+      out.push(corruptJournalRow(scopeOf(out[out.length - 1]), seq, `${source} line ${i + 1} is not valid JSON (${errorMessage(e)})`));
+      continue;
     }
-    if (typeof v !== "object" || v === null || Array.isArray(v)) throw usageError(`${source} line ${i + 1} is not a journal entry (a JSON object)`);
+    if (typeof v !== "object" || v === null || Array.isArray(v)) {
+      out.push(corruptJournalRow(scopeOf(out[out.length - 1]), seq, `${source} line ${i + 1} is not a journal entry (a JSON object)`));
+      continue;
+    }
     out.push(v as JournalEntry);
   }
   return out;

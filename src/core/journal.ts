@@ -146,8 +146,52 @@ function checkStatementSignature(crypto: CryptoPort, keyring: Keyring, cp: Journ
 
 export interface JournalProblem {
   seq?: number;
-  kind: "hash_mismatch" | "broken_link" | "gap" | "scope_mismatch" | "truncated" | "checkpoint_mismatch" | "checkpoint_signature";
+  kind: "hash_mismatch" | "broken_link" | "gap" | "scope_mismatch" | "truncated" | "checkpoint_mismatch" | "checkpoint_signature" | "corrupt_row";
   message: string;
+}
+
+/**
+ * What a store returns for a journal row it cannot read as an entry (unparseable JSON, not an
+ * object, no integer seq): a placeholder with the row's scope and seq and why, which verification
+ * reports as a `corrupt_row` finding instead of throwing.
+ */
+export function corruptJournalRow(scope: Scope, seq: number, why: string): JournalEntry {
+  return { tenantId: scope.tenantId, spaceId: scope.spaceId, seq, id: "", at: 0, type: "", refs: {}, data: null, prevHash: null, hash: "", corrupt: why } as JournalEntry;
+}
+
+/** A row as a store read it: the entry, or a `corruptJournalRow` placeholder. */
+export function journalRowOf(scope: Scope, seq: number, doc: unknown): JournalEntry {
+  let v = doc;
+  if (typeof v === "string") {
+    try {
+      v = JSON.parse(v);
+    } catch {
+      return corruptJournalRow(scope, seq, "unparseable JSON");
+    }
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return corruptJournalRow(scope, seq, "not a JSON object");
+  const e = v as { seq?: unknown };
+  if (typeof e.seq !== "number" || !Number.isSafeInteger(e.seq)) return corruptJournalRow(scope, seq, "seq is missing or not an integer");
+  return v as JournalEntry;
+}
+
+/** Why `e` is not a well-formed entry (wrong types, missing fields), or null. Never throws. */
+function entryShapeProblem(e: unknown): string | null {
+  try {
+    if (typeof e !== "object" || e === null || Array.isArray(e)) return "not a JSON object";
+    const o = e as Record<string, unknown>;
+    if (typeof o.corrupt === "string") return o.corrupt;
+    const wrong: string[] = [];
+    for (const k of ["tenantId", "spaceId", "id", "type", "hash"]) if (typeof o[k] !== "string") wrong.push(k);
+    if (typeof o.seq !== "number" || !Number.isSafeInteger(o.seq) || o.seq < 1) wrong.push("seq");
+    if (typeof o.at !== "number" || !Number.isFinite(o.at)) wrong.push("at");
+    if (typeof o.refs !== "object" || o.refs === null || Array.isArray(o.refs)) wrong.push("refs");
+    if (!("data" in o)) wrong.push("data");
+    if (o.prevHash !== null && typeof o.prevHash !== "string") wrong.push("prevHash");
+    return wrong.length > 0 ? `missing or wrong-typed field(s): ${wrong.join(", ")}` : null;
+  } catch {
+    return "unreadable";
+  }
 }
 
 export interface JournalVerification {
@@ -174,7 +218,23 @@ export function verifyJournal(
   const hashes = new Map<number, string>();
   let prev: string | null = null;
   let expectSeq = 1;
+  // After a corrupt row the next link cannot be judged (its predecessor's hash is unknown).
+  let linkKnown = true;
+  let position = 0;
   for (const e of entries) {
+    position++;
+    const shape = entryShapeProblem(e);
+    if (shape !== null) {
+      const raw = (e as { seq?: unknown } | null)?.seq;
+      const seq = typeof raw === "number" && Number.isSafeInteger(raw) ? raw : expectSeq;
+      problems.push({ seq, kind: "corrupt_row", message: `row ${seq} of ${scope.tenantId}/${scope.spaceId} (entry ${position}) is corrupt: ${shape}` });
+      expectSeq = seq + 1;
+      const h = (e as { hash?: unknown } | null)?.hash;
+      if (typeof h === "string" && h.length > 0) hashes.set(seq, h);
+      prev = null;
+      linkKnown = false;
+      continue;
+    }
     if (e.tenantId !== scope.tenantId || e.spaceId !== scope.spaceId) {
       problems.push({ seq: e.seq, kind: "scope_mismatch", message: `entry ${e.seq} belongs to another scope` });
     }
@@ -190,13 +250,20 @@ export function verifyJournal(
       computed = "unhashable";
     }
     if (computed !== hash) problems.push({ seq: e.seq, kind: "hash_mismatch", message: `entry ${e.seq} does not match its hash (edited)` });
-    if (e.prevHash !== prev) problems.push({ seq: e.seq, kind: "broken_link", message: `entry ${e.seq} does not link to the entry before it` });
+    if (linkKnown && e.prevHash !== prev) problems.push({ seq: e.seq, kind: "broken_link", message: `entry ${e.seq} does not link to the entry before it` });
+    linkKnown = true;
     hashes.set(e.seq, hash);
     prev = hash;
   }
-  const last = entries.length > 0 ? entries[entries.length - 1]! : null;
+  const lastRaw = entries.length > 0 ? entries[entries.length - 1]! : null;
+  const last = lastRaw && entryShapeProblem(lastRaw) === null ? lastRaw : null;
   for (const cp of checkpoints) {
-    const sigProblem = checkStatementSignature(crypto, keyring, cp);
+    let sigProblem: string | null;
+    try {
+      sigProblem = typeof cp === "object" && cp !== null ? checkStatementSignature(crypto, keyring, cp) : "not a checkpoint row";
+    } catch {
+      sigProblem = "checkpoint row is corrupt";
+    }
     if (sigProblem) {
       problems.push({ seq: cp.seq, kind: "checkpoint_signature", message: `checkpoint at ${cp.seq}: ${sigProblem}` });
       continue;
@@ -229,13 +296,20 @@ export async function verifyStoredJournal(store: Store, crypto: CryptoPort, keyr
   return verifyJournal(crypto, keyring, scope, entries, checkpoints);
 }
 
+/** Where the page after `page` (read from `from`) starts; always forward, even past an edited seq. */
+export function nextPageFrom(from: number, page: readonly JournalEntry[]): number {
+  const lastSeq = page[page.length - 1]?.seq;
+  return typeof lastSeq === "number" && Number.isSafeInteger(lastSeq) && lastSeq >= from ? lastSeq + 1 : from + page.length;
+}
+
 /** Every entry of a scope's journal, ascending. */
 export async function readWholeJournal(store: Store, scope: Scope, pageSize = 1000): Promise<JournalEntry[]> {
   const entries: JournalEntry[] = [];
+  let from = 1;
   for (;;) {
-    const from = entries.length > 0 ? entries[entries.length - 1]!.seq + 1 : 1;
     const page = await store.transact((tx) => tx.readJournal(scope, { fromSeq: from, limit: pageSize }));
     entries.push(...page);
     if (page.length < pageSize) return entries;
+    from = nextPageFrom(from, page);
   }
 }

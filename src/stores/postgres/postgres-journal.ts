@@ -3,6 +3,7 @@
  * scope, ids unique per scope); hashes are the core's business.
  */
 import { WritError } from "../../core/errors.js";
+import { journalRowOf } from "../../core/journal.js";
 import type { ListOptions } from "../../core/store.js";
 import type { JournalCheckpoint, JournalEntry, Scope } from "../../core/types.js";
 import { statement, type Exec } from "./postgres-exec.js";
@@ -34,7 +35,7 @@ const TAIL = statement(
           (SELECT hash FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 ORDER BY seq DESC LIMIT 1) AS hash,
           ARRAY(SELECT id FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND id = ANY($3::text[])) AS present`,
 );
-const READ = statement("read_journal", "SELECT doc FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq >= $3 ORDER BY seq LIMIT $4");
+const READ = statement("read_journal", "SELECT seq, doc FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq >= $3 ORDER BY seq LIMIT $4");
 const INSERT_CHECKPOINT = statement(
   "insert_checkpoint",
   "INSERT INTO writ_journal_checkpoints (tenant_id, space_id, seq, head_hash, doc) VALUES ($1, $2, $3, $4, $5)",
@@ -87,8 +88,9 @@ export async function insertJournal(x: Exec, scope: Scope, entries: JournalEntry
 export async function readJournal(x: Exec, scope: Scope, opts: ListOptions & { fromSeq?: number } = {}): Promise<JournalEntry[]> {
   const from = numOrNull(opts.fromSeq) ?? 0;
   if (!Number.isFinite(from)) throw new WritError("INVALID_ARGUMENT", "fromSeq must be a number");
-  const rows = await x.rows<DocRow<JournalEntry>>(READ, [scope.tenantId, scope.spaceId, Math.ceil(from), limitParam(opts.limit)]);
-  return rows.map((r) => r.doc);
+  const rows = await x.rows<{ seq: string | number; doc: unknown }>(READ, [scope.tenantId, scope.spaceId, Math.ceil(from), limitParam(opts.limit)]);
+  // A row whose doc is not an entry is returned as a placeholder naming it (verification reports it).
+  return rows.map((r) => journalRowOf(scope, Number(r.seq), r.doc));
 }
 
 export async function insertCheckpoint(x: Exec, scope: Scope, cp: JournalCheckpoint): Promise<void> {

@@ -99,7 +99,7 @@ export function prepareStatements(db: Database.Database): SqliteStatements {
     journalHead: p(`SELECT seq, hash FROM journal WHERE ${SCOPE} ORDER BY seq DESC LIMIT 1`),
     journalIdsPresent: p(`SELECT id FROM journal WHERE ${SCOPE} AND id IN (SELECT value FROM json_each(@ids))`).pluck(),
     insertJournal: p("INSERT INTO journal (tenant_id, space_id, seq, id, type, at, hash, doc) VALUES (@t, @s, @seq, @id, @type, @at, @hash, @doc)"),
-    readJournal: p(`SELECT doc FROM journal WHERE ${SCOPE} AND seq >= @fromSeq ORDER BY seq LIMIT @limit`).pluck(),
+    readJournal: p(`SELECT seq, doc FROM journal WHERE ${SCOPE} AND seq >= @fromSeq ORDER BY seq LIMIT @limit`),
     insertCheckpoint: p("INSERT INTO journal_checkpoints (tenant_id, space_id, seq, head_hash, doc) VALUES (@t, @s, @seq, @headHash, @doc)"),
     listCheckpoints: p(`SELECT doc FROM journal_checkpoints WHERE ${SCOPE} ORDER BY seq, rowid`).pluck(),
 

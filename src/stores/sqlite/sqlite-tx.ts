@@ -3,6 +3,7 @@
  * logical transaction the group committer opened; methods are async only to fit the port.
  */
 import { LeaseLostError, WritError } from "../../core/errors.js";
+import { journalRowOf } from "../../core/journal.js";
 import { assertScope, type ClaimOptions, type InvocationFilter, type ListOptions, type StoreTx } from "../../core/store.js";
 import type {
   ApiKeyRecord,
@@ -245,8 +246,9 @@ export class SqliteTx implements StoreTx {
 
   async readJournal(scope: Scope, opts: ListOptions & { fromSeq?: number } = {}): Promise<JournalEntry[]> {
     const sp = this.#sp(scope);
-    const docs = this.#q.readJournal.all({ ...sp, fromSeq: opts.fromSeq ?? 0, limit: limitParam(opts.limit) });
-    return docs.map((d) => parse<JournalEntry>(d));
+    const rows = this.#q.readJournal.all({ ...sp, fromSeq: opts.fromSeq ?? 0, limit: limitParam(opts.limit) }) as Array<{ seq: number; doc: unknown }>;
+    // A row that does not parse is returned as a placeholder naming it (verification reports it).
+    return rows.map((r) => journalRowOf(scope, r.seq, r.doc));
   }
 
   async insertCheckpoint(scope: Scope, cp: JournalCheckpoint): Promise<void> {
