@@ -24,3 +24,4 @@ export * from "./glob.js";
 export * from "./reserved.js";
 export * from "./snapshot.js";
 export * from "./text.js";
+export * from "./sealing.js";

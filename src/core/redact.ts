@@ -9,11 +9,19 @@ function unescape(token: string): string {
 
 /** Returns a deep copy of `root` with every pointer's value replaced; missing paths are ignored. */
 export function redact(root: Json, pointers: readonly string[]): Json {
+  return mapAtPointers(root, pointers, () => REDACTED);
+}
+
+/**
+ * A deep copy of `root` where the value at each pointer is replaced by `fn(value, pointer)`;
+ * missing paths are ignored. (Redaction and sealing at rest both use it.)
+ */
+export function mapAtPointers(root: Json, pointers: readonly string[], fn: (value: Json, pointer: string) => Json): Json {
   if (pointers.length === 0) return root;
   const copy = structuredCloneJson(root);
   for (const ptr of pointers) {
     const tokens = ptr.split("/").slice(1).map(unescape);
-    if (tokens.length === 0) return REDACTED;
+    if (tokens.length === 0) return fn(copy, ptr);
     let cur: Json = copy;
     for (let i = 0; i < tokens.length; i++) {
       const t = tokens[i]!;
@@ -22,7 +30,8 @@ export function redact(root: Json, pointers: readonly string[]): Json {
       const has = Array.isArray(container) ? /^\d+$/.test(t) && Number(t) < container.length : Object.prototype.hasOwnProperty.call(container, t);
       if (!has) break;
       if (i === tokens.length - 1) {
-        (container as { [k: string]: Json })[t] = REDACTED;
+        const obj = container as { [k: string]: Json };
+        obj[t] = fn(obj[t]!, ptr);
       } else {
         cur = (container as { [k: string]: Json })[t]!;
       }

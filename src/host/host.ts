@@ -8,6 +8,7 @@ import { WritError, errorMessage } from "../core/errors.js";
 import { appendJournal } from "../core/journal.js";
 import { createKeyring } from "../core/keyring.js";
 import { redact } from "../core/redact.js";
+import { sealedStore, type SensitiveMap } from "../core/sealing.js";
 import { validateStandard } from "../core/standard-schema.js";
 import { readCommitted, type InvocationFilter, type ListOptions } from "../core/store.js";
 import type { ActionDefinition } from "../core/action.js";
@@ -87,10 +88,17 @@ export interface Host {
   readonly context: HostContext;
 }
 
+function sensitiveMap(actions: ReadonlyArray<ActionDefinition<unknown>>): SensitiveMap {
+  const m = new Map<string, readonly string[]>();
+  for (const a of actions) if (a.sensitive && a.sensitive.length > 0) m.set(a.id, a.sensitive);
+  return m;
+}
+
 /** Creates a host. Ports (clock, crypto, random) are required here; `createHost` in "writ" fills Node defaults. */
 export function createHostCore(options: HostOptions): Host {
   const r = resolveHostOptions(options);
-  const o = options;
+  // With a data key, every read and write of the host and its boundary goes through the sealing store.
+  const o: HostOptions = options.dataKey ? { ...options, store: sealedStore(options.store, options.dataKey, sensitiveMap(options.actions as ReadonlyArray<ActionDefinition<unknown>>)) } : options;
   const keyring = o.keyring ?? createKeyring([{ kid: o.signingKey.kid, publicJwk: o.signingKey.publicJwk }]);
   if (!keyring.get(o.signingKey.kid)) throw new WritError("INVALID_OPTION", `createHost: the keyring does not hold the signing key ${o.signingKey.kid}`);
   const actions = o.actions as ReadonlyArray<ActionDefinition<unknown>>;

@@ -1,5 +1,6 @@
 /** Host options: one typed object, defaults in one place, validated at construction. */
 import { MAX_TIMER_MS } from "../core/validate.js";
+import type { DataKeyPort } from "../core/sealing.js";
 import type { ActionDefinition, Connector, RetryPolicy } from "../core/action.js";
 import { WritError } from "../core/errors.js";
 import type { Keyring, SigningKey } from "../core/keyring.js";
@@ -25,6 +26,12 @@ export interface BreakerOptions {
 }
 
 export interface HostOptions {
+  /**
+   * Seals the params and step outputs an action marks `sensitive` before they are stored (see
+   * `sealedStore`). `openRuntime` passes a local key file (`<keys dir>/data-key.json`).
+   * @defaultValue none: sensitive values are redacted in the journal but stored in clear
+   */
+  dataKey?: DataKeyPort;
   store: Store;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   actions: ReadonlyArray<ActionDefinition<any>>;

@@ -132,6 +132,9 @@ export function loadSigningKey(dir: string, options: { create?: boolean } = {}):
   const active = keys.filter((k) => k.status === "active").at(-1)!;
   const priv = join(dir, `${active.kid}.private.json`);
   if (!existsSync(priv)) throw new WritError("KEY_ERROR", `the private key of ${active.kid} is missing from ${dir}`);
+  // A signing key others can read is refused at start: whoever read it can mint decisions.
+  const mode = statSync(priv).mode & 0o777;
+  if ((mode & 0o077) !== 0) throw new WritError("KEY_ERROR", `the signing key file ${priv} is readable or writable by others (mode 0${mode.toString(8)}): run \`chmod 600 ${priv}\`, and rotate the key if anyone could have read it`);
   const privateJwk = JSON.parse(readFileSync(priv, "utf8")) as PrivateJwk;
   return { kid: active.kid, privateJwk, publicJwk: active.publicJwk };
 }

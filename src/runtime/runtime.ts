@@ -14,6 +14,7 @@ import { defaultCrypto } from "../node/defaults.js";
 import { memoryStore } from "../stores/memory/index.js";
 import { postgresStore } from "../stores/postgres/index.js";
 import { sqliteStore } from "../stores/sqlite/index.js";
+import { localDataKey } from "./data-key-file.js";
 import { loadKeyring, loadSigningKey } from "./key-files.js";
 import type { Logger } from "../host/options.js";
 
@@ -78,6 +79,8 @@ export async function openRuntime(config: WritConfig, options: OpenRuntimeOption
     clock: systemClock,
     crypto: defaultCrypto(),
     random: systemRandom,
+    // Sensitive params and outputs are sealed at rest with the local data key (docs/security.md).
+    dataKey: localDataKey(join(keysDir, "data-key.json")),
     ...(config.host ?? {}),
     ...(config.completionSecrets ? { completionSecrets: config.completionSecrets } : {}),
     ...(options.logger ? { logger: options.logger } : {}),

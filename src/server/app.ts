@@ -26,6 +26,7 @@ import { invocationRoutes } from "./routes/invocations.js";
 import { journalRoutes } from "./routes/journal.js";
 import { reconciliationRoutes } from "./routes/reconciliations.js";
 import { systemRoutes } from "./routes/system.js";
+import { createRateLimiter, type RateLimit } from "./rate-limit.js";
 
 export interface CreateAppOptions {
   /** Largest request body accepted (413 beyond). @defaultValue config.server.bodyLimitBytes, else 1048576 (1 MiB) */
@@ -38,6 +39,8 @@ export interface CreateAppOptions {
   checkResponses?: boolean;
   /** How long /healthz waits for the store. @defaultValue 2000 */
   healthTimeoutMs?: number;
+  /** Per-key rate limit (429 RATE_LIMITED with Retry-After beyond). @defaultValue { perSecond: 200, burst: 1000 } */
+  rateLimit?: RateLimit;
 }
 
 export interface ResolvedAppOptions {
@@ -46,6 +49,7 @@ export interface ResolvedAppOptions {
   logger: Logger;
   checkResponses: boolean;
   healthTimeoutMs: number;
+  rateLimit: RateLimit;
 }
 
 const DEFAULTS = { bodyLimitBytes: 1024 * 1024, maxJsonDepth: 32, checkResponses: false, healthTimeoutMs: 2000 } as const;
@@ -67,6 +71,10 @@ export function resolveAppOptions(runtime: Runtime, o: CreateAppOptions = {}): R
     logger: o.logger ?? silentLogger,
     checkResponses: o.checkResponses ?? DEFAULTS.checkResponses,
     healthTimeoutMs: positiveInt("healthTimeoutMs", o.healthTimeoutMs, DEFAULTS.healthTimeoutMs, 600_000),
+    rateLimit: {
+      perSecond: positiveInt("rateLimit.perSecond", o.rateLimit?.perSecond, 200, 1_000_000),
+      burst: positiveInt("rateLimit.burst", o.rateLimit?.burst, 1000, 10_000_000),
+    },
   };
 }
 
@@ -106,6 +114,7 @@ export function createApp(runtime: Runtime, options: CreateAppOptions = {}): Hon
     return c.json(r.body, r.status as 400, { ...r.headers });
   };
 
+  const limiter = createRateLimiter(opts.rateLimit, () => clock.now());
   const app = new Hono<AppEnv>();
   app.use("*", async (c, next) => {
     const given = c.req.header("x-request-id");
@@ -128,7 +137,11 @@ export function createApp(runtime: Runtime, options: CreateAppOptions = {}): Hon
     bodyLimitBytes: opts.bodyLimitBytes,
     maxJsonDepth: opts.maxJsonDepth,
     checkResponses: opts.checkResponses,
-    authenticate: (header) => authenticate(runtime.store, crypto, header),
+    authenticate: async (header) => {
+      const key = await authenticate(runtime.store, crypto, header);
+      limiter.take(key.keyId);
+      return key;
+    },
     fail,
   });
   app.notFound((c) => fail(c, new ApiError("ROUTE_NOT_FOUND", `no route ${c.req.method} ${c.req.path.slice(0, 200)}`)));

@@ -15,6 +15,16 @@ function tooLarge(limit: number): ApiError {
  * stream). Without one (chunked), bytes are counted as they arrive and reading stops at the limit.
  */
 export async function readBody(req: Request, limit: number): Promise<Uint8Array> {
+  try {
+    return await readBodyUnguarded(req, limit);
+  } catch (e) {
+    if (e instanceof ApiError) throw e;
+    // The stream failed under us: the client disconnected mid-body. Not a server fault.
+    throw new ApiError("CLIENT_CLOSED_REQUEST", "the client closed the connection before the body was complete", undefined, { connection: "close" });
+  }
+}
+
+async function readBodyUnguarded(req: Request, limit: number): Promise<Uint8Array> {
   const declared = req.headers.get("content-length");
   if (declared !== null && /^\d{1,15}$/.test(declared)) {
     if (Number(declared) > limit) throw tooLarge(limit);

@@ -15,6 +15,9 @@ export const HTTP_ERROR_CODES = [
   "PAYLOAD_TOO_LARGE",
   "UNSUPPORTED_MEDIA_TYPE",
   "MALFORMED_JSON",
+  "REQUEST_TIMEOUT",
+  "CLIENT_CLOSED_REQUEST",
+  "RATE_LIMITED",
   "SERVICE_UNAVAILABLE",
   "INTERNAL",
 ] as const;
@@ -55,6 +58,10 @@ export const STATUS_OF: Readonly<Record<ApiErrorCode, number>> = {
   // The operation may not have parked yet: the sender should retry (its usual retry schedule).
   COMPLETION_UNKNOWN_REFERENCE: 409,
   PAYLOAD_TOO_LARGE: 413,
+  REQUEST_TIMEOUT: 408,
+  // The client went away mid-request: nobody reads the answer; not a server fault (nginx's 499).
+  CLIENT_CLOSED_REQUEST: 499,
+  RATE_LIMITED: 429,
   UNSUPPORTED_MEDIA_TYPE: 415,
   HEADERS_TOO_LARGE: 431,
   // server side

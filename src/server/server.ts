@@ -14,6 +14,10 @@ export interface StartServerOptions extends CreateAppOptions {
   port?: number;
   /** @defaultValue config.server.host, else "127.0.0.1" */
   host?: string;
+  /** A client must send its whole request head within this (slowloris). @defaultValue 10000 */
+  headersTimeoutMs?: number;
+  /** A client must send its whole request, body included, within this. @defaultValue 30000 */
+  requestTimeoutMs?: number;
 }
 
 export interface RunningServer {
@@ -61,7 +65,21 @@ export async function startServer(runtime: Runtime, options: StartServerOptions 
       return new Response(r.body, { status: r.status, headers: { "content-type": "application/json", "x-request-id": r.requestId, connection: "close" } });
     },
   });
-  const server: Server = createServer((req, res) => {
+  const headersTimeout = options.headersTimeoutMs ?? 10_000;
+  const requestTimeout = options.requestTimeoutMs ?? 30_000;
+  for (const [n, v] of [["headersTimeoutMs", headersTimeout], ["requestTimeoutMs", requestTimeout]] as const) {
+    if (!Number.isInteger(v) || v < 1 || v > 2_147_483_647) throw new WritError("INVALID_OPTION", `startServer: ${n} must be an integer number of ms from 1 to 2147483647`);
+  }
+  // Node checks these timeouts every connectionsCheckingInterval: keep it below the shortest.
+  const checking = Math.max(10, Math.min(1000, Math.floor(Math.min(headersTimeout, requestTimeout) / 4)));
+  // requireHostHeader off: Node's own bare 400 for a missing Host becomes the API's JSON error.
+  const server: Server = createServer({ headersTimeout: Math.min(headersTimeout, requestTimeout), requestTimeout, connectionsCheckingInterval: checking, requireHostHeader: false }, (req, res) => {
+    if (req.headers.host === undefined || req.headers.host.length === 0) {
+      const r = refused(new ApiError("BAD_REQUEST", "the request has no Host header"));
+      res.writeHead(r.status, { "content-type": "application/json", "content-length": Buffer.byteLength(r.body), "x-request-id": r.requestId, connection: "close" });
+      res.end(r.body);
+      return;
+    }
     listener(req, res).catch((e: unknown) => log.error({ err: errorMessage(e) }, "HTTP listener failed"));
   });
   server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => {
@@ -70,8 +88,13 @@ export async function startServer(runtime: Runtime, options: StartServerOptions 
       return;
     }
     const tooLarge = err.code === "HPE_HEADER_OVERFLOW";
-    const r = refused(new ApiError(tooLarge ? "HEADERS_TOO_LARGE" : "BAD_REQUEST", tooLarge ? "the request headers are too large" : "the request line or headers cannot be parsed"));
-    const reason = tooLarge ? "Request Header Fields Too Large" : "Bad Request";
+    const slow = err.code === "ERR_HTTP_REQUEST_TIMEOUT";
+    const r = refused(
+      slow
+        ? new ApiError("REQUEST_TIMEOUT", "the request was not received in time")
+        : new ApiError(tooLarge ? "HEADERS_TOO_LARGE" : "BAD_REQUEST", tooLarge ? "the request headers are too large" : "the request line or headers cannot be parsed"),
+    );
+    const reason = slow ? "Request Timeout" : tooLarge ? "Request Header Fields Too Large" : "Bad Request";
     socket.end(`HTTP/1.1 ${r.status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(r.body)}\r\nx-request-id: ${r.requestId}\r\nconnection: close\r\n\r\n${r.body}`);
   });
   await new Promise<void>((resolve, reject) => {

@@ -60,7 +60,9 @@ const JSON_CT = { "content-type": "application/json" };
 /** Printable text without the characters fetch refuses in a header value. */
 const headerText = fc.string({ unit: fc.constantFrom(..."abcXYZ019 _-.,;:=/+\"'<>()[]{}!?*%~`"), maxLength: 80 });
 const junkText = fc.oneof(fc.string({ maxLength: 200 }), fc.string({ unit: "binary", maxLength: 100 }), fc.constantFrom("", " ", "null", "[]", "{}", "true", "1e999", '"x"', "{", "}", "{\"a\":}", "\u0000", "\ufeff{}"));
-const badId = fc.oneof(fc.constant("x".repeat(201)), fc.constant("a%00b"), fc.constant("%01"), fc.constant("bad%7Fid"), fc.string({ minLength: 201, maxLength: 300, unit: fc.constantFrom("a", "b", "1") }));
+// Refused character classes (docs/security.md): C1, bidi overrides and isolates, zero-width characters.
+const LYING = ["\u009b", "\u202e", "\u2066", "\u200b", "\u200d", "\ufeff"];
+const badId = fc.oneof(fc.constant("x".repeat(201)), fc.constant("a%00b"), fc.constant("%01"), fc.constant("bad%7Fid"), fc.constantFrom(...LYING.map((c) => `id${encodeURIComponent(c)}x`)), fc.string({ minLength: 201, maxLength: 300, unit: fc.constantFrom("a", "b", "1") }));
 
 /** A request body (JSON text) that is certainly not a valid request. */
 function badRequestJson(base: () => Record<string, unknown>): fc.Arbitrary<string> {
@@ -79,7 +81,8 @@ function badRequestJson(base: () => Record<string, unknown>): fc.Arbitrary<strin
     fc.constantFrom({ type: "robot", id: "x" }, { type: "agent" }, { type: "agent", id: "" }, { type: "agent", id: "x", extra: 1 }, "bot").map((actor) => ({ ...base(), actor })),
     fc.string({ maxLength: 30 }).filter((a) => a !== "payments.refund").map((action) => ({ ...base(), action })),
     fc.constantFrom({ amount: "10", currency: "EUR" }, { amount: 1.5, currency: "EUR" }, { currency: "EUR" }, { amount: 1, currency: "EURO-LONG-CODE" }, { amount: 1, currency: "EUR", mode: "weird" }).map((params) => ({ ...base(), params })),
-    fc.constantFrom("a\u0001b", "x".repeat(201)).map((authorityRef) => ({ ...base(), authorityRef })),
+    fc.constantFrom("a\u0001b", "x".repeat(201), ...LYING.map((c) => `a${c}b`)).map((authorityRef) => ({ ...base(), authorityRef })),
+    fc.constantFrom(...LYING, "\u001b[2J", "\ud800").map((c) => ({ ...base(), idempotencyKey: `k${c}` })),
     fc.constant({ ...base(), tenantId: "globex" }),
     fc.constant({ ...base(), spaceId: "staging" }),
     fc.constant({ ...base(), actionVersion: "2" }),

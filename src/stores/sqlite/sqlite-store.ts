@@ -3,7 +3,7 @@
  * WAL, `synchronous=FULL`, one connection, group commit.
  */
 import Database from "better-sqlite3";
-import { mkdirSync, realpathSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, realpathSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { WritError } from "../../core/errors.js";
 import type { Store, StoreTx } from "../../core/store.js";
@@ -66,13 +66,42 @@ function enableWal(db: Database.Database, path: string, busyTimeoutMs: number): 
   }
 }
 
+/**
+ * Data at rest (docs/security.md): a state directory this store creates is 0700, and a database
+ * file it creates is 0600 before SQLite writes a byte; SQLite gives its -wal and -shm files the
+ * database file's mode. Whatever command opens the store first (`writ migrate`, `serve`, a test).
+ */
+function createPrivately(path: string): void {
+  const dir = dirname(path);
+  if (!existsSync(dir)) mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (!existsSync(path)) {
+    try {
+      closeSync(openSync(path, "wx", 0o600));
+    } catch (e) {
+      if ((e as { code?: string }).code !== "EEXIST") throw e;
+    }
+  }
+}
+
+/** -wal and -shm files that exist are made owner-only too (created before this version, or by hand). */
+function tightenSidecars(path: string): void {
+  for (const f of [path, `${path}-wal`, `${path}-shm`]) {
+    try {
+      if ((statSync(f).mode & 0o077) !== 0) chmodSync(f, 0o600);
+    } catch {
+      /* missing, or not ours to change: SQLite still works */
+    }
+  }
+}
+
 function openDatabase(path: string, synchronous: string, busyTimeoutMs: number): Database.Database {
-  if (!isMemoryPath(path)) mkdirSync(dirname(path), { recursive: true });
+  if (!isMemoryPath(path)) createPrivately(path);
   const db = new Database(path);
   try {
     // busy_timeout first: the migration lock may wait for other processes.
     db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     enableWal(db, path, busyTimeoutMs);
+    if (!isMemoryPath(path)) tightenSidecars(path);
     db.pragma(`synchronous = ${synchronous}`);
     db.pragma("foreign_keys = ON");
     return db;

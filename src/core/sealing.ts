@@ -1,0 +1,139 @@
+/**
+ * Sensitive values encrypted at rest (docs/security.md). Parameters and step outputs an action
+ * marks `sensitive` are sealed with a data key before a store sees them, and opened when the host
+ * reads them back: the SQLite file, the PostgreSQL tables and the memory store hold only sealed
+ * envelopes `{ "$writ.sealed": "<opaque>" }` at those pointers. The key comes through the
+ * {@link DataKeyPort}: a local key file by default (`localDataKey` in src/runtime), a KMS in
+ * production through the same port (it unwraps the data key once; sealing stays local).
+ * Each envelope is bound to its place (scope, invocation, pointer) as associated data, so one
+ * cannot be moved to another record. Journal, events and API answers stay redacted as before.
+ */
+import { WritError } from "./errors.js";
+import { utf8 } from "./encoding.js";
+import { mapAtPointers } from "./redact.js";
+import type { Store, StoreTx } from "./store.js";
+import type { ActionRequest, Invocation, Json, StepCheckpoint } from "./types.js";
+
+/** Seals and opens bytes under a data key; `context` is authenticated, not encrypted. */
+export interface DataKeyPort {
+  /** Id of the key that seals (recorded in the envelope; older keys still open). */
+  readonly keyId: string;
+  seal(plaintext: Uint8Array, context: Uint8Array): string;
+  /** Throws when the envelope was altered, moved, or sealed under a key it does not hold. */
+  open(sealed: string, context: Uint8Array): Uint8Array;
+}
+
+export const SEALED_FIELD = "$writ.sealed";
+
+function isSealed(v: Json): v is { [SEALED_FIELD]: string } {
+  return typeof v === "object" && v !== null && !Array.isArray(v) && typeof (v)[SEALED_FIELD] === "string" && Object.keys(v).length === 1;
+}
+
+function context(inv: { tenantId: string; spaceId: string; invocationId: string }, pointer: string): Uint8Array {
+  return utf8(JSON.stringify([inv.tenantId, inv.spaceId, inv.invocationId, pointer]));
+}
+
+/** Sensitive pointers of an action, split by where they apply. */
+export interface SensitiveMap {
+  get(action: string): readonly string[] | undefined;
+}
+
+function sealAt(port: DataKeyPort, root: Json, pointers: readonly string[], where: { tenantId: string; spaceId: string; invocationId: string }, prefix: string): Json {
+  return mapAtPointers(root, pointers, (v, ptr) => (isSealed(v) ? v : { [SEALED_FIELD]: port.seal(utf8(JSON.stringify(v)), context(where, prefix + ptr)) }));
+}
+
+function openAt(port: DataKeyPort, root: Json, pointers: readonly string[], where: { tenantId: string; spaceId: string; invocationId: string }, prefix: string): Json {
+  return mapAtPointers(root, pointers, (v, ptr) => {
+    if (!isSealed(v)) return v;
+    try {
+      return JSON.parse(new TextDecoder().decode(port.open(v[SEALED_FIELD], context(where, prefix + ptr)))) as Json;
+    } catch {
+      throw new WritError("INVALID_STATE", `a sealed value of invocation ${where.invocationId} could not be opened (altered, moved, or sealed under a key this process does not hold)`);
+    }
+  });
+}
+
+/** Pointers under `/params/...`, relative to `{ params }`. */
+function paramPointers(pointers: readonly string[]): string[] {
+  return pointers.filter((p) => p.startsWith("/params/"));
+}
+
+/** Pointers under `/outputs/<step>/...`, relative to the step's output. */
+function outputPointers(pointers: readonly string[], stepName: string): string[] {
+  const prefix = `/outputs/${stepName.replace(/~/g, "~0").replace(/\//g, "~1")}`;
+  return pointers.filter((p) => p === prefix || p.startsWith(prefix + "/")).map((p) => p.slice(prefix.length) || "");
+}
+
+function mapInvocation(inv: Invocation, pointers: readonly string[] | undefined, f: typeof sealAt, port: DataKeyPort): Invocation {
+  const ptrs = paramPointers(pointers ?? []);
+  if (ptrs.length === 0 || !inv.request) return inv;
+  const params = f(port, { params: inv.request.params }, ptrs, inv, "") as { params: ActionRequest["params"] };
+  return { ...inv, request: { ...inv.request, params: params.params } };
+}
+
+function mapStep(step: StepCheckpoint, action: string | undefined, sensitive: SensitiveMap, f: typeof sealAt, port: DataKeyPort): StepCheckpoint {
+  if (step.output === undefined || action === undefined) return step;
+  const ptrs = outputPointers(sensitive.get(action) ?? [], step.stepName);
+  if (ptrs.length === 0) return step;
+  const rel = ptrs.map((p) => (p === "" ? "/output" : `/output${p}`));
+  const out = f(port, { output: step.output }, rel, step, `/outputs/${step.stepName}`) as { output: Json };
+  return { ...step, output: out.output };
+}
+
+/**
+ * A store whose transactions seal sensitive params and step outputs on write and open them on
+ * read; every other method is the inner store's. The host installs it when given a data key.
+ */
+export function sealedStore(inner: Store, port: DataKeyPort, sensitive: SensitiveMap): Store {
+  // Step rows do not name their action: the invocation's action is remembered per transaction.
+  const wrapTx = (tx: StoreTx): StoreTx => {
+    const actionOf = new Map<string, string>();
+    const note = (inv: Invocation | null): Invocation | null => {
+      if (inv) actionOf.set(`${inv.tenantId}/${inv.spaceId}/${inv.invocationId}`, inv.action);
+      return inv ? mapInvocation(inv, sensitive.get(inv.action), openAt, port) : inv;
+    };
+    const stepAction = async (s: { tenantId: string; spaceId: string; invocationId: string }): Promise<string | undefined> => {
+      const k = `${s.tenantId}/${s.spaceId}/${s.invocationId}`;
+      if (!actionOf.has(k)) {
+        const inv = await tx.getInvocation({ tenantId: s.tenantId, spaceId: s.spaceId }, s.invocationId);
+        if (inv) actionOf.set(k, inv.action);
+      }
+      return actionOf.get(k);
+    };
+    const overrides: Partial<StoreTx> = {
+      insertInvocation: (scope, inv) => (note(inv), tx.insertInvocation(scope, mapInvocation(inv, sensitive.get(inv.action), sealAt, port))),
+      updateInvocation: (scope, inv, fence) => (note(inv), tx.updateInvocation(scope, mapInvocation(inv, sensitive.get(inv.action), sealAt, port), fence)),
+      getInvocation: async (scope, id) => note(await tx.getInvocation(scope, id)),
+      findInvocationByKey: async (scope, action, key) => note(await tx.findInvocationByKey(scope, action, key)),
+      listInvocations: async (scope, filter) => (await tx.listInvocations(scope, filter)).map((i) => note(i)!),
+      claimInvocations: async (opts) => (await tx.claimInvocations(opts)).map((i) => note(i)!),
+      listOverdueParked: async (now, limit) => (await tx.listOverdueParked(now, limit)).map((i) => note(i)!),
+      putStep: async (scope, step, fence) => tx.putStep(scope, mapStep(step, await stepAction(step), sensitive, sealAt, port), fence),
+      getSteps: async (scope, id) => {
+        const steps = await tx.getSteps(scope, id);
+        const action = steps.length > 0 ? await stepAction(steps[0]!) : undefined;
+        return steps.map((s) => mapStep(s, action, sensitive, openAt, port));
+      },
+      findStepByExternalRef: async (scope, connector, ref) => {
+        const s = await tx.findStepByExternalRef(scope, connector, ref);
+        return s ? mapStep(s, await stepAction(s), sensitive, openAt, port) : s;
+      },
+    };
+    return new Proxy(tx, {
+      get(target, prop, receiver) {
+        if (typeof prop === "string" && prop in overrides) return overrides[prop as keyof StoreTx];
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+  };
+  return new Proxy(inner, {
+    get(target, prop, receiver) {
+      const v = Reflect.get(target, prop, receiver) as unknown;
+      if ((prop === "transact" || prop === "read") && typeof v === "function") {
+        return <T>(fn: (tx: StoreTx) => Promise<T>) => (v as (f: (tx: StoreTx) => Promise<T>) => Promise<T>).call(target, (tx: StoreTx) => fn(wrapTx(tx)));
+      }
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}

@@ -1,0 +1,82 @@
+/**
+ * The local data key (docs/security.md): a 256-bit AES-GCM key in a file readable by its owner only
+ * (0600, created on first use under a 0700 directory). It implements the core's DataKeyPort; a KMS
+ * implements the same port in production. A key file that others can read is refused.
+ */
+import nodeCrypto from "node:crypto";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from "node:fs";
+import { dirname } from "node:path";
+import { base64url, fromBase64url } from "../core/encoding.js";
+import { WritError } from "../core/errors.js";
+import type { DataKeyPort } from "../core/sealing.js";
+
+interface KeyFile {
+  keyId: string;
+  key: string;
+}
+
+/** Refuses a secret file that group or others may read or write (a clear error naming it). */
+export function assertPrivateFile(path: string, what: string): void {
+  const mode = statSync(path).mode & 0o777;
+  if ((mode & 0o077) !== 0) {
+    throw new WritError("KEY_ERROR", `${what} ${path} is readable or writable by others (mode 0${mode.toString(8)}): run \`chmod 600 ${path}\` and check who could have read it`);
+  }
+}
+
+function readOrCreate(path: string): KeyFile {
+  if (!existsSync(path)) {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    const k: KeyFile = { keyId: `dk-${base64url(nodeCrypto.randomBytes(6))}`, key: base64url(nodeCrypto.randomBytes(32)) };
+    try {
+      // "wx": exactly one of several processes starting together creates it; the others read it.
+      const fd = openSync(path, "wx", 0o600);
+      writeSync(fd, JSON.stringify(k) + "\n");
+      closeSync(fd);
+      chmodSync(path, 0o600);
+    } catch (e) {
+      if ((e as { code?: string }).code !== "EEXIST") throw e;
+    }
+  }
+  assertPrivateFile(path, "the data key file");
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, "utf8"));
+  } catch {
+    throw new WritError("KEY_ERROR", `the data key file ${path} is not valid JSON`);
+  }
+  const k = parsed as Partial<KeyFile>;
+  const bytes = typeof k.key === "string" ? fromBase64url(k.key) : null;
+  if (typeof k.keyId !== "string" || !/^[A-Za-z0-9_-]{1,64}$/.test(k.keyId) || !bytes || bytes.length !== 32) {
+    throw new WritError("KEY_ERROR", `the data key file ${path} must hold { keyId, key: <32 bytes base64url> }`);
+  }
+  return { keyId: k.keyId, key: k.key! };
+}
+
+/**
+ * A DataKeyPort over a local key file. Envelope: `v1.<keyId>.<iv>.<ciphertext>.<tag>` (base64url),
+ * AES-256-GCM with the caller's context as associated data.
+ * @example
+ * createHost({ ..., dataKey: localDataKey(".writ/keys/data-key.json") })
+ */
+export function localDataKey(path: string): DataKeyPort {
+  const file = readOrCreate(path);
+  const key = Buffer.from(fromBase64url(file.key)!);
+  return {
+    keyId: file.keyId,
+    seal(plaintext, context) {
+      const iv = nodeCrypto.randomBytes(12);
+      const c = nodeCrypto.createCipheriv("aes-256-gcm", key, iv);
+      c.setAAD(context);
+      const ct = Buffer.concat([c.update(plaintext), c.final()]);
+      return ["v1", file.keyId, base64url(iv), base64url(ct), base64url(c.getAuthTag())].join(".");
+    },
+    open(sealed, context) {
+      const [v, kid, iv, ct, tag] = sealed.split(".");
+      if (v !== "v1" || kid !== file.keyId || iv === undefined || ct === undefined || tag === undefined) throw new WritError("KEY_ERROR", "a sealed value is not under this data key");
+      const d = nodeCrypto.createDecipheriv("aes-256-gcm", key, Buffer.from(fromBase64url(iv) ?? []));
+      d.setAAD(context);
+      d.setAuthTag(Buffer.from(fromBase64url(tag) ?? []));
+      return new Uint8Array(Buffer.concat([d.update(Buffer.from(fromBase64url(ct) ?? [])), d.final()]));
+    },
+  };
+}

@@ -1,0 +1,177 @@
+/**
+ * Data at rest (docs/security.md). Invariants:
+ * - whatever command runs first (`writ migrate`, `writ api-keys create`, `writ keys generate`), the
+ *   state directory is 0700 and the database, its WAL/SHM and every key file 0600;
+ * - a signing key file or data key file readable by others is refused at start with a clear error;
+ * - on every store, params and outputs an action marks sensitive are sealed before they are stored:
+ *   the SQLite file (and WAL), the PostgreSQL tables and the memory store's rows hold no sensitive
+ *   value in clear; the connector still sees the clear value, the run succeeds, answers stay
+ *   redacted, and a sealed value moved to another invocation does not open.
+ */
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import { afterAll, describe, expect, it } from "vitest";
+import { defineConfig } from "../../src/config/define-config.js";
+import { WritError } from "../../src/core/errors.js";
+import { SEALED_FIELD, sealedStore } from "../../src/core/sealing.js";
+import type { Store } from "../../src/core/store.js";
+import { localDataKey } from "../../src/runtime/data-key-file.js";
+import { openRuntime } from "../../src/runtime/runtime.js";
+import { memoryStore } from "../../src/stores/memory/index.js";
+import { postgresStore } from "../../src/stores/postgres/index.js";
+import { sqliteStore } from "../../src/stores/sqlite/index.js";
+import { freshDatabase } from "../helpers/pg.js";
+import { grantAuthority, makeHostBench } from "../host/fixture.js";
+import { workspace, writ } from "../cli/helpers.js";
+
+const CARD = "4111-SECRET-CARD-9731";
+const TOKEN = "tok-SECRET-OUTPUT-5520";
+const mode = (p: string): number => statSync(p).mode & 0o777;
+const dirs: string[] = [];
+const tmp = (): string => {
+  const d = mkdtempSync(join(tmpdir(), "writ-rest-"));
+  dirs.push(d);
+  return d;
+};
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe("file modes after each first command", () => {
+  for (const first of [["migrate"], ["api-keys", "create", "--role", "submit"], ["keys", "generate"]]) {
+    it(`writ ${first.join(" ")} first`, async () => {
+      const ws = workspace();
+      try {
+        const r = await writ(ws.dir, first);
+        expect(r.code, r.stderr).toBe(0);
+        const state = join(ws.dir, ".writ");
+        expect(mode(state)).toBe(0o700);
+        const files: string[] = [];
+        const walk = (d: string): void => {
+          for (const f of readdirSync(d)) {
+            const p = join(d, f);
+            if (statSync(p).isDirectory()) {
+              expect(mode(p), p).toBe(0o700);
+              walk(p);
+            } else files.push(p);
+          }
+        };
+        walk(state);
+        const secret = files.filter((f) => /writ\.db(-wal|-shm)?$|private\.json$|data-key\.json$/.test(f));
+        expect(secret.length).toBeGreaterThan(0);
+        for (const f of secret) expect(mode(f), f).toBe(0o600);
+      } finally {
+        ws.cleanup();
+      }
+    });
+  }
+
+  it("a signing key or data key file readable by others is refused at start", async () => {
+    const dir = tmp();
+    const config = defineConfig({ store: { kind: "memory" }, keys: { dir: join(dir, "keys") }, actions: [], connectors: [], policy: { cedar: { policies: "" } } });
+    const rt = await openRuntime(config, { cwd: dir });
+    await rt.close();
+    const priv = readdirSync(join(dir, "keys")).find((f) => f.endsWith(".private.json"))!;
+    chmodSync(join(dir, "keys", priv), 0o644);
+    await expect(openRuntime(config, { cwd: dir })).rejects.toSatisfy((e: unknown) => e instanceof WritError && e.code === "KEY_ERROR" && /readable or writable by others/.test(e.message));
+    chmodSync(join(dir, "keys", priv), 0o600);
+    chmodSync(join(dir, "keys", "data-key.json"), 0o640);
+    await expect(openRuntime(config, { cwd: dir })).rejects.toSatisfy((e: unknown) => e instanceof WritError && e.code === "KEY_ERROR" && /data key file/.test(e.message));
+  });
+});
+
+interface Rest {
+  name: string;
+  open(): Promise<{ store: Store; raw: () => Promise<string>; close: () => Promise<void> }>;
+}
+
+const rests: Rest[] = [
+  {
+    name: "sqlite",
+    async open() {
+      const dir = tmp();
+      const path = join(dir, "writ.db");
+      const store = sqliteStore({ path });
+      await store.migrate();
+      return {
+        store,
+        raw: async () => [path, `${path}-wal`].filter((f) => existsSync(f)).map((f) => readFileSync(f).toString("latin1")).join(""),
+        close: () => store.close(),
+      };
+    },
+  },
+  {
+    name: "postgres",
+    async open() {
+      const db = await freshDatabase();
+      const store = postgresStore({ url: db.url });
+      await store.migrate();
+      return {
+        store,
+        async raw() {
+          const c = new pg.Client({ connectionString: db.url });
+          await c.connect();
+          const tables = (await c.query<{ t: string }>("SELECT tablename AS t FROM pg_tables WHERE schemaname = 'public'")).rows.map((r) => r.t);
+          let all = "";
+          for (const t of tables) all += (await c.query<{ j: string }>(`SELECT coalesce(string_agg(row_to_json(x)::text, ''), '') AS j FROM "${t}" x`)).rows[0]!.j;
+          await c.end();
+          return all;
+        },
+        async close() {
+          await store.close();
+          await db.drop();
+        },
+      };
+    },
+  },
+  {
+    name: "memory",
+    async open() {
+      const store = memoryStore();
+      await store.migrate();
+      // The memory store's "disk" is its rows: read them through the store itself, unsealed.
+      return { store, raw: async () => JSON.stringify(await store.transact(async (tx) => ({ inv: await tx.listInvocations({ tenantId: lastScope!.tenantId, spaceId: "s" }), steps: await Promise.all((await tx.listInvocations({ tenantId: lastScope!.tenantId, spaceId: "s" })).map((i) => tx.getSteps({ tenantId: lastScope!.tenantId, spaceId: "s" }, i.invocationId))) }))), close: () => store.close() };
+    },
+  },
+];
+let lastScope: { tenantId: string } | null = null;
+
+for (const r of rests) {
+  describe(`sensitive values at rest on ${r.name}`, () => {
+    it("are sealed in the store, clear to the connector, redacted in answers", async () => {
+      const { store, raw, close } = await r.open();
+      try {
+        const dataKey = localDataKey(join(tmp(), "data-key.json"));
+        const b = makeHostBench(store, { dataKey });
+        lastScope = b.scope;
+        await grantAuthority(b);
+        b.replies.set("a", { outcome: "success", externalRef: "pay-1", output: { token: TOKEN, last4: "9731" } });
+        const { invocation } = await b.host.submit(b.request({ action: "secret.pay", params: { n: 1, card: CARD } }));
+        expect(await b.host.worker().runOnce()).toEqual(["succeeded"]);
+        expect((b.calls[0]!.input as { card: string }).card).toBe(CARD);
+        const shown = await b.host.get(b.scope, invocation.invocationId);
+        expect(JSON.stringify(shown)).not.toContain(CARD);
+        const text = await raw();
+        expect(text.length).toBeGreaterThan(0);
+        expect(text).toContain("secret.pay");
+        expect(text).not.toContain(CARD);
+        expect(text).not.toContain(TOKEN);
+        // The rows hold envelopes; the sealing store opens them; one moved elsewhere does not open.
+        const inner = await store.transact((tx) => tx.getInvocation(b.scope, invocation.invocationId));
+        const sealed = (inner!.request.params as Record<string, unknown>).card as Record<string, string>;
+        expect(typeof sealed[SEALED_FIELD]).toBe("string");
+        const opened = await sealedStore(store, dataKey, new Map([["secret.pay", ["/params/card"]]])).transact((tx) => tx.getInvocation(b.scope, invocation.invocationId));
+        expect(opened!.request.params.card).toBe(CARD);
+        const { invocation: other } = await b.host.submit(b.request({ action: "secret.pay", params: { n: 2, card: "other" } }));
+        const moved = { ...(await store.transact((tx) => tx.getInvocation(b.scope, other.invocationId)))! };
+        moved.request = { ...moved.request, params: { ...moved.request.params, card: sealed } };
+        await store.transact((tx) => tx.updateInvocation(b.scope, moved));
+        await expect(b.host.get(b.scope, other.invocationId)).rejects.toThrow(/could not be opened/);
+      } finally {
+        await close();
+      }
+    });
+  });
+}
