@@ -69,8 +69,8 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     const tokens = Array.from({ length: limit }, () => base64url(o.random.bytes(16)));
     return o.store.transact(async (tx) => {
       const claimed = await tx.claimInvocations({ owner: id, tokens, now, leaseMs, limit });
-      // A batch can span scopes: take their journal locks in one global order (by scope), or two
-      // claimers holding one scope's chain each and waiting for the other's deadlock.
+      // A batch can span scopes. The claim entries are written unsealed (no journal lock, no head
+      // read: docs/journal.md), so this order only keeps each scope's entries together.
       const byScope = [...claimed].sort((a, b) => cmp(a.tenantId, b.tenantId) || cmp(a.spaceId, b.spaceId));
       for (const inv of byScope) {
         await appendJournal(tx, o.crypto, scopeOf(inv), [

@@ -201,6 +201,7 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     close(): Promise<void> {
       closed ??= (async () => {
         await listener.stop();
+        journalListeners.clear();
         // Transactions already running finish (commit or roll back) first.
         await Promise.allSettled([...active]);
         await end();
