@@ -259,8 +259,8 @@ describe("read path", () => {
 
   it("refuses writes", async () => {
     const store = await dbs.open();
-    const r = await Promise.allSettled([store.read((tx) => tx.insertInvocation(scopeA, invocation("nope")))]);
-    expect(codeOf(r[0])).toBe("STORE_ERROR");
+    const [r] = await Promise.allSettled([store.read((tx) => tx.insertInvocation(scopeA, invocation("nope")))]);
+    expect(codeOf(r)).toBe("STORE_ERROR");
     expect(await ids(store)).toEqual([]);
   });
 });
