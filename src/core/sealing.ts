@@ -25,6 +25,16 @@ export interface DataKeyPort {
 
 export const SEALED_FIELD = "$writ.sealed";
 
+const INNER = Symbol("writ.sealedStore.inner");
+
+/**
+ * The store under a `sealedStore` (itself otherwise). Journal machinery keyed by store (the
+ * sequencer) uses it, so the sealing layer and the plain store share one sequencer.
+ */
+export function innerStore(store: Store): Store {
+  return ((store as unknown as { [INNER]?: Store })[INNER]) ?? store;
+}
+
 function isSealed(v: Json): v is { [SEALED_FIELD]: string } {
   return typeof v === "object" && v !== null && !Array.isArray(v) && typeof (v)[SEALED_FIELD] === "string" && Object.keys(v).length === 1;
 }
@@ -129,6 +139,7 @@ export function sealedStore(inner: Store, port: DataKeyPort, sensitive: Sensitiv
   };
   return new Proxy(inner, {
     get(target, prop, receiver) {
+      if (prop === INNER) return target;
       const v = Reflect.get(target, prop, receiver) as unknown;
       if ((prop === "transact" || prop === "read") && typeof v === "function") {
         return <T>(fn: (tx: StoreTx) => Promise<T>) => (v as (f: (tx: StoreTx) => Promise<T>) => Promise<T>).call(target, (tx: StoreTx) => fn(wrapTx(tx)));
