@@ -14,11 +14,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineConnector, type ConnectorContext } from "../../src/core/action.js";
 import { computeRequestDigest } from "../../src/core/digest.js";
-import { readWholeJournal } from "../../src/core/journal.js";
 import { UNSCOPED_JOURNAL } from "../../src/core/reserved.js";
 import type { Store } from "../../src/core/store.js";
 import type { ActionRequest, Scope } from "../../src/core/types.js";
 import { allStoreFactories } from "../helpers/stores.js";
+import { journalOf } from "./helpers.js";
 import { crypto, makeBench, uniqueKey, type Bench } from "../boundary/fixture.js";
 
 async function attempts(store: Store, scope: Scope) {
@@ -81,7 +81,7 @@ for (const factory of allStoreFactories()) {
       expect(seen.request.params).toEqual({ paymentId: "pay_1", amount: 10, meta: { note: "a" } });
       expect(seen.request.actor).toEqual({ type: "agent", id: "bot-1" });
       expect(Object.isFrozen(seen.request.params)).toBe(true);
-      const consumed = (await readWholeJournal(store, b.scope)).find((e) => e.type === "decision.consumed");
+      const consumed = (await journalOf(store, b.scope)).find((e) => e.type === "decision.consumed");
       expect(consumed?.data).toMatchObject({ requestDigest: digest, actor: { type: "agent", id: "bot-1" }, params: { params: { amount: 10, paymentId: "pay_1" } } });
     });
 
@@ -118,7 +118,7 @@ for (const factory of allStoreFactories()) {
       const victimReq = victim.request();
       const [h, p] = victim.decision(victimReq).split(".");
       const garbage = `${h}.${p}.${"A".repeat(86)}`;
-      const before = { journal: (await readWholeJournal(store, victim.scope)).length, attempts: (await attempts(store, victim.scope)).length };
+      const before = { journal: (await journalOf(store, victim.scope)).length, attempts: (await attempts(store, victim.scope)).length };
       const unscopedBefore = (await attempts(store, UNSCOPED_JOURNAL)).length;
       // Malformed requests (no request, a missing field, a getter) under the forged token.
       const { idempotencyKey: _k, ...missing } = victimReq;
@@ -132,7 +132,7 @@ for (const factory of allStoreFactories()) {
       const own = await attacker.execute(attacker.request(), garbage);
       expect(own.reasonCode).toBe("DECISION_SIGNATURE_INVALID");
       expect(own.tenantId).toBe(attacker.scope.tenantId);
-      expect((await readWholeJournal(store, victim.scope)).length).toBe(before.journal);
+      expect((await journalOf(store, victim.scope)).length).toBe(before.journal);
       expect((await attempts(store, victim.scope)).length).toBe(before.attempts);
       expect((await attempts(store, UNSCOPED_JOURNAL)).length).toBeGreaterThanOrEqual(unscopedBefore + 3);
       // A request naming the reserved scope is itself malformed (nobody writes there on purpose).

@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { readWholeJournal, verifyStoredJournal } from "../../src/core/journal.js";
+import { verifyStoredJournal } from "../../src/core/journal.js";
 import { createKeyring } from "../../src/core/keyring.js";
 import type { Store } from "../../src/core/store.js";
 import type { JournalEntry, Scope } from "../../src/core/types.js";
@@ -21,6 +21,7 @@ import { postgresStore } from "../../src/stores/postgres/index.js";
 import { sqliteStore } from "../../src/stores/sqlite/index.js";
 import { KEYS } from "../boundary/fixture.js";
 import { freshDatabase } from "../helpers/pg.js";
+import { journalOf } from "./helpers.js";
 import { crypto, grantAuthority, makeHostBench } from "../host/fixture.js";
 import { call, startRig } from "../server/fixture.js";
 import { json, workspace, writ } from "../cli/helpers.js";
@@ -34,7 +35,7 @@ async function fill(store: Store): Promise<Scope> {
   await grantAuthority(b);
   for (let i = 0; i < 3; i++) await b.host.submit(b.request());
   await b.host.worker().runOnce();
-  expect((await readWholeJournal(store, b.scope)).length).toBeGreaterThan(6);
+  expect((await journalOf(store, b.scope)).length).toBeGreaterThan(6);
   return b.scope;
 }
 

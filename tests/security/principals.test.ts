@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WritError } from "../../src/core/errors.js";
-import { readWholeJournal, verifyStoredJournal } from "../../src/core/journal.js";
+import { verifyStoredJournal } from "../../src/core/journal.js";
 import { createKeyring } from "../../src/core/keyring.js";
 import { tenantJournalScope } from "../../src/core/reserved.js";
 import type { Store } from "../../src/core/store.js";
@@ -20,6 +20,7 @@ import { createApiKey, verifyApiKey } from "../../src/runtime/api-keys.js";
 import { keyPrincipal, resolveActor, setKeyDelegation, submitterOf } from "../../src/runtime/principals.js";
 import { KEYS } from "../boundary/fixture.js";
 import { allStoreFactories } from "../helpers/stores.js";
+import { journalOf } from "./helpers.js";
 import { crypto, grantAuthority, makeHostBench, type HostBench } from "../host/fixture.js";
 
 const BOT: Actor = { type: "agent", id: "bot" };
@@ -83,7 +84,7 @@ for (const factory of allStoreFactories()) {
       await rejectsWith(setKeyDelegation(store, crypto, { tenantId: b.scope.tenantId, keyId: record.keyId, actsFor: [{ type: "robot", id: "x" } as unknown as Actor], by: ADMIN }, now + 3), "INVALID_ARGUMENT");
 
       const scope = tenantJournalScope(b.scope.tenantId);
-      const entries = await readWholeJournal(store, scope);
+      const entries = await journalOf(store, scope);
       expect(entries.map((e) => e.type)).toEqual(["api_key.created", "api_key.delegation_set", "api_key.delegation_set"]);
       expect(entries[1]!.data).toMatchObject({ principal: BOT, actsFor: [other], by: ADMIN });
       expect(JSON.stringify(entries)).not.toContain(key.slice(key.lastIndexOf("_") + 1));
@@ -98,7 +99,7 @@ for (const factory of allStoreFactories()) {
       const { invocation } = await b.host.submit(b.request(), { submittedBy: submitterOf(record) });
       expect(invocation.submittedBy).toEqual({ principal: BOT, keyId: record.keyId });
       expect((await b.host.get(b.scope, invocation.invocationId))?.submittedBy).toEqual({ principal: BOT, keyId: record.keyId });
-      const submitted = (await readWholeJournal(store, b.scope)).find((e) => e.type === "invocation.submitted");
+      const submitted = (await journalOf(store, b.scope)).find((e) => e.type === "invocation.submitted");
       expect(submitted?.data).toMatchObject({ actor: BOT, submittedBy: { principal: BOT, keyId: record.keyId } });
       expect(await b.host.worker().runOnce()).toEqual(["awaiting_approval"]);
       const inv = await b.host.get(b.scope, invocation.invocationId);
@@ -136,7 +137,7 @@ for (const factory of allStoreFactories()) {
       const ok = await b.host.approvals.approve(b.scope, approvalId, { actor: { type: "user", id: "erin" }, roles, keyId: "erinkey" });
       expect(ok.status).toBe("approved");
       expect(ok.votes).toEqual([expect.objectContaining({ approver: { type: "user", id: "erin" }, keyId: "erinkey", verdict: "approve" })]);
-      const granted = (await readWholeJournal(store, b.scope)).find((e) => e.type === "approval.granted");
+      const granted = (await journalOf(store, b.scope)).find((e) => e.type === "approval.granted");
       expect(granted?.data).toMatchObject({ by: { type: "user", id: "erin" }, keyId: "erinkey" });
       expect(await b.host.worker().runOnce()).toEqual(["succeeded"]);
     });

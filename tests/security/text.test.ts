@@ -11,11 +11,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WritError } from "../../src/core/errors.js";
-import { readWholeJournal } from "../../src/core/journal.js";
 import type { Store } from "../../src/core/store.js";
 import { escapeForTerminal, unsafeIdClass } from "../../src/core/text.js";
 import { Printer } from "../../src/cli/output.js";
 import { allStoreFactories } from "../helpers/stores.js";
+import { journalOf } from "./helpers.js";
 import { grantAuthority, makeHostBench } from "../host/fixture.js";
 import { makeBench } from "../boundary/fixture.js";
 import { call, refund, startRig, type Rig } from "../server/fixture.js";
@@ -75,7 +75,7 @@ for (const factory of allStoreFactories()) {
         await expect(b.host.submit(b.request({ params: params as never }))).rejects.toSatisfy((e: unknown) => e instanceof WritError && e.code === "VALIDATION_FAILED");
       }
       expect(await b.host.list(b.scope)).toEqual([]);
-      expect(await readWholeJournal(store, b.scope)).toEqual([]);
+      expect(await journalOf(store, b.scope)).toEqual([]);
     });
 
     it("boundary.execute refuses them as REQUEST_MALFORMED and calls nothing", async () => {
