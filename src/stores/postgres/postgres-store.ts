@@ -3,6 +3,7 @@
  * one real transaction per `transact`, advisory locks, fenced single-statement writes,
  * `FOR UPDATE SKIP LOCKED` claims and a LISTEN/NOTIFY wake-up hint.
  */
+import { guardStore } from "../../core/store-guard.js";
 import { WritError } from "../../core/errors.js";
 import type { Store, StoreTx } from "../../core/store.js";
 import { createConnection, createPool, type OwnedPgPool, type PgPool, type PgPooledConnection } from "./postgres-driver.js";
@@ -177,7 +178,8 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     return track(runTransaction(fn));
   };
 
-  return {
+  // Every transaction runs behind the shared input rules and the lock order (docs/stores.md).
+  return guardStore({
     kind: "postgres",
     migrate,
     transact,
@@ -199,5 +201,5 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
       return listener.subscribe(cb);
     },
     listening: () => listener.listening(),
-  };
+  });
 }

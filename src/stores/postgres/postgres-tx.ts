@@ -152,8 +152,8 @@ export class PostgresTx implements StoreTx {
     return invocations.insertInvocation(x, scope, inv);
   }
 
-  async getInvocation(scope: Scope, invocationId: string): Promise<Invocation | null> {
-    return invocations.getInvocation(this.#in(scope), scope, invocationId);
+  async getInvocation(scope: Scope, invocationId: string, opts?: { forUpdate?: boolean }): Promise<Invocation | null> {
+    return invocations.getInvocation(this.#in(scope), scope, invocationId, opts?.forUpdate === true);
   }
 
   async findInvocationByKey(scope: Scope, action: string, idempotencyKey: string): Promise<Invocation | null> {

@@ -201,6 +201,18 @@ CREATE TABLE api_keys (
 CREATE INDEX api_keys_by_tenant ON api_keys (tenant_id, created_at);
 `,
   },
+  {
+    version: 4,
+    name: "row_revisions",
+    sql: `
+-- Row revisions (docs/stores.md, "Conditional writes"): every write of these rows is conditional
+-- on the revision its writer read and moves it on. Existing rows start at 0.
+ALTER TABLE invocations ADD COLUMN rev INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE approvals ADD COLUMN rev INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE reconciliations ADD COLUMN rev INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE completions ADD COLUMN rev INTEGER NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 /** The schema version this build creates and expects. */

@@ -2,6 +2,7 @@
  * `sqliteStore`: the embedded default Store (SPEC 5) on better-sqlite3: one file under `.writ/`,
  * WAL, `synchronous=FULL`, one connection, group commit.
  */
+import { guardStore } from "../../core/store-guard.js";
 import Database from "better-sqlite3";
 import { mkdirSync, realpathSync } from "node:fs";
 import { dirname } from "node:path";
@@ -158,7 +159,8 @@ export function sqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
     }
   };
 
-  return {
+  // Every transaction runs behind the shared input rules and the lock order (docs/stores.md).
+  return guardStore({
     kind: "sqlite",
     path: opts.path,
     migrate,
@@ -181,5 +183,5 @@ export function sqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
       wakeListeners.add(cb);
       return () => void wakeListeners.delete(cb);
     },
-  };
+  });
 }

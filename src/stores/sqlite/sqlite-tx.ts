@@ -3,6 +3,7 @@
  * logical transaction the group committer opened; methods are async only to fit the port.
  */
 import { LeaseLostError, WritError } from "../../core/errors.js";
+import { nextRevision } from "../../core/store-guard.js";
 import { assertScope, type ClaimOptions, type InvocationFilter, type ListOptions, type StoreTx } from "../../core/store.js";
 import type {
   ApiKeyRecord,
@@ -119,7 +120,13 @@ function invocationParams(sp: ScopeParams, inv: Invocation): Record<string, unkn
     attemptCount: inv.attemptCount,
     createdAt: inv.createdAt,
     doc: JSON.stringify(inv),
+    rev: inv.rev ?? 0,
   };
+}
+
+/** The next revision (see `nextRevision`); logical transactions run one at a time here, so check and write cannot interleave. */
+function nextRev(stored: unknown, expected: number | undefined, what: string): number {
+  return nextRevision(stored === undefined ? undefined : Number(stored), expected, what);
 }
 
 /** One logical transaction's view of the store; unusable once its transaction ended. */
@@ -265,8 +272,9 @@ export class SqliteTx implements StoreTx {
   async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {
     const sp = this.#sp(scope);
     assertScope(scope, inv, "invocation");
-    const params = invocationParams(sp, inv);
+    const params = invocationParams(sp, { ...inv, rev: 1 });
     insertOrConflict(`invocation ${inv.invocationId} or its idempotency key`, () => this.#q.insertInvocation.run(params));
+    inv.rev = 1;
     if (inv.status === "queued") this.#ctx.onRunnable();
   }
 
@@ -288,14 +296,21 @@ export class SqliteTx implements StoreTx {
   async updateInvocation(scope: Scope, inv: Invocation, fence?: Fence): Promise<void> {
     const sp = this.#sp(scope);
     assertScope(scope, inv, "invocation");
-    const params = invocationParams(sp, inv);
+    const stored = this.#q.invocationRev.get({ ...sp, id: inv.invocationId });
     if (fence !== undefined) {
       checkFenceTarget(fence, inv.invocationId);
+      if (stored === undefined) throw new LeaseLostError();
+      const rev = Number(stored) + 1;
+      const params = invocationParams(sp, { ...inv, rev });
       const r = insertOrConflict("idempotency key", () => this.#q.updateInvocationFenced.run({ ...params, owner: fence.owner, token: fence.token }));
       if (r.changes === 0) throw new LeaseLostError();
+      inv.rev = rev;
     } else {
-      const r = insertOrConflict("idempotency key", () => this.#q.updateInvocation.run(params));
-      if (r.changes === 0) throw new WritError("NOT_FOUND", `invocation ${inv.invocationId} not found`);
+      const rev = nextRev(stored, inv.rev, `invocation ${inv.invocationId}`);
+      const params = invocationParams(sp, { ...inv, rev });
+      const r = insertOrConflict("idempotency key", () => this.#q.updateInvocation.run({ ...params, expected: rev - 1 }));
+      if (r.changes === 0) throw new WritError("STALE", `invocation ${inv.invocationId} changed since it was read`);
+      inv.rev = rev;
     }
     if (inv.status === "queued") this.#ctx.onRunnable();
   }
@@ -321,6 +336,7 @@ export class SqliteTx implements StoreTx {
       inv.leaseExpiresAt = leaseExpiresAt;
       inv.attemptCount += 1;
       inv.updatedAt = now;
+      inv.rev = (inv.rev ?? 0) + 1;
       this.#q.claim.run({
         t: inv.tenantId,
         s: inv.spaceId,
@@ -376,16 +392,19 @@ export class SqliteTx implements StoreTx {
   async insertReconciliation(scope: Scope, rec: ReconciliationRecord): Promise<void> {
     const sp = this.#sp(scope);
     assertScope(scope, rec, "reconciliation");
-    const params = reconciliationParams(sp, rec);
+    const params = reconciliationParams(sp, { ...rec, rev: 1 });
     insertOrConflict(`reconciliation ${rec.reconciliationId}`, () => this.#q.insertReconciliation.run(params));
+    rec.rev = 1;
   }
 
   async updateReconciliation(scope: Scope, rec: ReconciliationRecord): Promise<void> {
     const sp = this.#sp(scope);
     assertScope(scope, rec, "reconciliation");
-    if (this.#q.updateReconciliation.run(reconciliationParams(sp, rec)).changes === 0) {
-      throw new WritError("NOT_FOUND", `reconciliation ${rec.reconciliationId} not found`);
+    const rev = nextRev(this.#q.reconciliationRev.get({ ...sp, id: rec.reconciliationId }), rec.rev, `reconciliation ${rec.reconciliationId}`);
+    if (this.#q.updateReconciliation.run({ ...reconciliationParams(sp, { ...rec, rev }), rev, expected: rev - 1 }).changes === 0) {
+      throw new WritError("STALE", `reconciliation ${rec.reconciliationId} changed since it was read`);
     }
+    rec.rev = rev;
   }
 
   async getReconciliation(scope: Scope, reconciliationId: string): Promise<ReconciliationRecord | null> {
@@ -422,7 +441,15 @@ export class SqliteTx implements StoreTx {
   async putApproval(scope: Scope, a: Approval): Promise<void> {
     const sp = this.#sp(scope);
     assertScope(scope, a, "approval");
-    this.#q.putApproval.run({ ...sp, id: a.approvalId, status: a.status, createdAt: a.createdAt, doc: JSON.stringify(a) });
+    if (a.rev === undefined) {
+      insertOrConflict(`approval ${a.approvalId}`, () => this.#q.insertApproval.run({ ...sp, id: a.approvalId, status: a.status, createdAt: a.createdAt, doc: JSON.stringify({ ...a, rev: 1 }) }));
+      a.rev = 1;
+      return;
+    }
+    const rev = nextRev(this.#q.approvalRev.get({ ...sp, id: a.approvalId }), a.rev, `approval ${a.approvalId}`);
+    const params = { ...sp, id: a.approvalId, status: a.status, createdAt: a.createdAt, doc: JSON.stringify({ ...a, rev }), rev, expected: rev - 1 };
+    if (this.#q.updateApproval.run(params).changes === 0) throw new WritError("STALE", `approval ${a.approvalId} changed since it was read`);
+    a.rev = rev;
   }
 
   async getApproval(scope: Scope, approvalId: string): Promise<Approval | null> {
@@ -453,15 +480,18 @@ export class SqliteTx implements StoreTx {
   async insertCompletion(scope: Scope, c: CompletionRecord): Promise<void> {
     const sp = this.#sp(scope);
     assertScope(scope, c, "completion");
-    const params = { ...sp, connector: c.connector, id: c.completionId, ref: c.externalRef, receivedAt: c.receivedAt, doc: JSON.stringify(c) };
+    const params = { ...sp, connector: c.connector, id: c.completionId, ref: c.externalRef, receivedAt: c.receivedAt, doc: JSON.stringify({ ...c, rev: 1 }) };
     insertOrConflict(`completion ${c.completionId} of ${c.connector}`, () => this.#q.insertCompletion.run(params));
+    c.rev = 1;
   }
 
   async updateCompletion(scope: Scope, c: CompletionRecord): Promise<void> {
     const sp = this.#sp(scope);
     assertScope(scope, c, "completion");
-    const params = { ...sp, connector: c.connector, id: c.completionId, ref: c.externalRef, receivedAt: c.receivedAt, doc: JSON.stringify(c) };
-    if (this.#q.updateCompletion.run(params).changes === 0) throw new WritError("NOT_FOUND", `no completion ${c.completionId} of ${c.connector} in this scope`);
+    const rev = nextRev(this.#q.completionRev.get({ ...sp, connector: c.connector, id: c.completionId }), c.rev, `completion ${c.completionId} of ${c.connector}`);
+    const params = { ...sp, connector: c.connector, id: c.completionId, ref: c.externalRef, receivedAt: c.receivedAt, doc: JSON.stringify({ ...c, rev }), rev, expected: rev - 1 };
+    if (this.#q.updateCompletion.run(params).changes === 0) throw new WritError("STALE", `completion ${c.completionId} of ${c.connector} changed since it was read`);
+    c.rev = rev;
   }
 
   async listCompletions(scope: Scope, connector: string, externalRef: string): Promise<CompletionRecord[]> {
