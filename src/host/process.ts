@@ -63,7 +63,11 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
     for (const e of events.splice(0)) ctx.emit(e);
   };
   const settle = async (fn: (tx: StoreTx) => Promise<Invocation>): Promise<ProcessResult> => {
-    const next = await store.transact(async (tx) => fn(tx));
+    const next = await store.transact(async (tx) => {
+      // The invocation row first (lock order, docs/stores.md): approvals and journal come after.
+      await tx.assertLease(scope, fence);
+      return fn(tx);
+    });
     flush();
     return next.status;
   };
@@ -206,6 +210,7 @@ async function afterUnsettled(
 ): Promise<ProcessResult> {
   const store = ctx.o.store;
   const result = await store.transact(async (tx): Promise<Invocation> => {
+    await tx.assertLease(scopeOf(inv), fence);
     if (a.state === "DUPLICATE") return ctx.transition(tx, inv, "succeeded", { result: a.output ?? null, nextStep: doneSteps }, { fence, events });
     const code = a.reasonCode ?? "REFUSED";
     const why = `${code}: ${a.reason ?? "refused"}`;
@@ -292,6 +297,8 @@ export async function toReconciliation(
 ): Promise<Invocation> {
   const now = ctx.o.clock.now();
   const scope = scopeOf(inv);
+  // The invocation row first (lock order, docs/stores.md); unfenced callers locked it already.
+  if (fence) await tx.assertLease(scope, fence);
   const rec: ReconciliationRecord = {
     ...scope,
     reconciliationId: ctx.newId("rec_"),
