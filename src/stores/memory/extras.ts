@@ -3,14 +3,12 @@
  * (overdue parked invocations, expired pending approvals).
  */
 import { WritError } from "../../core/errors.js";
-import { assertScope } from "../../core/store.js";
 import type { ApiKeyRecord, Approval, CompletionRecord, Invocation, PolicyVersion, Scope, StepCheckpoint } from "../../core/types.js";
 import { copy } from "./copy.js";
 import { nextRevision } from "../../core/store-guard.js";
 import { findScope, keyOf, limited, scopeFor, setUndoable, type MemoryState, type Work } from "./state.js";
 
 export function putPolicyVersion(w: Work, scope: Scope, v: PolicyVersion): void {
-  assertScope(scope, v, "policy version");
   if (!Number.isInteger(v.version) || v.version < 1) throw new WritError("INVALID_ARGUMENT", "policy version must be a positive integer");
   setUndoable(w, scopeFor(w.state, scope).policyVersions, v.version, copy(v));
 }
@@ -21,7 +19,6 @@ export function listPolicyVersions(w: Work, scope: Scope): PolicyVersion[] {
 }
 
 export function insertCompletion(w: Work, scope: Scope, c: CompletionRecord): void {
-  assertScope(scope, c, "completion");
   const map = scopeFor(w.state, scope).completions;
   const k = keyOf(c.connector, c.completionId);
   if (map.has(k)) throw new WritError("CONFLICT", `completion ${c.completionId} of ${c.connector} already exists`);
@@ -30,7 +27,6 @@ export function insertCompletion(w: Work, scope: Scope, c: CompletionRecord): vo
 }
 
 export function updateCompletion(w: Work, scope: Scope, c: CompletionRecord): void {
-  assertScope(scope, c, "completion");
   const map = findScope(w.state, scope)?.completions;
   const k = keyOf(c.connector, c.completionId);
   const prev = map?.get(k);

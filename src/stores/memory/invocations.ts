@@ -1,6 +1,6 @@
 /** Invocation records: insert, reads, listing, fenced updates and lease checks. */
 import { LeaseLostError, WritError } from "../../core/errors.js";
-import { assertScope, type InvocationFilter } from "../../core/store.js";
+import { type InvocationFilter } from "../../core/store.js";
 import type { Fence, Invocation, Scope } from "../../core/types.js";
 import { nextRevision } from "../../core/store-guard.js";
 import { copy } from "./copy.js";
@@ -14,7 +14,6 @@ export function storeInvocation(w: Work, sd: ScopeData, next: Invocation): void 
 }
 
 export function insertInvocation(w: Work, scope: Scope, inv: Invocation): void {
-  assertScope(scope, inv, "invocation");
   const sd = scopeFor(w.state, scope);
   if (sd.invocations.has(inv.invocationId)) throw new WritError("CONFLICT", `invocation ${inv.invocationId} already exists`);
   const key = keyOf(inv.action, inv.idempotencyKey);
@@ -61,7 +60,6 @@ function newerFirst(a: Invocation, b: Invocation): boolean {
 }
 
 export function updateInvocation(w: Work, scope: Scope, inv: Invocation, fence: Fence | undefined): void {
-  assertScope(scope, inv, "invocation");
   const sd = findScope(w.state, scope);
   const prev = sd?.invocations.get(inv.invocationId);
   if (fence !== undefined) {

@@ -163,7 +163,6 @@ export class SqliteTx implements StoreTx {
 
   async consumeDecision(scope: Scope, rec: ConsumedDecision): Promise<boolean> {
     const sp = this.#sp(scope);
-    assertScope(scope, rec, "consumed decision");
     const r = this.#q.consumeDecision.run({ ...sp, id: rec.decisionId, attemptId: rec.attemptId, consumedAt: rec.consumedAt, doc: JSON.stringify(rec) });
     return r.changes === 1;
   }
@@ -180,7 +179,6 @@ export class SqliteTx implements StoreTx {
 
   async putIdempotency(scope: Scope, rec: IdempotencyRecord): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, rec, "idempotency record");
     this.#q.putIdempotency.run({ ...sp, action: rec.action, key: rec.idempotencyKey, state: rec.state, doc: JSON.stringify(rec) });
   }
 
@@ -188,14 +186,12 @@ export class SqliteTx implements StoreTx {
 
   async insertAttempt(scope: Scope, rec: AttemptRecord): Promise<number> {
     const sp = this.#sp(scope);
-    assertScope(scope, rec, "attempt");
     const params = { ...sp, id: rec.attemptId, invocationId: rec.invocationId, state: rec.state, doc: JSON.stringify(rec) };
     return insertOrConflict(`attempt ${rec.attemptId}`, () => this.#q.insertAttempt.get(params) as number);
   }
 
   async updateAttempt(scope: Scope, rec: AttemptRecord): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, rec, "attempt");
     const r = this.#q.updateAttempt.run({ ...sp, id: rec.attemptId, invocationId: rec.invocationId, state: rec.state, doc: JSON.stringify(rec) });
     if (r.changes === 0) throw new WritError("NOT_FOUND", `attempt ${rec.attemptId} not found`);
   }
@@ -271,7 +267,6 @@ export class SqliteTx implements StoreTx {
 
   async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, inv, "invocation");
     const params = invocationParams(sp, { ...inv, rev: 1 });
     insertOrConflict(`invocation ${inv.invocationId} or its idempotency key`, () => this.#q.insertInvocation.run(params));
     inv.rev = 1;
@@ -295,7 +290,6 @@ export class SqliteTx implements StoreTx {
 
   async updateInvocation(scope: Scope, inv: Invocation, fence?: Fence): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, inv, "invocation");
     const stored = this.#q.invocationRev.get({ ...sp, id: inv.invocationId });
     if (fence !== undefined) {
       checkFenceTarget(fence, inv.invocationId);
@@ -371,7 +365,6 @@ export class SqliteTx implements StoreTx {
 
   async putStep(scope: Scope, step: StepCheckpoint, fence?: Fence): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, step, "step checkpoint");
     if (!Number.isSafeInteger(step.stepIndex) || step.stepIndex < 0) throw new WritError("INVALID_ARGUMENT", "stepIndex must be a non-negative integer");
     if (fence !== undefined) checkFenceTarget(fence, step.invocationId);
     const params = { ...sp, invocationId: step.invocationId, stepIndex: step.stepIndex, status: step.status, attemptId: step.attemptId, doc: JSON.stringify(step) };
@@ -391,7 +384,6 @@ export class SqliteTx implements StoreTx {
 
   async insertReconciliation(scope: Scope, rec: ReconciliationRecord): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, rec, "reconciliation");
     const params = reconciliationParams(sp, { ...rec, rev: 1 });
     insertOrConflict(`reconciliation ${rec.reconciliationId}`, () => this.#q.insertReconciliation.run(params));
     rec.rev = 1;
@@ -399,7 +391,6 @@ export class SqliteTx implements StoreTx {
 
   async updateReconciliation(scope: Scope, rec: ReconciliationRecord): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, rec, "reconciliation");
     const rev = nextRev(this.#q.reconciliationRev.get({ ...sp, id: rec.reconciliationId }), rec.rev, `reconciliation ${rec.reconciliationId}`);
     if (this.#q.updateReconciliation.run({ ...reconciliationParams(sp, { ...rec, rev }), rev, expected: rev - 1 }).changes === 0) {
       throw new WritError("STALE", `reconciliation ${rec.reconciliationId} changed since it was read`);
@@ -425,7 +416,6 @@ export class SqliteTx implements StoreTx {
 
   async putAuthority(scope: Scope, a: Authority): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, a, "authority");
     this.#q.putAuthority.run({ ...sp, id: a.authorityRef, status: a.status, createdAt: a.createdAt, doc: JSON.stringify(a) });
   }
 
@@ -440,7 +430,6 @@ export class SqliteTx implements StoreTx {
 
   async putApproval(scope: Scope, a: Approval): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, a, "approval");
     if (a.rev === undefined) {
       insertOrConflict(`approval ${a.approvalId}`, () => this.#q.insertApproval.run({ ...sp, id: a.approvalId, status: a.status, createdAt: a.createdAt, doc: JSON.stringify({ ...a, rev: 1 }) }));
       a.rev = 1;
@@ -466,7 +455,6 @@ export class SqliteTx implements StoreTx {
 
   async putPolicyVersion(scope: Scope, v: PolicyVersion): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, v, "policy version");
     if (!Number.isSafeInteger(v.version) || v.version < 1) throw new WritError("INVALID_ARGUMENT", "policy version must be a positive integer");
     this.#q.putPolicyVersion.run({ ...sp, version: v.version, doc: JSON.stringify(v) });
   }
@@ -479,7 +467,6 @@ export class SqliteTx implements StoreTx {
 
   async insertCompletion(scope: Scope, c: CompletionRecord): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, c, "completion");
     const params = { ...sp, connector: c.connector, id: c.completionId, ref: c.externalRef, receivedAt: c.receivedAt, doc: JSON.stringify({ ...c, rev: 1 }) };
     insertOrConflict(`completion ${c.completionId} of ${c.connector}`, () => this.#q.insertCompletion.run(params));
     c.rev = 1;
@@ -487,7 +474,6 @@ export class SqliteTx implements StoreTx {
 
   async updateCompletion(scope: Scope, c: CompletionRecord): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, c, "completion");
     const rev = nextRev(this.#q.completionRev.get({ ...sp, connector: c.connector, id: c.completionId }), c.rev, `completion ${c.completionId} of ${c.connector}`);
     const params = { ...sp, connector: c.connector, id: c.completionId, ref: c.externalRef, receivedAt: c.receivedAt, doc: JSON.stringify({ ...c, rev }), rev, expected: rev - 1 };
     if (this.#q.updateCompletion.run(params).changes === 0) throw new WritError("STALE", `completion ${c.completionId} of ${c.connector} changed since it was read`);
