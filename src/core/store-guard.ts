@@ -519,7 +519,8 @@ class GuardedTx implements StoreTx {
 const GUARDED = Symbol.for("writ.store.guarded");
 
 /**
- * Wraps a store so every transaction runs behind the shared input rules and the lock order.
+ * Wraps a store so every transaction (and read, where the store has a read path) runs behind the
+ * shared input rules and the lock order.
  * Everything else (kind, migrate, close, onWake and store-specific extras) passes through.
  * Wrapping twice is a no-op.
  */
@@ -529,10 +530,18 @@ export function guardStore<S extends Store>(store: S): S {
     if (typeof fn !== "function") return Promise.reject(new WritError("INVALID_ARGUMENT", "transact needs a function"));
     return store.transact((tx) => fn(new GuardedTx(tx)));
   };
+  const read =
+    store.read === undefined
+      ? undefined
+      : <T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> => {
+          if (typeof fn !== "function") return Promise.reject(new WritError("INVALID_ARGUMENT", "read needs a function"));
+          return store.read!<T>((tx) => fn(new GuardedTx(tx)));
+        };
   return new Proxy(store, {
     get(target, prop, receiver) {
       if (prop === GUARDED) return true;
       if (prop === "transact") return transact;
+      if (prop === "read") return read;
       const v: unknown = Reflect.get(target, prop, receiver);
       return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
