@@ -44,7 +44,7 @@ export interface WritConfig {
   worker?: WorkerOptions;
   completionSecrets?: CompletionSecret[];
   /** Host tuning (timeouts, retries, breakers, recovery). */
-  host?: Pick<HostOptions, "timeoutMs" | "maxDecisionAgeSeconds" | "recoveryMaxAttempts" | "retry" | "breaker" | "approvalTtlMs" | "sweepMs" | "redactErrorText">;
+  host?: Pick<HostOptions, "timeoutMs" | "maxDecisionAgeSeconds" | "recoveryMaxAttempts" | "retry" | "breaker" | "approvalTtlMs" | "sweepMs" | "sealWithinMs" | "redactErrorText">;
 }
 
 /** Declares a config with types; checks its shape so a mistake is named at load time. */

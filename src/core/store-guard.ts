@@ -19,7 +19,8 @@
  *      `heartbeat`, or the first write of an invocation in the transaction),
  *   2. logical keys (`lock` with keys other than `journal`),
  *   3. the scope's attempt counter (`insertAttempt`),
- *   4. the scope's journal (`lock(["journal"])`, `journalTail`, `insertJournal`).
+ *   4. the scope's journal (`lock(["journal"])`, `insertJournal`, `sealJournal`; writing
+ *      unsealed entries takes no lock).
  * Within one class a transaction may take several locks; a wait-for cycle needs two transactions
  * each holding a later class while waiting for an earlier one, which this wrapper refuses.
  */
@@ -42,6 +43,7 @@ import type {
   ReconciliationStatus,
   Scope,
   StepCheckpoint,
+  UnsealedEntry,
 } from "./types.js";
 
 /** Bounds of the shared input rules. */
@@ -155,18 +157,7 @@ class GuardedTx implements StoreTx {
 
   constructor(tx: StoreTx) {
     this.#tx = tx;
-    if (tx.journalTail) {
-      const inner = tx.journalTail.bind(tx);
-      this.journalTail = async (scope, ids) => {
-        checkStoreScope(scope);
-        if (!Array.isArray(ids)) throw bad("ids must be a list");
-        this.#locks.take("journal", "journalTail");
-        return inner(scope, ids);
-      };
-    }
   }
-
-  journalTail?: StoreTx["journalTail"];
 
   async lock(scope: Scope, keys: string[]): Promise<void> {
     checkStoreScope(scope);
@@ -257,6 +248,37 @@ class GuardedTx implements StoreTx {
     for (const e of entries) record(scope, e, "journal entry");
     this.#locks.take("journal", "insertJournal");
     return this.#tx.insertJournal(scope, entries);
+  }
+
+  async insertUnsealed(scope: Scope, entries: UnsealedEntry[]): Promise<string[]> {
+    checkStoreScope(scope);
+    if (!Array.isArray(entries)) throw bad("entries must be a list");
+    if (entries.length > STORE_LIMITS.batch) throw bad(`at most ${STORE_LIMITS.batch} entries in one call`);
+    for (const e of entries) {
+      record(scope, e, "journal entry");
+      id(e.id, "journal entry id", STORE_LIMITS.key);
+    }
+    // Unsealed entries take no lock (docs/journal.md): no lock class.
+    return this.#tx.insertUnsealed(scope, entries);
+  }
+
+  async listUnsealed(scope: Scope, opts?: ListOptions): Promise<UnsealedEntry[]> {
+    checkStoreScope(scope);
+    limit(opts);
+    return this.#tx.listUnsealed(scope, opts);
+  }
+
+  async sealJournal(scope: Scope, entries: JournalEntry[]): Promise<void> {
+    checkStoreScope(scope);
+    if (!Array.isArray(entries)) throw bad("entries must be a list");
+    for (const e of entries) record(scope, e, "journal entry");
+    this.#locks.take("journal", "sealJournal");
+    return this.#tx.sealJournal(scope, entries);
+  }
+
+  async unsealedScopes(max: number): Promise<Array<Scope & { oldestAt: number }>> {
+    nonNegInt(max, "limit");
+    return this.#tx.unsealedScopes(max);
   }
 
   async readJournal(scope: Scope, opts?: ListOptions & { fromSeq?: number }): Promise<JournalEntry[]> {

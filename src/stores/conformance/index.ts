@@ -20,6 +20,7 @@ import { journalCases } from "./cases-journal.js";
 import { raceCases } from "./cases-races.js";
 import { recordCases } from "./cases-records.js";
 import { transactionCases } from "./cases-transactions.js";
+import { unsealedCases } from "./cases-unsealed.js";
 import { runConformanceCase, type ConformanceEnv, type MakeStore, type StoreConformanceCase } from "./case.js";
 
 export { runConformanceCase, type ConformanceEnv, type MakeStore, type StoreConformanceCase } from "./case.js";
@@ -31,6 +32,7 @@ export const storeConformanceCases: StoreConformanceCase[] = [
   ...invocationCases,
   ...claimCases,
   ...journalCases,
+  ...unsealedCases,
   ...isolationCases,
   ...extraCases,
   ...inputCases,
