@@ -125,6 +125,7 @@ export const Invocation = named(
     version: z.number().int().optional(),
     createdAt: Millis,
     updatedAt: Millis,
+    rev: z.number().int().nonnegative().optional().describe("row revision: moves on with every write (docs/stores.md)"),
   }),
   "the durable unit of work for one request (lease tokens are never shown)",
 );
@@ -159,6 +160,7 @@ export const Approval = named(
     expiresAt: Millis,
     createdAt: Millis,
     updatedAt: Millis,
+    rev: z.number().int().nonnegative().optional().describe("row revision: moves on with every write (docs/stores.md)"),
   }),
   "a human grant for one request digest",
 );
@@ -184,6 +186,7 @@ export const Reconciliation = named(
     resolution: z.object({ outcome: z.enum(["succeeded", "failed"]), externalRef: z.string().optional(), note: z.string(), by: Actor, at: Millis }).optional(),
     createdAt: Millis,
     updatedAt: Millis,
+    rev: z.number().int().nonnegative().optional().describe("row revision: moves on with every write (docs/stores.md)"),
   }),
   "an outcome Writ cannot know, waiting for an operator",
 );
