@@ -221,3 +221,5 @@ section.space { border-top: 2px solid var(--line); margin-top: 1rem; }
 }
 @media (prefers-reduced-motion: reduce) { * { transition: none !important; animation: none !important; } }
 `;
+
+export const CONSOLE_ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#11263c"/><path d="M7 9l4 14 5-10 5 10 4-14" fill="none" stroke="#ffbf47" stroke-width="3" stroke-linejoin="round"/></svg>`;

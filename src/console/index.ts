@@ -20,7 +20,7 @@ import type { ServerContext } from "../server/context.js";
 import { ApiError, STATUS_OF, type ApiErrorCode } from "../server/errors.js";
 import type { AppEnv } from "../server/registry.js";
 import { readBody, decodeUtf8 } from "../server/body.js";
-import { CONSOLE_CSS, CONSOLE_JS } from "./assets.js";
+import { CONSOLE_CSS, CONSOLE_ICON, CONSOLE_JS } from "./assets.js";
 import { consoleData, type ConsoleData } from "./data.js";
 import { h, page, type H, type Nav } from "./html.js";
 import { liveStream, type LiveStreams, createLiveStreams } from "./live.js";
@@ -184,7 +184,8 @@ export function createConsole(s: ServerContext, options: ConsoleOptions = {}): C
     hd.set("content-security-policy", CONTENT_SECURITY_POLICY);
     hd.set("x-content-type-options", "nosniff");
     hd.set("x-frame-options", "DENY");
-    hd.set("referrer-policy", "no-referrer");
+    // same-origin, not no-referrer: with no-referrer a browser sends `Origin: null` on form posts.
+    hd.set("referrer-policy", "same-origin");
     hd.set("cross-origin-opener-policy", "same-origin");
     hd.set("cross-origin-resource-policy", "same-origin");
     hd.set("permissions-policy", "camera=(), microphone=(), geolocation=(), payment=()");
@@ -198,6 +199,11 @@ export function createConsole(s: ServerContext, options: ConsoleOptions = {}): C
   app.get("/static/console.css", (c) => {
     c.set("route", "/console/static/console.css");
     return c.body(CONSOLE_CSS, 200, { "content-type": "text/css; charset=utf-8", "cache-control": "no-cache" });
+  });
+
+  app.get("/static/icon.svg", (c) => {
+    c.set("route", "/console/static/icon.svg");
+    return c.body(CONSOLE_ICON, 200, { "content-type": "image/svg+xml", "cache-control": "max-age=86400" });
   });
 
   // sign-in / sign-out ----------------------------------------------------------------------------
