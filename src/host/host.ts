@@ -9,7 +9,7 @@ import { appendJournal } from "../core/journal.js";
 import { createKeyring } from "../core/keyring.js";
 import { redact } from "../core/redact.js";
 import { validateStandard } from "../core/standard-schema.js";
-import type { InvocationFilter, ListOptions } from "../core/store.js";
+import { readCommitted, type InvocationFilter, type ListOptions } from "../core/store.js";
 import type { ActionDefinition } from "../core/action.js";
 import type { ActionRequest, Actor, Authority, Invocation, Json, ReconciliationRecord, ReconciliationStatus, Scope } from "../core/types.js";
 import { checkActor, checkRequest } from "../core/validate.js";
@@ -284,16 +284,16 @@ export function createHostCore(options: HostOptions): Host {
   return {
     submit,
     async get(scope, invocationId) {
-      const inv = await o.store.transact((tx) => tx.getInvocation(scope, invocationId));
+      const inv = await readCommitted(o.store, (tx) => tx.getInvocation(scope, invocationId));
       return inv ? ctx.redactInvocation(inv) : null;
     },
     async list(scope, filter) {
-      const invs = await o.store.transact((tx) => tx.listInvocations(scope, filter));
+      const invs = await readCommitted(o.store, (tx) => tx.listInvocations(scope, filter));
       return invs.map((i) => ctx.redactInvocation(i));
     },
     cancel,
     reconcile: {
-      list: (scope, opts) => o.store.transact((tx) => tx.listReconciliations(scope, opts)),
+      list: (scope, opts) => readCommitted(o.store, (tx) => tx.listReconciliations(scope, opts)),
       resolve,
     },
     worker: (wo) => createWorker(ctx, wo, sweep),
@@ -305,7 +305,7 @@ export function createHostCore(options: HostOptions): Host {
     async preview(input) {
       const { req, digest } = await validate(input);
       const scope = scopeOf(req);
-      const authority = await o.store.transact((tx) => tx.getAuthority(scope, req.authorityRef));
+      const authority = await readCommitted(o.store, (tx) => tx.getAuthority(scope, req.authorityRef));
       const verdict = await o.policy.evaluate({ request: req, authority, approval: null });
       const now = o.clock.now();
       const status = !authority ? "unknown" : authority.expiresAt !== undefined && authority.expiresAt <= now ? "expired" : authority.status;

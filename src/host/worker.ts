@@ -6,7 +6,7 @@
 import { base64url } from "../core/encoding.js";
 import { WritError, errorMessage, isWritError } from "../core/errors.js";
 import { appendJournal } from "../core/journal.js";
-import type { StoreTx } from "../core/store.js";
+import { readCommitted, type StoreTx } from "../core/store.js";
 import type { Fence, Invocation } from "../core/types.js";
 import { scopeOf, type HostContext } from "./context.js";
 import { processInvocation, type ProcessResult } from "./process.js";
@@ -134,7 +134,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   async function sleep(): Promise<void> {
     let ms = pollMs;
     try {
-      const next = await o.store.transact((tx) => tx.nextRunAt());
+      const next = await readCommitted(o.store, (tx) => tx.nextRunAt());
       if (next !== null) ms = Math.max(0, Math.min(pollMs, next - o.clock.now()));
     } catch (e) {
       ctx.log.warn({ worker: id, err: errorMessage(e) }, "nextRunAt failed");

@@ -177,10 +177,39 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     return track(runTransaction(fn));
   };
 
+  /** The read path: statements on a pooled connection in autocommit, no BEGIN / COMMIT round trips. */
+  const runRead = async <T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> => {
+    const c = await checkout();
+    const x = new ConnectionExec(c, opts.preparedStatements, secrets);
+    const tx = new PostgresTx(x);
+    let healthy = true;
+    try {
+      const out = await fn(tx);
+      if (x.failure !== undefined) throw x.failure;
+      return out;
+    } catch (e) {
+      // A failed statement may mean a broken connection; fn's own errors leave it usable.
+      if (x.failure !== undefined) healthy = false;
+      throw e;
+    } finally {
+      tx.end();
+      c.release(healthy ? undefined : true);
+    }
+  };
+
+  const read = async <T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> => {
+    if (closed !== undefined) throw closedError();
+    if (opts.autoMigrate && migrated === undefined) await migrate();
+    else if (migrated !== undefined) await migrated;
+    if (closed !== undefined) throw closedError();
+    return track(runRead(fn));
+  };
+
   return {
     kind: "postgres",
     migrate,
     transact,
+    read,
     close(): Promise<void> {
       closed ??= (async () => {
         await listener.stop();
