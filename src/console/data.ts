@@ -1,10 +1,11 @@
 /**
  * Every read the console makes, in one place. Reads go through the host (which redacts sensitive
  * values) where it offers them; the rest (steps, attempts, journal pages, key records) read the
- * store, each in one short transaction, and only here.
+ * store through `readCommitted` (its read path), each in one short read, and only here.
  */
 import type { ActionDefinition } from "../core/action.js";
 import { verifyStoredJournal, type JournalVerification } from "../core/journal.js";
+import { readCommitted, type StoreTx } from "../core/store.js";
 import type { ApiKeyRecord, Approval, ApprovalStatus, AttemptRecord, Invocation, InvocationStatus, JournalCheckpoint, JournalEntry, ReconciliationRecord, Scope, StepCheckpoint } from "../core/types.js";
 import type { Runtime } from "../runtime/runtime.js";
 
@@ -37,7 +38,8 @@ const PAGE = 500;
 
 export function consoleData(runtime: Runtime): ConsoleData {
   const { host, store } = runtime;
-  const read = <T>(fn: Parameters<typeof store.transact<T>>[0]): Promise<T> => store.transact(fn);
+  // Read-only, on committed state (a store's read path where it has one).
+  const read = <T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> => readCommitted(store, fn);
   const actions = new Map<string, ActionDefinition<unknown>>();
   for (const a of runtime.config.actions) actions.set(a.id, a as ActionDefinition<unknown>);
   return {

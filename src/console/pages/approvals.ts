@@ -32,6 +32,11 @@ async function askedFor(data: ConsoleData, v: Viewer, space: string, approvals: 
 export function voteBlocked(v: Viewer, space: string, a: Approval): string | null {
   const me = v.who.actor;
   if (a.requestedBy.type === me.type && a.requestedBy.id === me.id) return `You (${actorText(me)}) asked for this: another person must approve or deny it (four-eyes rule).`;
+  // Where approvals record who submitted (principals bound to keys), the submitter is a requester too.
+  const submitted = (a as { submittedBy?: { principal?: { type: string; id: string }; keyId?: string } }).submittedBy;
+  if (submitted?.keyId === v.key.keyId || (submitted?.principal && submitted.principal.type === me.type && submitted.principal.id === me.id)) {
+    return `You (${actorText(me)}) submitted this request: another person must approve or deny it (four-eyes rule).`;
+  }
   if (!v.allows(space, "approve")) return "Your API key lacks the approve role in this space.";
   const mine = a.votes.find((x) => x.approver.type === me.type && x.approver.id === me.id);
   if (mine) return `You already voted (${mine.verdict}).`;
