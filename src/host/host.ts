@@ -6,6 +6,7 @@ import { createBoundaryCore } from "../core/boundary.js";
 import { computeRequestDigest } from "../core/digest.js";
 import { WritError, errorMessage } from "../core/errors.js";
 import { appendJournal } from "../core/journal.js";
+import { sequencerFor } from "../core/sequencer.js";
 import { createKeyring } from "../core/keyring.js";
 import { redact } from "../core/redact.js";
 import { validateStandard } from "../core/standard-schema.js";
@@ -84,6 +85,9 @@ export function createHostCore(options: HostOptions): Host {
   const keyring = o.keyring ?? createKeyring([{ kid: o.signingKey.kid, publicJwk: o.signingKey.publicJwk }]);
   if (!keyring.get(o.signingKey.kid)) throw new WritError("INVALID_OPTION", `createHost: the keyring does not hold the signing key ${o.signingKey.kid}`);
   const actions = o.actions as ReadonlyArray<ActionDefinition<unknown>>;
+  const log = o.logger ?? silentLogger;
+  // The journal sequencer of this store (one per store in the process): seals after each commit.
+  sequencerFor(o.store, o.crypto, (e, scope) => log.warn({ scope, err: errorMessage(e) }, "journal sealing failed; the sequencer retries"));
   const boundary = createBoundaryCore({
     store: o.store,
     keyring,
@@ -98,7 +102,7 @@ export function createHostCore(options: HostOptions): Host {
     random: o.random,
     ...(o.redactErrorText ? { redactErrorText: o.redactErrorText } : {}),
   });
-  const ctx = makeContext(o, r, boundary, createBreakers(r.breaker), o.logger ?? silentLogger);
+  const ctx = makeContext(o, r, boundary, createBreakers(r.breaker), log);
   for (const s of o.completionSecrets ?? []) for (const secret of s.secrets) webhookSecretBytes(secret);
   const approvals = createApprovals(ctx);
   const authorities = createAuthorities(ctx);
