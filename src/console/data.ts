@@ -6,7 +6,13 @@
 import type { ActionDefinition } from "../core/action.js";
 import { verifyStoredJournal, type JournalVerification } from "../core/journal.js";
 import { readCommitted, type StoreTx } from "../core/store.js";
-import type { ApiKeyRecord, Approval, ApprovalStatus, AttemptRecord, Invocation, InvocationStatus, JournalCheckpoint, JournalEntry, ReconciliationRecord, Scope, StepCheckpoint } from "../core/types.js";
+import type { ApiKeyRecord, Approval, ApprovalStatus, AttemptRecord, Invocation, InvocationStatus, JournalCheckpoint, ReconciliationRecord, Scope, StepCheckpoint, UnsealedEntry } from "../core/types.js";
+
+/**
+ * A journal entry as the console shows it: sealed ones have seq, hash and prevHash; entries not
+ * yet sealed by the sequencer (docs/journal.md) have none of the three yet.
+ */
+export type ShownEntry = UnsealedEntry & { seq?: number; hash?: string; prevHash?: string | null };
 import type { Runtime } from "../runtime/runtime.js";
 
 export interface ConsoleData {
@@ -21,13 +27,16 @@ export interface ConsoleData {
   steps(scope: Scope, invocationId: string): Promise<StepCheckpoint[]>;
   attempts(scope: Scope, invocationId: string): Promise<AttemptRecord[]>;
   journalHead(scope: Scope): Promise<{ seq: number; hash: string } | null>;
+  /** How many entries wait to be sealed (at most `limit`). */
+  unsealedCount(scope: Scope, limit: number): Promise<number>;
   lastCheckpoint(scope: Scope): Promise<JournalCheckpoint | null>;
   /**
-   * Journal entries newest first, read backwards from the head in pages, while `keep` says go on
+   * Journal entries newest first — those not yet sealed, then the sealed ones read backwards from
+   * the head in pages — while `keep` says go on
    * ("last" takes the entry and stops) and at most `maxEntries` were read. `truncated` says the
    * scan stopped at the cap.
    */
-  journalBackwards(scope: Scope, keep: (e: JournalEntry) => "take" | "skip" | "stop" | "last", maxEntries: number): Promise<{ entries: JournalEntry[]; truncated: boolean }>;
+  journalBackwards(scope: Scope, keep: (e: ShownEntry) => "take" | "skip" | "stop" | "last", maxEntries: number): Promise<{ entries: ShownEntry[]; truncated: boolean }>;
   verifyJournal(scope: Scope): Promise<JournalVerification>;
   action(id: string): ActionDefinition<unknown> | undefined;
   connectors(): Array<{ id: string; operations: string[] }>;
@@ -68,20 +77,32 @@ export function consoleData(runtime: Runtime): ConsoleData {
     steps: (scope, id) => read((tx) => tx.getSteps(scope, id)),
     attempts: (scope, id) => read((tx) => tx.listAttempts(scope, { invocationId: id, limit: 1000 })),
     journalHead: (scope) => read((tx) => tx.journalHead(scope)),
+    unsealedCount: async (scope, limit) => (await read((tx) => tx.listUnsealed(scope, { limit }))).length,
     async lastCheckpoint(scope) {
       const all = await read((tx) => tx.listCheckpoints(scope));
       return all.length > 0 ? all[all.length - 1]! : null;
     },
     async journalBackwards(scope, keep, maxEntries) {
-      const head = await read((tx) => tx.journalHead(scope));
-      const out: JournalEntry[] = [];
+      const [head, unsealed] = await read(async (tx) => [await tx.journalHead(scope), await tx.listUnsealed(scope, { limit: 1000 })] as const);
+      const out: ShownEntry[] = [];
       let upTo = head?.seq ?? 0;
       let scanned = 0;
+      const seen = new Set<string>();
+      for (let i = unsealed.length - 1; i >= 0; i--) {
+        const e = unsealed[i]!;
+        seen.add(e.id);
+        scanned++;
+        const k = keep(e);
+        if (k === "take" || k === "last") out.push(e);
+        if (k === "stop" || k === "last") return { entries: out, truncated: false };
+      }
       while (upTo >= 1) {
         const from = Math.max(1, upTo - PAGE + 1);
         const page = await read((tx) => tx.readJournal(scope, { fromSeq: from, limit: upTo - from + 1 }));
         for (let i = page.length - 1; i >= 0; i--) {
           const e = page[i]!;
+          // Sealed between the two reads: already seen as unsealed.
+          if (seen.has(e.id)) continue;
           scanned++;
           const k = keep(e);
           if (k === "take" || k === "last") out.push(e);

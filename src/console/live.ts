@@ -72,8 +72,9 @@ export function liveStream(c: Context<AppEnv>, v: Viewer, data: ConsoleData, str
             write("event: signed-out\ndata: {}\n\n");
             return end();
           }
-          const heads: Record<string, number> = {};
-          for (const s of v.spaces) heads[s] = (await data.journalHead(v.scope(s)))?.seq ?? 0;
+          const heads: Record<string, string> = {};
+          // The sealed head and what waits to be sealed: a change shows at once, not only once sealed.
+          for (const s of v.spaces) heads[s] = `${(await data.journalHead(v.scope(s)))?.seq ?? 0}+${await data.unsealedCount(v.scope(s), 1000)}`;
           const sig = JSON.stringify(heads);
           if (sig !== last) {
             last = sig;

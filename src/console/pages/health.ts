@@ -1,8 +1,8 @@
 /** Health: connectors (breakers, error rate, latency), workers and their leases, the journal of each space, and charts of the last hour. */
 import type { JournalVerification } from "../../core/journal.js";
-import type { Invocation, Json, JournalEntry } from "../../core/types.js";
+import type { Invocation, Json } from "../../core/types.js";
 import { lines, stackedBars } from "../charts.js";
-import type { ConsoleData } from "../data.js";
+import type { ConsoleData, ShownEntry } from "../data.js";
 import { badge, enc, h, nothing, relative, time, type H } from "../html.js";
 import type { Viewer } from "../viewer.js";
 
@@ -37,12 +37,12 @@ function ms(x: number | null): string {
   return x === null ? "—" : x < 1000 ? `${Math.round(x)} ms` : `${(x / 1000).toFixed(1)} s`;
 }
 
-async function lastHour(data: ConsoleData, v: Viewer, space: string, now: number): Promise<{ entries: JournalEntry[]; truncated: boolean }> {
+async function lastHour(data: ConsoleData, v: Viewer, space: string, now: number): Promise<{ entries: ShownEntry[]; truncated: boolean }> {
   const since = now - HOUR;
   return data.journalBackwards(v.scope(space), (e) => (e.at < since ? "stop" : "take"), 20_000);
 }
 
-function connectorStats(data: ConsoleData, entries: JournalEntry[]): Map<string, CallStats> {
+function connectorStats(data: ConsoleData, entries: ShownEntry[]): Map<string, CallStats> {
   const consumedAt = new Map<string, number>();
   for (const e of entries) if (e.type === "decision.consumed" && e.refs.attemptId) consumedAt.set(e.refs.attemptId, e.at);
   const out = new Map<string, CallStats>();
@@ -78,7 +78,7 @@ function buckets(now: number): { starts: number[]; labels: string[] } {
   return { starts, labels: starts.map((t) => new Date(t).toISOString().slice(11, 16)) };
 }
 
-function charts(space: string, entries: JournalEntry[], now: number): H {
+function charts(space: string, entries: ShownEntry[], now: number): H {
   const { starts, labels } = buckets(now);
   const idx = (at: number): number => Math.floor((at - starts[0]!) / BUCKET);
   const outcome = OUTCOMES.map((o) => ({ ...o, values: starts.map(() => 0) }));
@@ -133,6 +133,7 @@ export async function healthBody(data: ConsoleData, v: Viewer, query: { verify?:
       byOwner.set(k, [...(byOwner.get(k) ?? []), inv]);
     }
     const head = await data.journalHead(scope);
+    const unsealed = await data.unsealedCount(scope, 1000);
     const cp = await data.lastCheckpoint(scope);
     const verified = query.verify === space ? await data.verifyJournal(scope) : null;
     sections.push(h`<section class="space" aria-labelledby="h-${space}">
@@ -156,7 +157,7 @@ ${[...byOwner].map(([owner, invs]) => {
 }
 <h3>Journal</h3>
 <dl class="facts">
-  <div><dt>Entries (head)</dt><dd>${head?.seq ?? 0}</dd></div>
+  <div><dt>Entries (head)</dt><dd>${head?.seq ?? 0}${unsealed > 0 ? h` <span class="muted">(+${unsealed >= 1000 ? "1000 or more" : unsealed} not sealed yet)</span>` : nothing}</dd></div>
   <div><dt>Head hash</dt><dd class="mono">${head?.hash ?? "—"}</dd></div>
   <div><dt>Last signed checkpoint</dt><dd>${cp ? h`seq ${cp.seq} at ${time(cp.at)}${head && cp.seq < head.seq ? h` <span class="muted">(${head.seq - cp.seq} entries since)</span>` : nothing}` : "none yet (writ journal checkpoint)"}</dd></div>
 </dl>

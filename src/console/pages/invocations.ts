@@ -1,6 +1,6 @@
 /** Invocations: a filtered, searchable, cursor-paged list, and one invocation's detail with its journal timeline. */
-import { INVOCATION_STATUSES, type Invocation, type InvocationStatus, type Json, type JournalEntry } from "../../core/types.js";
-import type { ConsoleData } from "../data.js";
+import { INVOCATION_STATUSES, type Invocation, type InvocationStatus, type Json } from "../../core/types.js";
+import type { ConsoleData, ShownEntry } from "../data.js";
 import { actorText, badge, enc, h, json, nothing, q, time, type H } from "../html.js";
 import { isSpaceId } from "../options.js";
 import type { Viewer } from "../viewer.js";
@@ -126,7 +126,7 @@ function actorOf(v: Json | undefined): string {
 }
 
 /** One line saying what a journal entry means. */
-export function describe(e: JournalEntry): { title: string; detail: string; kind: string } {
+export function describe(e: ShownEntry): { title: string; detail: string; kind: string } {
   const d = (e.data ?? {}) as { [k: string]: Json };
   const reasons = Array.isArray(d.reasons) ? d.reasons.map(String).join("; ") : "";
   switch (e.type) {
@@ -231,6 +231,6 @@ ${
 }
 <h2>Journal entries</h2>
 <div class="table-wrap" role="region" aria-label="Journal entries" tabindex="0"><table class="journal"><thead><tr><th scope="col">Seq</th><th scope="col">Type</th><th scope="col">At</th><th scope="col">Hash / previous</th><th scope="col">Data</th></tr></thead>
-<tbody>${timeline.map((e) => h`<tr><td>${e.seq}</td><td class="mono">${e.type}</td><td>${time(e.at)}</td><td class="mono hash">${e.hash}<br><span class="muted">${e.prevHash ?? "(first)"}</span></td><td><details><summary>data</summary>${json(e.data)}</details></td></tr>`)}</tbody></table></div>`;
+<tbody>${timeline.map((e) => h`<tr><td>${e.seq ?? "—"}</td><td class="mono">${e.type}</td><td>${time(e.at)}</td><td class="mono hash">${e.hash === undefined ? h`<span class="muted">not sealed yet (the sequencer chains it within moments)</span>` : h`${e.hash}<br><span class="muted">${e.prevHash ?? "(first)"}</span>`}</td><td><details><summary>data</summary>${json(e.data)}</details></td></tr>`)}</tbody></table></div>`;
   return { body, title: `${inv.action} ${inv.invocationId}` };
 }
