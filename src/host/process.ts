@@ -139,7 +139,7 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
     return settle((tx) => ctx.transition(tx, inv, "denied", { reasons: verdict.reasons }, { fence, events }));
   }
   if (verdict.result === "REQUIRE_APPROVAL") {
-    return settle((tx) => openApproval(ctx, tx, inv, fence, verdict.approval, approval, events));
+    return settle((tx) => openApproval(ctx, tx, inv, fence, verdict.approval, approval, events, { reasons: verdict.reasons, policyRef: verdict.policyRef }));
   }
 
   const now = o.clock.now();
@@ -334,7 +334,16 @@ function safeRedact(ctx: HostContext, t: string): string {
 }
 
 /** REQUIRE_APPROVAL: open (or keep) an approval bound to the request digest and park. */
-async function openApproval(ctx: HostContext, tx: StoreTx, inv: Invocation, fence: Fence, spec: { approverRoles?: string[]; quorum?: number; ttlMs?: number } | undefined, existing: Approval | null, events: HostEvent[]): Promise<Invocation> {
+async function openApproval(
+  ctx: HostContext,
+  tx: StoreTx,
+  inv: Invocation,
+  fence: Fence,
+  spec: { approverRoles?: string[]; quorum?: number; ttlMs?: number } | undefined,
+  existing: Approval | null,
+  events: HostEvent[],
+  asked: { reasons: string[]; policyRef: string },
+): Promise<Invocation> {
   const scope = scopeOf(inv);
   const now = ctx.o.clock.now();
   if (existing) {
@@ -363,7 +372,7 @@ async function openApproval(ctx: HostContext, tx: StoreTx, inv: Invocation, fenc
   };
   await tx.putApproval(scope, approval);
   await appendJournal(tx, ctx.o.crypto, scope, [
-    { id: `approval.opened:${approval.approvalId}`, type: "approval.opened", at: now, refs: { invocationId: inv.invocationId, approvalId: approval.approvalId }, data: { quorum: approval.quorum, approverRoles: approval.approverRoles, expiresAt: approval.expiresAt } },
+    { id: `approval.opened:${approval.approvalId}`, type: "approval.opened", at: now, refs: { invocationId: inv.invocationId, approvalId: approval.approvalId }, data: { quorum: approval.quorum, approverRoles: approval.approverRoles, expiresAt: approval.expiresAt, reasons: asked.reasons, policyRef: asked.policyRef } },
   ]);
   return ctx.transition(tx, inv, "awaiting_approval", { approvalId: approval.approvalId }, { fence, events });
 }

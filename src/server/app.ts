@@ -26,6 +26,7 @@ import { invocationRoutes } from "./routes/invocations.js";
 import { journalRoutes } from "./routes/journal.js";
 import { reconciliationRoutes } from "./routes/reconciliations.js";
 import { systemRoutes } from "./routes/system.js";
+import { createConsole, type ConsoleOptions } from "../console/index.js";
 
 export interface CreateAppOptions {
   /** Largest request body accepted (413 beyond). @defaultValue config.server.bodyLimitBytes, else 1048576 (1 MiB) */
@@ -38,6 +39,8 @@ export interface CreateAppOptions {
   checkResponses?: boolean;
   /** How long /healthz waits for the store. @defaultValue 2000 */
   healthTimeoutMs?: number;
+  /** The operator console at /console (docs/console.md). @defaultValue config.console, else on with its defaults */
+  console?: ConsoleOptions;
 }
 
 export interface ResolvedAppOptions {
@@ -87,6 +90,12 @@ export function apiRoutes(s: ServerContext, openapi: () => unknown): Route[] {
   ];
 }
 
+/** Ends the console's live streams of an app (its server is closing). */
+const liveClosers = new WeakMap<object, () => void>();
+export function closeLiveStreams(app: object): void {
+  liveClosers.get(app)?.();
+}
+
 /** Creates the Hono app of the HTTP API over an open runtime. */
 export function createApp(runtime: Runtime, options: CreateAppOptions = {}): Hono<AppEnv> {
   const opts = resolveAppOptions(runtime, options);
@@ -131,6 +140,12 @@ export function createApp(runtime: Runtime, options: CreateAppOptions = {}): Hon
     authenticate: (header) => authenticate(runtime.store, crypto, header),
     fail,
   });
+  const consoleOptions = options.console ?? runtime.config.console ?? {};
+  if (consoleOptions.enabled !== false) {
+    const con = createConsole(s, consoleOptions);
+    app.route("/console", con.app);
+    liveClosers.set(app, () => con.close());
+  }
   app.notFound((c) => fail(c, new ApiError("ROUTE_NOT_FOUND", `no route ${c.req.method} ${c.req.path.slice(0, 200)}`)));
   app.onError((err, c) => fail(c, err));
   return app;

@@ -11,6 +11,7 @@ import { BIN, REPO, childEnv, workspace } from "./helpers.js";
 
 interface Banner {
   url: string;
+  console: string;
   demo: { tenantId: string; spaceId: string; adminKey: string; adminKeyFile: string; created: boolean; curl: string };
 }
 
@@ -92,6 +93,11 @@ describe("writ serve with the example config", () => {
     expect(readFileSync(demo.adminKeyFile, "utf8").trim()).toBe(demo.adminKey);
     expect(statSync(demo.adminKeyFile).mode & 0o777).toBe(0o600);
     expect(demo.curl).toContain(`${s.banner.url}/v1/spaces/default/invocations`);
+    // The console is served beside the API and its URL printed.
+    expect(s.banner.console).toBe(`${s.banner.url}/console`);
+    const signIn = await fetch(`${s.banner.console}/sign-in`);
+    expect(signIn.status).toBe(200);
+    expect(await signIn.text()).toContain("Sign in to the Writ console");
 
     const small = await api(s, "POST", "/invocations", refund("pay_1", 1200));
     expect(small.status).toBe(202);
