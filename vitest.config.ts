@@ -7,5 +7,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: "forks",
+    // One line when the real-browser suite cannot run here (tests/helpers/browser.ts).
+    globalSetup: ["tests/helpers/browser-note.ts"],
   },
 });

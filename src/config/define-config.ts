@@ -15,6 +15,7 @@ import type { Store } from "../core/store.js";
 import type { CompletionSecret } from "../host/completions.js";
 import type { HostOptions } from "../host/options.js";
 import type { WorkerOptions } from "../host/worker.js";
+import type { ConsoleOptions } from "../console/options.js";
 
 export type StoreConfig =
   | { kind: "sqlite"; /** @defaultValue ".writ/writ.db" */ path?: string }
@@ -43,6 +44,8 @@ export interface WritConfig {
   /** Worker settings used by `writ serve` and `writ worker`. */
   worker?: WorkerOptions;
   completionSecrets?: CompletionSecret[];
+  /** The operator console `writ serve` serves at /console (docs/console.md). */
+  console?: ConsoleOptions;
   /** Host tuning (timeouts, retries, breakers, recovery). */
   host?: Pick<HostOptions, "timeoutMs" | "maxDecisionAgeSeconds" | "recoveryMaxAttempts" | "retry" | "breaker" | "approvalTtlMs" | "sweepMs" | "sealWithinMs" | "redactErrorText">;
 }

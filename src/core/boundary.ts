@@ -443,10 +443,13 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
         await appendJournal(tx, crypto, scope, [attemptDraft(a, "attempt.refused", now)]);
         return { kind: "refused", attempt: a };
       }
+      // The superseded attempt's entry joins this transaction's one journal append below, after
+      // the new attempt is numbered: the journal is always the last lock (docs/stores.md).
+      const settledFirst: JournalDraft[] = [];
       if (superseded && superseded.state === "EXECUTING") {
         const old: AttemptRecord = { ...superseded, state: "UNKNOWN", reasonCode: "ATTEMPT_SUPERSEDED", reason: `interrupted; superseded by attempt ${attemptId}`, endedAt: now };
         await tx.updateAttempt(scope, old);
-        await appendJournal(tx, crypto, scope, [attemptDraft(old, "attempt.settled", now)]);
+        settledFirst.push(attemptDraft(old, "attempt.settled", now));
       }
       const consumed = await tx.consumeDecision(scope, { tenantId: scope.tenantId, spaceId: scope.spaceId, decisionId: decision.payload.decisionId, attemptId, requestDigest: digest, consumedAt: now });
       if (!consumed) throw new WritError("CONFLICT", "decision consumed concurrently despite the lock");
@@ -479,6 +482,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
       // transactions of one scope wait on each other for as short a time as possible.
       a.seq = await tx.insertAttempt(scope, a);
       await appendJournal(tx, crypto, scope, [
+        ...settledFirst,
         {
           id: `decision.consumed:${decision.payload.decisionId}`,
           type: "decision.consumed",

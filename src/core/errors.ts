@@ -46,6 +46,10 @@ export const ERROR_CODES = [
   "LEASE_LOST",
   "SCOPE_VIOLATION",
   "CONFLICT",
+  /** A conditional write lost a race: the row changed since the transition read it (docs/stores.md). */
+  "STALE",
+  /** A transaction took its locks out of the one global order (a programming error; docs/stores.md). */
+  "LOCK_ORDER",
   "STORE_ERROR",
   "STORE_CLOSED",
   "KEY_ERROR",

@@ -170,7 +170,11 @@ export interface StoreTx {
   // invocations
   /** Inserts; CONFLICT if (scope, action, idempotencyKey) or the id exists. */
   insertInvocation(scope: Scope, inv: Invocation): Promise<void>;
-  getInvocation(scope: Scope, invocationId: string): Promise<Invocation | null>;
+  /**
+   * With `forUpdate`, the row stays locked until the transaction ends (PostgreSQL `FOR UPDATE`;
+   * a no-op where transactions are serial): the first lock class of docs/stores.md.
+   */
+  getInvocation(scope: Scope, invocationId: string, opts?: { forUpdate?: boolean }): Promise<Invocation | null>;
   findInvocationByKey(scope: Scope, action: string, idempotencyKey: string): Promise<Invocation | null>;
   /** Newest first. */
   listInvocations(scope: Scope, filter?: InvocationFilter): Promise<Invocation[]>;

@@ -107,6 +107,11 @@ export interface Approval {
   expiresAt: number;
   createdAt: number;
   updatedAt: number;
+  /**
+   * The row revision, owned by the store: set on insert, moved on by every write; an update is
+   * applied only while the stored row still has the rev the writer read (docs/stores.md).
+   */
+  rev?: number;
 }
 
 /** States of a boundary attempt (SPEC 3). `EXECUTING` is the in-flight state before settlement. */
@@ -246,6 +251,11 @@ export interface Invocation {
   compensating?: boolean;
   /** Incremented on every write by the host; names transitions in the journal. */
   version?: number;
+  /**
+   * The row revision, owned by the store: set on insert, moved on by every write; an update is
+   * applied only while the stored row still has the rev the writer read (docs/stores.md).
+   */
+  rev?: number;
   createdAt: number;
   updatedAt: number;
 }
@@ -274,6 +284,11 @@ export interface ReconciliationRecord {
   resolution?: { outcome: "succeeded" | "failed"; externalRef?: string; note: string; by: Actor; at: number };
   createdAt: number;
   updatedAt: number;
+  /**
+   * The row revision, owned by the store: set on insert, moved on by every write; an update is
+   * applied only while the stored row still has the rev the writer read (docs/stores.md).
+   */
+  rev?: number;
 }
 
 /** One hash-chained journal entry (SPEC 6). */
@@ -354,6 +369,11 @@ export interface CompletionRecord {
   receivedAt: number;
   /** For `early` completions: set once applied at parking. */
   appliedAt?: number;
+  /**
+   * The row revision, owned by the store: set on insert, moved on by every write; an update is
+   * applied only while the stored row still has the rev the writer read (docs/stores.md).
+   */
+  rev?: number;
 }
 
 export const API_ROLES = ["submit", "approve", "operate", "admin"] as const;

@@ -8,7 +8,7 @@ import { appendJournal } from "../core/journal.js";
 import { readCommitted, type ListOptions, type StoreTx } from "../core/store.js";
 import type { Actor, Approval, ApprovalStatus, Invocation, Json, Scope } from "../core/types.js";
 import { checkActor } from "../core/validate.js";
-import { scopeOf, type HostContext } from "./context.js";
+import { retryStale, scopeOf, type HostContext } from "./context.js";
 import type { HostEvent } from "./events.js";
 
 /** Who acts on an approval: their identity and the roles they hold in the scope. */
@@ -55,8 +55,14 @@ function same(a: Actor, b: Actor): boolean {
   return a.type === b.type && a.id === b.id;
 }
 
+/**
+ * Lock order (docs/stores.md): the approval's invocation row first (a follow-up moves it), then
+ * the approval's key; the approval is read under both. Its write is conditional on that read.
+ */
 async function load(tx: StoreTx, scope: Scope, approvalId: string): Promise<Approval> {
   if (typeof approvalId !== "string" || approvalId.length === 0) throw new WritError("INVALID_ARGUMENT", "approvalId must be a non-empty string");
+  const seen = await tx.getApproval(scope, approvalId);
+  if (seen?.invocationId) await tx.getInvocation(scope, seen.invocationId, { forUpdate: true });
   await tx.lock(scope, [approvalLockKey(approvalId)]);
   const ap = await tx.getApproval(scope, approvalId);
   if (!ap) throw new WritError("NOT_FOUND", `no approval ${approvalId} in this scope`);
@@ -102,41 +108,44 @@ export function createApprovals(ctx: HostContext): Approvals {
   const { o } = ctx;
   async function act(scope: Scope, approvalId: string, by: Approver, verb: "approve" | "deny" | "revoke"): Promise<Approval> {
     checkApprover(by);
-    const events: HostEvent[] = [];
-    const out = await o.store.transact(async (tx) => {
-      const ap = await load(tx, scope, approvalId);
-      const now = o.clock.now();
-      if (!by.roles.some((r) => ap.approverRoles.includes(r))) {
-        throw new WritError("FORBIDDEN", `approving ${approvalId} needs one of the roles ${ap.approverRoles.join(", ")}`);
-      }
-      const self = verb === "revoke" ? null : selfApprovalProblem(ap, by);
-      if (self !== null) throw new WritError("FORBIDDEN", self);
-      if (verb === "revoke") {
-        if (ap.status !== "pending" && ap.status !== "approved") throw new WritError("INVALID_STATE", `approval ${approvalId} is ${ap.status} and cannot be revoked`);
-        const next: Approval = { ...ap, status: "revoked", updatedAt: now };
+    let events: HostEvent[] = [];
+    const out = await retryStale(() => {
+      events = [];
+      return o.store.transact(async (tx) => {
+        const ap = await load(tx, scope, approvalId);
+        const now = o.clock.now();
+        if (!by.roles.some((r) => ap.approverRoles.includes(r))) {
+          throw new WritError("FORBIDDEN", `approving ${approvalId} needs one of the roles ${ap.approverRoles.join(", ")}`);
+        }
+        const self = verb === "revoke" ? null : selfApprovalProblem(ap, by);
+        if (self !== null) throw new WritError("FORBIDDEN", self);
+        if (verb === "revoke") {
+          if (ap.status !== "pending" && ap.status !== "approved") throw new WritError("INVALID_STATE", `approval ${approvalId} is ${ap.status} and cannot be revoked`);
+          const next: Approval = { ...ap, status: "revoked", updatedAt: now };
+          await tx.putApproval(scope, next);
+          await journal(ctx, tx, scope, next, "approval.revoked", by.actor, by.note ? { note: by.note } : {}, by.keyId);
+          await follow(ctx, tx, next, events);
+          return next;
+        }
+        if (ap.status !== "pending") throw new WritError("INVALID_STATE", `approval ${approvalId} is ${ap.status}`);
+        if (ap.expiresAt <= now) {
+          const expired: Approval = { ...ap, status: "expired", updatedAt: now };
+          await tx.putApproval(scope, expired);
+          await journal(ctx, tx, scope, expired, "approval.expired", null);
+          await follow(ctx, tx, expired, events);
+          return expired;
+        }
+        if (ap.votes.some((v) => same(v.approver, by.actor))) throw new WritError("INVALID_STATE", `${by.actor.type}:${by.actor.id} already voted on ${approvalId}`);
+        const vote = { approver: { type: by.actor.type, id: by.actor.id }, ...(by.keyId !== undefined ? { keyId: by.keyId } : {}), verdict: verb === "approve" ? ("approve" as const) : ("deny" as const), at: now, ...(by.note ? { note: by.note } : {}) };
+        const votes = [...ap.votes, vote];
+        const approvals = votes.filter((v) => v.verdict === "approve").length;
+        const status: ApprovalStatus = verb === "deny" ? "denied" : approvals >= ap.quorum ? "approved" : "pending";
+        const next: Approval = { ...ap, votes, status, updatedAt: now };
         await tx.putApproval(scope, next);
-        await journal(ctx, tx, scope, next, "approval.revoked", by.actor, by.note ? { note: by.note } : {}, by.keyId);
+        await journal(ctx, tx, scope, next, `approval.${verb === "deny" ? "denied" : status === "approved" ? "granted" : "vote"}`, by.actor, by.note ? { note: by.note } : {}, by.keyId);
         await follow(ctx, tx, next, events);
         return next;
-      }
-      if (ap.status !== "pending") throw new WritError("INVALID_STATE", `approval ${approvalId} is ${ap.status}`);
-      if (ap.expiresAt <= now) {
-        const expired: Approval = { ...ap, status: "expired", updatedAt: now };
-        await tx.putApproval(scope, expired);
-        await journal(ctx, tx, scope, expired, "approval.expired", null);
-        await follow(ctx, tx, expired, events);
-        return expired;
-      }
-      if (ap.votes.some((v) => same(v.approver, by.actor))) throw new WritError("INVALID_STATE", `${by.actor.type}:${by.actor.id} already voted on ${approvalId}`);
-      const vote = { approver: { type: by.actor.type, id: by.actor.id }, ...(by.keyId !== undefined ? { keyId: by.keyId } : {}), verdict: verb === "approve" ? ("approve" as const) : ("deny" as const), at: now, ...(by.note ? { note: by.note } : {}) };
-      const votes = [...ap.votes, vote];
-      const approvals = votes.filter((v) => v.verdict === "approve").length;
-      const status: ApprovalStatus = verb === "deny" ? "denied" : approvals >= ap.quorum ? "approved" : "pending";
-      const next: Approval = { ...ap, votes, status, updatedAt: now };
-      await tx.putApproval(scope, next);
-      await journal(ctx, tx, scope, next, `approval.${verb === "deny" ? "denied" : status === "approved" ? "granted" : "vote"}`, by.actor, by.note ? { note: by.note } : {}, by.keyId);
-      await follow(ctx, tx, next, events);
-      return next;
+      });
     });
     for (const e of events) ctx.emit(e);
     return out;
@@ -151,8 +160,10 @@ export function createApprovals(ctx: HostContext): Approvals {
       const due = await o.store.transact((tx) => tx.listExpiredPendingApprovals(o.clock.now(), limit));
       let n = 0;
       for (const d of due) {
-        const events: HostEvent[] = [];
-        const done = await o.store.transact(async (tx) => {
+        let events: HostEvent[] = [];
+        const done = await retryStale(() => {
+          events = [];
+          return o.store.transact(async (tx) => {
           const scope = scopeOf(d);
           const ap = await load(tx, scope, d.approvalId);
           const now = o.clock.now();
@@ -162,6 +173,7 @@ export function createApprovals(ctx: HostContext): Approvals {
           await journal(ctx, tx, scope, expired, "approval.expired", null);
           await follow(ctx, tx, expired, events);
           return true;
+          });
         });
         for (const e of events) ctx.emit(e);
         if (done) n++;

@@ -13,7 +13,7 @@ import { redact } from "../core/redact.js";
 import type { StoreTx } from "../core/store.js";
 import { COMPLETION_OUTCOMES, type CompletionDisposition, type CompletionRecord, type Invocation, type Json, type Scope, type StepCheckpoint } from "../core/types.js";
 import { verifyWebhook, webhookSecretBytes, type WebhookHeaders } from "../core/webhook.js";
-import { scopeOf, type HostContext } from "./context.js";
+import { retryStale, scopeOf, type HostContext } from "./context.js";
 import type { HostEvent } from "./events.js";
 import { toReconciliation } from "./process.js";
 
@@ -133,74 +133,85 @@ function journalCompletion(ctx: HostContext, tx: StoreTx, scope: Scope, c: Compl
 export async function complete(ctx: HostContext, scope: Scope, input: CompletionInput): Promise<CompletionAnswer> {
   checkInput(input);
   const { o } = ctx;
-  const events: HostEvent[] = [];
-  const answer = await o.store.transact(async (tx): Promise<CompletionAnswer> => {
-    const now = o.clock.now();
-    // Lock order everywhere: invocation row (fenced writers), completion key, journal.
-    await tx.lock(scope, [completionLockKey(input.connector, input.externalRef)]);
-    await tx.lock(scope, ["journal"]);
-    if (input.deliveryId !== undefined && !(await tx.rememberDelivery(scope, input.connector, input.deliveryId, now))) {
-      throw new WritError("WEBHOOK_REPLAYED", `delivery ${input.deliveryId} was already received`);
-    }
-    let contentDigest: string;
-    try {
-      contentDigest = digestOf(o.crypto, { outcome: input.outcome, result: input.result ?? null, error: input.error ?? null, evidence: input.evidence ?? null });
-    } catch (e) {
-      throw new WritError("INVALID_ARGUMENT", `completion is not plain JSON: ${errorMessage(e)}`);
-    }
-    const base: CompletionRecord = {
-      ...scope,
-      completionId: input.deliveryId ?? ctx.newId("cmp_"),
-      connector: input.connector,
-      externalRef: input.externalRef,
-      outcome: input.outcome,
-      contentDigest,
-      disposition: "applied",
-      receivedAt: now,
-    };
-    if (input.result !== undefined) base.result = input.result;
-    if (input.error !== undefined) base.error = input.error;
-    if (input.evidence !== undefined) base.evidence = input.evidence;
-
-    const step = await tx.findStepByExternalRef(scope, input.connector, input.externalRef);
-    const inv = step ? await tx.getInvocation(scope, step.invocationId) : null;
-    const prior = await tx.listCompletions(scope, input.connector, input.externalRef);
-    const first = prior.find((c) => c.disposition !== "contradictory");
-    if (first) {
-      if (first.contentDigest === contentDigest) return { disposition: "duplicate", ...(first.invocationId ? { invocationId: first.invocationId } : {}) };
-      const rec: CompletionRecord = redactedFor(ctx, inv, step, { ...base, disposition: "contradictory", ...(inv ? { invocationId: inv.invocationId, stepIndex: step!.stepIndex } : {}) });
-      await tx.insertCompletion(scope, rec);
-      await journalCompletion(ctx, tx, scope, rec, "completion.contradicted");
-      events.push({ type: "ExternalOperationContradicted", scope, invocationId: inv?.invocationId ?? "", at: now, data: { connector: rec.connector, externalRef: rec.externalRef, first: first.completionId, second: rec.completionId } });
-      if (inv && inv.status !== "reconciliation_required") {
-        const why = `contradictory completions for ${input.connector} ${input.externalRef}: kept ${first.completionId} (${first.outcome}), received ${rec.completionId} (${rec.outcome})`;
-        const next = await toReconciliation(ctx, tx, inv, undefined, step!.stepIndex, "COMPLETION_CONTRADICTED", why, input.externalRef, events);
-        return { disposition: "contradictory", invocationId: inv.invocationId, status: next.status };
-      }
-      return { disposition: "contradictory", ...(inv ? { invocationId: inv.invocationId, status: inv.status } : {}) };
-    }
-    if (!step || !inv) {
-      // Early: a call to this connector is in flight in this scope; keep the completion for the parking.
-      if (await inFlightCall(tx, scope, input.connector)) {
-        const rec = redactedFor(ctx, null, null, { ...base, disposition: "early" });
-        await tx.insertCompletion(scope, { ...base, disposition: "early" });
-        await journalCompletion(ctx, tx, scope, rec, "completion.early");
-        return { disposition: "early" };
-      }
-      throw new WritError("COMPLETION_UNKNOWN_REFERENCE", `no operation ${input.externalRef} of ${input.connector} is waiting in this scope; retry later if it was just started`);
-    }
-    const late = inv.status === "reconciliation_required" && inv.overdueAt !== undefined;
-    if (step.status !== "handed_off" || (inv.status !== "parked" && !late)) {
-      throw new WritError("INVALID_STATE", `operation ${input.externalRef} is no longer waiting for a completion (step ${step.status}, invocation ${inv.status})`);
-    }
-    const rec: CompletionRecord = { ...base, disposition: late ? "late" : "applied", invocationId: inv.invocationId, stepIndex: step.stepIndex };
-    await tx.insertCompletion(scope, redactedFor(ctx, inv, step, rec));
-    await journalCompletion(ctx, tx, scope, redactedFor(ctx, inv, step, rec), "completion.applied");
-    const next = await apply(ctx, tx, inv, step, rec, late, events);
-    return { disposition: rec.disposition, invocationId: inv.invocationId, status: next.status };
+  let events: HostEvent[] = [];
+  const answer = await retryStale(() => {
+    events = [];
+    return o.store.transact((tx) => completeIn(ctx, tx, scope, input, events));
   });
   for (const e of events) ctx.emit(e);
   return answer;
+}
+
+async function completeIn(ctx: HostContext, tx: StoreTx, scope: Scope, input: CompletionInput, events: HostEvent[]): Promise<CompletionAnswer> {
+  const { o } = ctx;
+  const now = o.clock.now();
+  // Lock order (docs/stores.md): the invocation row of the step this reference names, then the
+  // completion key, then the journal. The step is looked up again under the locks; if it
+  // appeared or moved meanwhile, the transition starts over (STALE, retried by the caller).
+  const seen = await tx.findStepByExternalRef(scope, input.connector, input.externalRef);
+  if (seen) await tx.getInvocation(scope, seen.invocationId, { forUpdate: true });
+  await tx.lock(scope, [completionLockKey(input.connector, input.externalRef)]);
+  await tx.lock(scope, ["journal"]);
+  if (input.deliveryId !== undefined && !(await tx.rememberDelivery(scope, input.connector, input.deliveryId, now))) {
+    throw new WritError("WEBHOOK_REPLAYED", `delivery ${input.deliveryId} was already received`);
+  }
+  let contentDigest: string;
+  try {
+    contentDigest = digestOf(o.crypto, { outcome: input.outcome, result: input.result ?? null, error: input.error ?? null, evidence: input.evidence ?? null });
+  } catch (e) {
+    throw new WritError("INVALID_ARGUMENT", `completion is not plain JSON: ${errorMessage(e)}`);
+  }
+  const base: CompletionRecord = {
+    ...scope,
+    completionId: input.deliveryId ?? ctx.newId("cmp_"),
+    connector: input.connector,
+    externalRef: input.externalRef,
+    outcome: input.outcome,
+    contentDigest,
+    disposition: "applied",
+    receivedAt: now,
+  };
+  if (input.result !== undefined) base.result = input.result;
+  if (input.error !== undefined) base.error = input.error;
+  if (input.evidence !== undefined) base.evidence = input.evidence;
+
+  const step = await tx.findStepByExternalRef(scope, input.connector, input.externalRef);
+  if (step && step.invocationId !== seen?.invocationId) throw new WritError("STALE", `operation ${input.externalRef} was handed off while this completion was applied`);
+  const inv = step ? await tx.getInvocation(scope, step.invocationId) : null;
+  const prior = await tx.listCompletions(scope, input.connector, input.externalRef);
+  const first = prior.find((c) => c.disposition !== "contradictory");
+  if (first) {
+    if (first.contentDigest === contentDigest) return { disposition: "duplicate", ...(first.invocationId ? { invocationId: first.invocationId } : {}) };
+    const rec: CompletionRecord = redactedFor(ctx, inv, step, { ...base, disposition: "contradictory", ...(inv ? { invocationId: inv.invocationId, stepIndex: step!.stepIndex } : {}) });
+    await tx.insertCompletion(scope, rec);
+    await journalCompletion(ctx, tx, scope, rec, "completion.contradicted");
+    events.push({ type: "ExternalOperationContradicted", scope, invocationId: inv?.invocationId ?? "", at: now, data: { connector: rec.connector, externalRef: rec.externalRef, first: first.completionId, second: rec.completionId } });
+    if (inv && inv.status !== "reconciliation_required") {
+      const why = `contradictory completions for ${input.connector} ${input.externalRef}: kept ${first.completionId} (${first.outcome}), received ${rec.completionId} (${rec.outcome})`;
+      const next = await toReconciliation(ctx, tx, inv, undefined, step!.stepIndex, "COMPLETION_CONTRADICTED", why, input.externalRef, events);
+      return { disposition: "contradictory", invocationId: inv.invocationId, status: next.status };
+    }
+    return { disposition: "contradictory", ...(inv ? { invocationId: inv.invocationId, status: inv.status } : {}) };
+  }
+  if (!step || !inv) {
+    // Early: a call to this connector is in flight in this scope; keep the completion for the parking.
+    if (await inFlightCall(tx, scope, input.connector)) {
+      const rec = redactedFor(ctx, null, null, { ...base, disposition: "early" });
+      await tx.insertCompletion(scope, { ...base, disposition: "early" });
+      await journalCompletion(ctx, tx, scope, rec, "completion.early");
+      return { disposition: "early" };
+    }
+    throw new WritError("COMPLETION_UNKNOWN_REFERENCE", `no operation ${input.externalRef} of ${input.connector} is waiting in this scope; retry later if it was just started`);
+  }
+  const late = inv.status === "reconciliation_required" && inv.overdueAt !== undefined;
+  if (step.status !== "handed_off" || (inv.status !== "parked" && !late)) {
+    throw new WritError("INVALID_STATE", `operation ${input.externalRef} is no longer waiting for a completion (step ${step.status}, invocation ${inv.status})`);
+  }
+  const rec: CompletionRecord = { ...base, disposition: late ? "late" : "applied", invocationId: inv.invocationId, stepIndex: step.stepIndex };
+  await tx.insertCompletion(scope, redactedFor(ctx, inv, step, rec));
+  await journalCompletion(ctx, tx, scope, redactedFor(ctx, inv, step, rec), "completion.applied");
+  const next = await apply(ctx, tx, inv, step, rec, late, events);
+  return { disposition: rec.disposition, invocationId: inv.invocationId, status: next.status };
 }
 
 async function inFlightCall(tx: StoreTx, scope: Scope, connector: string): Promise<boolean> {
@@ -235,10 +246,12 @@ export async function sweepOverdue(ctx: HostContext, limit = 100): Promise<numbe
   const due = await o.store.transact((tx) => tx.listOverdueParked(o.clock.now(), limit));
   let n = 0;
   for (const d of due) {
-    const events: HostEvent[] = [];
-    const moved = await o.store.transact(async (tx) => {
+    let events: HostEvent[] = [];
+    const moved = await retryStale(() => {
+      events = [];
+      return o.store.transact(async (tx) => {
       const scope = scopeOf(d);
-      const inv = await tx.getInvocation(scope, d.invocationId);
+      const inv = await tx.getInvocation(scope, d.invocationId, { forUpdate: true });
       const now = o.clock.now();
       if (!inv || inv.status !== "parked" || inv.deadlineAt === undefined || inv.deadlineAt > now || inv.overdueAt !== undefined) return false;
       const steps = await tx.getSteps(scope, inv.invocationId);
@@ -246,6 +259,7 @@ export async function sweepOverdue(ctx: HostContext, limit = 100): Promise<numbe
       const why = `no completion for ${handoff?.connector ?? "the connector"} ${handoff?.externalRef ?? ""} by its deadline`;
       await toReconciliation(ctx, tx, inv, undefined, handoff?.stepIndex ?? inv.nextStep, "COMPLETION_OVERDUE", why, handoff?.externalRef, events, { overdueAt: now });
       return true;
+      });
     });
     for (const e of events) ctx.emit(e);
     if (moved) n++;

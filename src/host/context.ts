@@ -2,7 +2,7 @@
 import type { ActionDefinition } from "../core/action.js";
 import type { Boundary } from "../core/boundary.js";
 import { base64url } from "../core/encoding.js";
-import { errorMessage } from "../core/errors.js";
+import { errorMessage, isWritError } from "../core/errors.js";
 import { assertTransition } from "../core/invocation.js";
 import { appendJournal } from "../core/journal.js";
 import { redact } from "../core/redact.js";
@@ -25,6 +25,21 @@ export interface HostContext {
   /** Events raised inside a transaction are emitted only after it commits. */
   transition(tx: StoreTx, inv: Invocation, to: InvocationStatus, patch: Partial<Invocation>, opts?: { fence?: Fence; data?: Json; events?: HostEvent[] }): Promise<Invocation>;
   redactInvocation(inv: Invocation): Invocation;
+}
+
+/**
+ * Runs a whole transition again when it lost a race (STALE: a row it read changed before its
+ * conditional write; docs/stores.md). Each run re-reads and re-decides, so a retry either applies
+ * to the new state or refuses it; after `attempts` lost races the STALE error reaches the caller.
+ */
+export async function retryStale<T>(run: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await run();
+    } catch (e) {
+      if (!isWritError(e, "STALE") || i >= attempts) throw e;
+    }
+  }
 }
 
 export function scopeOf(r: { tenantId: string; spaceId: string }): Scope {

@@ -18,7 +18,7 @@ import type { ActionRequest, Actor, Authority, Invocation, Json, ReconciliationR
 import { checkActor, checkRequest } from "../core/validate.js";
 import { createBreakers, type Breakers } from "./breaker.js";
 import { compensationActions } from "./compensation.js";
-import { makeContext, scopeOf, type HostContext } from "./context.js";
+import { makeContext, retryStale, scopeOf, type HostContext } from "./context.js";
 import type { HostEvent } from "./events.js";
 import { resolveHostOptions, silentLogger, type HostOptions } from "./options.js";
 import { createWorker, type Worker, type WorkerOptions } from "./worker.js";
@@ -226,9 +226,12 @@ export function createHostCore(options: HostOptions): Host {
   async function cancel(scope: Scope, invocationId: string, by: Actor): Promise<Invocation> {
     const problems = checkActor(by, "by");
     if (problems.length > 0) throw new WritError("INVALID_ARGUMENT", problems.join("; "));
-    const events: HostEvent[] = [];
-    const inv = await o.store.transact(async (tx) => {
-      const cur = await tx.getInvocation(scope, invocationId);
+    let events: HostEvent[] = [];
+    const inv = await retryStale(() => {
+      events = [];
+      return o.store.transact(async (tx) => {
+      // Locked for the transaction: a claim waits for the cancel (or the cancel sees it running).
+      const cur = await tx.getInvocation(scope, invocationId, { forUpdate: true });
       if (!cur) throw new WritError("NOT_FOUND", `no invocation ${invocationId} in this scope`);
       if (cur.status !== "queued" && cur.status !== "awaiting_approval") {
         throw new WritError("INVALID_STATE", `invocation ${invocationId} is ${cur.status}: only queued or awaiting_approval invocations can be cancelled`);
@@ -236,6 +239,7 @@ export function createHostCore(options: HostOptions): Host {
       const steps = await tx.getSteps(scope, invocationId);
       if (steps.length > 0) throw new WritError("INVALID_STATE", `invocation ${invocationId} has started steps and cannot be cancelled`);
       return ctx.transition(tx, cur, "cancelled", { reasons: [`cancelled by ${by.type}:${by.id}`] }, { events, data: { by: { type: by.type, id: by.id } } });
+      });
     });
     for (const e of events) ctx.emit(e);
     return ctx.redactInvocation(inv);
@@ -250,12 +254,16 @@ export function createHostCore(options: HostOptions): Host {
     if (input.externalRef !== undefined && (typeof input.externalRef !== "string" || input.externalRef.length === 0 || input.externalRef.length > 512)) {
       throw new WritError("INVALID_ARGUMENT", "externalRef must be a non-empty string");
     }
-    const events: HostEvent[] = [];
-    const inv = await o.store.transact(async (tx) => {
+    let events: HostEvent[] = [];
+    const inv = await retryStale(() => {
+      events = [];
+      return o.store.transact(async (tx) => {
       const rec = await tx.getReconciliation(scope, reconciliationId);
       if (!rec) throw new WritError("NOT_FOUND", `no reconciliation ${reconciliationId} in this scope`);
       if (rec.status !== "open") throw new WritError("INVALID_STATE", `reconciliation ${reconciliationId} is already resolved`);
-      const cur = await tx.getInvocation(scope, rec.invocationId);
+      // The invocation row first (lock order, docs/stores.md); the reconciliation's own write
+      // below is conditional on the revision read above.
+      const cur = await tx.getInvocation(scope, rec.invocationId, { forUpdate: true });
       if (!cur) throw new WritError("NOT_FOUND", `invocation ${rec.invocationId} not found`);
       if (cur.status !== "reconciliation_required") throw new WritError("INVALID_STATE", `invocation ${cur.invocationId} is ${cur.status}, not reconciliation_required`);
       const action = ctx.actions.get(cur.action);
@@ -316,6 +324,7 @@ export function createHostCore(options: HostOptions): Host {
       const compensable = action.steps.slice(0, rec.stepIndex).some((s) => s.compensate);
       if (compensable) return ctx.transition(tx, cur, "queued", { compensating: true, nextStep: rec.stepIndex, runAt: now, attemptCount: 0 }, { events, data: detail });
       return ctx.transition(tx, cur, "failed", { lastError: `resolved as failed by ${by.type}:${by.id}: ${input.note}` }, { events, data: detail });
+      });
     });
     for (const e of events) ctx.emit(e);
     return ctx.redactInvocation(inv);

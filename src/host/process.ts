@@ -63,7 +63,11 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
     for (const e of events.splice(0)) ctx.emit(e);
   };
   const settle = async (fn: (tx: StoreTx) => Promise<Invocation>): Promise<ProcessResult> => {
-    const next = await store.transact(async (tx) => fn(tx));
+    const next = await store.transact(async (tx) => {
+      // The invocation row first (lock order, docs/stores.md): approvals and journal come after.
+      await tx.assertLease(scope, fence);
+      return fn(tx);
+    });
     flush();
     return next.status;
   };
@@ -135,7 +139,7 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
     return settle((tx) => ctx.transition(tx, inv, "denied", { reasons: verdict.reasons }, { fence, events }));
   }
   if (verdict.result === "REQUIRE_APPROVAL") {
-    return settle((tx) => openApproval(ctx, tx, inv, fence, verdict.approval, approval, events));
+    return settle((tx) => openApproval(ctx, tx, inv, fence, verdict.approval, approval, events, { reasons: verdict.reasons, policyRef: verdict.policyRef }));
   }
 
   const now = o.clock.now();
@@ -206,6 +210,7 @@ async function afterUnsettled(
 ): Promise<ProcessResult> {
   const store = ctx.o.store;
   const result = await store.transact(async (tx): Promise<Invocation> => {
+    await tx.assertLease(scopeOf(inv), fence);
     if (a.state === "DUPLICATE") return ctx.transition(tx, inv, "succeeded", { result: a.output ?? null, nextStep: doneSteps }, { fence, events });
     const code = a.reasonCode ?? "REFUSED";
     const why = `${code}: ${a.reason ?? "refused"}`;
@@ -292,6 +297,8 @@ export async function toReconciliation(
 ): Promise<Invocation> {
   const now = ctx.o.clock.now();
   const scope = scopeOf(inv);
+  // The invocation row first (lock order, docs/stores.md); unfenced callers locked it already.
+  if (fence) await tx.assertLease(scope, fence);
   const rec: ReconciliationRecord = {
     ...scope,
     reconciliationId: ctx.newId("rec_"),
@@ -327,7 +334,16 @@ function safeRedact(ctx: HostContext, t: string): string {
 }
 
 /** REQUIRE_APPROVAL: open (or keep) an approval bound to the request digest and park. */
-async function openApproval(ctx: HostContext, tx: StoreTx, inv: Invocation, fence: Fence, spec: { approverRoles?: string[]; quorum?: number; ttlMs?: number } | undefined, existing: Approval | null, events: HostEvent[]): Promise<Invocation> {
+async function openApproval(
+  ctx: HostContext,
+  tx: StoreTx,
+  inv: Invocation,
+  fence: Fence,
+  spec: { approverRoles?: string[]; quorum?: number; ttlMs?: number } | undefined,
+  existing: Approval | null,
+  events: HostEvent[],
+  asked: { reasons: string[]; policyRef: string },
+): Promise<Invocation> {
   const scope = scopeOf(inv);
   const now = ctx.o.clock.now();
   if (existing) {
@@ -357,7 +373,7 @@ async function openApproval(ctx: HostContext, tx: StoreTx, inv: Invocation, fenc
   };
   await tx.putApproval(scope, approval);
   await appendJournal(tx, ctx.o.crypto, scope, [
-    { id: `approval.opened:${approval.approvalId}`, type: "approval.opened", at: now, refs: { invocationId: inv.invocationId, approvalId: approval.approvalId }, data: { quorum: approval.quorum, approverRoles: approval.approverRoles, expiresAt: approval.expiresAt, requestedBy: { ...approval.requestedBy }, ...(approval.submittedBy ? { submittedBy: { principal: { ...approval.submittedBy.principal }, ...(approval.submittedBy.keyId ? { keyId: approval.submittedBy.keyId } : {}) } } : {}) } },
+    { id: `approval.opened:${approval.approvalId}`, type: "approval.opened", at: now, refs: { invocationId: inv.invocationId, approvalId: approval.approvalId }, data: { quorum: approval.quorum, approverRoles: approval.approverRoles, expiresAt: approval.expiresAt, reasons: asked.reasons, policyRef: asked.policyRef, requestedBy: { ...approval.requestedBy }, ...(approval.submittedBy ? { submittedBy: { principal: { ...approval.submittedBy.principal }, ...(approval.submittedBy.keyId ? { keyId: approval.submittedBy.keyId } : {}) } } : {}) } },
   ]);
   return ctx.transition(tx, inv, "awaiting_approval", { approvalId: approval.approvalId }, { fence, events });
 }

@@ -27,6 +27,7 @@ import { journalRoutes } from "./routes/journal.js";
 import { reconciliationRoutes } from "./routes/reconciliations.js";
 import { systemRoutes } from "./routes/system.js";
 import { createRateLimiter, type RateLimit } from "./rate-limit.js";
+import { createConsole, type ConsoleOptions } from "../console/index.js";
 
 export interface CreateAppOptions {
   /** Largest request body accepted (413 beyond). @defaultValue config.server.bodyLimitBytes, else 1048576 (1 MiB) */
@@ -41,6 +42,8 @@ export interface CreateAppOptions {
   healthTimeoutMs?: number;
   /** Per-key rate limit (429 RATE_LIMITED with Retry-After beyond). @defaultValue { perSecond: 200, burst: 1000 } */
   rateLimit?: RateLimit;
+  /** The operator console at /console (docs/console.md). @defaultValue config.console, else on with its defaults */
+  console?: ConsoleOptions;
 }
 
 export interface ResolvedAppOptions {
@@ -95,6 +98,12 @@ export function apiRoutes(s: ServerContext, openapi: () => unknown): Route[] {
   ];
 }
 
+/** Ends the console's live streams of an app (its server is closing). */
+const liveClosers = new WeakMap<object, () => void>();
+export function closeLiveStreams(app: object): void {
+  liveClosers.get(app)?.();
+}
+
 /** Creates the Hono app of the HTTP API over an open runtime. */
 export function createApp(runtime: Runtime, options: CreateAppOptions = {}): Hono<AppEnv> {
   const opts = resolveAppOptions(runtime, options);
@@ -144,6 +153,12 @@ export function createApp(runtime: Runtime, options: CreateAppOptions = {}): Hon
     },
     fail,
   });
+  const consoleOptions = options.console ?? runtime.config.console ?? {};
+  if (consoleOptions.enabled !== false) {
+    const con = createConsole(s, consoleOptions);
+    app.route("/console", con.app);
+    liveClosers.set(app, () => con.close());
+  }
   app.notFound((c) => fail(c, new ApiError("ROUTE_NOT_FOUND", `no route ${c.req.method} ${c.req.path.slice(0, 200)}`)));
   app.onError((err, c) => fail(c, err));
   return app;

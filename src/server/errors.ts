@@ -54,6 +54,8 @@ export const STATUS_OF: Readonly<Record<ApiErrorCode, number>> = {
   CONFLICT: 409,
   INVALID_STATE: 409,
   LEASE_LOST: 409,
+  // A concurrent writer changed the record first (the host retries these; one that reaches here lost every retry).
+  STALE: 409,
   WEBHOOK_REPLAYED: 409,
   // The operation may not have parked yet: the sender should retry (its usual retry schedule).
   COMPLETION_UNKNOWN_REFERENCE: 409,
@@ -68,6 +70,7 @@ export const STATUS_OF: Readonly<Record<ApiErrorCode, number>> = {
   INTERNAL: 500,
   INVALID_OPTION: 500,
   KEY_ERROR: 500,
+  LOCK_ORDER: 500,
   STORE_ERROR: 503,
   STORE_CLOSED: 503,
   SERVICE_UNAVAILABLE: 503,

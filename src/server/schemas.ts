@@ -141,6 +141,7 @@ export const Invocation = named(
     version: z.number().int().optional(),
     createdAt: Millis,
     updatedAt: Millis,
+    rev: z.number().int().nonnegative().optional().describe("row revision: moves on with every write (docs/stores.md)"),
   }),
   "the durable unit of work for one request (lease tokens are never shown)",
 );
@@ -176,6 +177,7 @@ export const Approval = named(
     expiresAt: Millis,
     createdAt: Millis,
     updatedAt: Millis,
+    rev: z.number().int().nonnegative().optional().describe("row revision: moves on with every write (docs/stores.md)"),
   }),
   "a human grant for one request digest",
 );
@@ -201,6 +203,7 @@ export const Reconciliation = named(
     resolution: z.object({ outcome: z.enum(["succeeded", "failed"]), externalRef: z.string().optional(), note: z.string(), by: Actor, at: Millis }).optional(),
     createdAt: Millis,
     updatedAt: Millis,
+    rev: z.number().int().nonnegative().optional().describe("row revision: moves on with every write (docs/stores.md)"),
   }),
   "an outcome Writ cannot know, waiting for an operator",
 );

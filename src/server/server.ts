@@ -5,7 +5,7 @@ import { getRequestListener } from "@hono/node-server";
 import { base64url } from "../core/encoding.js";
 import { WritError, errorMessage } from "../core/errors.js";
 import type { Runtime } from "../runtime/runtime.js";
-import { createApp, resolveAppOptions, type CreateAppOptions } from "./app.js";
+import { closeLiveStreams, createApp, resolveAppOptions, type CreateAppOptions } from "./app.js";
 import { ApiError, errorReply } from "./errors.js";
 import { metricsFor } from "./metrics.js";
 
@@ -112,6 +112,7 @@ export async function startServer(runtime: Runtime, options: StartServerOptions 
     port: address.port,
     close() {
       closing ??= new Promise<void>((resolve, reject) => {
+        closeLiveStreams(app);
         server.close((err) => (err ? reject(err) : resolve()));
         server.closeIdleConnections();
       });

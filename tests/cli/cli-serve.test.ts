@@ -12,6 +12,7 @@ import { BIN, REPO, childEnv, workspace } from "./helpers.js";
 
 interface Banner {
   url: string;
+  console: string;
   demo: { tenantId: string; spaceId: string; adminKey: string; adminKeyFile: string; created: boolean; curl: string; agentKey: string; agentKeyFile: string; approverKey: string; approverKeyFile: string };
 }
 
@@ -95,6 +96,11 @@ describe("writ serve with the example config", () => {
     expect(demo.curl).toContain(`${s.banner.url}/v1/spaces/default/invocations`);
     expect(demo.curl).toContain(demo.agentKey);
     for (const f of [demo.agentKeyFile, demo.approverKeyFile]) expect(statSync(f).mode & 0o777).toBe(0o600);
+    // The console is served beside the API and its URL printed.
+    expect(s.banner.console).toBe(`${s.banner.url}/console`);
+    const signIn = await fetch(`${s.banner.console}/sign-in`);
+    expect(signIn.status).toBe(200);
+    expect(await signIn.text()).toContain("Sign in to the Writ console");
 
     // The agent submits with its own key; it may not approve (four eyes); the approver key does.
     const small = await api(s, "POST", "/invocations", refund("pay_1", 1200), demo.agentKey);

@@ -19,13 +19,13 @@
  */
 import { afterAll, describe, it } from "vitest";
 import type { Store } from "../../src/core/store.js";
-import { runConformanceCase, storeConformanceCases } from "../../src/stores/conformance/index.js";
+import { runConformanceCase, storeConformanceCases, type ConformanceEnv } from "../../src/stores/conformance/index.js";
 
 /** Registers one vitest test per conformance case for the store `name`. */
-export function defineStoreConformance(name: string, makeStore: () => Promise<Store>, cleanup?: () => Promise<void>): void {
+export function defineStoreConformance(name: string, makeStore: () => Promise<Store>, cleanup?: () => Promise<void>, env?: ConformanceEnv): void {
   describe(`store conformance: ${name}`, () => {
     for (const testCase of storeConformanceCases) {
-      it(testCase.name, () => runConformanceCase(testCase, makeStore));
+      it(testCase.name, () => runConformanceCase(testCase, makeStore, env));
     }
     if (cleanup !== undefined) afterAll(cleanup);
   });

@@ -16,5 +16,7 @@ describe.skipIf(db === null)("postgres", () => {
     "postgres",
     async () => postgresStore({ url: db!.url }, { max: 4 }),
     async () => db?.drop(),
+    // Two pools over one database: the race cases also race real concurrent transactions.
+    { concurrent: true },
   );
 });

@@ -341,7 +341,7 @@ describe("durability and close", () => {
 
     const second = dbs.track(sqliteStore({ path }));
     await second.transact(async (tx) => {
-      expect(await tx.getInvocation(scopeA, "a")).toEqual(invocation("a"));
+      expect(await tx.getInvocation(scopeA, "a")).toEqual({ ...invocation("a"), rev: 1 });
       expect(await tx.getAttempt(scopeA, "att-1")).toEqual({ ...attempt, seq: 1 });
       expect(await tx.readJournal(scopeA)).toEqual([entry]);
       expect(await tx.journalHead(scopeA)).toEqual({ seq: 1, hash: "h1" });

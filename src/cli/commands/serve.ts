@@ -47,6 +47,7 @@ function printBanner(ctx: CliContext, rt: Runtime, url: string, worker: Worker, 
   ctx.out.result(
     {
       url,
+      ...(rt.config.console?.enabled !== false ? { console: `${url}/console` } : {}),
       worker: worker.id,
       store: rt.store.kind,
       signingKey: rt.signingKey.kid,
@@ -73,6 +74,7 @@ function printBanner(ctx: CliContext, rt: Runtime, url: string, worker: Worker, 
       ctx.out.line(`Writ is serving on ${url}`);
       ctx.out.line(`  store ${rt.store.kind}, ${rt.config.actions.length} action(s), signing key ${rt.signingKey.kid}, worker ${worker.id}`);
       ctx.out.line(`  OpenAPI: ${url}/openapi.json   health: ${url}/healthz`);
+      if (rt.config.console?.enabled !== false) ctx.out.line(`  Console: ${url}/console   (sign in with an API key)`);
       if (demo) {
         ctx.out.line("");
         ctx.out.line(`LOCAL DEMO ONLY — API keys of tenant "${demo.scope.tenantId}" (kept in mode 0600 files; created on first start):`);
@@ -121,7 +123,9 @@ export const serve: Command = {
       try {
         const log = stderrLogger(ctx.io, { events: false, debug: false });
         // Server faults (5xx) are logged with their detail; per-request lines stay off.
-        server = await startServer(rt, { port, host, logger: { ...log, info: () => {} } });
+        // The demo's space is the console's default space (a config's console.spaces wins).
+        const consoleOptions = demo ? { spaces: [demo.scope.spaceId], ...(rt.config.console ?? {}) } : rt.config.console;
+        server = await startServer(rt, { port, host, logger: { ...log, info: () => {} }, ...(consoleOptions ? { console: consoleOptions } : {}) });
       } catch (e) {
         const code = (e as { code?: string }).code;
         if (code === "EADDRINUSE") throw new CliError(EXIT.FAILED, "ADDRESS_IN_USE", `${host}:${port} is already in use: stop what listens there or pass --port <port>`);

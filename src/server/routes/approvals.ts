@@ -5,7 +5,7 @@ import { notFound, type ServerContext } from "../context.js";
 import { defineRoute, type Route } from "../registry.js";
 import { ApprovalAnswer, ApprovalList, ApprovalListQuery, ApprovalPath, ApprovalVoteBody, ErrorBody, SpacePath } from "../schemas.js";
 
-function approver(caller: Caller, note: string | undefined): Approver {
+export function approver(caller: Caller, note: string | undefined): Approver {
   // The key's API roles plus the policy approver roles it was given (e.g. `finance`).
   return {
     actor: caller.actor,

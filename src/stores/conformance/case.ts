@@ -4,6 +4,16 @@ import type { Store, StoreTx } from "../../core/store.js";
 /** Makes a new store over the storage under test (a new connection, pool or in-memory store). */
 export type MakeStore = () => Promise<Store>;
 
+/** What the storage under test allows beyond the contract's minimum. */
+export interface ConformanceEnv {
+  /**
+   * Two stores from `makeStore` share storage, and their transactions run concurrently (one may
+   * wait inside a transaction for the other to reach a point): PostgreSQL. The race cases then
+   * also race real concurrent transactions. @defaultValue false
+   */
+  concurrent?: boolean;
+}
+
 /**
  * One conformance case. `run` opens the stores it needs through `makeStore`, calls `migrate()`,
  * asserts with `node:assert/strict` (or lets a store error propagate) and closes every store it
@@ -12,14 +22,14 @@ export type MakeStore = () => Promise<Store>;
 export interface StoreConformanceCase {
   /** Stable, unique, human-readable: "<area>: <invariant>". */
   name: string;
-  run(makeStore: MakeStore): Promise<void>;
+  run(makeStore: MakeStore, env?: ConformanceEnv): Promise<void>;
 }
 
 /**
  * Runs one case and fails it if it left a store open (stores must not leak), closing the stray
  * store so the next case starts clean.
  */
-export async function runConformanceCase(testCase: StoreConformanceCase, makeStore: MakeStore): Promise<void> {
+export async function runConformanceCase(testCase: StoreConformanceCase, makeStore: MakeStore, env: ConformanceEnv = {}): Promise<void> {
   const open = new Set<Store>();
   const tracking: MakeStore = async () => {
     const store = await makeStore();
@@ -29,7 +39,7 @@ export async function runConformanceCase(testCase: StoreConformanceCase, makeSto
   };
   let failure: { error: unknown } | undefined;
   try {
-    await testCase.run(tracking);
+    await testCase.run(tracking, env);
   } catch (error) {
     failure = { error };
   }

@@ -71,7 +71,7 @@ export const claimCases: StoreConformanceCase[] = [
         for (const [i, c] of claimed.entries()) assert.equal(c.leaseToken, toks[i], "the i-th claimed invocation gets the i-th token");
         for (const c of ours) {
           const before = mine.get(c.invocationId)!;
-          const expected: Invocation = { ...before, status: "running", leaseOwner: owner, leaseToken: c.leaseToken, leaseExpiresAt: TC + 5000, attemptCount: before.attemptCount + 1, updatedAt: TC };
+          const expected: Invocation = { ...before, status: "running", leaseOwner: owner, leaseToken: c.leaseToken, leaseExpiresAt: TC + 5000, attemptCount: before.attemptCount + 1, updatedAt: TC, rev: (before.rev ?? 0) + 1 };
           assertRecord(c, expected, "claimed invocation");
           assertRecord(await read(store, c), expected, "stored claimed invocation");
         }

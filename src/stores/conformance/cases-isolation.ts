@@ -212,7 +212,7 @@ export const isolationCases: StoreConformanceCase[] = [
           await refused(store, (tx) => tx.putApproval(x, { ...appr, status: "approved" }), "putApproval stamped with another scope");
           // The same ref / id in another scope is another record.
           const ownAuth = { ...auth, ...x, status: "revoked" as const };
-          const ownAppr = { ...appr, ...x, status: "denied" as const };
+          const ownAppr = { ...appr, ...x, status: "denied" as const, rev: undefined };
           await store.transact(async (tx) => {
             await tx.putAuthority(x, ownAuth);
             await tx.putApproval(x, ownAppr);

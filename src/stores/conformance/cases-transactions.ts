@@ -83,6 +83,8 @@ export const transactionCases: StoreConformanceCase[] = [
         let outcome: unknown = "resolved";
         try {
           await store.transact(async (tx) => {
+            // Lock order (docs/stores.md): the invocation row first, the journal last.
+            await tx.updateInvocation(scope, { ...inv, status: "cancelled", updatedAt: T0 + 1 });
             assert.equal(await tx.consumeDecision(scope, dec), true);
             await tx.putIdempotency(scope, idem2);
             assert.equal(await tx.insertAttempt(scope, att2), 2);
@@ -93,7 +95,6 @@ export const transactionCases: StoreConformanceCase[] = [
             await tx.insertReconciliation(scope, rec2);
             await tx.putAuthority(scope, auth2);
             await tx.putApproval(scope, appr2);
-            await tx.updateInvocation(scope, { ...inv, status: "cancelled", updatedAt: T0 + 1 });
             await tx.putIdempotency(scope, { ...idem, state: "succeeded", resultAttemptId: att.attemptId });
             await tx.updateAttempt(scope, { ...att, seq: 1, state: "SUCCEEDED", endedAt: T0 + 1 });
             await tx.putStep(scope, { ...st0, status: "succeeded", endedAt: T0 + 1 });
@@ -188,7 +189,8 @@ export const transactionCases: StoreConformanceCase[] = [
       await withStore(makeStore, async (store) => {
         const scope = newScope();
         const inv = invocation(scope);
-        const original = plain(inv);
+        // The store stamps the revision it assigned (1 on insert; docs/stores.md).
+        const original = { ...plain(inv), rev: 1 };
         const [entry] = journalChain(scope, 1);
         const originalEntry = plain(entry!);
         await store.transact(async (tx) => {

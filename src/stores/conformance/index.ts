@@ -15,13 +15,15 @@ import { claimCases } from "./cases-claims.js";
 import { extraCases } from "./cases-extras.js";
 import { invocationCases } from "./cases-invocations.js";
 import { isolationCases } from "./cases-isolation.js";
+import { inputCases } from "./cases-input.js";
 import { journalCases } from "./cases-journal.js";
+import { raceCases } from "./cases-races.js";
 import { recordCases } from "./cases-records.js";
 import { transactionCases } from "./cases-transactions.js";
 import { unsealedCases } from "./cases-unsealed.js";
-import { runConformanceCase, type MakeStore, type StoreConformanceCase } from "./case.js";
+import { runConformanceCase, type ConformanceEnv, type MakeStore, type StoreConformanceCase } from "./case.js";
 
-export { runConformanceCase, type MakeStore, type StoreConformanceCase } from "./case.js";
+export { runConformanceCase, type ConformanceEnv, type MakeStore, type StoreConformanceCase } from "./case.js";
 
 /** Every conformance case, in a stable order. Names are unique. */
 export const storeConformanceCases: StoreConformanceCase[] = [
@@ -33,6 +35,8 @@ export const storeConformanceCases: StoreConformanceCase[] = [
   ...unsealedCases,
   ...isolationCases,
   ...extraCases,
+  ...inputCases,
+  ...raceCases,
 ];
 
 /** Options of {@link runStoreConformance}. */
@@ -42,6 +46,8 @@ export interface RunStoreConformanceOptions {
    * @defaultValue every case
    */
   filter?: (name: string) => boolean;
+  /** What the storage allows (see {@link ConformanceEnv}); `concurrent` adds real concurrent races. */
+  env?: ConformanceEnv;
 }
 
 /** The outcome of a conformance run: the names that passed, and each failure with its error. */
@@ -60,7 +66,7 @@ export async function runStoreConformance(makeStore: MakeStore, opts: RunStoreCo
   for (const testCase of storeConformanceCases) {
     if (opts.filter !== undefined && !opts.filter(testCase.name)) continue;
     try {
-      await runConformanceCase(testCase, makeStore);
+      await runConformanceCase(testCase, makeStore, opts.env);
       report.passed.push(testCase.name);
     } catch (error) {
       report.failed.push({ name: testCase.name, error });

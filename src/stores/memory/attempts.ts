@@ -1,12 +1,11 @@
 /** Attempt records: the store assigns each scope's attempts seq 1, 2, 3… in insertion order. */
 import { WritError } from "../../core/errors.js";
-import { assertScope, type ListOptions } from "../../core/store.js";
+import { type ListOptions } from "../../core/store.js";
 import type { AttemptRecord, Scope } from "../../core/types.js";
 import { copy } from "./copy.js";
 import { findScope, limited, scopeFor, type Work } from "./state.js";
 
 export function insertAttempt(w: Work, scope: Scope, rec: AttemptRecord): number {
-  assertScope(scope, rec, "attempt");
   const sd = scopeFor(w.state, scope);
   if (sd.attemptIndex.has(rec.attemptId)) throw new WritError("CONFLICT", `attempt ${rec.attemptId} already exists`);
   const stored = copy(rec);
@@ -22,7 +21,6 @@ export function insertAttempt(w: Work, scope: Scope, rec: AttemptRecord): number
 
 /** Replaces the attempt with the same id; its store-assigned seq is kept. */
 export function updateAttempt(w: Work, scope: Scope, rec: AttemptRecord): void {
-  assertScope(scope, rec, "attempt");
   const sd = findScope(w.state, scope);
   const i = sd?.attemptIndex.get(rec.attemptId);
   if (sd === undefined || i === undefined) throw new WritError("NOT_FOUND", `no attempt ${rec.attemptId} in this scope`);

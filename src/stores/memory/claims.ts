@@ -42,6 +42,7 @@ export function claimInvocations(w: Work, opts: ClaimOptions): Invocation[] {
       leaseExpiresAt: now + leaseMs,
       attemptCount: pick.rec.attemptCount + 1,
       updatedAt: now,
+      rev: (pick.rec.rev ?? 0) + 1,
     };
     storeInvocation(w, pick.sd, next);
     out.push(copy(next));

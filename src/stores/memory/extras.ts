@@ -3,13 +3,12 @@
  * (overdue parked invocations, expired pending approvals).
  */
 import { WritError } from "../../core/errors.js";
-import { assertScope } from "../../core/store.js";
 import type { ApiKeyRecord, Approval, CompletionRecord, Invocation, PolicyVersion, Scope, StepCheckpoint } from "../../core/types.js";
 import { copy } from "./copy.js";
+import { nextRevision } from "../../core/store-guard.js";
 import { findScope, keyOf, limited, scopeFor, setUndoable, type MemoryState, type Work } from "./state.js";
 
 export function putPolicyVersion(w: Work, scope: Scope, v: PolicyVersion): void {
-  assertScope(scope, v, "policy version");
   if (!Number.isInteger(v.version) || v.version < 1) throw new WritError("INVALID_ARGUMENT", "policy version must be a positive integer");
   setUndoable(w, scopeFor(w.state, scope).policyVersions, v.version, copy(v));
 }
@@ -20,19 +19,20 @@ export function listPolicyVersions(w: Work, scope: Scope): PolicyVersion[] {
 }
 
 export function insertCompletion(w: Work, scope: Scope, c: CompletionRecord): void {
-  assertScope(scope, c, "completion");
   const map = scopeFor(w.state, scope).completions;
   const k = keyOf(c.connector, c.completionId);
   if (map.has(k)) throw new WritError("CONFLICT", `completion ${c.completionId} of ${c.connector} already exists`);
-  setUndoable(w, map, k, copy(c));
+  setUndoable(w, map, k, copy({ ...c, rev: 1 }));
+  c.rev = 1;
 }
 
 export function updateCompletion(w: Work, scope: Scope, c: CompletionRecord): void {
-  assertScope(scope, c, "completion");
   const map = findScope(w.state, scope)?.completions;
   const k = keyOf(c.connector, c.completionId);
-  if (!map?.has(k)) throw new WritError("NOT_FOUND", `no completion ${c.completionId} of ${c.connector} in this scope`);
-  setUndoable(w, map, k, copy(c));
+  const prev = map?.get(k);
+  const rev = nextRevision(prev === undefined ? undefined : (prev.rev ?? 0), c.rev, `completion ${c.completionId} of ${c.connector}`);
+  setUndoable(w, map!, k, copy({ ...c, rev }));
+  c.rev = rev;
 }
 
 export function listCompletions(w: Work, scope: Scope, connector: string, externalRef: string): CompletionRecord[] {

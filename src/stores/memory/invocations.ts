@@ -1,7 +1,8 @@
 /** Invocation records: insert, reads, listing, fenced updates and lease checks. */
 import { LeaseLostError, WritError } from "../../core/errors.js";
-import { assertScope, type InvocationFilter } from "../../core/store.js";
+import { type InvocationFilter } from "../../core/store.js";
 import type { Fence, Invocation, Scope } from "../../core/types.js";
+import { nextRevision } from "../../core/store-guard.js";
 import { copy } from "./copy.js";
 import { findScope, keyOf, limited, scopeFor, setUndoable, type ScopeData, type Work } from "./state.js";
 
@@ -13,13 +14,13 @@ export function storeInvocation(w: Work, sd: ScopeData, next: Invocation): void 
 }
 
 export function insertInvocation(w: Work, scope: Scope, inv: Invocation): void {
-  assertScope(scope, inv, "invocation");
   const sd = scopeFor(w.state, scope);
   if (sd.invocations.has(inv.invocationId)) throw new WritError("CONFLICT", `invocation ${inv.invocationId} already exists`);
   const key = keyOf(inv.action, inv.idempotencyKey);
   if (sd.invocationKeys.has(key)) throw new WritError("CONFLICT", `an invocation of ${inv.action} with this idempotency key already exists`);
   setUndoable(w, sd.invocationKeys, key, inv.invocationId);
-  storeInvocation(w, sd, copy(inv));
+  storeInvocation(w, sd, copy({ ...inv, rev: 1 }));
+  inv.rev = 1;
 }
 
 export function getInvocation(w: Work, scope: Scope, invocationId: string): Invocation | null {
@@ -59,7 +60,6 @@ function newerFirst(a: Invocation, b: Invocation): boolean {
 }
 
 export function updateInvocation(w: Work, scope: Scope, inv: Invocation, fence: Fence | undefined): void {
-  assertScope(scope, inv, "invocation");
   const sd = findScope(w.state, scope);
   const prev = sd?.invocations.get(inv.invocationId);
   if (fence !== undefined) {
@@ -67,6 +67,8 @@ export function updateInvocation(w: Work, scope: Scope, inv: Invocation, fence: 
     checkLease(prev, fence);
   }
   if (sd === undefined || prev === undefined) throw new WritError("NOT_FOUND", `no invocation ${inv.invocationId} in this scope`);
+  // Fenced: the lease is the condition; otherwise the revision the writer read (docs/stores.md).
+  const rev = fence !== undefined ? (prev.rev ?? 0) + 1 : nextRevision(prev.rev ?? 0, inv.rev, `invocation ${inv.invocationId}`);
   const key = keyOf(inv.action, inv.idempotencyKey);
   const prevKey = keyOf(prev.action, prev.idempotencyKey);
   if (key !== prevKey) {
@@ -75,7 +77,8 @@ export function updateInvocation(w: Work, scope: Scope, inv: Invocation, fence: 
     sd.invocationKeys.delete(prevKey);
     w.undo.push(() => sd.invocationKeys.set(prevKey, prev.invocationId));
   }
-  storeInvocation(w, sd, copy(inv));
+  storeInvocation(w, sd, copy({ ...inv, rev }));
+  inv.rev = rev;
 }
 
 export function assertLease(w: Work, scope: Scope, fence: Fence): void {

@@ -3,6 +3,7 @@
  * log), deep-copied records, every rule of the Store port. For tests, examples and benchmarks;
  * nothing survives the process.
  */
+import { guardStore } from "../../core/store-guard.js";
 import { WritError } from "../../core/errors.js";
 import type { Store, StoreTx } from "../../core/store.js";
 import type { Scope } from "../../core/types.js";
@@ -79,7 +80,8 @@ export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
     return result;
   }
 
-  return {
+  // Every transaction runs behind the shared input rules and the lock order (docs/stores.md).
+  return guardStore({
     kind: "memory",
     async migrate(): Promise<void> {
       if (closing) throw closed();
@@ -111,5 +113,5 @@ export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
         journalListeners.delete(own);
       };
     },
-  };
+  });
 }

@@ -3,13 +3,13 @@
  * reconciliations, authorities and approvals.
  */
 import { WritError } from "../../core/errors.js";
-import { assertScope, type ListOptions } from "../../core/store.js";
+import { type ListOptions } from "../../core/store.js";
 import type { Approval, Authority, ConsumedDecision, IdempotencyRecord, ReconciliationRecord, ReconciliationStatus, Scope } from "../../core/types.js";
 import { copy } from "./copy.js";
+import { nextRevision } from "../../core/store-guard.js";
 import { findScope, keyOf, limited, scopeFor, setUndoable, type Work } from "./state.js";
 
 export function consumeDecision(w: Work, scope: Scope, rec: ConsumedDecision): boolean {
-  assertScope(scope, rec, "consumed decision");
   const sd = scopeFor(w.state, scope);
   if (sd.decisions.has(rec.decisionId)) return false;
   setUndoable(w, sd.decisions, rec.decisionId, copy(rec));
@@ -25,22 +25,21 @@ export function getIdempotency(w: Work, scope: Scope, action: string, idempotenc
 }
 
 export function putIdempotency(w: Work, scope: Scope, rec: IdempotencyRecord): void {
-  assertScope(scope, rec, "idempotency record");
   setUndoable(w, scopeFor(w.state, scope).idempotency, keyOf(rec.action, rec.idempotencyKey), copy(rec));
 }
 
 export function insertReconciliation(w: Work, scope: Scope, rec: ReconciliationRecord): void {
-  assertScope(scope, rec, "reconciliation");
   const map = scopeFor(w.state, scope).reconciliations;
   if (map.has(rec.reconciliationId)) throw new WritError("CONFLICT", `reconciliation ${rec.reconciliationId} already exists`);
-  setUndoable(w, map, rec.reconciliationId, copy(rec));
+  setUndoable(w, map, rec.reconciliationId, copy({ ...rec, rev: 1 }));
+  rec.rev = 1;
 }
 
 export function updateReconciliation(w: Work, scope: Scope, rec: ReconciliationRecord): void {
-  assertScope(scope, rec, "reconciliation");
   const map = findScope(w.state, scope)?.reconciliations;
-  if (map === undefined || !map.has(rec.reconciliationId)) throw new WritError("NOT_FOUND", `no reconciliation ${rec.reconciliationId} in this scope`);
-  setUndoable(w, map, rec.reconciliationId, copy(rec));
+  const rev = nextRevision(map?.get(rec.reconciliationId)?.rev ?? (map?.has(rec.reconciliationId) ? 0 : undefined), rec.rev, `reconciliation ${rec.reconciliationId}`);
+  setUndoable(w, map!, rec.reconciliationId, copy({ ...rec, rev }));
+  rec.rev = rev;
 }
 
 export function getReconciliation(w: Work, scope: Scope, reconciliationId: string): ReconciliationRecord | null {
@@ -58,7 +57,6 @@ export function listReconciliations(
 }
 
 export function putAuthority(w: Work, scope: Scope, a: Authority): void {
-  assertScope(scope, a, "authority");
   setUndoable(w, scopeFor(w.state, scope).authorities, a.authorityRef, copy(a));
 }
 
@@ -72,8 +70,17 @@ export function listAuthorities(w: Work, scope: Scope, opts: ListOptions = {}): 
 }
 
 export function putApproval(w: Work, scope: Scope, a: Approval): void {
-  assertScope(scope, a, "approval");
-  setUndoable(w, scopeFor(w.state, scope).approvals, a.approvalId, copy(a));
+  const map = scopeFor(w.state, scope).approvals;
+  const prev = map.get(a.approvalId);
+  if (a.rev === undefined) {
+    if (prev !== undefined) throw new WritError("CONFLICT", `approval ${a.approvalId} already exists`);
+    setUndoable(w, map, a.approvalId, copy({ ...a, rev: 1 }));
+    a.rev = 1;
+    return;
+  }
+  const rev = nextRevision(prev === undefined ? undefined : (prev.rev ?? 0), a.rev, `approval ${a.approvalId}`);
+  setUndoable(w, map, a.approvalId, copy({ ...a, rev }));
+  a.rev = rev;
 }
 
 export function getApproval(w: Work, scope: Scope, approvalId: string): Approval | null {

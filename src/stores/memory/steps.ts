@@ -1,6 +1,5 @@
 /** Step checkpoints: upserted by (scope, invocationId, stepIndex), monotonic, optionally fenced. */
 import { WritError } from "../../core/errors.js";
-import { assertScope } from "../../core/store.js";
 import type { Fence, Scope, StepCheckpoint, StepStatus } from "../../core/types.js";
 import { copy } from "./copy.js";
 import { checkLease } from "./invocations.js";
@@ -16,7 +15,6 @@ export function getSteps(w: Work, scope: Scope, invocationId: string): StepCheck
 }
 
 export function putStep(w: Work, scope: Scope, step: StepCheckpoint, fence: Fence | undefined): void {
-  assertScope(scope, step, "step checkpoint");
   if (!Number.isInteger(step.stepIndex) || step.stepIndex < 0) throw new WritError("INVALID_ARGUMENT", "stepIndex must be a non-negative integer");
   if (fence !== undefined) {
     if (fence.invocationId !== step.invocationId) throw new WritError("INVALID_ARGUMENT", "the fence names another invocation than the step's");

@@ -29,7 +29,7 @@ const CLAIM = statement(
    )
    UPDATE writ_invocations i
       SET status = 'running', lease_owner = $1, lease_token = t.token, lease_expires_at = $2 + $3,
-          attempt_count = i.attempt_count + 1, updated_at = $2
+          attempt_count = i.attempt_count + 1, updated_at = $2, rev = i.rev + 1
      FROM numbered n JOIN unnest($5::text[]) WITH ORDINALITY AS t(token, ord) ON t.ord = n.rn
     WHERE i.tenant_id = n.tenant_id AND i.space_id = n.space_id AND i.invocation_id = n.invocation_id
    RETURNING n.rn, ${INVOCATION_READ.split(", ")

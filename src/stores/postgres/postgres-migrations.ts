@@ -260,12 +260,25 @@ CREATE UNIQUE INDEX writ_journal_by_seq ON writ_journal (tenant_id, space_id, se
 CREATE INDEX writ_journal_unsealed ON writ_journal (tenant_id, space_id, pos) WHERE seq IS NULL;
 `;
 
+/**
+ * Row revisions (docs/stores.md, "Conditional writes"): every write of an invocation, approval,
+ * reconciliation or completion is conditional on the revision its writer read, and moves it on.
+ * Existing rows start at 0 (their documents carry no rev; readers take a missing one as 0).
+ */
+const ROW_REVISIONS = `
+ALTER TABLE writ_invocations ADD COLUMN rev bigint NOT NULL DEFAULT 0;
+ALTER TABLE writ_approvals ADD COLUMN rev bigint NOT NULL DEFAULT 0;
+ALTER TABLE writ_reconciliations ADD COLUMN rev bigint NOT NULL DEFAULT 0;
+ALTER TABLE writ_completions ADD COLUMN rev bigint NOT NULL DEFAULT 0;
+`;
+
 /** All migrations, ascending by version (1, 2, 3, … without gaps). */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, name: "initial_schema", sql: INITIAL_SCHEMA },
   { version: 2, name: "completions_policies_sweeps", sql: COMPLETIONS_POLICIES_SWEEPS },
   { version: 3, name: "api_keys", sql: API_KEYS },
   { version: 4, name: "unsealed_journal", sql: UNSEALED_JOURNAL },
+  { version: 5, name: "row_revisions", sql: ROW_REVISIONS },
 ];
 
 /** The schema version this build creates and expects. */

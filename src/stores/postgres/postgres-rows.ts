@@ -33,10 +33,11 @@ export interface InvocationRow extends DocRow<Invocation> {
   lease_expires_at: string | number | null;
   attempt_count: number;
   updated_at: string | number;
+  rev: string | number;
 }
 
 /** Columns selected for an invocation. */
-export const INVOCATION_READ = "status, run_at, lease_owner, lease_token, lease_expires_at, attempt_count, updated_at, doc";
+export const INVOCATION_READ = "status, run_at, lease_owner, lease_token, lease_expires_at, attempt_count, updated_at, rev, doc";
 
 /** The invocation, with its columns (authoritative) over the document's copy of them. */
 export function invocationFromRow(row: InvocationRow): Invocation {
@@ -45,6 +46,7 @@ export function invocationFromRow(row: InvocationRow): Invocation {
   inv.runAt = num(row.run_at);
   inv.attemptCount = row.attempt_count;
   inv.updatedAt = num(row.updated_at);
+  inv.rev = num(row.rev);
   if (row.lease_owner === null) delete inv.leaseOwner;
   else inv.leaseOwner = row.lease_owner;
   if (row.lease_token === null) delete inv.leaseToken;

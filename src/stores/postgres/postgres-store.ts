@@ -3,6 +3,7 @@
  * one real transaction per `transact`, advisory locks, fenced single-statement writes,
  * `FOR UPDATE SKIP LOCKED` claims and a LISTEN/NOTIFY wake-up hint.
  */
+import { guardStore } from "../../core/store-guard.js";
 import { WritError } from "../../core/errors.js";
 import type { Store, StoreTx } from "../../core/store.js";
 import type { Scope } from "../../core/types.js";
@@ -222,7 +223,8 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     return track(runRead(fn));
   };
 
-  return {
+  // Every transaction and read runs behind the shared input rules and the lock order (docs/stores.md).
+  return guardStore({
     kind: "postgres",
     migrate,
     transact,
@@ -251,5 +253,5 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
       return () => void journalListeners.delete(own);
     },
     listening: () => listener.listening(),
-  };
+  });
 }

@@ -81,7 +81,6 @@ export class PostgresTx implements StoreTx {
 
   async consumeDecision(scope: Scope, rec: ConsumedDecision): Promise<boolean> {
     const x = this.#in(scope);
-    assertScope(scope, rec, "consumed decision");
     return decisions.consumeDecision(x, scope, rec);
   }
 
@@ -95,19 +94,16 @@ export class PostgresTx implements StoreTx {
 
   async putIdempotency(scope: Scope, rec: IdempotencyRecord): Promise<void> {
     const x = this.#in(scope);
-    assertScope(scope, rec, "idempotency record");
     return decisions.putIdempotency(x, scope, rec);
   }
 
   async insertAttempt(scope: Scope, rec: AttemptRecord): Promise<number> {
     const x = this.#in(scope);
-    assertScope(scope, rec, "attempt");
     return attempts.insertAttempt(x, scope, rec);
   }
 
   async updateAttempt(scope: Scope, rec: AttemptRecord): Promise<void> {
     const x = this.#in(scope);
-    assertScope(scope, rec, "attempt");
     return attempts.updateAttempt(x, scope, rec);
   }
 
@@ -175,12 +171,11 @@ export class PostgresTx implements StoreTx {
 
   async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {
     const x = this.#in(scope);
-    assertScope(scope, inv, "invocation");
     return invocations.insertInvocation(x, scope, inv);
   }
 
-  async getInvocation(scope: Scope, invocationId: string): Promise<Invocation | null> {
-    return invocations.getInvocation(this.#in(scope), scope, invocationId);
+  async getInvocation(scope: Scope, invocationId: string, opts?: { forUpdate?: boolean }): Promise<Invocation | null> {
+    return invocations.getInvocation(this.#in(scope), scope, invocationId, opts?.forUpdate === true);
   }
 
   async findInvocationByKey(scope: Scope, action: string, idempotencyKey: string): Promise<Invocation | null> {
@@ -193,7 +188,6 @@ export class PostgresTx implements StoreTx {
 
   async updateInvocation(scope: Scope, inv: Invocation, fence?: Fence): Promise<void> {
     const x = this.#in(scope);
-    assertScope(scope, inv, "invocation");
     if (fence === undefined) return invocations.updateInvocation(x, scope, inv);
     checkFence(fence, inv.invocationId);
     return invocations.updateInvocationFenced(x, scope, inv, fence);
@@ -221,7 +215,6 @@ export class PostgresTx implements StoreTx {
 
   async putStep(scope: Scope, step: StepCheckpoint, fence?: Fence): Promise<void> {
     const x = this.#in(scope);
-    assertScope(scope, step, "step checkpoint");
     if (!Number.isSafeInteger(step.stepIndex) || step.stepIndex < 0) throw new WritError("INVALID_ARGUMENT", "stepIndex must be a non-negative integer");
     if (fence === undefined) return steps.putStep(x, scope, step);
     checkFence(fence, step.invocationId);
@@ -230,13 +223,11 @@ export class PostgresTx implements StoreTx {
 
   async insertReconciliation(scope: Scope, rec: ReconciliationRecord): Promise<void> {
     const x = this.#in(scope);
-    assertScope(scope, rec, "reconciliation");
     return reconciliations.insertReconciliation(x, scope, rec);
   }
 
   async updateReconciliation(scope: Scope, rec: ReconciliationRecord): Promise<void> {
     const x = this.#in(scope);
-    assertScope(scope, rec, "reconciliation");
     return reconciliations.updateReconciliation(x, scope, rec);
   }
 
@@ -250,7 +241,6 @@ export class PostgresTx implements StoreTx {
 
   async putAuthority(scope: Scope, a: Authority): Promise<void> {
     const x = this.#in(scope);
-    assertScope(scope, a, "authority");
     return grants.putAuthority(x, scope, a);
   }
 
@@ -264,7 +254,6 @@ export class PostgresTx implements StoreTx {
 
   async putApproval(scope: Scope, a: Approval): Promise<void> {
     const x = this.#in(scope);
-    assertScope(scope, a, "approval");
     return grants.putApproval(x, scope, a);
   }
 
@@ -278,7 +267,6 @@ export class PostgresTx implements StoreTx {
 
   async putPolicyVersion(scope: Scope, v: PolicyVersion): Promise<void> {
     const x = this.#in(scope);
-    assertScope(scope, v, "policy version");
     return policies.putPolicyVersion(x, scope, v);
   }
 
@@ -288,13 +276,11 @@ export class PostgresTx implements StoreTx {
 
   async insertCompletion(scope: Scope, c: CompletionRecord): Promise<void> {
     const x = this.#in(scope);
-    assertScope(scope, c, "completion");
     return completions.insertCompletion(x, scope, c);
   }
 
   async updateCompletion(scope: Scope, c: CompletionRecord): Promise<void> {
     const x = this.#in(scope);
-    assertScope(scope, c, "completion");
     return completions.updateCompletion(x, scope, c);
   }
 

@@ -227,6 +227,18 @@ CREATE UNIQUE INDEX journal_by_seq ON journal (tenant_id, space_id, seq) WHERE s
 CREATE INDEX journal_unsealed ON journal (tenant_id, space_id) WHERE seq IS NULL;
 `,
   },
+  {
+    version: 5,
+    name: "row_revisions",
+    sql: `
+-- Row revisions (docs/stores.md, "Conditional writes"): every write of these rows is conditional
+-- on the revision its writer read and moves it on. Existing rows start at 0.
+ALTER TABLE invocations ADD COLUMN rev INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE approvals ADD COLUMN rev INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE reconciliations ADD COLUMN rev INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE completions ADD COLUMN rev INTEGER NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 /** The schema version this build creates and expects. */

@@ -6,11 +6,11 @@
 import type Database from "better-sqlite3";
 
 const SCOPE = "tenant_id = @t AND space_id = @s";
-const INV_COLUMNS = "tenant_id, space_id, invocation_id, action, idempotency_key, status, run_at, lease_owner, lease_token, lease_expires_at, attempt_count, created_at, doc";
-const INV_VALUES = "@t, @s, @id, @action, @key, @status, @runAt, @leaseOwner, @leaseToken, @leaseExpiresAt, @attemptCount, @createdAt, @doc";
+const INV_COLUMNS = "tenant_id, space_id, invocation_id, action, idempotency_key, status, run_at, lease_owner, lease_token, lease_expires_at, attempt_count, created_at, doc, rev";
+const INV_VALUES = "@t, @s, @id, @action, @key, @status, @runAt, @leaseOwner, @leaseToken, @leaseExpiresAt, @attemptCount, @createdAt, @doc, @rev";
 const INV_SET =
   "action = @action, idempotency_key = @key, status = @status, run_at = @runAt, lease_owner = @leaseOwner, lease_token = @leaseToken, " +
-  "lease_expires_at = @leaseExpiresAt, attempt_count = @attemptCount, created_at = @createdAt, doc = @doc";
+  "lease_expires_at = @leaseExpiresAt, attempt_count = @attemptCount, created_at = @createdAt, doc = @doc, rev = @rev";
 const HOLDS_LEASE = "status = 'running' AND lease_owner = @owner AND lease_token = @token";
 /**
  * A settled step (`succeeded`, `failed`, `unknown`) never returns to `started`, except a `failed`
@@ -62,7 +62,13 @@ export interface SqliteStatements {
   putAuthority: Database.Statement;
   getAuthority: Database.Statement;
   listAuthorities: Database.Statement;
-  putApproval: Database.Statement;
+  insertApproval: Database.Statement;
+  updateApproval: Database.Statement;
+  /** The stored revision of a row (docs/stores.md, "Conditional writes"), by table. */
+  invocationRev: Database.Statement;
+  approvalRev: Database.Statement;
+  reconciliationRev: Database.Statement;
+  completionRev: Database.Statement;
   getApproval: Database.Statement;
   putPolicyVersion: Database.Statement;
   listPolicyVersions: Database.Statement;
@@ -120,7 +126,7 @@ export function prepareStatements(db: Database.Database): SqliteStatements {
     insertInvocation: p(`INSERT INTO invocations (${INV_COLUMNS}) VALUES (${INV_VALUES})`),
     getInvocation: p(`SELECT doc FROM invocations WHERE ${SCOPE} AND invocation_id = @id`).pluck(),
     findInvocationByKey: p(`SELECT doc FROM invocations WHERE ${SCOPE} AND action = @action AND idempotency_key = @key`).pluck(),
-    updateInvocation: p(`UPDATE invocations SET ${INV_SET} WHERE ${SCOPE} AND invocation_id = @id`),
+    updateInvocation: p(`UPDATE invocations SET ${INV_SET} WHERE ${SCOPE} AND invocation_id = @id AND rev = @expected`),
     updateInvocationFenced: p(`UPDATE invocations SET ${INV_SET} WHERE ${SCOPE} AND invocation_id = @id AND ${HOLDS_LEASE}`),
     holdsLease: p(`SELECT 1 FROM invocations WHERE ${SCOPE} AND invocation_id = @id AND ${HOLDS_LEASE}`).pluck(),
     claimable: p(
@@ -132,7 +138,7 @@ export function prepareStatements(db: Database.Database): SqliteStatements {
     ).pluck(),
     claim: p(
       "UPDATE invocations SET status = 'running', lease_owner = @owner, lease_token = @token, lease_expires_at = @leaseExpiresAt, " +
-        `attempt_count = @attemptCount, doc = @doc WHERE ${SCOPE} AND invocation_id = @id`,
+        `attempt_count = @attemptCount, doc = @doc, rev = rev + 1 WHERE ${SCOPE} AND invocation_id = @id`,
     ),
     heartbeat: p(
       "UPDATE invocations SET lease_expires_at = @leaseExpiresAt, doc = json_set(doc, '$.leaseExpiresAt', @leaseExpiresAt) " +
@@ -154,11 +160,11 @@ export function prepareStatements(db: Database.Database): SqliteStatements {
     ),
 
     insertReconciliation: p(
-      "INSERT INTO reconciliations (tenant_id, space_id, reconciliation_id, invocation_id, status, created_at, doc) " +
-        "VALUES (@t, @s, @id, @invocationId, @status, @createdAt, @doc)",
+      "INSERT INTO reconciliations (tenant_id, space_id, reconciliation_id, invocation_id, status, created_at, doc, rev) " +
+        "VALUES (@t, @s, @id, @invocationId, @status, @createdAt, @doc, 1)",
     ),
     updateReconciliation: p(
-      `UPDATE reconciliations SET invocation_id = @invocationId, status = @status, created_at = @createdAt, doc = @doc WHERE ${SCOPE} AND reconciliation_id = @id`,
+      `UPDATE reconciliations SET invocation_id = @invocationId, status = @status, created_at = @createdAt, doc = @doc, rev = @rev WHERE ${SCOPE} AND reconciliation_id = @id AND rev = @expected`,
     ),
     getReconciliation: p(`SELECT doc FROM reconciliations WHERE ${SCOPE} AND reconciliation_id = @id`).pluck(),
 
@@ -168,10 +174,12 @@ export function prepareStatements(db: Database.Database): SqliteStatements {
     ),
     getAuthority: p(`SELECT doc FROM authorities WHERE ${SCOPE} AND authority_ref = @id`).pluck(),
     listAuthorities: p(`SELECT doc FROM authorities WHERE ${SCOPE} ORDER BY rowid LIMIT @limit`).pluck(),
-    putApproval: p(
-      "INSERT INTO approvals (tenant_id, space_id, approval_id, status, created_at, doc) VALUES (@t, @s, @id, @status, @createdAt, @doc) " +
-        "ON CONFLICT (tenant_id, space_id, approval_id) DO UPDATE SET status = excluded.status, created_at = excluded.created_at, doc = excluded.doc",
-    ),
+    insertApproval: p("INSERT INTO approvals (tenant_id, space_id, approval_id, status, created_at, doc, rev) VALUES (@t, @s, @id, @status, @createdAt, @doc, 1)"),
+    updateApproval: p(`UPDATE approvals SET status = @status, created_at = @createdAt, doc = @doc, rev = @rev WHERE ${SCOPE} AND approval_id = @id AND rev = @expected`),
+    invocationRev: p(`SELECT rev FROM invocations WHERE ${SCOPE} AND invocation_id = @id`).pluck(),
+    approvalRev: p(`SELECT rev FROM approvals WHERE ${SCOPE} AND approval_id = @id`).pluck(),
+    reconciliationRev: p(`SELECT rev FROM reconciliations WHERE ${SCOPE} AND reconciliation_id = @id`).pluck(),
+    completionRev: p(`SELECT rev FROM completions WHERE ${SCOPE} AND connector = @connector AND completion_id = @id`).pluck(),
     getApproval: p(`SELECT doc FROM approvals WHERE ${SCOPE} AND approval_id = @id`).pluck(),
 
     putPolicyVersion: p(
@@ -180,9 +188,11 @@ export function prepareStatements(db: Database.Database): SqliteStatements {
     ),
     listPolicyVersions: p(`SELECT doc FROM policy_versions WHERE ${SCOPE} ORDER BY version`).pluck(),
     insertCompletion: p(
-      "INSERT INTO completions (tenant_id, space_id, connector, completion_id, external_ref, received_at, doc) VALUES (@t, @s, @connector, @id, @ref, @receivedAt, @doc)",
+      "INSERT INTO completions (tenant_id, space_id, connector, completion_id, external_ref, received_at, doc, rev) VALUES (@t, @s, @connector, @id, @ref, @receivedAt, @doc, 1)",
     ),
-    updateCompletion: p(`UPDATE completions SET external_ref = @ref, received_at = @receivedAt, doc = @doc WHERE ${SCOPE} AND connector = @connector AND completion_id = @id`),
+    updateCompletion: p(
+      `UPDATE completions SET external_ref = @ref, received_at = @receivedAt, doc = @doc, rev = @rev WHERE ${SCOPE} AND connector = @connector AND completion_id = @id AND rev = @expected`,
+    ),
     listCompletions: p(`SELECT doc FROM completions WHERE ${SCOPE} AND connector = @connector AND external_ref = @ref ORDER BY received_at, rowid`).pluck(),
     findStepByExternalRef: p(
       `SELECT doc FROM steps WHERE ${SCOPE} AND json_extract(doc, '$.connector') = @connector AND json_extract(doc, '$.externalRef') = @ref LIMIT 1`,

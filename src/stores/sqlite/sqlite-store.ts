@@ -2,6 +2,7 @@
  * `sqliteStore`: the embedded default Store (SPEC 5) on better-sqlite3: one file under `.writ/`,
  * WAL, `synchronous=FULL`, one connection, group commit.
  */
+import { guardStore } from "../../core/store-guard.js";
 import Database from "better-sqlite3";
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, realpathSync, statSync } from "node:fs";
 import { dirname } from "node:path";
@@ -229,7 +230,8 @@ export function sqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
     }
   };
 
-  return {
+  // Every transaction and read runs behind the shared input rules and the lock order (docs/stores.md).
+  return guardStore({
     kind: "sqlite",
     path: opts.path,
     migrate,
@@ -260,5 +262,5 @@ export function sqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
       journalListeners.add(own);
       return () => void journalListeners.delete(own);
     },
-  };
+  });
 }

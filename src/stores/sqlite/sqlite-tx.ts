@@ -4,6 +4,7 @@
  */
 import { LeaseLostError, WritError } from "../../core/errors.js";
 import { journalRowOf } from "../../core/journal.js";
+import { nextRevision } from "../../core/store-guard.js";
 import { assertScope, type ClaimOptions, type InvocationFilter, type ListOptions, type StoreTx } from "../../core/store.js";
 import type {
   ApiKeyRecord,
@@ -125,7 +126,13 @@ function invocationParams(sp: ScopeParams, inv: Invocation): Record<string, unkn
     attemptCount: inv.attemptCount,
     createdAt: inv.createdAt,
     doc: JSON.stringify(inv),
+    rev: inv.rev ?? 0,
   };
+}
+
+/** The next revision (see `nextRevision`); logical transactions run one at a time here, so check and write cannot interleave. */
+function nextRev(stored: unknown, expected: number | undefined, what: string): number {
+  return nextRevision(stored === undefined ? undefined : Number(stored), expected, what);
 }
 
 /** One logical transaction's view of the store; unusable once its transaction ended. */
@@ -168,7 +175,6 @@ export class SqliteTx implements StoreTx {
 
   async consumeDecision(scope: Scope, rec: ConsumedDecision): Promise<boolean> {
     const sp = this.#sp(scope);
-    assertScope(scope, rec, "consumed decision");
     const r = this.#q.consumeDecision.run({ ...sp, id: rec.decisionId, attemptId: rec.attemptId, consumedAt: rec.consumedAt, doc: JSON.stringify(rec) });
     return r.changes === 1;
   }
@@ -185,7 +191,6 @@ export class SqliteTx implements StoreTx {
 
   async putIdempotency(scope: Scope, rec: IdempotencyRecord): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, rec, "idempotency record");
     this.#q.putIdempotency.run({ ...sp, action: rec.action, key: rec.idempotencyKey, state: rec.state, doc: JSON.stringify(rec) });
   }
 
@@ -193,14 +198,12 @@ export class SqliteTx implements StoreTx {
 
   async insertAttempt(scope: Scope, rec: AttemptRecord): Promise<number> {
     const sp = this.#sp(scope);
-    assertScope(scope, rec, "attempt");
     const params = { ...sp, id: rec.attemptId, invocationId: rec.invocationId, state: rec.state, doc: JSON.stringify(rec) };
     return insertOrConflict(`attempt ${rec.attemptId}`, () => this.#q.insertAttempt.get(params) as number);
   }
 
   async updateAttempt(scope: Scope, rec: AttemptRecord): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, rec, "attempt");
     const r = this.#q.updateAttempt.run({ ...sp, id: rec.attemptId, invocationId: rec.invocationId, state: rec.state, doc: JSON.stringify(rec) });
     if (r.changes === 0) throw new WritError("NOT_FOUND", `attempt ${rec.attemptId} not found`);
   }
@@ -323,9 +326,9 @@ export class SqliteTx implements StoreTx {
 
   async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, inv, "invocation");
-    const params = invocationParams(sp, inv);
+    const params = invocationParams(sp, { ...inv, rev: 1 });
     insertOrConflict(`invocation ${inv.invocationId} or its idempotency key`, () => this.#q.insertInvocation.run(params));
+    inv.rev = 1;
     if (inv.status === "queued") this.#ctx.onRunnable();
   }
 
@@ -346,15 +349,21 @@ export class SqliteTx implements StoreTx {
 
   async updateInvocation(scope: Scope, inv: Invocation, fence?: Fence): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, inv, "invocation");
-    const params = invocationParams(sp, inv);
+    const stored = this.#q.invocationRev.get({ ...sp, id: inv.invocationId });
     if (fence !== undefined) {
       checkFenceTarget(fence, inv.invocationId);
+      if (stored === undefined) throw new LeaseLostError();
+      const rev = Number(stored) + 1;
+      const params = invocationParams(sp, { ...inv, rev });
       const r = insertOrConflict("idempotency key", () => this.#q.updateInvocationFenced.run({ ...params, owner: fence.owner, token: fence.token }));
       if (r.changes === 0) throw new LeaseLostError();
+      inv.rev = rev;
     } else {
-      const r = insertOrConflict("idempotency key", () => this.#q.updateInvocation.run(params));
-      if (r.changes === 0) throw new WritError("NOT_FOUND", `invocation ${inv.invocationId} not found`);
+      const rev = nextRev(stored, inv.rev, `invocation ${inv.invocationId}`);
+      const params = invocationParams(sp, { ...inv, rev });
+      const r = insertOrConflict("idempotency key", () => this.#q.updateInvocation.run({ ...params, expected: rev - 1 }));
+      if (r.changes === 0) throw new WritError("STALE", `invocation ${inv.invocationId} changed since it was read`);
+      inv.rev = rev;
     }
     if (inv.status === "queued") this.#ctx.onRunnable();
   }
@@ -380,6 +389,7 @@ export class SqliteTx implements StoreTx {
       inv.leaseExpiresAt = leaseExpiresAt;
       inv.attemptCount += 1;
       inv.updatedAt = now;
+      inv.rev = (inv.rev ?? 0) + 1;
       this.#q.claim.run({
         t: inv.tenantId,
         s: inv.spaceId,
@@ -414,7 +424,6 @@ export class SqliteTx implements StoreTx {
 
   async putStep(scope: Scope, step: StepCheckpoint, fence?: Fence): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, step, "step checkpoint");
     if (!Number.isSafeInteger(step.stepIndex) || step.stepIndex < 0) throw new WritError("INVALID_ARGUMENT", "stepIndex must be a non-negative integer");
     if (fence !== undefined) checkFenceTarget(fence, step.invocationId);
     const params = { ...sp, invocationId: step.invocationId, stepIndex: step.stepIndex, status: step.status, attemptId: step.attemptId, doc: JSON.stringify(step) };
@@ -434,17 +443,18 @@ export class SqliteTx implements StoreTx {
 
   async insertReconciliation(scope: Scope, rec: ReconciliationRecord): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, rec, "reconciliation");
-    const params = reconciliationParams(sp, rec);
+    const params = reconciliationParams(sp, { ...rec, rev: 1 });
     insertOrConflict(`reconciliation ${rec.reconciliationId}`, () => this.#q.insertReconciliation.run(params));
+    rec.rev = 1;
   }
 
   async updateReconciliation(scope: Scope, rec: ReconciliationRecord): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, rec, "reconciliation");
-    if (this.#q.updateReconciliation.run(reconciliationParams(sp, rec)).changes === 0) {
-      throw new WritError("NOT_FOUND", `reconciliation ${rec.reconciliationId} not found`);
+    const rev = nextRev(this.#q.reconciliationRev.get({ ...sp, id: rec.reconciliationId }), rec.rev, `reconciliation ${rec.reconciliationId}`);
+    if (this.#q.updateReconciliation.run({ ...reconciliationParams(sp, { ...rec, rev }), rev, expected: rev - 1 }).changes === 0) {
+      throw new WritError("STALE", `reconciliation ${rec.reconciliationId} changed since it was read`);
     }
+    rec.rev = rev;
   }
 
   async getReconciliation(scope: Scope, reconciliationId: string): Promise<ReconciliationRecord | null> {
@@ -465,7 +475,6 @@ export class SqliteTx implements StoreTx {
 
   async putAuthority(scope: Scope, a: Authority): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, a, "authority");
     this.#q.putAuthority.run({ ...sp, id: a.authorityRef, status: a.status, createdAt: a.createdAt, doc: JSON.stringify(a) });
   }
 
@@ -480,8 +489,15 @@ export class SqliteTx implements StoreTx {
 
   async putApproval(scope: Scope, a: Approval): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, a, "approval");
-    this.#q.putApproval.run({ ...sp, id: a.approvalId, status: a.status, createdAt: a.createdAt, doc: JSON.stringify(a) });
+    if (a.rev === undefined) {
+      insertOrConflict(`approval ${a.approvalId}`, () => this.#q.insertApproval.run({ ...sp, id: a.approvalId, status: a.status, createdAt: a.createdAt, doc: JSON.stringify({ ...a, rev: 1 }) }));
+      a.rev = 1;
+      return;
+    }
+    const rev = nextRev(this.#q.approvalRev.get({ ...sp, id: a.approvalId }), a.rev, `approval ${a.approvalId}`);
+    const params = { ...sp, id: a.approvalId, status: a.status, createdAt: a.createdAt, doc: JSON.stringify({ ...a, rev }), rev, expected: rev - 1 };
+    if (this.#q.updateApproval.run(params).changes === 0) throw new WritError("STALE", `approval ${a.approvalId} changed since it was read`);
+    a.rev = rev;
   }
 
   async getApproval(scope: Scope, approvalId: string): Promise<Approval | null> {
@@ -498,7 +514,6 @@ export class SqliteTx implements StoreTx {
 
   async putPolicyVersion(scope: Scope, v: PolicyVersion): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, v, "policy version");
     if (!Number.isSafeInteger(v.version) || v.version < 1) throw new WritError("INVALID_ARGUMENT", "policy version must be a positive integer");
     this.#q.putPolicyVersion.run({ ...sp, version: v.version, doc: JSON.stringify(v) });
   }
@@ -511,16 +526,17 @@ export class SqliteTx implements StoreTx {
 
   async insertCompletion(scope: Scope, c: CompletionRecord): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, c, "completion");
-    const params = { ...sp, connector: c.connector, id: c.completionId, ref: c.externalRef, receivedAt: c.receivedAt, doc: JSON.stringify(c) };
+    const params = { ...sp, connector: c.connector, id: c.completionId, ref: c.externalRef, receivedAt: c.receivedAt, doc: JSON.stringify({ ...c, rev: 1 }) };
     insertOrConflict(`completion ${c.completionId} of ${c.connector}`, () => this.#q.insertCompletion.run(params));
+    c.rev = 1;
   }
 
   async updateCompletion(scope: Scope, c: CompletionRecord): Promise<void> {
     const sp = this.#sp(scope);
-    assertScope(scope, c, "completion");
-    const params = { ...sp, connector: c.connector, id: c.completionId, ref: c.externalRef, receivedAt: c.receivedAt, doc: JSON.stringify(c) };
-    if (this.#q.updateCompletion.run(params).changes === 0) throw new WritError("NOT_FOUND", `no completion ${c.completionId} of ${c.connector} in this scope`);
+    const rev = nextRev(this.#q.completionRev.get({ ...sp, connector: c.connector, id: c.completionId }), c.rev, `completion ${c.completionId} of ${c.connector}`);
+    const params = { ...sp, connector: c.connector, id: c.completionId, ref: c.externalRef, receivedAt: c.receivedAt, doc: JSON.stringify({ ...c, rev }), rev, expected: rev - 1 };
+    if (this.#q.updateCompletion.run(params).changes === 0) throw new WritError("STALE", `completion ${c.completionId} of ${c.connector} changed since it was read`);
+    c.rev = rev;
   }
 
   async listCompletions(scope: Scope, connector: string, externalRef: string): Promise<CompletionRecord[]> {

@@ -1,0 +1,169 @@
+/** Health: connectors (breakers, error rate, latency), workers and their leases, the journal of each space, and charts of the last hour. */
+import type { JournalVerification } from "../../core/journal.js";
+import type { Invocation, Json } from "../../core/types.js";
+import { lines, stackedBars } from "../charts.js";
+import type { ConsoleData, ShownEntry } from "../data.js";
+import { badge, enc, h, nothing, relative, time, type H } from "../html.js";
+import type { Viewer } from "../viewer.js";
+
+const HOUR = 3600_000;
+const BUCKET = 5 * 60_000;
+const OUTCOMES = [
+  { name: "succeeded", cls: "s-ok" },
+  { name: "failed", cls: "s-bad" },
+  { name: "denied", cls: "s-denied" },
+  { name: "reconciliation", cls: "s-warn" },
+] as const;
+
+interface CallStats {
+  calls: number;
+  errors: number;
+  latencies: number[];
+}
+
+function median(xs: number[]): number | null {
+  if (xs.length === 0) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor((s.length - 1) / 2)]!;
+}
+
+function p95(xs: number[]): number | null {
+  if (xs.length === 0) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil(s.length * 0.95) - 1)]!;
+}
+
+function ms(x: number | null): string {
+  return x === null ? "—" : x < 1000 ? `${Math.round(x)} ms` : `${(x / 1000).toFixed(1)} s`;
+}
+
+async function lastHour(data: ConsoleData, v: Viewer, space: string, now: number): Promise<{ entries: ShownEntry[]; truncated: boolean }> {
+  const since = now - HOUR;
+  return data.journalBackwards(v.scope(space), (e) => (e.at < since ? "stop" : "take"), 20_000);
+}
+
+function connectorStats(data: ConsoleData, entries: ShownEntry[]): Map<string, CallStats> {
+  const consumedAt = new Map<string, number>();
+  for (const e of entries) if (e.type === "decision.consumed" && e.refs.attemptId) consumedAt.set(e.refs.attemptId, e.at);
+  const out = new Map<string, CallStats>();
+  const add = (key: string, error: boolean, latency: number | null): void => {
+    const s = out.get(key) ?? { calls: 0, errors: 0, latencies: [] };
+    s.calls++;
+    if (error) s.errors++;
+    if (latency !== null && latency >= 0) s.latencies.push(latency);
+    out.set(key, s);
+  };
+  for (const e of entries) {
+    const d = (e.data ?? {}) as { [k: string]: Json };
+    if (e.type !== "attempt.settled" && e.type !== "step.succeeded") continue;
+    const action = typeof d.action === "string" ? data.action(d.action) : undefined;
+    const step = typeof d.stepIndex === "number" ? action?.steps[d.stepIndex] : undefined;
+    if (!step) continue;
+    const key = `${step.connector}\u0000${step.operation}`;
+    if (e.type === "step.succeeded") {
+      add(key, false, null);
+      continue;
+    }
+    const state = typeof d.state === "string" ? d.state : "";
+    const started = e.refs.attemptId ? consumedAt.get(e.refs.attemptId) : undefined;
+    add(key, !(state === "SUCCEEDED" || state === "HANDED_OFF"), started !== undefined ? e.at - started : null);
+  }
+  return out;
+}
+
+function buckets(now: number): { starts: number[]; labels: string[] } {
+  const end = Math.ceil(now / BUCKET) * BUCKET;
+  const starts: number[] = [];
+  for (let t = end - HOUR; t < end; t += BUCKET) starts.push(t);
+  return { starts, labels: starts.map((t) => new Date(t).toISOString().slice(11, 16)) };
+}
+
+function charts(space: string, entries: ShownEntry[], now: number): H {
+  const { starts, labels } = buckets(now);
+  const idx = (at: number): number => Math.floor((at - starts[0]!) / BUCKET);
+  const outcome = OUTCOMES.map((o) => ({ ...o, values: starts.map(() => 0) }));
+  const submitted = starts.map(() => 0);
+  const finished = starts.map(() => 0);
+  for (const e of entries) {
+    const i = idx(e.at);
+    if (i < 0 || i >= starts.length) continue;
+    if (e.type === "invocation.submitted") submitted[i]!++;
+    const to = e.type.startsWith("invocation.") ? e.type.slice(11) : "";
+    const o = to === "succeeded" ? 0 : to === "failed" ? 1 : to === "denied" ? 2 : to === "reconciliation_required" ? 3 : -1;
+    if (o >= 0) {
+      outcome[o]!.values[i]!++;
+      finished[i]!++;
+    }
+  }
+  const id = `c-${space.replace(/[^A-Za-z0-9_-]/g, "_")}`;
+  return h`<div class="charts">
+  ${stackedBars(`${id}-out`, `Outcomes per 5 minutes, last hour (${space})`, labels, outcome)}
+  ${lines(`${id}-tp`, `Throughput per 5 minutes, last hour (${space})`, labels, [
+    { name: "submitted", cls: "s-info", values: submitted },
+    { name: "finished", cls: "s-ok", values: finished },
+  ])}
+</div>`;
+}
+
+function verification(v: JournalVerification): H {
+  return h`<div class="flash ${v.ok ? "ok" : "error"}" role="status" data-testid="verify-result">
+  <p><strong>${v.ok ? "The journal verifies." : "The journal does NOT verify."}</strong> ${v.entries} entries and ${v.checkpoints} signed checkpoint(s) checked; head ${v.headSeq}.</p>
+  ${v.problems.length > 0 ? h`<ul>${v.problems.slice(0, 10).map((p) => h`<li>${JSON.stringify(p)}</li>`)}</ul>` : nothing}
+</div>`;
+}
+
+export async function healthBody(data: ConsoleData, v: Viewer, query: { verify?: string }, now: number): Promise<H> {
+  const sections: H[] = [];
+  const breakers = data.breakers();
+  for (const space of v.spacesWith("operate")) {
+    const scope = v.scope(space);
+    const { entries, truncated } = await lastHour(data, v, space, now);
+    const stats = connectorStats(data, entries);
+    const connectorRows = data.connectors().flatMap((c) =>
+      c.operations.map((op) => {
+        const b = breakers.find((x) => x.connector === c.id && x.operation === op);
+        const s = stats.get(`${c.id}\u0000${op}`);
+        return h`<tr><td>${c.id}</td><td>${op}</td><td>${badge(b?.state ?? "closed")}${b && b.state !== "closed" ? h` <span class="muted">until ${time(b.openUntil)}</span>` : nothing}</td><td>${b?.failures ?? 0}</td><td>${s?.calls ?? 0}</td><td>${s && s.calls > 0 ? `${Math.round((s.errors / s.calls) * 100)}%` : "—"}</td><td>${ms(median(s?.latencies ?? []))}</td><td>${ms(p95(s?.latencies ?? []))}</td></tr>`;
+      }),
+    );
+    const running: Invocation[] = await data.invocations(scope, { status: "running", limit: 500 });
+    const byOwner = new Map<string, Invocation[]>();
+    for (const inv of running) {
+      const k = inv.leaseOwner ?? "(none)";
+      byOwner.set(k, [...(byOwner.get(k) ?? []), inv]);
+    }
+    const head = await data.journalHead(scope);
+    const unsealed = await data.unsealedCount(scope, 1000);
+    const cp = await data.lastCheckpoint(scope);
+    const verified = query.verify === space ? await data.verifyJournal(scope) : null;
+    sections.push(h`<section class="space" aria-labelledby="h-${space}">
+<h2 id="h-${space}">Space ${space}</h2>
+${charts(space, entries, now)}
+${truncated ? h`<p class="muted">Only the latest 20,000 journal entries of the hour were read.</p>` : nothing}
+<h3>Connectors</h3>
+<p class="muted">Breaker state is this process's (each worker process keeps its own); calls, errors and latency come from the journal of the last hour (latency: decision consumed to attempt settled).</p>
+<div class="table-wrap" role="region" aria-label="Connectors in ${space}" tabindex="0"><table>
+<thead><tr><th scope="col">Connector</th><th scope="col">Operation</th><th scope="col">Breaker</th><th scope="col">Consecutive failures</th><th scope="col">Calls (1 h)</th><th scope="col">Error rate</th><th scope="col">Median latency</th><th scope="col">p95 latency</th></tr></thead>
+<tbody data-testid="connectors">${connectorRows}</tbody></table></div>
+<h3>Workers and leases</h3>
+${
+  byOwner.size > 0
+    ? h`<div class="table-wrap" role="region" aria-label="Workers in ${space}" tabindex="0"><table><thead><tr><th scope="col">Worker</th><th scope="col">Leases held</th><th scope="col">Earliest lease expiry</th><th scope="col">Invocations</th></tr></thead><tbody>
+${[...byOwner].map(([owner, invs]) => {
+  const exp = Math.min(...invs.map((i) => i.leaseExpiresAt ?? Infinity));
+  return h`<tr><td class="mono">${owner}</td><td>${invs.length}</td><td>${Number.isFinite(exp) ? h`${time(exp)} ${exp < now ? h`${badge("expired")}` : h`<span class="muted">(${relative(exp, now)})</span>`}` : "—"}</td><td>${invs.slice(0, 5).map((i) => h`<a class="mono" href="/console/spaces/${enc(space)}/invocations/${enc(i.invocationId)}">${i.invocationId}</a> `)}</td></tr>`;
+})}</tbody></table></div>`
+    : h`<p class="empty">No invocation is running right now (no lease held).</p>`
+}
+<h3>Journal</h3>
+<dl class="facts">
+  <div><dt>Entries (head)</dt><dd>${head?.seq ?? 0}${unsealed > 0 ? h` <span class="muted">(+${unsealed >= 1000 ? "1000 or more" : unsealed} not sealed yet)</span>` : nothing}</dd></div>
+  <div><dt>Head hash</dt><dd class="mono">${head?.hash ?? "—"}</dd></div>
+  <div><dt>Last signed checkpoint</dt><dd>${cp ? h`seq ${cp.seq} at ${time(cp.at)}${head && cp.seq < head.seq ? h` <span class="muted">(${head.seq - cp.seq} entries since)</span>` : nothing}` : "none yet (writ journal checkpoint)"}</dd></div>
+</dl>
+<form method="get" action="/console/health#h-${space}" class="inline-form"><input type="hidden" name="verify" value="${space}"><button type="submit">Verify the journal of ${space}</button></form>
+${verified ? verification(verified) : nothing}
+</section>`);
+  }
+  return h`<h1>Health</h1>${sections.length > 0 ? sections : h`<p class="empty">Your API key has the operate role in no space.</p>`}`;
+}

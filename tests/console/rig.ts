@@ -1,0 +1,124 @@
+/**
+ * A console rig: a real server (ephemeral port) over a runtime on a temporary SQLite file, with a
+ * worker running, API keys for several people, and a policy where small refunds run, large ones
+ * need an approval and negative ones are denied. Messages to lost@example.com get an ambiguous
+ * reply (the outcome goes to reconciliation).
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { z } from "zod";
+import { defineAction, defineConnector } from "../../src/core/action.js";
+import { functionPolicy } from "../../src/core/policy.js";
+import type { Actor, ApiRole, Scope } from "../../src/core/types.js";
+import { defineConfig } from "../../src/config/define-config.js";
+import { createApiKey } from "../../src/runtime/api-keys.js";
+import { openRuntime, type Runtime } from "../../src/runtime/runtime.js";
+import { startServer, type RunningServer } from "../../src/server/index.js";
+import type { Worker } from "../../src/host/worker.js";
+
+export const SCOPE: Scope = { tenantId: "acme", spaceId: "prod" };
+export const AGENT: Actor = { type: "agent", id: "support-bot" };
+
+export const actions = [
+  defineAction({
+    id: "payments.refund",
+    version: "1",
+    params: z.object({ paymentId: z.string().max(500), amount: z.number().int(), currency: z.string().max(8), cardToken: z.string().optional(), memo: z.string().max(500).optional() }),
+    idempotent: true,
+    sensitive: ["/params/cardToken"],
+    steps: [{ name: "refund", connector: "payments", operation: "refund" }],
+  }),
+  defineAction({
+    id: "messages.send",
+    version: "1",
+    params: z.object({ to: z.string().max(200), body: z.string().max(2000) }),
+    idempotent: false,
+    steps: [{ name: "send", connector: "messages", operation: "send" }],
+  }),
+];
+
+let sent = 0;
+export const connectors = [
+  defineConnector({ id: "payments", operations: { refund: ({ idempotencyKey }) => ({ outcome: "success", externalRef: `re_${idempotencyKey.slice(-6)}` }) } }),
+  defineConnector({
+    id: "messages",
+    operations: { send: ({ input }) => ((input as { to: string }).to === "lost@example.com" ? { outcome: "ambiguous", reason: "gateway closed the connection after accepting the message" } : { outcome: "success", externalRef: `msg_${++sent}` }) },
+  }),
+];
+
+export const policy = functionPolicy("console-test:v1", ({ request, approval }) => {
+  const amount = Number(request.params.amount ?? 0);
+  if (amount < 0) return { result: "DENY", reasons: ["refund-negative"] };
+  if (amount > 5000) return approval?.status === "approved" ? "ALLOW" : { result: "REQUIRE_APPROVAL", reasons: ["refund-large"], approval: { approverRoles: ["approve"], quorum: 1 } };
+  return "ALLOW";
+});
+
+export interface ConsoleRig {
+  runtime: Runtime;
+  server: RunningServer;
+  url: string;
+  /** Key texts by person: alice (admin), bob (approve), olga (operate), carol (approve; also a requester), sam (submit). */
+  keys: Record<"alice" | "bob" | "olga" | "carol" | "sam", string>;
+  worker: Worker;
+  submit(body: { action: string; params: Record<string, unknown>; actor?: Actor; authorityRef?: string; idempotencyKey?: string }): Promise<{ invocationId: string }>;
+  close(): Promise<void>;
+}
+
+let n = 0;
+
+export async function startConsoleRig(): Promise<ConsoleRig> {
+  const dir = mkdtempSync(join(tmpdir(), "writ-console-"));
+  const config = defineConfig({
+    store: { kind: "sqlite", path: join(dir, "writ.db") },
+    keys: { dir: join(dir, "keys") },
+    actions,
+    connectors,
+    policy,
+    console: { spaces: ["prod"], livePollMs: 150 },
+  });
+  const runtime = await openRuntime(config, { cwd: dir });
+  const { crypto, random, clock } = runtime.host.context.o;
+  const key = async (name: string, roles: ApiRole[]): Promise<string> => (await createApiKey(runtime.store, crypto, random, { tenantId: SCOPE.tenantId, roles, name, spaces: ["prod"] }, clock.now())).key;
+  const keys = { alice: await key("alice", ["admin"]), bob: await key("bob", ["approve"]), olga: await key("olga", ["operate"]), carol: await key("carol", ["approve", "submit"]), sam: await key("sam", ["submit"]) };
+  const root = { type: "user" as const, id: "root" };
+  await runtime.host.authorities.create(SCOPE, { authorityRef: "support-bot", principal: AGENT, grantor: root, actions: ["*"] });
+  await runtime.host.authorities.create(SCOPE, { authorityRef: "carol", principal: { type: "user", id: "carol" }, grantor: root, actions: ["*"] });
+  const server = await startServer(runtime, { port: 0 });
+  const worker = runtime.host.worker({ concurrency: 4, pollMs: 50 });
+  worker.start();
+  return {
+    runtime,
+    server,
+    url: server.url,
+    keys,
+    worker,
+    async submit(b) {
+      const res = await fetch(`${server.url}/v1/spaces/${SCOPE.spaceId}/invocations`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${keys.alice}`, "content-type": "application/json" },
+        body: JSON.stringify({ action: b.action, actionVersion: "1", actor: b.actor ?? AGENT, authorityRef: b.authorityRef ?? "support-bot", params: b.params, idempotencyKey: b.idempotencyKey ?? `k-${process.pid}-${++n}` }),
+      });
+      const j = (await res.json()) as { invocation?: { invocationId: string }; error?: unknown };
+      if (!j.invocation) throw new Error(`submit failed: ${res.status} ${JSON.stringify(j)}`);
+      return { invocationId: j.invocation.invocationId };
+    },
+    async close() {
+      await worker.stop({ drain: false });
+      await server.close();
+      await runtime.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls `fn` until it returns a value other than undefined (or throws after `ms`). */
+export async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, ms = 10_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
