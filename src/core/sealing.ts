@@ -111,14 +111,15 @@ export function sealedStore(inner: Store, port: DataKeyPort, sensitive: Sensitiv
       return actionOf.get(k);
     };
     const overrides: Partial<StoreTx> = {
-      insertInvocation: (scope, inv) => (note(inv), tx.insertInvocation(scope, mapInvocation(inv, sensitive.get(inv.action), sealAt, port))),
-      updateInvocation: (scope, inv, fence) => (note(inv), tx.updateInvocation(scope, mapInvocation(inv, sensitive.get(inv.action), sealAt, port), fence)),
-      getInvocation: async (scope, id) => note(await tx.getInvocation(scope, id)),
-      findInvocationByKey: async (scope, action, key) => note(await tx.findInvocationByKey(scope, action, key)),
-      listInvocations: async (scope, filter) => (await tx.listInvocations(scope, filter)).map((i) => note(i)!),
-      claimInvocations: async (opts) => (await tx.claimInvocations(opts)).map((i) => note(i)!),
-      listOverdueParked: async (now, limit) => (await tx.listOverdueParked(now, limit)).map((i) => note(i)!),
-      putStep: async (scope, step, fence) => tx.putStep(scope, mapStep(step, await stepAction(step), sensitive, sealAt, port), fence),
+      // Every argument beyond the ones mapped is passed through (fences, row-lock options).
+      insertInvocation: (scope, inv, ...rest: unknown[]) => (note(inv), (tx.insertInvocation as (...a: unknown[]) => Promise<void>)(scope, mapInvocation(inv, sensitive.get(inv.action), sealAt, port), ...rest)),
+      updateInvocation: (scope, inv, ...rest: unknown[]) => (note(inv), (tx.updateInvocation as (...a: unknown[]) => Promise<void>)(scope, mapInvocation(inv, sensitive.get(inv.action), sealAt, port), ...rest)),
+      getInvocation: async (...a: unknown[]) => note(await (tx.getInvocation as (...x: unknown[]) => Promise<Invocation | null>)(...a)),
+      findInvocationByKey: async (...a: unknown[]) => note(await (tx.findInvocationByKey as (...x: unknown[]) => Promise<Invocation | null>)(...a)),
+      listInvocations: async (...a: unknown[]) => (await (tx.listInvocations as (...x: unknown[]) => Promise<Invocation[]>)(...a)).map((i) => note(i)!),
+      claimInvocations: async (...a: unknown[]) => (await (tx.claimInvocations as (...x: unknown[]) => Promise<Invocation[]>)(...a)).map((i) => note(i)!),
+      listOverdueParked: async (...a: unknown[]) => (await (tx.listOverdueParked as (...x: unknown[]) => Promise<Invocation[]>)(...a)).map((i) => note(i)!),
+      putStep: async (scope, step, ...rest: unknown[]) => (tx.putStep as (...a: unknown[]) => Promise<void>)(scope, mapStep(step, await stepAction(step), sensitive, sealAt, port), ...rest),
       getSteps: async (scope, id) => {
         const steps = await tx.getSteps(scope, id);
         const action = steps.length > 0 ? await stepAction(steps[0]!) : undefined;
