@@ -126,3 +126,4 @@ export async function checkpointJournal(store: Store, key: SigningKey, scope: Sc
 export async function verifyJournalIn(store: Store, keyring: Keyring, scope: Scope, ports: { crypto?: CryptoPort } = {}): Promise<JournalVerification> {
   return verifyStoredJournal(store, defaultPorts(ports).crypto, keyring, scope);
 }
+export * from "./mcp/index.js";

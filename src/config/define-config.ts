@@ -14,6 +14,7 @@ import type { PolicyEngine } from "../core/policy.js";
 import type { Store } from "../core/store.js";
 import type { CompletionSecret } from "../host/completions.js";
 import type { HostOptions } from "../host/options.js";
+import type { McpHttpOptions } from "../mcp/http.js";
 import type { WorkerOptions } from "../host/worker.js";
 
 export type StoreConfig =
@@ -43,6 +44,8 @@ export interface WritConfig {
   /** Worker settings used by `writ serve` and `writ worker`. */
   worker?: WorkerOptions;
   completionSecrets?: CompletionSecret[];
+  /** The MCP gateway (`/mcp` on `writ serve`, `writ mcp` on stdio): waits, limits, allowed origins, sessions (docs/mcp.md). */
+  mcp?: McpHttpOptions;
   /** Host tuning (timeouts, retries, breakers, recovery). */
   host?: Pick<HostOptions, "timeoutMs" | "maxDecisionAgeSeconds" | "recoveryMaxAttempts" | "retry" | "breaker" | "approvalTtlMs" | "sweepMs" | "redactErrorText">;
 }
