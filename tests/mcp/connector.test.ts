@@ -24,7 +24,7 @@ function startHttpUpstream(mark: string): Promise<{ child: ChildProcess; url: st
   const child = spawn(TSX, [UPSTREAM, "--http"], { env: { ...process.env, UPSTREAM_MARK: mark }, stdio: ["ignore", "pipe", "inherit"] });
   return new Promise((resolve, reject) => {
     let out = "";
-    child.stdout!.on("data", (b: Buffer) => {
+    child.stdout.on("data", (b: Buffer) => {
       out += b.toString();
       const m = /port (\d+)/.exec(out);
       if (m) resolve({ child, url: `http://127.0.0.1:${m[1]}/mcp` });
