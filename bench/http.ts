@@ -8,9 +8,12 @@
  * - a bare Hono hello-world JSON route on the same Node server library (`@hono/node-server`).
  *
  * autocannon drives both with 50 connections from a worker thread, in interleaved rounds (medians).
- * Then, for context, one run of submit with the worker stopped ("admission alone"): the worker's
- * transactions share the store's single serialized writer with admissions, so the difference
- * between the two is the worker's share, not the HTTP layer's. Results: bench/results/http.json.
+ * Then, with the worker stopped, admission alone, interleaved in rounds: HTTP submit (autocannon,
+ * 50 connections) against `host.submit` called in-process by 50 concurrent callers on the same
+ * runtime and store (the same request body, a fresh idempotency key each). Their ratio is what the
+ * HTTP layer (key check, body parse, route validation, JSON answer) costs on top of admission.
+ * The worker's transactions share the store's single serialized writer with admissions, which is
+ * why admission alone is measured with it stopped. Results: bench/results/http.json.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -26,11 +29,11 @@ import { createApiKey } from "../src/runtime/api-keys.js";
 import { openRuntime } from "../src/runtime/runtime.js";
 import { metricsFor } from "../src/server/metrics.js";
 import { startServer } from "../src/server/server.js";
-import { median } from "./lib.js";
+import { median, percentile } from "./lib.js";
 
 const CONNECTIONS = 50;
 const WORKER_CONCURRENCY = 16;
-const SECONDS = { warmup: 2, hello: 2, submit: 4, admissionOnly: 4 };
+const SECONDS = { warmup: 2, hello: 2, submit: 4, admissionOnly: 3, hostSubmit: 3 };
 
 interface Run {
   perSec: number;
@@ -53,8 +56,13 @@ export interface HttpBenchResult {
   medians: { helloPerSec: number; helloP50Ms: number; helloP99Ms: number; submitPerSec: number; submitP50Ms: number; submitP99Ms: number };
   /** Submit throughput over bare Hono throughput (medians). */
   ratio: number;
-  /** Submit with the worker stopped (one run after the rounds), and its ratio to bare Hono. */
+  /** Submit with the worker stopped (median of interleaved rounds), and its ratio to bare Hono. */
   admissionOnly: Run & { ratio: number };
+  /**
+   * Admission alone, worker stopped, interleaved rounds: HTTP submit vs in-process `host.submit`
+   * with as many concurrent callers as HTTP connections, same store. `ratio` = HTTP / host.submit.
+   */
+  httpOverHostSubmit: { rounds: { http: Run; host: Run }[]; httpPerSec: number; hostPerSec: number; hostP50Ms: number; ratio: number; goal: number };
   /** Invocations the worker ran to `succeeded` while the bench ran, and how many were admitted. */
   worker: { concurrency: number; succeeded: number; admitted: number };
   store: string;
@@ -105,8 +113,39 @@ export async function benchHttp(rounds = 3): Promise<HttpBenchResult> {
       }
     }
     await worker.stop({ drain: false });
-    const alone = await submit(SECONDS.admissionOnly);
-    for (const r of [...out.map((x) => x.submit), alone]) if (r.non2xx > 0 || r.errors > 0) throw new Error(`a submit run had ${r.non2xx} non-2xx answers and ${r.errors} errors`);
+    const hostRun = async (seconds: number): Promise<Run> => {
+      const request = JSON.parse(body) as { idempotencyKey: string; [k: string]: unknown };
+      const lat: number[] = [];
+      let n = 0;
+      let errors = 0;
+      const end = performance.now() + seconds * 1000;
+      const t0 = performance.now();
+      const caller = async (c: number): Promise<void> => {
+        while (performance.now() < end) {
+          const s = performance.now();
+          try {
+            await runtime.host.submit({ ...request, tenantId: "acme", spaceId: "prod", idempotencyKey: `host-${c}-${n++}-${t0}` });
+          } catch {
+            errors++;
+          }
+          lat.push(performance.now() - s);
+        }
+      };
+      await Promise.all(Array.from({ length: CONNECTIONS }, (_, c) => caller(c)));
+      const secs = (performance.now() - t0) / 1000;
+      return { perSec: lat.length / secs, p50Ms: percentile(lat, 50), p99Ms: percentile(lat, 99), requests: lat.length, non2xx: 0, errors };
+    };
+    await hostRun(1);
+    const adm: { http: Run; host: Run }[] = [];
+    for (let i = 0; i < rounds; i++) {
+      if (i % 2 === 0) adm.push({ http: await submit(SECONDS.admissionOnly), host: await hostRun(SECONDS.hostSubmit) });
+      else {
+        const h = await hostRun(SECONDS.hostSubmit);
+        adm.push({ http: await submit(SECONDS.admissionOnly), host: h });
+      }
+    }
+    const alone = adm.map((r) => r.http).sort((a, b) => a.perSec - b.perSec)[adm.length >> 1]!;
+    for (const r of [...out.map((x) => x.submit), ...adm.flatMap((x) => [x.http, x.host])]) if (r.non2xx > 0 || r.errors > 0) throw new Error(`a submit run had ${r.non2xx} non-2xx answers and ${r.errors} errors`);
     const m = (f: (r: Round) => number): number => median(out.map(f));
     const medians = {
       helloPerSec: m((r) => r.hello.perSec),
@@ -123,6 +162,14 @@ export async function benchHttp(rounds = 3): Promise<HttpBenchResult> {
       medians,
       ratio: medians.submitPerSec / medians.helloPerSec,
       admissionOnly: { ...alone, ratio: alone.perSec / medians.helloPerSec },
+      httpOverHostSubmit: {
+        rounds: adm,
+        httpPerSec: median(adm.map((r) => r.http.perSec)),
+        hostPerSec: median(adm.map((r) => r.host.perSec)),
+        hostP50Ms: median(adm.map((r) => r.host.p50Ms)),
+        ratio: median(adm.map((r) => r.http.perSec)) / median(adm.map((r) => r.host.perSec)),
+        goal: 0.7,
+      },
       worker: { concurrency: WORKER_CONCURRENCY, succeeded: metrics.count("transitions", { from: "running", to: "succeeded" }), admitted: metrics.count("requests", { method: "POST", route: "/v1/spaces/{spaceId}/invocations", status: "202" }) },
       store: runtime.store.kind,
     };

@@ -46,6 +46,8 @@ if (want("http")) {
   console.log(`http (${r.connections} connections, autocannon; medians of ${r.rounds.length} interleaved rounds): submit on sqlite + worker ${fmt(m.submitPerSec)}/s, p50 ${m.submitP50Ms} ms, p99 ${m.submitP99Ms} ms | bare Hono hello ${fmt(m.helloPerSec)}/s, p50 ${m.helloP50Ms} ms, p99 ${m.helloP99Ms} ms | ratio ${r.ratio.toFixed(3)}`);
   console.log(`  worker (concurrency ${r.worker.concurrency}) ran ${fmt(r.worker.succeeded)} of ${fmt(r.worker.admitted)} admitted invocations to succeeded during the bench`);
   console.log(`  admission alone (worker stopped): ${fmt(r.admissionOnly.perSec)}/s, p50 ${r.admissionOnly.p50Ms} ms, p99 ${r.admissionOnly.p99Ms} ms | ratio to bare Hono ${r.admissionOnly.ratio.toFixed(3)}`);
+  const hs = r.httpOverHostSubmit;
+  console.log(`  HTTP submit ${fmt(hs.httpPerSec)}/s vs in-process host.submit ${fmt(hs.hostPerSec)}/s (p50 ${hs.hostP50Ms.toFixed(1)} ms), ${r.connections} concurrent each, same store | HTTP/host.submit ${hs.ratio.toFixed(3)} (goal >= ${hs.goal}; medians of ${hs.rounds.length} interleaved rounds)`);
   console.log("  ->", writeResult("http", r));
 }
 

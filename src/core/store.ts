@@ -43,6 +43,14 @@ export interface Store {
   migrate(): Promise<void>;
   /** Runs `fn` in one transaction. Rejects with `fn`'s error after rolling everything back. */
   transact<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
+  /**
+   * Optional: runs read-only `fn` against committed state without entering the write path (SQLite:
+   * a second, read-only connection, so a read does not queue behind the group commit's fsync).
+   * Each read sees what committed before it; several reads in one call are not one snapshot.
+   * `fn` must not write (SQLite refuses). Call it through `readCommitted(store, fn)`, which falls
+   * back to `transact` for a store without one.
+   */
+  read?<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
   /** Releases connections and file handles; further calls reject with `STORE_CLOSED`. */
   close(): Promise<void>;
   /**
@@ -204,6 +212,11 @@ export interface StoreTx {
   listOverdueParked(now: number, limit: number): Promise<Invocation[]>;
   /** `pending` approvals whose expiresAt <= now, oldest first. */
   listExpiredPendingApprovals(now: number, limit: number): Promise<Approval[]>;
+}
+
+/** Runs read-only `fn` on the store's read path when it has one (`Store.read`), else in a transaction. */
+export function readCommitted<T>(store: Store, fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+  return store.read !== undefined ? store.read(fn) : store.transact(fn);
 }
 
 /** True when a record lives in the given scope. */

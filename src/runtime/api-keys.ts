@@ -5,7 +5,7 @@
 import { base64url, utf8 } from "../core/encoding.js";
 import { WritError } from "../core/errors.js";
 import type { CryptoPort, Random } from "../core/ports.js";
-import type { Store } from "../core/store.js";
+import { readCommitted, type Store } from "../core/store.js";
 import { API_ROLES, type ApiKeyRecord, type ApiRole } from "../core/types.js";
 
 const KEY_RE = /^writ_([A-Za-z0-9]{8,40})_([A-Za-z0-9_-]{20,100})$/;
@@ -47,7 +47,7 @@ export async function createApiKey(store: Store, crypto: CryptoPort, random: Ran
 export async function verifyApiKey(store: Store, crypto: CryptoPort, text: string): Promise<ApiKeyRecord | null> {
   const m = KEY_RE.exec(text);
   if (!m) return null;
-  const rec = await store.transact((tx) => tx.getApiKey(m[1]!));
+  const rec = await readCommitted(store, (tx) => tx.getApiKey(m[1]!));
   if (!rec || rec.revokedAt !== undefined) return null;
   const a = utf8(rec.hash);
   const b = utf8(hashOf(crypto, text));

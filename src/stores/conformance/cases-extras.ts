@@ -3,6 +3,7 @@
  * (overdue parked invocations, expired pending approvals).
  */
 import assert from "node:assert/strict";
+import { readCommitted } from "../../core/store.js";
 import type { CompletionRecord, PolicyVersion, Scope } from "../../core/types.js";
 import { assertRecord, CROSS_SCOPE_CODES, rejectsWithCode, withStore } from "./assertions.js";
 import type { StoreConformanceCase } from "./case.js";
@@ -17,6 +18,27 @@ function completion(scope: Scope, over: Partial<CompletionRecord> = {}): Complet
 }
 
 export const extraCases: StoreConformanceCase[] = [
+  {
+    // Invariant: the read path (Store.read, through readCommitted) sees every write that committed
+    // before it, scope rules included, and is refused once the store is closed.
+    name: "read path: sees committed writes, keeps scopes apart, closed after close",
+    async run(makeStore) {
+      const scope = newScope();
+      const inv = invocation(scope);
+      const store = await makeStore();
+      try {
+        await store.transact((tx) => tx.insertInvocation(scope, inv));
+        assertRecord(await readCommitted(store, (tx) => tx.getInvocation(scope, inv.invocationId)), inv, "invocation read on the read path");
+        assert.equal(await readCommitted(store, (tx) => tx.getInvocation(newScope(), inv.invocationId)), null);
+        const later = { ...inv, status: "cancelled" as const, updatedAt: T0 + 1 };
+        await store.transact((tx) => tx.updateInvocation(scope, later));
+        assert.equal((await readCommitted(store, (tx) => tx.getInvocation(scope, inv.invocationId)))?.status, "cancelled");
+      } finally {
+        await store.close();
+      }
+      await rejectsWithCode(readCommitted(store, (tx) => tx.getInvocation(scope, inv.invocationId)), ["STORE_CLOSED"], "read after close");
+    },
+  },
   {
     // Invariant: API keys are found by key id, listed per tenant only, and never move to another tenant.
     name: "api keys: by id, per tenant, never moved across tenants",

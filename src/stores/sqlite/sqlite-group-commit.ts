@@ -65,8 +65,9 @@ function storeError(message: string, cause: unknown): WritError {
  *   if none is (`BEGIN IMMEDIATE`), then `SAVEPOINT writ_tx`; `fn` runs (it may await; nothing else
  *   touches the connection meanwhile). Success releases the savepoint; failure rolls back to it,
  *   so the failed transaction leaves nothing behind and its batch-mates keep their writes.
- * - The physical transaction commits when no transaction is waiting, when it carries `maxBatch`
- *   logical ones, or when `maxBatchMs` have passed since it began. Only then are the promises of
+ * - The physical transaction commits when no transaction is waiting (after letting the event loop
+ *   turn once, so that work already in flight can join), when it carries `maxBatch` logical
+ *   ones, or when `maxBatchMs` have passed since it began. Only then are the promises of
  *   its logical transactions settled (failed ones too, so that no answer is given from state that
  *   never became durable). If COMMIT fails, every logical transaction of the batch rejects with
  *   `STORE_ERROR`; if SQLite aborts the physical transaction on its own (disk full, I/O error),
@@ -153,7 +154,7 @@ export class GroupCommitter {
           continue;
         }
         await this.#runLogical(job);
-        if (this.#batch.length > 0 && this.#shouldCommit()) this.#commitBatch();
+        if (this.#batch.length > 0 && this.#shouldCommit() && !(await this.#moreArrived())) this.#commitBatch();
       }
     } catch (e) {
       // Not reached by design; never leave callers hanging if it is.
@@ -174,6 +175,18 @@ export class GroupCommitter {
     }
     this.#queue[this.#head++] = undefined; // let the job be collected
     return job;
+  }
+
+  /**
+   * With the queue empty and room left in the batch, lets the event loop turn once before the
+   * commit, so that transactions of work that is already in flight (HTTP requests whose bytes
+   * arrived while the last COMMIT blocked the thread) join this batch instead of each paying
+   * for its own fsync. True when something was queued meanwhile (the batch goes on).
+   */
+  async #moreArrived(): Promise<boolean> {
+    if (this.#head < this.#queue.length || this.#batch.length >= this.#limits.maxBatch) return false;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    return this.#head < this.#queue.length && performance.now() - this.#batchStartedAt < this.#limits.maxBatchMs;
   }
 
   #shouldCommit(): boolean {

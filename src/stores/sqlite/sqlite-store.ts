@@ -120,6 +120,8 @@ export function sqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
     },
   });
   let ctx: SqliteTxContext | undefined;
+  // The read path: a second, read-only connection (file databases only), opened after migration.
+  let reader: { db: Database.Database; ctx: SqliteTxContext } | undefined;
   let migrated: Promise<void> | undefined;
   let closed: Promise<void> | undefined;
 
@@ -158,14 +160,40 @@ export function sqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
     }
   };
 
+  const read = async <T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> => {
+    if (isMemoryPath(opts.path)) return transact(fn);
+    if (closed !== undefined) throw closedError();
+    if (ctx === undefined) {
+      await migrate();
+      if (closed !== undefined) throw closedError();
+    }
+    try {
+      if (reader === undefined) {
+        const rdb = new Database(opts.path, { readonly: true, fileMustExist: true });
+        rdb.pragma(`busy_timeout = ${opts.busyTimeoutMs}`);
+        reader = { db: rdb, ctx: { stmts: prepareStatements(rdb), lists: new ListStatements(rdb), onRunnable: () => undefined } };
+      }
+      const tx = new SqliteTx(reader.ctx);
+      try {
+        return await fn(tx);
+      } finally {
+        tx.end();
+      }
+    } catch (e) {
+      throw mapError(e);
+    }
+  };
+
   return {
     kind: "sqlite",
     path: opts.path,
     migrate,
     transact,
+    read,
     close(): Promise<void> {
       // Transactions already queued finish (and commit) first; later calls are refused.
       closed ??= committer.exclusive(() => {
+        reader?.db.close();
         db.close();
         closeFileLock(lockKey, fileLock);
         wakeListeners.clear();
