@@ -25,7 +25,7 @@ beforeAll(async () => {
     store: memoryStore(),
     actions,
     connectors: [conn],
-    policy: functionPolicy("p:v1", ({ request }) => (String(request.params.text ?? "").includes("forbidden") ? { result: "DENY", reasons: ["no forbidden words"] } : "ALLOW")),
+    policy: functionPolicy("p:v1", ({ request }) => (JSON.stringify(request.params.text ?? "").includes("forbidden") ? { result: "DENY", reasons: ["no forbidden words"] } : "ALLOW")),
     signingKey: generateSigningKey(),
   });
   await host.authorities.create(SCOPE, { authorityRef: "a1", principal: { type: "agent", id: "bot" }, grantor: { type: "user", id: "root" }, actions: ["up.echo"] });
