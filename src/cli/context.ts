@@ -9,6 +9,7 @@ import type { WritConfig } from "../config/define-config.js";
 import type { Actor, Scope } from "../core/types.js";
 import type { Logger } from "../host/options.js";
 import type { OpenRuntimeOptions, Runtime } from "../runtime/runtime.js";
+import { TENANT_SPACE } from "../core/reserved.js";
 import { flag, parseActor, str, type Values } from "./args.js";
 import { usageError } from "./exit-codes.js";
 import { Printer, type CliIo } from "./output.js";
@@ -43,7 +44,8 @@ export class CliContext {
     const tenantId = str(this.values, "tenant") ?? this.env.WRIT_TENANT ?? "default";
     const spaceId = str(this.values, "space") ?? this.env.WRIT_SPACE ?? "default";
     if (!SCOPE_ID_RE.test(tenantId)) throw usageError(`--tenant must be 1-200 characters of letters, digits, _ . : -, not ${JSON.stringify(tenantId)}`);
-    if (!SCOPE_ID_RE.test(spaceId)) throw usageError(`--space must be 1-200 characters of letters, digits, _ . : -, not ${JSON.stringify(spaceId)}`);
+    // The reserved tenant journal (API key changes) may be read and verified from the CLI.
+    if (!SCOPE_ID_RE.test(spaceId) && spaceId !== TENANT_SPACE) throw usageError(`--space must be 1-200 characters of letters, digits, _ . : -, not ${JSON.stringify(spaceId)}`);
     return { tenantId, spaceId };
   }
 

@@ -12,7 +12,7 @@ import { authoritiesCreate, authoritiesLs, authoritiesReinstate, authoritiesRevo
 import { doctor } from "./commands/doctor.js";
 import { cancel, get, ls, submit } from "./commands/invocations.js";
 import { journalCheckpoint, journalExport, journalLs, journalVerify } from "./commands/journal.js";
-import { apiKeysCreate, apiKeysLs, apiKeysRevoke, keysGenerate, keysLs, keysRevoke, migrate } from "./commands/keys.js";
+import { apiKeysCreate, apiKeysDelegate, apiKeysLs, apiKeysRevoke, keysGenerate, keysLs, keysRevoke, migrate } from "./commands/keys.js";
 import { serve, worker } from "./commands/serve.js";
 import { mcp } from "./commands/mcp.js";
 import { CliContext, type CliEnvironment } from "./context.js";
@@ -42,6 +42,7 @@ export const COMMANDS: readonly Command[] = [
   keysRevoke,
   apiKeysCreate,
   apiKeysLs,
+  apiKeysDelegate,
   apiKeysRevoke,
   authoritiesCreate,
   authoritiesLs,

@@ -21,3 +21,4 @@ export * from "./policy.js";
 export * from "./invocation.js";
 export * from "./webhook.js";
 export * from "./glob.js";
+export * from "./reserved.js";

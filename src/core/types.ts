@@ -13,6 +13,16 @@ export interface Actor {
   id: string;
 }
 
+/**
+ * Who submitted a request, as authenticated: the principal of the API key (or the operator of a
+ * local command) and the key's id. Not part of the request digest; recorded beside it.
+ */
+export interface Submitter {
+  principal: Actor;
+  /** The API key that submitted, when one did. */
+  keyId?: string;
+}
+
 /** JSON data as stored and hashed. */
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
@@ -72,6 +82,8 @@ export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
 
 export interface ApprovalVote {
   approver: Actor;
+  /** The API key the vote was cast with, when one was. */
+  keyId?: string;
   verdict: "approve" | "deny";
   at: number;
   note?: string;
@@ -85,6 +97,8 @@ export interface Approval {
   requestDigest: string;
   invocationId?: string;
   requestedBy: Actor;
+  /** Who submitted the request (principal and key id); never approves or denies it (four eyes). */
+  submittedBy?: Submitter;
   /** Roles or ids allowed to approve; checked by the approvals workflow. */
   approverRoles: string[];
   quorum: number;
@@ -207,6 +221,8 @@ export interface Invocation {
   requestDigest: string;
   /** The original request (digest is computed over it); API answers redact it. */
   request: ActionRequest;
+  /** Who submitted it, as authenticated (principal and API key id), when known. */
+  submittedBy?: Submitter;
   status: InvocationStatus;
   /** Earliest time a worker may claim it (backoff, breaker cooldown). */
   runAt: number;
@@ -353,6 +369,13 @@ export interface ApiKeyRecord {
   /** `sha256:<base64url>` of the whole key text. */
   hash: string;
   name: string;
+  /**
+   * The principal the key belongs to: submits act as it, votes are cast as it. Keys created
+   * before principals existed have none and act as `user:<name>` (or `user:key:<keyId>`).
+   */
+  principal?: Actor;
+  /** Actors the key may submit for besides its principal (set by an admin, journaled). */
+  actsFor?: Actor[];
   createdAt: number;
   revokedAt?: number;
 }

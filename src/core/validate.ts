@@ -1,4 +1,5 @@
 /** Validation of requests and other outside input, with messages that name the problem. */
+import { RESERVED_ID_PREFIX, isReservedId } from "./reserved.js";
 import { ACTOR_TYPES, type ActionRequest, type Actor } from "./types.js";
 
 export const LIMITS = {
@@ -47,6 +48,10 @@ export function checkRequest(v: unknown): Check<ActionRequest> {
     return { ok: false, message: "request could not be read" };
   }
   for (const k of ["tenantId", "spaceId", "action", "actionVersion", "authorityRef"]) str(o, k, LIMITS.id, problems);
+  for (const k of ["tenantId", "spaceId"]) {
+    const v = o[k];
+    if (typeof v === "string" && isReservedId(v)) problems.push(`${k} must not start with ${RESERVED_ID_PREFIX} (reserved for Writ's own journals)`);
+  }
   str(o, "idempotencyKey", LIMITS.idempotencyKey, problems);
   problems.push(...checkActor(o.actor));
   if (!isPlainObject(o.params)) problems.push("params must be a JSON object");

@@ -16,6 +16,13 @@ export interface Approver {
   actor: Actor;
   roles: readonly string[];
   note?: string;
+  /** The API key the approver votes with (recorded on the vote; four eyes compares it). */
+  keyId?: string;
+  /**
+   * Actors the approver's key may submit for: a key that could have submitted the request as its
+   * actor counts as that actor and never approves or denies it.
+   */
+  actsFor?: readonly Actor[];
 }
 
 export function approvalLockKey(approvalId: string): string {
@@ -28,6 +35,20 @@ function checkApprover(a: Approver): void {
   if (problems.length > 0) throw new WritError("INVALID_ARGUMENT", problems.join("; "));
   if (!Array.isArray(a.roles) || !a.roles.every((r) => typeof r === "string")) throw new WritError("INVALID_ARGUMENT", "roles must be a list of strings");
   if (a.note !== undefined && (typeof a.note !== "string" || a.note.length > 2000)) throw new WritError("INVALID_ARGUMENT", "note must be a string of at most 2000 characters");
+  if (a.keyId !== undefined && (typeof a.keyId !== "string" || !/^[A-Za-z0-9]{1,64}$/.test(a.keyId))) throw new WritError("INVALID_ARGUMENT", "keyId must be 1-64 letters or digits");
+  if (a.actsFor !== undefined && (!Array.isArray(a.actsFor) || a.actsFor.some((x) => checkActor(x, "actsFor").length > 0))) throw new WritError("INVALID_ARGUMENT", "actsFor must be a list of actors { type, id }");
+}
+
+/**
+ * Four eyes: why `by` may not approve or deny `ap`, or null. The requesting actor, the principal
+ * that submitted, the key that submitted, and a key that may act for either of them are refused.
+ */
+export function selfApprovalProblem(ap: Approval, by: Approver): string | null {
+  const parties = [ap.requestedBy, ...(ap.submittedBy ? [ap.submittedBy.principal] : [])];
+  if (parties.some((p) => same(p, by.actor))) return "the requesting or submitting principal cannot approve or deny its own request";
+  if (by.keyId !== undefined && ap.submittedBy?.keyId === by.keyId) return "the API key that submitted a request cannot approve or deny it";
+  if ((by.actsFor ?? []).some((a) => parties.some((p) => same(p, a)))) return "an API key that may act for the requesting actor cannot approve or deny its request";
+  return null;
 }
 
 function same(a: Actor, b: Actor): boolean {
@@ -42,9 +63,10 @@ async function load(tx: StoreTx, scope: Scope, approvalId: string): Promise<Appr
   return ap;
 }
 
-function journal(ctx: HostContext, tx: StoreTx, scope: Scope, ap: Approval, type: string, by: Actor | null, extra: { [k: string]: Json } = {}): Promise<unknown> {
+function journal(ctx: HostContext, tx: StoreTx, scope: Scope, ap: Approval, type: string, by: Actor | null, extra: { [k: string]: Json } = {}, keyId?: string): Promise<unknown> {
   const data: { [k: string]: Json } = { status: ap.status, votes: ap.votes.length, quorum: ap.quorum, ...extra };
   if (by) data.by = { type: by.type, id: by.id };
+  if (keyId !== undefined) data.keyId = keyId;
   const refs: { [k: string]: string } = { approvalId: ap.approvalId };
   if (ap.invocationId) refs.invocationId = ap.invocationId;
   return appendJournal(tx, ctx.o.crypto, scope, [{ id: `${type}:${ap.approvalId}:${ap.updatedAt}:${ap.votes.length}`, type, at: ap.updatedAt, refs, data }]);
@@ -87,12 +109,13 @@ export function createApprovals(ctx: HostContext): Approvals {
       if (!by.roles.some((r) => ap.approverRoles.includes(r))) {
         throw new WritError("FORBIDDEN", `approving ${approvalId} needs one of the roles ${ap.approverRoles.join(", ")}`);
       }
-      if (verb !== "revoke" && same(by.actor, ap.requestedBy)) throw new WritError("FORBIDDEN", "the requesting actor cannot approve or deny its own request");
+      const self = verb === "revoke" ? null : selfApprovalProblem(ap, by);
+      if (self !== null) throw new WritError("FORBIDDEN", self);
       if (verb === "revoke") {
         if (ap.status !== "pending" && ap.status !== "approved") throw new WritError("INVALID_STATE", `approval ${approvalId} is ${ap.status} and cannot be revoked`);
         const next: Approval = { ...ap, status: "revoked", updatedAt: now };
         await tx.putApproval(scope, next);
-        await journal(ctx, tx, scope, next, "approval.revoked", by.actor, by.note ? { note: by.note } : {});
+        await journal(ctx, tx, scope, next, "approval.revoked", by.actor, by.note ? { note: by.note } : {}, by.keyId);
         await follow(ctx, tx, next, events);
         return next;
       }
@@ -105,13 +128,13 @@ export function createApprovals(ctx: HostContext): Approvals {
         return expired;
       }
       if (ap.votes.some((v) => same(v.approver, by.actor))) throw new WritError("INVALID_STATE", `${by.actor.type}:${by.actor.id} already voted on ${approvalId}`);
-      const vote = { approver: { type: by.actor.type, id: by.actor.id }, verdict: verb === "approve" ? ("approve" as const) : ("deny" as const), at: now, ...(by.note ? { note: by.note } : {}) };
+      const vote = { approver: { type: by.actor.type, id: by.actor.id }, ...(by.keyId !== undefined ? { keyId: by.keyId } : {}), verdict: verb === "approve" ? ("approve" as const) : ("deny" as const), at: now, ...(by.note ? { note: by.note } : {}) };
       const votes = [...ap.votes, vote];
       const approvals = votes.filter((v) => v.verdict === "approve").length;
       const status: ApprovalStatus = verb === "deny" ? "denied" : approvals >= ap.quorum ? "approved" : "pending";
       const next: Approval = { ...ap, votes, status, updatedAt: now };
       await tx.putApproval(scope, next);
-      await journal(ctx, tx, scope, next, `approval.${verb === "deny" ? "denied" : status === "approved" ? "granted" : "vote"}`, by.actor, by.note ? { note: by.note } : {});
+      await journal(ctx, tx, scope, next, `approval.${verb === "deny" ? "denied" : status === "approved" ? "granted" : "vote"}`, by.actor, by.note ? { note: by.note } : {}, by.keyId);
       await follow(ctx, tx, next, events);
       return next;
     });

@@ -11,7 +11,7 @@ import { redact } from "../core/redact.js";
 import { validateStandard } from "../core/standard-schema.js";
 import type { InvocationFilter, ListOptions } from "../core/store.js";
 import type { ActionDefinition } from "../core/action.js";
-import type { ActionRequest, Actor, Authority, Invocation, Json, ReconciliationRecord, ReconciliationStatus, Scope } from "../core/types.js";
+import type { ActionRequest, Actor, Authority, Invocation, Json, ReconciliationRecord, ReconciliationStatus, Scope, Submitter } from "../core/types.js";
 import { checkActor, checkRequest } from "../core/validate.js";
 import { createBreakers, type Breakers } from "./breaker.js";
 import { compensationActions } from "./compensation.js";
@@ -48,9 +48,19 @@ export interface Preview {
   approval?: PolicyResult["approval"];
 }
 
+/** Options of one submit. */
+export interface SubmitOptions {
+  /**
+   * Who submits, as authenticated (an API key's principal and id, a local operator). Recorded on
+   * the invocation, its `invocation.submitted` entry and its approval (four eyes: the submitter
+   * never approves or denies it). @defaultValue none recorded (library callers)
+   */
+  submittedBy?: Submitter;
+}
+
 export interface Host {
   /** Validates and admits a request; idempotent by (scope, action, idempotencyKey). */
-  submit(request: unknown): Promise<SubmitResult>;
+  submit(request: unknown, options?: SubmitOptions): Promise<SubmitResult>;
   /** The invocation (sensitive values redacted), or null. */
   get(scope: Scope, invocationId: string): Promise<Invocation | null>;
   list(scope: Scope, filter?: InvocationFilter): Promise<Invocation[]>;
@@ -129,7 +139,22 @@ export function createHostCore(options: HostOptions): Host {
     return { req, action, digest };
   }
 
-  async function submit(input: unknown): Promise<SubmitResult> {
+  function checkSubmitter(v: unknown): Submitter | undefined {
+    if (v === undefined) return undefined;
+    const bad = (m: string): never => {
+      throw new WritError("INVALID_ARGUMENT", `submittedBy: ${m}`);
+    };
+    if (typeof v !== "object" || v === null) bad("must be { principal, keyId? }");
+    const o = v as { principal?: unknown; keyId?: unknown };
+    const problems = checkActor(o.principal, "submittedBy.principal");
+    if (problems.length > 0) bad(problems.join("; "));
+    if (o.keyId !== undefined && (typeof o.keyId !== "string" || !/^[A-Za-z0-9]{1,64}$/.test(o.keyId))) bad("keyId must be 1-64 letters or digits");
+    const p = o.principal as Actor;
+    return { principal: { type: p.type, id: p.id }, ...(o.keyId !== undefined ? { keyId: o.keyId as string } : {}) };
+  }
+
+  async function submit(input: unknown, options: SubmitOptions = {}): Promise<SubmitResult> {
+    const submittedBy = checkSubmitter((options as SubmitOptions | undefined)?.submittedBy);
     const { req, action, digest } = await validate(input);
     const scope = scopeOf(req);
     const now = o.clock.now();
@@ -150,6 +175,7 @@ export function createHostCore(options: HostOptions): Host {
         idempotencyKey: req.idempotencyKey,
         requestDigest: digest,
         request: req,
+        ...(submittedBy ? { submittedBy } : {}),
         status: "queued",
         runAt: now,
         attemptCount: 0,
@@ -172,6 +198,7 @@ export function createHostCore(options: HostOptions): Host {
             idempotencyKey: req.idempotencyKey,
             requestDigest: digest,
             actor: { type: req.actor.type, id: req.actor.id },
+            ...(submittedBy ? { submittedBy: submittedBy as unknown as Json } : {}),
             authorityRef: req.authorityRef,
             params: (redact({ params: req.params }, action.sensitive ?? []) as { params: Json }).params,
           },

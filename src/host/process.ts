@@ -346,6 +346,7 @@ async function openApproval(ctx: HostContext, tx: StoreTx, inv: Invocation, fenc
     requestDigest: computeRequestDigest(ctx.o.crypto, inv.request),
     invocationId: inv.invocationId,
     requestedBy: inv.request.actor,
+    ...(inv.submittedBy ? { submittedBy: inv.submittedBy } : {}),
     approverRoles: spec?.approverRoles ?? ["approve"],
     quorum: spec?.quorum ?? 1,
     votes: [],
@@ -356,7 +357,7 @@ async function openApproval(ctx: HostContext, tx: StoreTx, inv: Invocation, fenc
   };
   await tx.putApproval(scope, approval);
   await appendJournal(tx, ctx.o.crypto, scope, [
-    { id: `approval.opened:${approval.approvalId}`, type: "approval.opened", at: now, refs: { invocationId: inv.invocationId, approvalId: approval.approvalId }, data: { quorum: approval.quorum, approverRoles: approval.approverRoles, expiresAt: approval.expiresAt } },
+    { id: `approval.opened:${approval.approvalId}`, type: "approval.opened", at: now, refs: { invocationId: inv.invocationId, approvalId: approval.approvalId }, data: { quorum: approval.quorum, approverRoles: approval.approverRoles, expiresAt: approval.expiresAt, requestedBy: { ...approval.requestedBy }, ...(approval.submittedBy ? { submittedBy: { principal: { ...approval.submittedBy.principal }, ...(approval.submittedBy.keyId ? { keyId: approval.submittedBy.keyId } : {}) } } : {}) } },
   ]);
   return ctx.transition(tx, inv, "awaiting_approval", { approvalId: approval.approvalId }, { fence, events });
 }

@@ -6,7 +6,11 @@ import { base64url, utf8 } from "../core/encoding.js";
 import { WritError } from "../core/errors.js";
 import type { CryptoPort, Random } from "../core/ports.js";
 import { readCommitted, type Store } from "../core/store.js";
-import { API_ROLES, type ApiKeyRecord, type ApiRole } from "../core/types.js";
+import { appendJournal } from "../core/journal.js";
+import { tenantJournalScope } from "../core/reserved.js";
+import { API_ROLES, type Actor, type ApiKeyRecord, type ApiRole } from "../core/types.js";
+import { checkActor } from "../core/validate.js";
+import { actorJson, checkActorList, keyPrincipal } from "./principals.js";
 
 const KEY_RE = /^writ_([A-Za-z0-9]{8,40})_([A-Za-z0-9_-]{20,100})$/;
 
@@ -17,6 +21,13 @@ export interface NewApiKey {
   /** Policy approver roles (e.g. `finance`) the holder may approve as. */
   approverRoles?: string[];
   name: string;
+  /**
+   * The principal the key belongs to (submits and votes act as it).
+   * @defaultValue `user:<name>` (or `user:key:<keyId>` without a name)
+   */
+  principal?: Actor;
+  /** Actors the key may also submit for (a delegation list). @defaultValue none */
+  actsFor?: Actor[];
 }
 
 function hashOf(crypto: CryptoPort, text: string): string {
@@ -35,11 +46,31 @@ export async function createApiKey(store: Store, crypto: CryptoPort, random: Ran
   if (!Array.isArray(approverRoles) || approverRoles.length > 20 || !approverRoles.every((r) => typeof r === "string" && /^[A-Za-z0-9_.:-]{1,100}$/.test(r))) {
     throw new WritError("INVALID_ARGUMENT", "approverRoles must be at most 20 names of letters, digits, _ . : -");
   }
+  if (input.principal !== undefined) {
+    const problems = checkActor(input.principal, "principal");
+    if (problems.length > 0) throw new WritError("INVALID_ARGUMENT", problems.join("; "));
+  }
+  const actsFor = input.actsFor === undefined ? [] : checkActorList(input.actsFor, "actsFor");
   const keyId = base64url(random.bytes(12)).replace(/[-_]/g, "x");
   const key = `writ_${keyId}_${base64url(random.bytes(24))}`;
   const record: ApiKeyRecord = { keyId, tenantId: input.tenantId, spaces, roles: [...new Set(input.roles)], hash: hashOf(crypto, key), name: String(input.name ?? "").slice(0, 200), createdAt: now };
   if (approverRoles.length > 0) record.approverRoles = [...new Set(approverRoles)];
-  await store.transact((tx) => tx.putApiKey(record));
+  // Every new key has an explicit principal (the default is the name-derived user).
+  const principal = input.principal ? { type: input.principal.type, id: input.principal.id } : keyPrincipal(record);
+  record.principal = principal;
+  if (actsFor.length > 0) record.actsFor = actsFor;
+  await store.transact(async (tx) => {
+    await tx.putApiKey(record);
+    await appendJournal(tx, crypto, tenantJournalScope(record.tenantId), [
+      {
+        id: `api_key.created:${keyId}`,
+        type: "api_key.created",
+        at: now,
+        refs: { keyId },
+        data: { name: record.name, roles: record.roles, spaces: record.spaces, principal: actorJson(principal), actsFor: (record.actsFor ?? []).map(actorJson) },
+      },
+    ]);
+  });
   return { key, record };
 }
 

@@ -7,6 +7,7 @@ import type { CryptoPort } from "../core/ports.js";
 import type { Store } from "../core/store.js";
 import { API_ROLES, type Actor, type ApiKeyRecord, type ApiRole, type Scope } from "../core/types.js";
 import { keyAllows, verifyApiKey } from "../runtime/api-keys.js";
+import { keyPrincipal } from "../runtime/principals.js";
 import { ApiError } from "./errors.js";
 
 /** Who is calling a keyed route, once authenticated and authorised. */
@@ -15,8 +16,8 @@ export interface Caller {
   /** The tenant comes from the key; the space from the path. */
   scope: Scope;
   /**
-   * The key as an actor (approver, operator, canceller): a `user` named after the key's name,
-   * or `key:<keyId>` when the key has no name.
+   * The key's principal (approver, operator, canceller, and the default submitting actor); keys
+   * from before principals act as the `user` named after the key (`key:<keyId>` without a name).
    */
   actor: Actor;
   /** The key's roles; `admin` holds every role. */
@@ -41,11 +42,9 @@ export async function authenticate(store: Store, crypto: CryptoPort, header: str
   return rec;
 }
 
-/** The key as an actor: see {@link Caller.actor}. */
+/** The key as an actor, i.e. its principal: see {@link Caller.actor} and `keyPrincipal`. */
 export function keyActor(key: ApiKeyRecord): Actor {
-  const name = key.name.trim();
-  // eslint-disable-next-line no-control-regex -- a name with control characters is not shown as an identity
-  return { type: "user", id: name.length > 0 && !/[\u0000-\u001f\u007f]/.test(name) ? name : `key:${key.keyId}` };
+  return keyPrincipal(key);
 }
 
 /** 403 unless the key may act in `spaceId` with one of `roles`. */
@@ -59,7 +58,7 @@ export function authorize(key: ApiKeyRecord, spaceId: string, roles: readonly Ap
   return {
     key,
     scope: { tenantId: key.tenantId, spaceId },
-    actor: keyActor(key),
+    actor: keyPrincipal(key),
     roles: key.roles.includes("admin") ? [...API_ROLES] : [...key.roles],
   };
 }

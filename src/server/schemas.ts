@@ -50,6 +50,12 @@ export function queryInt(min: number, max: number) {
 
 export const Actor = named("Actor", z.strictObject({ type: z.enum(ACTOR_TYPES), id: Id }), "who asks: an agent, a user or a service");
 
+export const Submitter = named(
+  "Submitter",
+  z.object({ principal: Actor, keyId: z.string().optional() }),
+  "who submitted, as authenticated: the API key's principal and the key's id",
+);
+
 export const ActionRequest = named(
   "ActionRequest",
   z.strictObject({
@@ -57,7 +63,7 @@ export const ActionRequest = named(
     spaceId: Id.optional().describe("defaults to the space in the path; if given it must be that space"),
     action: Id,
     actionVersion: Id,
-    actor: Actor,
+    actor: Actor.optional().describe("defaults to the API key's principal; if given it must be the principal or on the key's delegation list"),
     authorityRef: Id,
     params: JsonObject,
     idempotencyKey: z.string().min(1).max(LIMITS.idempotencyKey),
@@ -108,6 +114,7 @@ export const Invocation = named(
     idempotencyKey: z.string(),
     requestDigest: z.string(),
     request: FullRequest,
+    submittedBy: Submitter.optional(),
     status: z.enum(INVOCATION_STATUSES),
     runAt: Millis,
     leaseOwner: z.string().optional(),
@@ -152,9 +159,10 @@ export const Approval = named(
     requestDigest: z.string(),
     invocationId: z.string().optional(),
     requestedBy: Actor,
+    submittedBy: Submitter.optional(),
     approverRoles: z.array(z.string()),
     quorum: z.number().int(),
-    votes: z.array(z.object({ approver: Actor, verdict: z.enum(["approve", "deny"]), at: Millis, note: z.string().optional() })),
+    votes: z.array(z.object({ approver: Actor, keyId: z.string().optional(), verdict: z.enum(["approve", "deny"]), at: Millis, note: z.string().optional() })),
     status: z.enum(APPROVAL_STATUSES),
     expiresAt: Millis,
     createdAt: Millis,

@@ -144,6 +144,26 @@ describe("writ CLI end to end", () => {
     expect(json<{ revokedAt: number }>(revoked).revokedAt).toEqual(expect.any(Number));
   });
 
+  // Invariant: a key's principal and delegation list are set from the CLI, listed, and journaled in the tenant journal.
+  it("creates a key bound to a principal and sets its delegation list", async () => {
+    const created = await writ(ws.dir, ["api-keys", "create", "--name", "bot", "--role", "submit", "--principal", "agent:support-bot", "--acts-for", "agent:helper", "--json"]);
+    expect(created.code, created.stderr).toBe(0);
+    const { record } = json<{ record: { keyId: string; principal: unknown; actsFor: unknown } }>(created);
+    expect(record).toMatchObject({ principal: { type: "agent", id: "support-bot" }, actsFor: [{ type: "agent", id: "helper" }] });
+    const badPrincipal = await writ(ws.dir, ["api-keys", "create", "--role", "submit", "--principal", "robot:x"]);
+    expect(badPrincipal.code).toBe(2);
+    const delegated = await writ(ws.dir, ["api-keys", "delegate", record.keyId, "--acts-for", "agent:a", "--acts-for", "agent:b", "--as", "user:root", "--json"]);
+    expect(delegated.code, delegated.stderr).toBe(0);
+    expect(json<{ actsFor: unknown }>(delegated).actsFor).toEqual([{ type: "agent", id: "a" }, { type: "agent", id: "b" }]);
+    const neither = await writ(ws.dir, ["api-keys", "delegate", record.keyId]);
+    expect(neither.code).toBe(2);
+    const ls = await writ(ws.dir, ["api-keys", "ls"]);
+    expect(ls.stdout).toContain("agent:support-bot");
+    expect(ls.stdout).toContain("agent:a,agent:b");
+    const journal = await writ(ws.dir, ["journal", "ls", "--space", "~tenant", "--json"]);
+    expect(journal.stdout).toContain("api_key.delegation_set");
+  });
+
   it("verifies, checkpoints and exports the journal; a tampered entry fails verify with exit 1", async () => {
     const cp = await writ(ws.dir, ["journal", "checkpoint"]);
     expect(cp.stdout).toMatch(/signed checkpoint of acme\/prod at seq \d+/);

@@ -1,7 +1,8 @@
 /**
  * `writ serve` with the example config (examples/writ.config.ts) in an empty directory, as
- * `npm start` runs it: the demo admin key (0600, printed each start), a refund over HTTP, an
- * approval over HTTP, and a graceful stop on SIGTERM (exit 0, store closed).
+ * `npm start` runs it: the demo agent, approver and admin keys (0600, printed each start), a refund
+ * over HTTP with the agent key, the agent refused approving its own request, an approval with the
+ * approver key, and a graceful stop on SIGTERM (exit 0, store closed).
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { readFileSync, statSync } from "node:fs";
@@ -11,7 +12,7 @@ import { BIN, REPO, childEnv, workspace } from "./helpers.js";
 
 interface Banner {
   url: string;
-  demo: { tenantId: string; spaceId: string; adminKey: string; adminKeyFile: string; created: boolean; curl: string };
+  demo: { tenantId: string; spaceId: string; adminKey: string; adminKeyFile: string; created: boolean; curl: string; agentKey: string; agentKeyFile: string; approverKey: string; approverKeyFile: string };
 }
 
 interface Served {
@@ -58,10 +59,10 @@ function serve(): Promise<Served> {
   });
 }
 
-async function api(s: Served, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+async function api(s: Served, method: string, path: string, body?: unknown, key = s.banner.demo.approverKey): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await fetch(`${s.banner.url}/v1/spaces/${s.banner.demo.spaceId}${path}`, {
     method,
-    headers: { authorization: `Bearer ${s.banner.demo.adminKey}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+    headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
@@ -92,16 +93,21 @@ describe("writ serve with the example config", () => {
     expect(readFileSync(demo.adminKeyFile, "utf8").trim()).toBe(demo.adminKey);
     expect(statSync(demo.adminKeyFile).mode & 0o777).toBe(0o600);
     expect(demo.curl).toContain(`${s.banner.url}/v1/spaces/default/invocations`);
+    expect(demo.curl).toContain(demo.agentKey);
+    for (const f of [demo.agentKeyFile, demo.approverKeyFile]) expect(statSync(f).mode & 0o777).toBe(0o600);
 
-    const small = await api(s, "POST", "/invocations", refund("pay_1", 1200));
+    // The agent submits with its own key; it may not approve (four eyes); the approver key does.
+    const small = await api(s, "POST", "/invocations", refund("pay_1", 1200), demo.agentKey);
     expect(small.status).toBe(202);
     const smallId = (small.body.invocation as { invocationId: string }).invocationId;
-    const large = await api(s, "POST", "/invocations", refund("pay_2", 25000));
+    const large = await api(s, "POST", "/invocations", refund("pay_2", 25000), demo.agentKey);
     const largeId = (large.body.invocation as { invocationId: string }).invocationId;
     expect((await until(s, smallId, "succeeded")).result).toEqual({ refund: { ref: "re_1" } });
     const parked = await until(s, largeId, "awaiting_approval");
+    expect((await api(s, "POST", `/approvals/${String(parked.approvalId)}/approve`, { note: "mine" }, demo.agentKey)).status).toBe(403);
     const approved = await api(s, "POST", `/approvals/${String(parked.approvalId)}/approve`, { note: "ok" });
     expect(approved.status).toBe(200);
+    expect((approved.body.approval as { votes: Array<{ approver: unknown }> }).votes[0]?.approver).toEqual({ type: "user", id: "demo-approver" });
     await until(s, largeId, "succeeded");
 
     s.child.kill("SIGTERM");
@@ -111,7 +117,7 @@ describe("writ serve with the example config", () => {
 
     // The next start prints the same key (kept in the 0600 file) and finds the work done.
     const again = await serve();
-    expect(again.banner.demo).toMatchObject({ adminKey: demo.adminKey, created: false });
+    expect(again.banner.demo).toMatchObject({ adminKey: demo.adminKey, agentKey: demo.agentKey, approverKey: demo.approverKey, created: false });
     expect(((await api(again, "GET", `/invocations/${largeId}`)).body.invocation as { status: string }).status).toBe("succeeded");
     again.child.kill("SIGINT");
     expect(await again.exited).toBe(0);

@@ -46,23 +46,30 @@ describe("authentication", () => {
 });
 
 describe("roles", () => {
+  // Without an actor: each key submits as its own principal (the admin key is not the agent).
+  const own = (amount: number): Record<string, unknown> => {
+    const { actor: _actor, ...rest } = refund(amount);
+    return rest;
+  };
   const cases: Array<[string, string, string, unknown, string[], string[]]> = [
     // [what, method, path, body, allowed keys, refused keys]
-    ["submit", "POST", "/v1/spaces/prod/invocations", refund(1), ["acme.submit", "acme.admin"], ["acme.approve", "acme.operate"]],
+    ["submit", "POST", "/v1/spaces/prod/invocations", () => own(1), ["acme.submit", "acme.admin"], ["acme.approve", "acme.operate"]],
     ["list approvals", "GET", "/v1/spaces/prod/approvals", undefined, ["acme.approve", "acme.admin"], ["acme.submit", "acme.operate"]],
     ["list reconciliations", "GET", "/v1/spaces/prod/reconciliations", undefined, ["acme.operate", "acme.admin"], ["acme.submit", "acme.approve"]],
     ["read the journal", "GET", "/v1/spaces/prod/journal", undefined, ["acme.operate", "acme.admin"], ["acme.submit", "acme.approve"]],
     ["verify the journal", "GET", "/v1/spaces/prod/journal/verify", undefined, ["acme.operate", "acme.admin"], ["acme.submit", "acme.approve"]],
     ["evaluate-and-sign", "POST", "/v1/spaces/prod/decisions/evaluate-and-sign", { request: refund(1) }, ["acme.admin"], ["acme.submit", "acme.approve", "acme.operate"]],
-    ["preview", "POST", "/v1/spaces/prod/decisions/preview", refund(1), ["acme.submit", "acme.admin"], ["acme.approve", "acme.operate"]],
+    ["preview", "POST", "/v1/spaces/prod/decisions/preview", own(1), ["acme.submit", "acme.admin"], ["acme.approve", "acme.operate"]],
   ];
   it.each(cases)("%s: allowed for the right roles, 403 FORBIDDEN for the others", async (_what, method, path, body, allowed, refused) => {
     for (const k of allowed) {
-      const r = await call(rig, method, path, { key: k, ...(body !== undefined ? { body } : {}) });
+      const b: unknown = typeof body === "function" ? (body as () => unknown)() : body;
+      const r = await call(rig, method, path, { key: k, ...(b !== undefined ? { body: b } : {}) });
       expect([200, 202], `${k} ${method} ${path}: ${r.text}`).toContain(r.status);
     }
     for (const k of refused) {
-      const r = await call(rig, method, path, { key: k, ...(body !== undefined ? { body } : {}) });
+      const b: unknown = typeof body === "function" ? (body as () => unknown)() : body;
+      const r = await call(rig, method, path, { key: k, ...(b !== undefined ? { body: b } : {}) });
       expect(r.status, `${k} ${method} ${path}`).toBe(403);
       expect(r.json.error.code).toBe("FORBIDDEN");
     }

@@ -82,7 +82,9 @@ export async function startRig(options: { logger?: Logger } = {}): Promise<Rig> 
   const keys: Record<string, string> = {};
   for (const scope of [ACME, GLOBEX]) {
     for (const role of ROLES) {
-      keys[`${scope.tenantId}.${role}`] = (await createApiKey(runtime.store, crypto, random, { tenantId: scope.tenantId, roles: [role], name: `${scope.tenantId}-${role}` }, clock.now())).key;
+      // The submit key is the agent's own key: its principal is AGENT (the requests' actor).
+      const principal = role === "submit" ? { principal: AGENT } : {};
+      keys[`${scope.tenantId}.${role}`] = (await createApiKey(runtime.store, crypto, random, { tenantId: scope.tenantId, roles: [role], name: `${scope.tenantId}-${role}`, ...principal }, clock.now())).key;
     }
     await runtime.host.authorities.create(scope, { authorityRef: "auth-1", principal: AGENT, grantor: { type: "user", id: "root" }, actions: ["*"] });
   }

@@ -27,8 +27,9 @@ export const submit: Command = {
     "idempotency-key": { type: "string", value: "<key>", description: "dedupe key (default: a new random key, printed; reuse it to retry safely)" },
     wait: { type: "boolean", description: "wait until a worker settles it (succeeded, failed, awaiting approval, ...)" },
     timeout: { type: "string", value: "<seconds>", description: "with --wait: give up after this long (default 30)" },
+    ...AS_OPTION,
   },
-  details: "Tenant and space come from --tenant/--space unless the file names them. A worker (writ serve or writ worker) runs what is submitted.",
+  details: "Tenant and space come from --tenant/--space unless the file names them. A worker (writ serve or writ worker) runs what is submitted. The operator (--as) is recorded as the submitter and can never approve or deny the request (four eyes).",
   async run(ctx) {
     const v = ctx.values;
     const file = str(v, "file");
@@ -65,7 +66,8 @@ export const submit: Command = {
       req.idempotencyKey = `cli-${base64url(systemRandom.bytes(12))}`;
       if (!ctx.out.json) ctx.out.note(`idempotency key: ${req.idempotencyKey as string} (pass it with --idempotency-key to retry this request safely)`);
     }
-    const submitted = await rt.host.submit(req);
+    // The local operator (--as, $WRIT_ACTOR, the login name) is recorded as the submitter: four eyes.
+    const submitted = await rt.host.submit(req, { submittedBy: { principal: ctx.operator() } });
     let inv = submitted.invocation;
     if (flag(v, "wait")) inv = await waitSettled(rt, inv, timeoutS * 1000);
     ctx.out.result({ invocation: inv, replayed: submitted.replayed }, () => {

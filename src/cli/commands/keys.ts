@@ -1,6 +1,7 @@
 /**
- * `writ keys generate|ls|revoke` (decision signing keys on disk), `writ api-keys create|ls|revoke`
- * (per-tenant API keys, stored hashed) and `writ migrate`.
+ * `writ keys generate|ls|revoke` (decision signing keys on disk), `writ api-keys
+ * create|ls|delegate|revoke` (per-tenant API keys, stored hashed, each bound to a principal) and
+ * `writ migrate`.
  */
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -8,9 +9,10 @@ import { API_ROLES, type ApiRole } from "../../core/types.js";
 import { systemClock, systemRandom } from "../../node/clock.js";
 import { defaultCrypto } from "../../node/defaults.js";
 import { createApiKey, revokeApiKey } from "../../runtime/api-keys.js";
+import { actorText, keyPrincipal, setKeyDelegation } from "../../runtime/principals.js";
 import { generateKeyFile, readKeyFile, revokeKeyFile } from "../../runtime/key-files.js";
-import { list, str } from "../args.js";
-import { QUIET_OPTION, printList, type Command } from "../command.js";
+import { flag, list, parseActor, str } from "../args.js";
+import { AS_OPTION, QUIET_OPTION, printList, type Command } from "../command.js";
 import type { CliContext } from "../context.js";
 import { usageError } from "../exit-codes.js";
 import { time } from "../output.js";
@@ -97,6 +99,8 @@ export const apiKeysCreate: Command = {
     role: { type: "string", multiple: true, value: "<role>", description: `${API_ROLES.join(", ")}; repeatable (required)` },
     "key-space": { type: "string", multiple: true, value: "<space>", description: "a space the key may act in; repeatable (default: all of the tenant's spaces)" },
     "approver-role": { type: "string", multiple: true, value: "<role>", description: "a policy approver role (e.g. finance, for @approvers(\"finance\")) the holder may approve as; repeatable" },
+    principal: { type: "string", value: "<type:id>", description: "who the key belongs to, e.g. agent:support-bot (default: user:<name>); submits and votes act as it" },
+    "acts-for": { type: "string", multiple: true, value: "<type:id>", description: "an actor the key may also submit for (its delegation list); repeatable" },
   },
   async run(ctx) {
     const roles = list(ctx.values, "role");
@@ -104,19 +108,30 @@ export const apiKeysCreate: Command = {
     const bad = roles.find((r) => !(API_ROLES as readonly string[]).includes(r));
     if (bad !== undefined) throw usageError(`--role must be one of ${API_ROLES.join(", ")}, not ${JSON.stringify(bad)}`);
     const spaces = list(ctx.values, "key-space");
+    const principalText = str(ctx.values, "principal");
+    const principal = principalText !== undefined ? parseActor(principalText, "principal") : undefined;
+    const actsFor = list(ctx.values, "acts-for").map((a) => parseActor(a, "acts-for"));
     const { tenantId } = ctx.scope();
     const rt = await ctx.runtime();
     const { key, record } = await createApiKey(
       rt.store,
       defaultCrypto(),
       systemRandom,
-      { tenantId, roles: roles as ApiRole[], name: str(ctx.values, "name") ?? "", ...(spaces.length > 0 ? { spaces } : {}), ...(list(ctx.values, "approver-role").length > 0 ? { approverRoles: list(ctx.values, "approver-role") } : {}) },
+      {
+        tenantId,
+        roles: roles as ApiRole[],
+        name: str(ctx.values, "name") ?? "",
+        ...(spaces.length > 0 ? { spaces } : {}),
+        ...(list(ctx.values, "approver-role").length > 0 ? { approverRoles: list(ctx.values, "approver-role") } : {}),
+        ...(principal ? { principal } : {}),
+        ...(actsFor.length > 0 ? { actsFor } : {}),
+      },
       systemClock.now(),
     );
-    const shown = { keyId: record.keyId, tenantId: record.tenantId, name: record.name, roles: record.roles, spaces: record.spaces, createdAt: record.createdAt };
+    const shown = { keyId: record.keyId, tenantId: record.tenantId, name: record.name, roles: record.roles, spaces: record.spaces, principal: keyPrincipal(record), actsFor: record.actsFor ?? [], createdAt: record.createdAt };
     ctx.out.result({ key, record: shown }, () => {
       ctx.out.line(key);
-      ctx.out.note(`API key ${record.keyId} for tenant ${tenantId} (roles ${record.roles.join(", ")}; spaces ${record.spaces.join(", ")}). It is shown this once: store it now.`);
+      ctx.out.note(`API key ${record.keyId} for tenant ${tenantId}, principal ${actorText(shown.principal)} (roles ${record.roles.join(", ")}; spaces ${record.spaces.join(", ")}). It is shown this once: store it now.`);
     });
   },
 };
@@ -129,11 +144,13 @@ export const apiKeysLs: Command = {
     const { tenantId } = ctx.scope();
     const rt = await ctx.runtime();
     const recs = await rt.store.transact((tx) => tx.listApiKeys(tenantId));
-    const items = recs.map((r) => ({ keyId: r.keyId, name: r.name, roles: r.roles, spaces: r.spaces, createdAt: r.createdAt, ...(r.revokedAt !== undefined ? { revokedAt: r.revokedAt } : {}) }));
+    const items = recs.map((r) => ({ keyId: r.keyId, name: r.name, principal: keyPrincipal(r), actsFor: r.actsFor ?? [], roles: r.roles, spaces: r.spaces, createdAt: r.createdAt, ...(r.revokedAt !== undefined ? { revokedAt: r.revokedAt } : {}) }));
     printList(ctx, { items }, items, (k) => k.keyId, () =>
       ctx.out.table(items, [
         { header: "key id", value: (k) => k.keyId },
         { header: "name", value: (k) => k.name || "-" },
+        { header: "principal", value: (k) => actorText(k.principal) },
+        { header: "acts for", value: (k) => k.actsFor.map(actorText).join(",") || "-" },
         { header: "roles", value: (k) => k.roles.join(",") },
         { header: "spaces", value: (k) => k.spaces.join(",") },
         { header: "created", value: (k) => time(k.createdAt) },
@@ -154,6 +171,29 @@ export const apiKeysRevoke: Command = {
     const rt = await ctx.runtime();
     const rec = await revokeApiKey(rt.store, keyId, tenantId, systemClock.now());
     ctx.out.result({ keyId: rec.keyId, revokedAt: rec.revokedAt }, () => ctx.out.line(`revoked API key ${rec.keyId}`));
+  },
+};
+
+export const apiKeysDelegate: Command = {
+  name: "api-keys delegate",
+  summary: "set the actors an API key may submit for besides its principal (replaces the list; journaled)",
+  args: "<key-id>",
+  options: {
+    "acts-for": { type: "string", multiple: true, value: "<type:id>", description: "an actor the key may submit for; repeatable" },
+    none: { type: "boolean", description: "clear the delegation list" },
+    ...AS_OPTION,
+  },
+  details: "The change is journaled in the tenant journal (space ~tenant) with the operator (--as) as its author.",
+  async run(ctx, p) {
+    const keyId = p[0]!;
+    const actsFor = list(ctx.values, "acts-for").map((a) => parseActor(a, "acts-for"));
+    const none = flag(ctx.values, "none");
+    if (none === (actsFor.length > 0)) throw usageError("`writ api-keys delegate` needs either --acts-for <type:id> (repeatable) or --none");
+    const { tenantId } = ctx.scope();
+    const rt = await ctx.runtime();
+    const rec = await setKeyDelegation(rt.store, defaultCrypto(), { tenantId, keyId, actsFor, by: ctx.operator() }, systemClock.now());
+    const shown = { keyId: rec.keyId, principal: keyPrincipal(rec), actsFor: rec.actsFor ?? [] };
+    ctx.out.result(shown, () => ctx.out.line(`API key ${rec.keyId} (${actorText(shown.principal)}) may act for: ${shown.actsFor.map(actorText).join(", ") || "its principal only"}`));
   },
 };
 

@@ -43,14 +43,31 @@ async function drain(ctx: CliContext, worker: Worker, stop: ReturnType<typeof wa
 
 function printBanner(ctx: CliContext, rt: Runtime, url: string, worker: Worker, demo: DemoState | null): void {
   const demoSetup = demoOf(rt.config);
-  const curl = demo && demoSetup ? demoCurl(url, demoSetup, demo.adminKey) : null;
+  const curl = demo && demoSetup ? demoCurl(url, demoSetup, demo.agent.key) : null;
   ctx.out.result(
     {
       url,
       worker: worker.id,
       store: rt.store.kind,
       signingKey: rt.signingKey.kid,
-      ...(demo ? { demo: { tenantId: demo.scope.tenantId, spaceId: demo.scope.spaceId, adminKey: demo.adminKey, adminKeyFile: demo.adminKeyFile, created: demo.created, curl } } : {}),
+      ...(demo
+        ? {
+            demo: {
+              tenantId: demo.scope.tenantId,
+              spaceId: demo.scope.spaceId,
+              adminKey: demo.adminKey,
+              adminKeyFile: demo.adminKeyFile,
+              created: demo.created,
+              agentKey: demo.agent.key,
+              agentKeyFile: demo.agent.file,
+              agentPrincipal: demo.agent.principal,
+              approverKey: demo.approver.key,
+              approverKeyFile: demo.approver.file,
+              approverPrincipal: demo.approver.principal,
+              curl,
+            },
+          }
+        : {}),
     },
     () => {
       ctx.out.line(`Writ is serving on ${url}`);
@@ -58,8 +75,13 @@ function printBanner(ctx: CliContext, rt: Runtime, url: string, worker: Worker, 
       ctx.out.line(`  OpenAPI: ${url}/openapi.json   health: ${url}/healthz`);
       if (demo) {
         ctx.out.line("");
-        ctx.out.line(`LOCAL DEMO ONLY — admin API key of tenant "${demo.scope.tenantId}" (${demo.created ? "created now" : "created on first start"}, kept in ${demo.adminKeyFile}, mode 0600):`);
-        ctx.out.line(`  ${demo.adminKey}`);
+        ctx.out.line(`LOCAL DEMO ONLY — API keys of tenant "${demo.scope.tenantId}" (kept in mode 0600 files; created on first start):`);
+        ctx.out.line(`  agent    (submit, acts as ${demo.agent.principal.type}:${demo.agent.principal.id}; ${demo.agent.file}):`);
+        ctx.out.line(`    ${demo.agent.key}`);
+        ctx.out.line(`  approver (approve, operate, acts as ${demo.approver.principal.type}:${demo.approver.principal.id}; ${demo.approver.file}):`);
+        ctx.out.line(`    ${demo.approver.key}`);
+        ctx.out.line(`  admin    (${demo.adminKeyFile}):`);
+        ctx.out.line(`    ${demo.adminKey}`);
         if (demo.authoritiesCreated.length > 0) ctx.out.line(`  demo authorities created: ${demo.authoritiesCreated.join(", ")}`);
         if (curl) {
           ctx.out.line("");
@@ -82,7 +104,7 @@ export const serve: Command = {
     host: { type: "string", value: "<address>", description: "listen on this address (default: the config's server.host, else 127.0.0.1)" },
     ...WORKER_OPTIONS,
   },
-  details: "A config with a `demo` section (examples/writ.config.ts) also bootstraps the local demo: an admin API key in .writ/demo-admin-key and the demo authorities. SIGINT/SIGTERM stop gracefully: the server stops accepting, workers drain, the store closes; a second signal aborts in-flight work.",
+  details: "A config with a `demo` section (examples/writ.config.ts) also bootstraps the local demo: an agent key (.writ/demo-agent-key), an approver key (.writ/demo-approver-key), an admin key (.writ/demo-admin-key) and the demo authorities. SIGINT/SIGTERM stop gracefully: the server stops accepting, workers drain, the store closes; a second signal aborts in-flight work.",
   async run(ctx) {
     const portFlag = intFlag(ctx.values, "port", 0);
     if (portFlag !== undefined && portFlag > 65535) throw usageError("--port must be at most 65535");

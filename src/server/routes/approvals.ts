@@ -1,4 +1,4 @@
-/** Approvals: list, get, approve, deny, revoke. The approver is the API key (a `user` actor) with its roles. */
+/** Approvals: list, get, approve, deny, revoke. The approver is the API key's principal with the key's roles. */
 import type { Approver } from "../../host/approvals.js";
 import type { Caller } from "../auth.js";
 import { notFound, type ServerContext } from "../context.js";
@@ -7,7 +7,13 @@ import { ApprovalAnswer, ApprovalList, ApprovalListQuery, ApprovalPath, Approval
 
 function approver(caller: Caller, note: string | undefined): Approver {
   // The key's API roles plus the policy approver roles it was given (e.g. `finance`).
-  return { actor: caller.actor, roles: [...caller.roles, ...(caller.key.approverRoles ?? [])], ...(note !== undefined ? { note } : {}) };
+  return {
+    actor: caller.actor,
+    roles: [...caller.roles, ...(caller.key.approverRoles ?? [])],
+    keyId: caller.key.keyId,
+    actsFor: caller.key.actsFor ?? [],
+    ...(note !== undefined ? { note } : {}),
+  };
 }
 
 const VERBS = {
@@ -26,7 +32,7 @@ export function approvalRoutes(s: ServerContext): Route[] {
       tag: "approvals",
       summary: VERBS[verb],
       description:
-        "The approver is the API key as a `user` actor (its name, or `key:<keyId>`), with the key's roles; the approval's approver roles must include one of them (403 FORBIDDEN otherwise), and the requesting actor never approves its own request.",
+        "The approver is the API key's principal, with the key's roles; the approval's approver roles must include one of them (403 FORBIDDEN otherwise). Four eyes: the requesting actor, the principal and the key that submitted, and a key that may act for the requesting actor never approve or deny the request (403 FORBIDDEN).",
       access: { kind: "key", roles: ["approve"] },
       params: ApprovalPath,
       body: ApprovalVoteBody,

@@ -27,7 +27,7 @@ export function boundaryRoutes(s: ServerContext): Route[] {
       body: ExecuteBody,
       responses: { 200: { description: "the recorded attempt", schema: AttemptAnswer } },
       async handle({ caller, body }) {
-        const request = requestOf(body.request, caller);
+        const request = requestOf(body.request, caller, { actor: "named" });
         const action = host.context.actions.get(request.action);
         if (!action) throw new ApiError("VALIDATION_FAILED", `unknown action ${request.action}`);
         if (action.version !== request.actionVersion) throw new ApiError("VALIDATION_FAILED", `action ${request.action} is at version ${action.version}, not ${request.actionVersion}`);

@@ -42,7 +42,7 @@ export function decisionRoutes(s: ServerContext): Route[] {
       body: EvaluateBody,
       responses: { 200: { description: "the signed decision", schema: SignedDecision } },
       async handle({ caller, body }) {
-        const request = requestOf(body.request, caller);
+        const request = requestOf(body.request, caller, { actor: "named" });
         // Validation (schema, action, version, params) and the digest, as submit does them.
         const dry = await host.preview(request);
         let verdict: { result: DecisionPayload["result"]; reasons: string[]; policyRef: string } = dry;

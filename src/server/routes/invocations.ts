@@ -1,5 +1,6 @@
 /** Invocations: submit (idempotent admission), get, list (status filter, cursor), cancel. */
 import { invocationView, notFound, requestOf, type ServerContext } from "../context.js";
+import { submitterOf } from "../../runtime/principals.js";
 import { defineRoute, type Route } from "../registry.js";
 import { ActionRequest, ErrorBody, InvocationAnswer, InvocationListQuery, InvocationPage, InvocationPath, SpacePath, SubmitAnswer } from "../schemas.js";
 
@@ -15,7 +16,7 @@ export function invocationRoutes(s: ServerContext): Route[] {
       tag: "invocations",
       summary: "Submit a request",
       description:
-        "Validates the request against the action's schema and admits it, idempotently by (space, action, idempotencyKey): the same key with the same request answers 200 with `replayed: true` and stores nothing; with another request, 409 IDEMPOTENCY_CONFLICT.",
+        "Validates the request against the action's schema and admits it, idempotently by (space, action, idempotencyKey): the same key with the same request answers 200 with `replayed: true` and stores nothing; with another request, 409 IDEMPOTENCY_CONFLICT. The actor defaults to the API key's principal; another actor must be on the key's delegation list (403 FORBIDDEN otherwise). The invocation records the submitting principal and key id (`submittedBy`).",
       access: { kind: "key", roles: ["submit"] },
       params: SpacePath,
       body: ActionRequest,
@@ -25,7 +26,7 @@ export function invocationRoutes(s: ServerContext): Route[] {
         409: { description: "IDEMPOTENCY_CONFLICT: the key was used with another request", schema: ErrorBody },
       },
       async handle({ caller, body, params }) {
-        const r = await host.submit(requestOf(body, caller));
+        const r = await host.submit(requestOf(body, caller), { submittedBy: submitterOf(caller.key) });
         const location = `/v1/spaces/${encodeURIComponent(params.spaceId)}/invocations/${encodeURIComponent(r.invocation.invocationId)}`;
         return { status: r.replayed ? 200 : 202, body: { invocation: invocationView(r.invocation), replayed: r.replayed }, headers: { location } };
       },
