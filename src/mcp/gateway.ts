@@ -229,7 +229,7 @@ export function createMcpServer(host: Host, caller: McpCaller, options: McpGatew
     let inv: Invocation;
     let replayed: boolean;
     try {
-      ({ invocation: inv, replayed } = await host.submit(request));
+      ({ invocation: inv, replayed } = await host.submit(request, { submittedBy: caller.submittedBy }));
     } catch (e) {
       if (e instanceof WritError && e.code === "VALIDATION_FAILED") return errorResult(`Invalid arguments for ${name}: ${e.message}. Nothing was run; fix the arguments and call again.`);
       if (e instanceof WritError && e.code === "IDEMPOTENCY_CONFLICT") return errorResult(`The idempotency key ${key} was already used with other arguments for ${name}. Nothing was run; use a new key for a new request.`);

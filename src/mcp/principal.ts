@@ -5,33 +5,27 @@
 import { WritError } from "../core/errors.js";
 import type { CryptoPort } from "../core/ports.js";
 import type { Store } from "../core/store.js";
-import { ACTOR_TYPES, type Actor, type ApiKeyRecord, type Scope } from "../core/types.js";
+import type { Actor, ApiKeyRecord, Scope, Submitter } from "../core/types.js";
 import { keyAllows, verifyApiKey } from "../runtime/api-keys.js";
+import { keyPrincipal, submitterOf } from "../runtime/principals.js";
 
 /** An authenticated MCP caller: the key, the scope it acts in and its principal. */
 export interface McpCaller {
   key: ApiKeyRecord;
   scope: Scope;
   principal: Actor;
+  /** What the invocation records about who submitted it (principal and key id). */
+  submittedBy: Submitter;
   /** The key holds `submit` in the space: tool calls are allowed (tools/list is empty otherwise). */
   canSubmit: boolean;
 }
 
 /**
- * The principal a key belongs to. A key record that names its principal (`principal`, from the
- * "principals bound to keys" work) is used as it is; a key without one acts as the agent named
- * after the key (`agent:<name>`, or `agent:key:<keyId>` when the key has no usable name).
+ * The principal a key belongs to: the security work's `keyPrincipal` (docs/security.md), the key's
+ * bound principal, or for keys made before principals existed the user named after the key.
  */
 export function principalOf(key: ApiKeyRecord): Actor {
-  const named = (key as ApiKeyRecord & { principal?: unknown }).principal;
-  if (typeof named === "object" && named !== null) {
-    const p = named as { type?: unknown; id?: unknown };
-    if (typeof p.id === "string" && p.id.length > 0 && (ACTOR_TYPES as readonly unknown[]).includes(p.type)) return { type: p.type as Actor["type"], id: p.id };
-  }
-  const name = key.name.trim();
-  // eslint-disable-next-line no-control-regex -- a name with control characters is not shown as an identity
-  const usable = name.length > 0 && name.length <= 200 && !/[\u0000-\u001f\u007f-\u009f]/.test(name);
-  return { type: "agent", id: usable ? name : `key:${key.keyId}` };
+  return keyPrincipal(key);
 }
 
 /** The space a key acts in: the one asked for (which the key must cover), else the key's only space. */
@@ -57,5 +51,5 @@ export function callerOf(key: ApiKeyRecord, space: string | undefined): McpCalle
   const spaceId = spaceFor(key, space);
   const canRead = (["submit", "approve", "operate"] as const).some((r) => keyAllows(key, spaceId, r));
   if (!canRead) throw new WritError("FORBIDDEN", "this API key holds no role in this space");
-  return { key, scope: { tenantId: key.tenantId, spaceId }, principal: principalOf(key), canSubmit: keyAllows(key, spaceId, "submit") };
+  return { key, scope: { tenantId: key.tenantId, spaceId }, principal: principalOf(key), submittedBy: submitterOf(key), canSubmit: keyAllows(key, spaceId, "submit") };
 }

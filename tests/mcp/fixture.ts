@@ -48,14 +48,14 @@ export async function openWorld(o: { dir?: string; worker: boolean; mcp?: WritCo
     keys = JSON.parse(readFileSync(keysFile, "utf8")) as Record<KeyName, string>;
   } else {
     const { crypto, random, clock } = runtime.host.context.o;
-    const mk = async (tenantId: string, name: string, roles: ("submit" | "approve" | "operate")[]) =>
-      (await createApiKey(runtime.store, crypto, random, { tenantId, spaces: ["prod"], roles, name }, clock.now())).key;
+    const mk = async (tenantId: string, name: string, roles: ("submit" | "approve" | "operate")[], agent = false) =>
+      (await createApiKey(runtime.store, crypto, random, { tenantId, spaces: ["prod"], roles, name, ...(agent ? { principal: { type: "agent" as const, id: name } } : {}) }, clock.now())).key;
     keys = {
-      bot: await mk("acme", "bot", ["submit"]),
-      other: await mk("acme", "other-bot", ["submit"]),
+      bot: await mk("acme", "bot", ["submit"], true),
+      other: await mk("acme", "other-bot", ["submit"], true),
       alice: await mk("acme", "alice", ["approve"]),
       ops: await mk("acme", "ops", ["operate"]),
-      globex: await mk("globex", "bot", ["submit"]),
+      globex: await mk("globex", "bot", ["submit"], true),
       viewer: await mk("acme", "viewer", ["approve"]),
     };
     const root = { type: "user" as const, id: "root" };

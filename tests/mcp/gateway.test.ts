@@ -80,6 +80,9 @@ describe.each(["http", "stdio"] as const)("MCP gateway over %s", (transport: Tra
     const i = await inv(s.invocationId);
     expect(i.request.actor).toEqual({ type: "agent", id: "bot" });
     expect(i.request.authorityRef).toBe("auth-bot");
+    // The invocation records who submitted it: the principal and the key (the security work's submittedBy).
+    expect(i.submittedBy?.principal).toEqual({ type: "agent", id: "bot" });
+    expect(i.submittedBy?.keyId).toMatch(/.+/);
     const j = await api(world, world.keys.ops, "GET", "/v1/spaces/prod/journal?limit=1000");
     const mine = (j.json.entries as { type: string; refs: { invocationId?: string }; data: { actor?: unknown } }[]).filter((e) => e.refs.invocationId === s.invocationId);
     expect(mine.map((e) => e.type)).toEqual(expect.arrayContaining(["invocation.submitted", "invocation.succeeded"]));

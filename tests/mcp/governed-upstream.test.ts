@@ -29,7 +29,7 @@ beforeAll(async () => {
     signingKey: generateSigningKey(),
   });
   await host.authorities.create(SCOPE, { authorityRef: "a1", principal: { type: "agent", id: "bot" }, grantor: { type: "user", id: "root" }, actions: ["up.echo"] });
-  const key: ApiKeyRecord = { keyId: "k1", tenantId: "t", spaces: ["s"], roles: ["submit"], hash: "x", name: "bot", createdAt: 0 };
+  const key: ApiKeyRecord = { keyId: "k1", tenantId: "t", spaces: ["s"], roles: ["submit"], hash: "x", name: "bot", principal: { type: "agent", id: "bot" }, createdAt: 0 };
   const server = createMcpServer(host, callerOf(key, undefined), { callWaitMs: 10_000, pollMs: 20 });
   const [a, b] = InMemoryTransport.createLinkedPair();
   await server.connect(a);
