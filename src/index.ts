@@ -10,6 +10,7 @@ import { computeRequestDigest } from "./core/digest.js";
 import { WritError } from "./core/errors.js";
 import { base64url } from "./core/encoding.js";
 import { verifyStoredJournal, writeCheckpoint, type JournalVerification } from "./core/journal.js";
+import { checkSealWithinMs, sequencerFor } from "./core/sequencer.js";
 import type { Keyring, SigningKey } from "./core/keyring.js";
 import type { Clock, CryptoPort, Random } from "./core/ports.js";
 import type { Store } from "./core/store.js";
@@ -116,14 +117,39 @@ export function requestDigest(request: unknown, ports: { crypto?: CryptoPort } =
   return computeRequestDigest(defaultPorts(ports).crypto, request);
 }
 
-/** Writes a signed checkpoint of the scope's journal head. */
+/**
+ * Seals, now, the journal entries that are committed and not sealed yet: of `scope`, or (without
+ * one) of every scope that has some. Runs through this process's sequencer for the store (one run
+ * per scope at a time), so it never races a running one. Returns how many entries it sealed.
+ * @example
+ * await host.submit(request);
+ * await sealJournalNow(store, scope); // the admission's entry now has its seq and hash
+ */
+export async function sealJournalNow(store: Store, scope?: Scope, ports: { crypto?: CryptoPort } = {}): Promise<number> {
+  const seq = sequencerFor(store, defaultPorts(ports).crypto);
+  if (scope !== undefined) return seq.seal(scope);
+  let total = 0;
+  for (;;) {
+    const n = await seq.sealAll();
+    total += n;
+    if (n === 0) return total;
+  }
+}
+
+/** Seals what is committed in the scope, then writes a signed checkpoint of its sealed head. */
 export async function checkpointJournal(store: Store, key: SigningKey, scope: Scope, ports: { clock?: Clock; crypto?: CryptoPort } = {}): Promise<JournalCheckpoint | null> {
   const { clock, crypto } = defaultPorts(ports);
+  await sequencerFor(store, crypto).seal(scope);
   return store.transact((tx) => writeCheckpoint(tx, crypto, scope, key, clock.now()));
 }
 
-/** Recomputes a scope's journal chain and checks its signed checkpoints. */
-export async function verifyJournalIn(store: Store, keyring: Keyring, scope: Scope, ports: { crypto?: CryptoPort } = {}): Promise<JournalVerification> {
-  return verifyStoredJournal(store, defaultPorts(ports).crypto, keyring, scope);
+/**
+ * Recomputes a scope's sealed journal chain and checks its signed checkpoints; an entry still
+ * unsealed more than `sealWithinMs` (default 250) after its `at` is an `unsealed_overdue` problem.
+ */
+export async function verifyJournalIn(store: Store, keyring: Keyring, scope: Scope, ports: { crypto?: CryptoPort; clock?: Clock; sealWithinMs?: number } = {}): Promise<JournalVerification> {
+  const { crypto, clock } = defaultPorts(ports);
+  const sealWithinMs = checkSealWithinMs("verifyJournalIn", ports.sealWithinMs);
+  return verifyStoredJournal(store, crypto, keyring, scope, { now: clock.now(), sealWithinMs });
 }
 export * from "./mcp/index.js";

@@ -24,6 +24,7 @@ import {
   memoryStore,
   nodeCryptoPort,
   readWholeJournal,
+  sealJournalNow,
   verifyJournal,
   verifyJournalIn,
   writeCheckpoint,
@@ -77,8 +78,12 @@ function drafts(from: number, count: number, prefix = "e"): JournalDraft[] {
   });
 }
 
+/** Writes drafts (unsealed), has the sequencer seal them, and returns the sealed entries written. */
 async function append(store: Store, scope: Scope, ds: JournalDraft[]): Promise<JournalEntry[]> {
-  return store.transact((tx) => appendJournal(tx, crypto, scope, ds));
+  const written = await store.transact((tx) => appendJournal(tx, crypto, scope, ds));
+  await sealJournalNow(store, scope, { crypto });
+  const ids = new Set(written.map((e) => e.id));
+  return (await readWholeJournal(store, scope)).filter((e) => ids.has(e.id));
 }
 
 /** A store holding `n` entries of scope A, appended in uneven batches. */
@@ -233,14 +238,15 @@ describe("verifying an untouched journal", () => {
     const cps = await store.transact((tx) => tx.listCheckpoints(A));
     const v = verifyJournal(crypto, ring(), A, all, cps);
     expect(v).toEqual({ ok: true, entries: 11, checkpoints: 2, headSeq: 11, headHash: all[10]!.hash, problems: [] });
-    expect(await verifyJournalIn(store, ring(), A)).toEqual(v);
+    // the stored verification also counts entries still unsealed (none here: all were sealed)
+    expect(await verifyJournalIn(store, ring(), A)).toEqual({ ...v, unsealed: 0 });
   });
 
   // Invariant: an empty journal verifies trivially and has nothing to checkpoint.
   it("handles the empty journal", async () => {
     const store = await newStore();
     expect(await store.transact((tx) => writeCheckpoint(tx, crypto, A, key, T0))).toBeNull();
-    expect(await verifyJournalIn(store, ring(), A)).toEqual({ ok: true, entries: 0, checkpoints: 0, headSeq: 0, headHash: null, problems: [] });
+    expect(await verifyJournalIn(store, ring(), A)).toEqual({ ok: true, entries: 0, checkpoints: 0, headSeq: 0, headHash: null, unsealed: 0, problems: [] });
   });
 
   // Invariant: the hash covers the canonical form, so storage that re-orders JSON keys (as jsonb does) does not break the chain.

@@ -10,6 +10,7 @@ import { WritError, errorMessage, type RefusalCode } from "./errors.js";
 import { base64url } from "./encoding.js";
 import { globsCover } from "./glob.js";
 import { appendJournal, type JournalDraft } from "./journal.js";
+import { sequencerFor } from "./sequencer.js";
 import type { Keyring } from "./keyring.js";
 import type { Clock, CryptoPort, Random } from "./ports.js";
 import { redact } from "./redact.js";
@@ -200,6 +201,8 @@ class Refusal {
 export function createBoundaryCore(options: BoundaryOptions): Boundary {
   const { cfg, actions, connectors } = resolve(options);
   const { store, keyring, clock, crypto, random } = options;
+  // The journal sequencer of this store (one per store in the process): seals after each commit.
+  sequencerFor(store, crypto);
   const redactText = (t: string): string => {
     if (!options.redactErrorText) return t;
     try {

@@ -7,6 +7,7 @@ export * from "./digest.js";
 export * from "./encoding.js";
 export * from "./errors.js";
 export * from "./journal.js";
+export * from "./sequencer.js";
 export * from "./keyring.js";
 export type * from "./ports.js";
 export * from "./redact.js";

@@ -9,7 +9,7 @@ import { base64url, fromBase64url, fromUtf8, utf8 } from "./encoding.js";
 import type { Keyring, SigningKey } from "./keyring.js";
 import type { CryptoPort } from "./ports.js";
 import type { Store, StoreTx } from "./store.js";
-import type { Json, JournalCheckpoint, JournalEntry, Scope } from "./types.js";
+import type { Json, JournalCheckpoint, JournalEntry, Scope, UnsealedEntry } from "./types.js";
 
 
 export interface JournalDraft {
@@ -41,45 +41,61 @@ export function entryHash(crypto: CryptoPort, e: Omit<JournalEntry, "hash">, str
 }
 
 /**
- * Appends drafts to the scope's chain inside `tx`. Drafts whose id is already present are skipped
- * (idempotent re-writes). Returns the entries written.
+ * Writes drafts to the scope's journal inside `tx`, unsealed: durable when `tx` commits, chained
+ * later by the sequencer (`sealPending`). Takes no journal lock and reads no head, so transitions
+ * of one scope never wait on each other for the chain. Drafts whose id is already in the scope's
+ * journal (sealed or not) are skipped (idempotent re-writes). Returns the entries written.
  */
-export async function appendJournal(tx: StoreTx, crypto: CryptoPort, scope: Scope, drafts: JournalDraft[]): Promise<JournalEntry[]> {
+export async function appendJournal(tx: StoreTx, _crypto: CryptoPort, scope: Scope, drafts: JournalDraft[]): Promise<UnsealedEntry[]> {
   if (drafts.length === 0) return [];
-  const ids = drafts.map((d) => d.id);
-  let head: { seq: number; hash: string } | null;
-  let present: Set<string>;
-  if (tx.journalTail) {
-    ({ head, present } = await tx.journalTail(scope, ids));
-  } else {
-    await tx.lock(scope, ["journal"]);
-    present = await tx.journalIdsPresent(scope, ids);
-    head = await tx.journalHead(scope);
+  const entries: UnsealedEntry[] = [];
+  const seen = new Set<string>();
+  for (const d of drafts) {
+    if (seen.has(d.id)) continue;
+    seen.add(d.id);
+    entries.push({ tenantId: scope.tenantId, spaceId: scope.spaceId, id: d.id, at: d.at, type: d.type, refs: d.refs ?? {}, data: d.data ?? null });
   }
+  const written = new Set(await tx.insertUnsealed(scope, entries));
+  return entries.filter((e) => written.has(e.id));
+}
+
+/** Most entries one sealing transaction chains. */
+export const SEAL_BATCH = 500;
+
+/**
+ * The sequencer's one step for one scope, in a transaction of its own: takes the scope's journal
+ * lock, reads the sealed head, then chains the unsealed entries this transaction can see, in the
+ * order they were written, and seals them. On PostgreSQL the lock is taken in its own statement,
+ * so the reads after it see every seal committed before it was granted. Returns how many entries
+ * it sealed (a full batch means more may be waiting).
+ */
+export async function sealPending(tx: StoreTx, crypto: CryptoPort, scope: Scope, limit = SEAL_BATCH): Promise<number> {
+  await tx.lock(scope, ["journal"]);
+  const pending = await tx.listUnsealed(scope, { limit });
+  if (pending.length === 0) return 0;
+  const head = await tx.journalHead(scope);
   let seq = head?.seq ?? 0;
   let prevHash = head?.hash ?? null;
-  const out: JournalEntry[] = [];
-  for (const d of drafts) {
-    if (present.has(d.id)) continue;
-    present.add(d.id);
+  const sealed: JournalEntry[] = [];
+  for (const u of pending) {
     seq += 1;
-    const e: Omit<JournalEntry, "hash"> = {
-      tenantId: scope.tenantId,
-      spaceId: scope.spaceId,
-      seq,
-      id: d.id,
-      at: d.at,
-      type: d.type,
-      refs: d.refs ?? {},
-      data: d.data ?? null,
-      prevHash,
-    };
+    const e: Omit<JournalEntry, "hash"> = { tenantId: scope.tenantId, spaceId: scope.spaceId, seq, id: u.id, at: u.at, type: u.type, refs: u.refs, data: u.data, prevHash };
     const hash = entryHash(crypto, e);
-    out.push({ ...e, hash });
+    sealed.push({ ...e, hash });
     prevHash = hash;
   }
-  if (out.length > 0) await tx.insertJournal(scope, out);
-  return out;
+  await tx.sealJournal(scope, sealed);
+  return sealed.length;
+}
+
+/** Seals everything of `scope` that is committed and visible now, batch after batch. */
+export async function sealScopeNow(store: Store, crypto: CryptoPort, scope: Scope): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const n = await store.transact((tx) => sealPending(tx, crypto, scope));
+    total += n;
+    if (n < SEAL_BATCH) return total;
+  }
 }
 
 const CHECKPOINT_TYP = "writ-checkpoint+jws";
@@ -92,7 +108,7 @@ interface CheckpointStatement {
   at: number;
 }
 
-/** Signs a checkpoint of the scope's current head (null when the journal is empty). */
+/** Signs a checkpoint of the scope's sealed head (null while nothing is sealed). */
 export async function writeCheckpoint(tx: StoreTx, crypto: CryptoPort, scope: Scope, key: SigningKey, at: number): Promise<JournalCheckpoint | null> {
   await tx.lock(scope, ["journal"]);
   const head = await tx.journalHead(scope);
@@ -146,7 +162,9 @@ function checkStatementSignature(crypto: CryptoPort, keyring: Keyring, cp: Journ
 
 export interface JournalProblem {
   seq?: number;
-  kind: "hash_mismatch" | "broken_link" | "gap" | "scope_mismatch" | "truncated" | "checkpoint_mismatch" | "checkpoint_signature";
+  kind: "hash_mismatch" | "broken_link" | "gap" | "scope_mismatch" | "truncated" | "checkpoint_mismatch" | "checkpoint_signature" | "unsealed_overdue";
+  /** For `unsealed_overdue`: the entry's id (it has no seq yet). */
+  id?: string;
   message: string;
 }
 
@@ -156,7 +174,35 @@ export interface JournalVerification {
   checkpoints: number;
   headSeq: number;
   headHash: string | null;
+  /**
+   * Entries written and not sealed yet when verified (not a problem unless older than the bound);
+   * set by `verifyStoredJournal`, absent when verifying exported entries.
+   */
+  unsealed?: number;
   problems: JournalProblem[];
+}
+
+/** What `verifyStoredJournal` checks unsealed entries against. */
+export interface UnsealedCheck {
+  /** The verifier's current time (epoch ms). */
+  now: number;
+  /** The sequencer's bound: an entry unsealed for longer than this is a finding. */
+  sealWithinMs: number;
+}
+
+/**
+ * Findings for unsealed entries: each one whose `at` is more than `sealWithinMs` before `now`
+ * is `unsealed_overdue` (the sequencer should have sealed it by now).
+ */
+export function checkUnsealed(unsealed: readonly UnsealedEntry[], check: UnsealedCheck): JournalProblem[] {
+  const problems: JournalProblem[] = [];
+  for (const u of unsealed) {
+    const age = check.now - u.at;
+    if (age > check.sealWithinMs) {
+      problems.push({ kind: "unsealed_overdue", id: u.id, message: `entry ${u.id} (${u.type}) is unsealed ${age} ms after it was written (bound ${check.sealWithinMs} ms)` });
+    }
+  }
+  return problems;
 }
 
 /**
@@ -222,14 +268,23 @@ export function verifyJournal(
   };
 }
 
-/** Reads a scope's whole journal (in pages) and its checkpoints from a store and verifies them. */
-export async function verifyStoredJournal(store: Store, crypto: CryptoPort, keyring: Keyring, scope: Scope, pageSize = 1000): Promise<JournalVerification> {
+/**
+ * Reads a scope's whole sealed journal (in pages) and its checkpoints from a store and verifies
+ * them; with `unsealed`, also reports every entry still unsealed longer than the bound. Unsealed
+ * entries are read first: one sealed meanwhile then shows in the chain too, never in neither.
+ */
+export async function verifyStoredJournal(store: Store, crypto: CryptoPort, keyring: Keyring, scope: Scope, unsealed?: UnsealedCheck, pageSize = 1000): Promise<JournalVerification> {
+  const pending = await store.transact((tx) => tx.listUnsealed(scope));
   const entries = await readWholeJournal(store, scope, pageSize);
   const checkpoints = await store.transact((tx) => tx.listCheckpoints(scope));
-  return verifyJournal(crypto, keyring, scope, entries, checkpoints);
+  const v = verifyJournal(crypto, keyring, scope, entries, checkpoints);
+  const sealedIds = new Set(entries.map((e) => e.id));
+  const still = pending.filter((u) => !sealedIds.has(u.id));
+  const late = unsealed === undefined ? [] : checkUnsealed(still, unsealed);
+  return { ...v, ok: v.ok && late.length === 0, unsealed: still.length, problems: [...v.problems, ...late] };
 }
 
-/** Every entry of a scope's journal, ascending. */
+/** Every sealed entry of a scope's journal, ascending. */
 export async function readWholeJournal(store: Store, scope: Scope, pageSize = 1000): Promise<JournalEntry[]> {
   const entries: JournalEntry[] = [];
   for (;;) {

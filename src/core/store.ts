@@ -34,6 +34,7 @@ import type {
   ReconciliationStatus,
   Scope,
   StepCheckpoint,
+  UnsealedEntry,
 } from "./types.js";
 
 export interface Store {
@@ -58,6 +59,14 @@ export interface Store {
    * Workers always keep polling; this only shortens the wait. Returns an unsubscribe function.
    */
   onWake?(cb: () => void): () => void;
+  /**
+   * Optional in-process hint for the journal sequencer: `cb` runs after a transaction that wrote
+   * unsealed journal entries commits, once per scope it wrote to. Memory and SQLite await what `cb`
+   * returns before `transact` resolves (sealing is synchronous after commit there); PostgreSQL
+   * does not wait (the action's commit never waits for the chain). A hint only: the sequencer
+   * keeps polling `unsealedScopes`. Returns an unsubscribe function.
+   */
+  onJournalAppend?(cb: (scope: Scope) => void | Promise<void>): () => void;
 }
 
 export interface ListOptions {
@@ -88,7 +97,8 @@ export interface StoreTx {
    * decision id) until this transaction ends. A no-op where transactions are already serial.
    * Isolation is READ COMMITTED plus these locks (PostgreSQL): a statement sees what committed
    * before it. Take locks in one global order (invocation row via `assertLease`, then the
-   * caller's keys, then `journal`) so two transactions never wait on each other.
+   * caller's keys) so two transactions never wait on each other. No action transaction takes
+   * `journal`: only the sequencer and checkpoints do, in transactions of their own.
    */
   lock(scope: Scope, keys: string[]): Promise<void>;
 
@@ -114,24 +124,44 @@ export interface StoreTx {
   /** In insertion order. */
   listAttempts(scope: Scope, opts?: ListOptions & { invocationId?: string; afterSeq?: number }): Promise<AttemptRecord[]>;
 
-  // journal
-  /** The last entry's seq and hash, or null for an empty journal. */
+  // journal (docs/journal.md: transitions write entries unsealed; the sequencer chains them)
+  /** The last sealed entry's seq and hash, or null when nothing is sealed yet. */
   journalHead(scope: Scope): Promise<{ seq: number; hash: string } | null>;
-  /** Which of these entry ids already exist in the scope's journal. */
+  /** Which of these entry ids already exist in the scope's journal, sealed or not. */
   journalIdsPresent(scope: Scope, ids: string[]): Promise<Set<string>>;
   /**
-   * Optional fast path: `lock(scope, ["journal"])`, then `journalHead` and `journalIdsPresent`
-   * read together (PostgreSQL: the lock, then one statement for both, so the read sees every
-   * append committed before the lock was granted). Must behave exactly like the three in order.
+   * Writes entries unsealed (no seq, prevHash or hash), in order, skipping every id already in
+   * the scope's journal (sealed or unsealed, including earlier in this batch). Takes no journal
+   * lock and reads no head, so transactions of one scope never wait on each other here. Returns
+   * the ids written.
    */
-  journalTail?(scope: Scope, ids: string[]): Promise<{ head: { seq: number; hash: string } | null; present: Set<string> }>;
+  insertUnsealed(scope: Scope, entries: UnsealedEntry[]): Promise<string[]>;
   /**
-   * Appends entries that continue the chain; a seq or id clash, or a first seq other than head+1,
-   * throws `CONFLICT`. Stores check seq and id only; `prevHash` and `hash` are the caller's
-   * (see `appendJournal`) and the verifier's business.
+   * Unsealed entries visible to this transaction (committed ones, and this transaction's own), in
+   * the order they were written, at most `limit`. On PostgreSQL a lower position can become
+   * visible after a higher one (commit order is not insertion order): the caller seals what it
+   * sees and never assumes that what lies below a sealed position is sealed.
+   */
+  listUnsealed(scope: Scope, opts?: ListOptions): Promise<UnsealedEntry[]>;
+  /**
+   * Seals unsealed entries: each of `entries` names an unsealed id and gives its seq, prevHash and
+   * hash; seqs continue the sealed head (head+1, +2, ...). All or nothing: an id that is not
+   * unsealed in this scope, a seq clash or a gap throws `CONFLICT`. Callers hold
+   * `lock(scope, ["journal"])` (see `sealJournal` in core/journal.ts).
+   */
+  sealJournal(scope: Scope, entries: JournalEntry[]): Promise<void>;
+  /**
+   * Scopes that hold unsealed entries, with the oldest such entry's `at`, at most `limit` (across
+   * scopes: for the sequencer only, which then works scope by scope).
+   */
+  unsealedScopes(limit: number): Promise<Array<Scope & { oldestAt: number }>>;
+  /**
+   * Appends already-sealed entries that continue the chain; a seq or id clash (with sealed or
+   * unsealed entries), or a first seq other than head+1, throws `CONFLICT`. Stores check seq and
+   * id only; `prevHash` and `hash` are the caller's and the verifier's business.
    */
   insertJournal(scope: Scope, entries: JournalEntry[]): Promise<void>;
-  /** Entries with seq >= fromSeq, ascending. */
+  /** Sealed entries with seq >= fromSeq, ascending (unsealed ones are never returned here). */
   readJournal(scope: Scope, opts?: ListOptions & { fromSeq?: number }): Promise<JournalEntry[]>;
   insertCheckpoint(scope: Scope, cp: JournalCheckpoint): Promise<void>;
   /** Ascending by seq; several checkpoints may share a seq (the head re-signed later). */

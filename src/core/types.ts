@@ -291,6 +291,12 @@ export interface JournalEntry {
   hash: string;
 }
 
+/**
+ * A journal entry written by a transition and not yet chained: durable from its transaction's
+ * commit, without `seq`, `prevHash` or `hash` until the sequencer seals it (docs/journal.md).
+ */
+export type UnsealedEntry = Omit<JournalEntry, "seq" | "prevHash" | "hash">;
+
 /** A signed statement of (scope, seq, head hash); lets an auditor detect truncation. */
 export interface JournalCheckpoint {
   tenantId: string;

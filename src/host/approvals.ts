@@ -5,7 +5,7 @@
  */
 import { WritError } from "../core/errors.js";
 import { appendJournal } from "../core/journal.js";
-import type { ListOptions, StoreTx } from "../core/store.js";
+import { readCommitted, type ListOptions, type StoreTx } from "../core/store.js";
 import type { Actor, Approval, ApprovalStatus, Invocation, Json, Scope } from "../core/types.js";
 import { checkActor } from "../core/validate.js";
 import { scopeOf, type HostContext } from "./context.js";
@@ -142,8 +142,8 @@ export function createApprovals(ctx: HostContext): Approvals {
     return out;
   }
   return {
-    list: (scope, opts) => o.store.transact((tx) => tx.listApprovals(scope, opts)),
-    get: (scope, id) => o.store.transact((tx) => tx.getApproval(scope, id)),
+    list: (scope, opts) => readCommitted(o.store, (tx) => tx.listApprovals(scope, opts)),
+    get: (scope, id) => readCommitted(o.store, (tx) => tx.getApproval(scope, id)),
     approve: (scope, id, by) => act(scope, id, by, "approve"),
     deny: (scope, id, by) => act(scope, id, by, "deny"),
     revoke: (scope, id, by) => act(scope, id, by, "revoke"),

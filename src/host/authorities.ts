@@ -6,7 +6,7 @@
 import { WritError } from "../core/errors.js";
 import { globsCover } from "../core/glob.js";
 import { appendJournal } from "../core/journal.js";
-import type { ListOptions } from "../core/store.js";
+import { readCommitted, type ListOptions } from "../core/store.js";
 import type { Actor, Authority, Json, Scope } from "../core/types.js";
 import { checkActor } from "../core/validate.js";
 import type { HostContext } from "./context.js";
@@ -90,8 +90,8 @@ export function createAuthorities(ctx: HostContext): Authorities {
         return a;
       });
     },
-    get: (scope, ref) => o.store.transact((tx) => tx.getAuthority(scope, ref)),
-    list: (scope, opts) => o.store.transact((tx) => tx.listAuthorities(scope, opts)),
+    get: (scope, ref) => readCommitted(o.store, (tx) => tx.getAuthority(scope, ref)),
+    list: (scope, opts) => readCommitted(o.store, (tx) => tx.listAuthorities(scope, opts)),
     suspend: (scope, ref, by) => change(scope, ref, by, "suspended", ["active"]),
     reinstate: (scope, ref, by) => change(scope, ref, by, "active", ["suspended"]),
     revoke: (scope, ref, by) => change(scope, ref, by, "revoked", ["active", "suspended"]),

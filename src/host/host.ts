@@ -6,10 +6,11 @@ import { createBoundaryCore } from "../core/boundary.js";
 import { computeRequestDigest } from "../core/digest.js";
 import { WritError, errorMessage } from "../core/errors.js";
 import { appendJournal } from "../core/journal.js";
+import { sequencerFor } from "../core/sequencer.js";
 import { createKeyring } from "../core/keyring.js";
 import { redact } from "../core/redact.js";
 import { validateStandard } from "../core/standard-schema.js";
-import type { InvocationFilter, ListOptions } from "../core/store.js";
+import { readCommitted, type InvocationFilter, type ListOptions } from "../core/store.js";
 import type { ActionDefinition } from "../core/action.js";
 import type { ActionRequest, Actor, Authority, Invocation, Json, ReconciliationRecord, ReconciliationStatus, Scope, Submitter } from "../core/types.js";
 import { checkActor, checkRequest } from "../core/validate.js";
@@ -94,6 +95,9 @@ export function createHostCore(options: HostOptions): Host {
   const keyring = o.keyring ?? createKeyring([{ kid: o.signingKey.kid, publicJwk: o.signingKey.publicJwk }]);
   if (!keyring.get(o.signingKey.kid)) throw new WritError("INVALID_OPTION", `createHost: the keyring does not hold the signing key ${o.signingKey.kid}`);
   const actions = o.actions as ReadonlyArray<ActionDefinition<unknown>>;
+  const log = o.logger ?? silentLogger;
+  // The journal sequencer of this store (one per store in the process): seals after each commit.
+  sequencerFor(o.store, o.crypto, (e, scope) => log.warn({ scope, err: errorMessage(e) }, "journal sealing failed; the sequencer retries"));
   const boundary = createBoundaryCore({
     store: o.store,
     keyring,
@@ -108,7 +112,7 @@ export function createHostCore(options: HostOptions): Host {
     random: o.random,
     ...(o.redactErrorText ? { redactErrorText: o.redactErrorText } : {}),
   });
-  const ctx = makeContext(o, r, boundary, createBreakers(r.breaker), o.logger ?? silentLogger);
+  const ctx = makeContext(o, r, boundary, createBreakers(r.breaker), log);
   for (const s of o.completionSecrets ?? []) for (const secret of s.secrets) webhookSecretBytes(secret);
   const approvals = createApprovals(ctx);
   const authorities = createAuthorities(ctx);
@@ -311,16 +315,16 @@ export function createHostCore(options: HostOptions): Host {
   return {
     submit,
     async get(scope, invocationId) {
-      const inv = await o.store.transact((tx) => tx.getInvocation(scope, invocationId));
+      const inv = await readCommitted(o.store, (tx) => tx.getInvocation(scope, invocationId));
       return inv ? ctx.redactInvocation(inv) : null;
     },
     async list(scope, filter) {
-      const invs = await o.store.transact((tx) => tx.listInvocations(scope, filter));
+      const invs = await readCommitted(o.store, (tx) => tx.listInvocations(scope, filter));
       return invs.map((i) => ctx.redactInvocation(i));
     },
     cancel,
     reconcile: {
-      list: (scope, opts) => o.store.transact((tx) => tx.listReconciliations(scope, opts)),
+      list: (scope, opts) => readCommitted(o.store, (tx) => tx.listReconciliations(scope, opts)),
       resolve,
     },
     worker: (wo) => createWorker(ctx, wo, sweep),
@@ -332,7 +336,7 @@ export function createHostCore(options: HostOptions): Host {
     async preview(input) {
       const { req, digest } = await validate(input);
       const scope = scopeOf(req);
-      const authority = await o.store.transact((tx) => tx.getAuthority(scope, req.authorityRef));
+      const authority = await readCommitted(o.store, (tx) => tx.getAuthority(scope, req.authorityRef));
       const verdict = await o.policy.evaluate({ request: req, authority, approval: null });
       const now = o.clock.now();
       const status = !authority ? "unknown" : authority.expiresAt !== undefined && authority.expiresAt <= now ? "expired" : authority.status;

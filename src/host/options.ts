@@ -1,6 +1,7 @@
 /** Host options: one typed object, defaults in one place, validated at construction. */
 import type { ActionDefinition, Connector, RetryPolicy } from "../core/action.js";
 import { WritError } from "../core/errors.js";
+import { checkSealWithinMs } from "../core/sequencer.js";
 import type { Keyring, SigningKey } from "../core/keyring.js";
 import type { PolicyEngine } from "../core/policy.js";
 import type { Clock, CryptoPort, Random } from "../core/ports.js";
@@ -57,6 +58,12 @@ export interface HostOptions {
   completionSecrets?: CompletionSecret[];
   /** How often a worker runs the sweeps (overdue handoffs, expired approvals). @defaultValue 1000 */
   sweepMs?: number;
+  /**
+   * The bound between a transition's commit and the seal of its journal entries (docs/journal.md):
+   * a started worker's sequencer polls every quarter of it; `journal verify` reports an entry
+   * unsealed for longer. An integer from 1 to 60000. @defaultValue 250
+   */
+  sealWithinMs?: number;
 }
 
 export interface ResolvedHostOptions {
@@ -67,6 +74,7 @@ export interface ResolvedHostOptions {
   breaker: BreakerOptions;
   approvalTtlMs: number;
   sweepMs: number;
+  sealWithinMs: number;
 }
 
 function num(name: string, v: unknown, dflt: number, min: number): number {
@@ -98,6 +106,7 @@ export function resolveHostOptions(o: HostOptions): ResolvedHostOptions {
     },
     approvalTtlMs: num("approvalTtlMs", o.approvalTtlMs, 86_400_000, 1),
     sweepMs: num("sweepMs", o.sweepMs, 1000, 1),
+    sealWithinMs: checkSealWithinMs("createHost", o.sealWithinMs),
   };
 }
 

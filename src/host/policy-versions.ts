@@ -9,7 +9,7 @@ import { WritError } from "../core/errors.js";
 import { appendJournal } from "../core/journal.js";
 import type { PolicyEngine, PolicyInput, PolicyResult } from "../core/policy.js";
 import type { Clock, CryptoPort } from "../core/ports.js";
-import type { Store } from "../core/store.js";
+import { readCommitted, type Store } from "../core/store.js";
 import type { Actor, PolicyVersion, Scope } from "../core/types.js";
 import { checkActor } from "../core/validate.js";
 import { prepareCedarPolicySet, type PreparedCedarPolicySet } from "../policy/cedar-policy-set.js";
@@ -49,7 +49,7 @@ export function versionedCedarPolicy(o: VersionedPolicyOptions): VersionedPolicy
     }
     return p;
   };
-  const versions = (scope: Scope): Promise<PolicyVersion[]> => o.store.transact((tx) => tx.listPolicyVersions(scope));
+  const versions = (scope: Scope): Promise<PolicyVersion[]> => readCommitted(o.store, (tx) => tx.listPolicyVersions(scope));
   return {
     async evaluate(input: PolicyInput): Promise<PolicyResult> {
       const scope = { tenantId: input.request.tenantId, spaceId: input.request.spaceId };

@@ -10,7 +10,7 @@ import { computeRequestDigest } from "../core/digest.js";
 import { LeaseLostError, errorMessage, isWritError } from "../core/errors.js";
 import { backoffDelay } from "../core/invocation.js";
 import { appendJournal } from "../core/journal.js";
-import type { StoreTx } from "../core/store.js";
+import { readCommitted, type StoreTx } from "../core/store.js";
 import type { Approval, AttemptRecord, Fence, Invocation, InvocationStatus, ReconciliationRecord, StepCheckpoint } from "../core/types.js";
 import { approvalLockKey } from "./approvals.js";
 import { compensate } from "./compensation.js";
@@ -79,7 +79,7 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
   }
 
   // One read for everything the decision depends on: steps, the authority, the approval.
-  const { steps, authority, approval } = await store.transact(async (tx) => ({
+  const { steps, authority, approval } = await readCommitted(store, async (tx) => ({
     steps: await tx.getSteps(scope, inv.invocationId),
     authority: await tx.getAuthority(scope, inv.request.authorityRef),
     approval: inv.approvalId ? await tx.getApproval(scope, inv.approvalId) : null,

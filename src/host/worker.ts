@@ -6,7 +6,8 @@
 import { base64url } from "../core/encoding.js";
 import { WritError, errorMessage, isWritError } from "../core/errors.js";
 import { appendJournal } from "../core/journal.js";
-import type { StoreTx } from "../core/store.js";
+import { sequencerFor } from "../core/sequencer.js";
+import { readCommitted, type StoreTx } from "../core/store.js";
 import type { Fence, Invocation } from "../core/types.js";
 import { scopeOf, type HostContext } from "./context.js";
 import { processInvocation, type ProcessResult } from "./process.js";
@@ -58,6 +59,8 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   let cancelHeartbeat: (() => void) | null = null;
   let wake: (() => void) | null = null;
   let unsubscribe: (() => void) | null = null;
+  let stopSealing: (() => Promise<void>) | null = null;
+  const sequencer = sequencerFor(o.store, o.crypto);
   /** Invocations this worker abandoned while holding their lease, by id. */
   const abandoned = new Map<string, Invocation>();
 
@@ -66,8 +69,8 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     const tokens = Array.from({ length: limit }, () => base64url(o.random.bytes(16)));
     return o.store.transact(async (tx) => {
       const claimed = await tx.claimInvocations({ owner: id, tokens, now, leaseMs, limit });
-      // A batch can span scopes: take their journal locks in one global order (by scope), or two
-      // claimers holding one scope's chain each and waiting for the other's deadlock.
+      // A batch can span scopes. The claim entries are written unsealed (no journal lock, no head
+      // read: docs/journal.md), so this order only keeps each scope's entries together.
       const byScope = [...claimed].sort((a, b) => cmp(a.tenantId, b.tenantId) || cmp(a.spaceId, b.spaceId));
       for (const inv of byScope) {
         await appendJournal(tx, o.crypto, scopeOf(inv), [
@@ -134,7 +137,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   async function sleep(): Promise<void> {
     let ms = pollMs;
     try {
-      const next = await o.store.transact((tx) => tx.nextRunAt());
+      const next = await readCommitted(o.store, (tx) => tx.nextRunAt());
       if (next !== null) ms = Math.max(0, Math.min(pollMs, next - o.clock.now()));
     } catch (e) {
       ctx.log.warn({ worker: id, err: errorMessage(e) }, "nextRunAt failed");
@@ -187,6 +190,13 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
       if (running) return;
       running = true;
       unsubscribe = o.store.onWake?.(() => wake?.()) ?? null;
+      // The journal sequencer's bounded poll: seals what other processes committed (or left
+      // unsealed when they died) within sealWithinMs; this process's commits wake it at once.
+      stopSealing = sequencer.start({
+        clock: o.clock,
+        sealWithinMs: ctx.r.sealWithinMs,
+        onError: (e, scope) => ctx.log.warn({ worker: id, scope, err: errorMessage(e) }, "journal sealing failed; retrying at the next poll"),
+      });
       heartbeat();
       loop = runLoop().catch((e: unknown) => ctx.log.error({ worker: id, err: errorMessage(e) }, "worker loop crashed"));
     },
@@ -198,6 +208,9 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
       await Promise.allSettled([...inflight]);
       cancelHeartbeat?.();
       unsubscribe?.();
+      await stopSealing?.();
+      stopSealing = null;
+      await sequencer.idle();
     },
     async runOnce() {
       const claimed = await claim(batchSize);
@@ -208,6 +221,8 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
         return await Promise.all(claimed.map(launch));
       } finally {
         if (stopBeat) cancelHeartbeat?.();
+        // Seals started by this batch's commits end before runOnce resolves.
+        await sequencer.idle();
       }
     },
     inFlight: () => inflight.size,

@@ -8,6 +8,7 @@ import type { Keyring, SigningKey } from "../core/keyring.js";
 import type { Store } from "../core/store.js";
 import type { WritConfig } from "../config/define-config.js";
 import { createHostCore, type Host } from "../host/host.js";
+import { sequencerFor } from "../core/sequencer.js";
 import { cedarPolicy } from "../policy/cedar-engine.js";
 import { systemClock, systemRandom } from "../node/clock.js";
 import { defaultCrypto } from "../node/defaults.js";
@@ -82,5 +83,10 @@ export async function openRuntime(config: WritConfig, options: OpenRuntimeOption
     ...(config.completionSecrets ? { completionSecrets: config.completionSecrets } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
   });
-  return { config, store, host, policy, keyring, signingKey, keysDir, close: () => store.close() };
+  const close = async (): Promise<void> => {
+    // Seals this process's commits have started end first (PostgreSQL seals after commit).
+    await sequencerFor(store, defaultCrypto()).idle();
+    await store.close();
+  };
+  return { config, store, host, policy, keyring, signingKey, keysDir, close };
 }

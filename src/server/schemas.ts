@@ -225,7 +225,19 @@ export const JournalEntry = named(
   }),
   "one hash-chained journal entry",
 );
-export const JournalPage = named("JournalPage", z.object({ entries: z.array(JournalEntry), nextFromSeq: z.number().int().nullable().describe("fromSeq of the next page; null at the head") }));
+export const UnsealedEntry = named(
+  "UnsealedEntry",
+  z.object({ tenantId: z.string(), spaceId: z.string(), id: z.string(), at: Millis, type: z.string(), refs: z.record(z.string(), z.string()), data: JsonValue }),
+  "a journal entry committed by its transition and not sealed into the chain yet (no seq or hash)",
+);
+export const JournalPage = named(
+  "JournalPage",
+  z.object({
+    entries: z.array(JournalEntry),
+    nextFromSeq: z.number().int().nullable().describe("fromSeq of the next page; null at the sealed head"),
+    unsealed: z.array(UnsealedEntry).describe("entries committed and awaiting the sequencer, oldest first (at most 100); they appear in `entries` once sealed"),
+  }),
+);
 export const JournalReadQuery = z.strictObject({ fromSeq: queryInt(1, Number.MAX_SAFE_INTEGER).optional(), limit: queryInt(1, 1000).optional() });
 export const JournalExportQuery = z.strictObject({ fromSeq: queryInt(1, Number.MAX_SAFE_INTEGER).optional() });
 export const JournalVerification = named(
@@ -236,7 +248,8 @@ export const JournalVerification = named(
     checkpoints: z.number().int(),
     headSeq: z.number().int(),
     headHash: z.string().nullable(),
-    problems: z.array(z.object({ seq: z.number().int().optional(), kind: z.string(), message: z.string() })),
+    unsealed: z.number().int().optional().describe("entries committed and not sealed yet (a problem only once older than the sealing bound)"),
+    problems: z.array(z.object({ seq: z.number().int().optional(), id: z.string().optional(), kind: z.string(), message: z.string() })),
   }),
 );
 

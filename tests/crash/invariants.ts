@@ -10,7 +10,7 @@ import { readWholeJournal, type JournalVerification } from "../../src/core/journ
 import type { Keyring } from "../../src/core/keyring.js";
 import type { Store } from "../../src/core/store.js";
 import type { AttemptRecord, ConsumedDecision, IdempotencyRecord, JournalCheckpoint, JournalEntry, Scope, StepCheckpoint } from "../../src/core/types.js";
-import { verifyJournalIn } from "../../src/index.js";
+import { sealJournalNow, verifyJournalIn } from "../../src/index.js";
 import type { ReportedCheckpoint } from "./child.js";
 import type { CrashTarget } from "./targets.js";
 import { CRASH_SCOPES, EXECUTED_STATES, IDEM_STATE_OF, STEP_STATUS_OF, type Report } from "./workload.js";
@@ -51,6 +51,8 @@ export async function takeSnapshot(store: Store, target: CrashTarget, keyring: K
   for (const k of [...keys.decisions, ...keys.idempotency]) {
     if (!CRASH_SCOPES.some((s) => sk(s) === sk(k))) throw new Error(`a record in an unexpected scope ${sk(k)}`);
   }
+  // As a restarted process's sequencer would: seal what the killed child committed and left unsealed.
+  for (const scope of CRASH_SCOPES) await sealJournalNow(store, scope);
   for (const scope of CRASH_SCOPES) {
     const attempts = await store.transact((tx) => tx.listAttempts(scope));
     for (const a of attempts) snap.attempts.set(a.attemptId, a);

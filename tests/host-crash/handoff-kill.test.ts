@@ -49,7 +49,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { base64 } from "../../src/core/encoding.js";
 import type { CompletionRecord, Invocation, InvocationStatus } from "../../src/core/types.js";
 import { signWebhook } from "../../src/core/webhook.js";
-import { nodeCryptoPort } from "../../src/index.js";
+import { nodeCryptoPort, sealJournalNow } from "../../src/index.js";
 import { killChild, reapChildren, sleep, spawnChild, type ChildExit } from "./fixtures/children.js";
 import { STORE_KINDS } from "./fixtures/hosting.js";
 import { summary, type CheckReport } from "./fixtures/invariants.js";
@@ -87,7 +87,7 @@ const invocation = async (w: World, id: string): Promise<Invocation> => (await w
 const step0 = async (w: World, id: string) => (await w.store.transact((tx) => tx.getSteps(SCOPE, id))).find((s) => s.stepIndex === 0);
 const completions = (w: World, ref: string): Promise<CompletionRecord[]> => w.store.transact((tx) => tx.listCompletions(SCOPE, CONNECTOR_ID, ref));
 const journalTypes = async (w: World, id: string): Promise<string[]> =>
-  (await w.store.transact((tx) => tx.readJournal(SCOPE))).filter((e) => e.refs.invocationId === id || e.refs.completionId !== undefined).map((e) => e.type);
+  (await sealJournalNow(w.store, SCOPE), await w.store.transact((tx) => tx.readJournal(SCOPE))).filter((e) => e.refs.invocationId === id || e.refs.completionId !== undefined).map((e) => e.type);
 
 /**
  * Submits one invocation of `action`, lets a child worker start its operation at the provider and

@@ -23,6 +23,7 @@
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { Store } from "../../src/core/store.js";
+import { sealJournalNow } from "../../src/index.js";
 import { killChild, processState, reapChildren, sleep, spawnChild, waitFor } from "./fixtures/children.js";
 import { STORE_KINDS } from "./fixtures/hosting.js";
 import { summary } from "./fixtures/invariants.js";
@@ -37,6 +38,8 @@ const LEASE_MS = 600;
 /** Everything the host has stored, per scope. */
 async function snapshot(store: Store): Promise<unknown> {
   const out: unknown[] = [];
+  // Seal what is committed first (the frozen worker cannot; PostgreSQL seals after commit).
+  for (const scope of SCOPES) await sealJournalNow(store, scope);
   for (const scope of SCOPES) {
     out.push(
       await store.transact(async (tx) => {

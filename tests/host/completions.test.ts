@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { base64 } from "../../src/core/encoding.js";
 import type { Store } from "../../src/core/store.js";
+import { sealJournalNow } from "../../src/index.js";
 import { signWebhook } from "../../src/core/webhook.js";
 import { systemRandom } from "../../src/node/clock.js";
 import { allStoreFactories } from "../helpers/stores.js";
@@ -51,7 +52,10 @@ for (const factory of allStoreFactories()) {
       return { invocationId: invocation.invocationId, ref };
     }
 
-    const journalLength = async (b: HostBench): Promise<number> => (await store.transact((tx) => tx.readJournal(b.scope, {}))).length;
+    const journalLength = async (b: HostBench): Promise<number> => {
+      await sealJournalNow(store, b.scope); // PostgreSQL seals after commit, not before it resolves
+      return (await store.transact((tx) => tx.readJournal(b.scope, {}))).length;
+    };
 
     it("normal completion settles the parked invocation", async () => {
       const b = await bench();

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyStoredJournal } from "../../src/core/journal.js";
 import { createKeyring } from "../../src/core/keyring.js";
 import type { Store } from "../../src/core/store.js";
+import { sealJournalNow } from "../../src/index.js";
 import { allStoreFactories } from "../helpers/stores.js";
 import { KEYS } from "../boundary/fixture.js";
 import { crypto, grantAuthority, makeHostBench, type HostBench } from "./fixture.js";
@@ -143,6 +144,7 @@ for (const factory of allStoreFactories()) {
       const done = await b.host.reconcile.resolve(b.scope, rec!.reconciliationId, { outcome: "succeeded", externalRef: "re_99", note: "checked the provider dashboard", by: { type: "user", id: "op-1" } });
       expect(done.status).toBe("succeeded");
       expect(b.calls).toHaveLength(1);
+      await sealJournalNow(store, b.scope); // PostgreSQL seals after commit, not before it resolves
       const entries = await store.transact((tx) => tx.readJournal(b.scope, {}));
       const resolved = entries.find((e) => e.type === "reconciliation.resolved");
       expect(resolved?.data).toMatchObject({ outcome: "succeeded", by: { type: "user", id: "op-1" }, externalRef: "re_99" });

@@ -234,6 +234,37 @@ describe("group commit", () => {
   });
 });
 
+describe("read path", () => {
+  // Invariant: Store.read answers from committed state on its own connection: it neither waits
+  // for an open batch nor sees that batch's uncommitted writes, and it refuses to write.
+  it("answers while a write transaction is open, without seeing its uncommitted writes", async () => {
+    const store = await dbs.open(untimed);
+    await insert(store, "committed");
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let inside!: () => void;
+    const entered = new Promise<void>((r) => (inside = r));
+    const writing = store.transact(async (tx) => {
+      await tx.insertInvocation(scopeA, invocation("in-flight"));
+      inside();
+      await gate;
+    });
+    await entered;
+    const seen = await store.read((tx) => tx.listInvocations(scopeA));
+    expect(seen.map((i) => i.invocationId)).toEqual(["committed"]);
+    release();
+    await writing;
+    expect((await store.read((tx) => tx.listInvocations(scopeA))).map((i) => i.invocationId).sort()).toEqual(["committed", "in-flight"]);
+  });
+
+  it("refuses writes", async () => {
+    const store = await dbs.open();
+    const [r] = await Promise.allSettled([store.read((tx) => tx.insertInvocation(scopeA, invocation("nope")))]);
+    expect(codeOf(r)).toBe("STORE_ERROR");
+    expect(await ids(store)).toEqual([]);
+  });
+});
+
 describe("transactions", () => {
   it("queues writers of two stores over one file in one process instead of blocking on SQLite's lock", async () => {
     const path = dbs.path();

@@ -2,7 +2,8 @@
 import { createWriteStream, renameSync, rmSync } from "node:fs";
 import { once } from "node:events";
 import { createKeyring } from "../../core/keyring.js";
-import { verifyJournal, writeCheckpoint, type JournalVerification } from "../../core/journal.js";
+import { checkUnsealed, verifyJournal, writeCheckpoint, type JournalVerification } from "../../core/journal.js";
+import { checkSealWithinMs, sequencerFor } from "../../core/sequencer.js";
 import type { JournalEntry, Scope } from "../../core/types.js";
 import { defaultCrypto } from "../../node/defaults.js";
 import { systemClock } from "../../node/clock.js";
@@ -21,7 +22,7 @@ function explicitScope(ctx: CliContext): boolean {
 
 export const journalVerify: Command = {
   name: "journal verify",
-  summary: "recompute the scope's hash chain and check its signed checkpoints (exit 1 if broken)",
+  summary: "recompute the scope's hash chain and check its signed checkpoints; report entries unsealed past the bound (exit 1 if any problem)",
   options: {
     file: { type: "string", value: "<jsonl>", description: "verify an exported JSONL file instead of the store (chain only; needs no config)" },
   },
@@ -37,6 +38,8 @@ export const journalVerify: Command = {
     } else {
       scope = ctx.scope();
       const rt = await ctx.runtime();
+      // Unsealed entries first: one sealed meanwhile then shows in the chain too, never in neither.
+      const pending = await rt.store.transact((tx) => tx.listUnsealed(scope));
       const total = await journalLength(rt.store, scope);
       const bar = createProgress(ctx.io.stderr, { label: "verifying", total });
       const entries: JournalEntry[] = [];
@@ -49,17 +52,22 @@ export const journalVerify: Command = {
         bar.done();
       }
       const checkpoints = await rt.store.transact((tx) => tx.listCheckpoints(scope));
-      result = verifyJournal(defaultCrypto(), rt.keyring, scope, entries, checkpoints);
+      const chain = verifyJournal(defaultCrypto(), rt.keyring, scope, entries, checkpoints);
+      const sealedIds = new Set(entries.map((e) => e.id));
+      const still = pending.filter((u) => !sealedIds.has(u.id));
+      const late = checkUnsealed(still, { now: systemClock.now(), sealWithinMs: checkSealWithinMs("config host", rt.config.host?.sealWithinMs) });
+      result = { ...chain, ok: chain.ok && late.length === 0, unsealed: still.length, problems: [...chain.problems, ...late] };
     }
     ctx.out.result({ scope, ...result }, () => {
       const where = `${scope.tenantId}/${scope.spaceId}${file !== undefined ? ` (${file})` : ""}`;
       if (result.ok) {
         ctx.out.line(`journal ${where}: ok — ${result.entries} entries, head seq ${result.headSeq}${result.headHash ? ` ${result.headHash}` : ""}, ${result.checkpoints} signed checkpoint(s) hold`);
+        if ((result.unsealed ?? 0) > 0) ctx.out.line(`(${result.unsealed} more entr${result.unsealed === 1 ? "y is" : "ies are"} committed and awaiting the sequencer, within the sealing bound)`);
         if (result.checkpoints === 0 && file === undefined) ctx.out.line("(no signed checkpoint yet: `writ journal checkpoint` signs the head so a cut tail is detected too)");
       } else {
         ctx.out.line(`journal ${where}: BROKEN — ${result.problems.length} problem(s) in ${result.entries} entries`);
         ctx.out.table(result.problems, [
-          { header: "seq", value: (x) => (x.seq === undefined ? "-" : String(x.seq)) },
+          { header: "seq", value: (x) => (x.seq === undefined ? (x.id ?? "-") : String(x.seq)) },
           { header: "kind", value: (x) => x.kind },
           { header: "problem", value: (x) => x.message },
         ]);
@@ -122,11 +130,12 @@ export const journalExport: Command = {
 
 export const journalCheckpoint: Command = {
   name: "journal checkpoint",
-  summary: "sign a checkpoint of the scope's journal head (lets verify detect a cut tail)",
+  summary: "seal what is committed, then sign a checkpoint of the scope's sealed journal head (lets verify detect a cut tail)",
   options: {},
   async run(ctx) {
     const scope = ctx.scope();
     const rt = await ctx.runtime();
+    await sequencerFor(rt.store, defaultCrypto()).seal(scope);
     const cp = await rt.store.transact((tx) => writeCheckpoint(tx, defaultCrypto(), scope, rt.signingKey, systemClock.now()));
     ctx.out.result({ checkpoint: cp }, () => {
       if (!cp) ctx.out.line(`journal ${scope.tenantId}/${scope.spaceId} is empty: nothing to sign`);
@@ -137,7 +146,7 @@ export const journalCheckpoint: Command = {
 
 export const journalLs: Command = {
   name: "journal ls",
-  summary: "show journal entries, oldest first",
+  summary: "show sealed journal entries, oldest first (and how many await the sequencer)",
   options: {
     "from-seq": { type: "string", value: "<n>", description: "start at this seq (default 1)" },
     ...LIMIT_OPTION,
@@ -147,15 +156,16 @@ export const journalLs: Command = {
     const limit = intFlag(ctx.values, "limit") ?? 50;
     const scope = ctx.scope();
     const rt = await ctx.runtime();
-    const items = await rt.store.transact((tx) => tx.readJournal(scope, { fromSeq, limit }));
-    ctx.out.result({ items }, () =>
+    const [items, unsealed] = await rt.store.transact(async (tx) => [await tx.readJournal(scope, { fromSeq, limit }), await tx.listUnsealed(scope, { limit })] as const);
+    ctx.out.result({ items, unsealed }, () => {
       ctx.out.table(items, [
         { header: "seq", value: (e) => String(e.seq) },
         { header: "at", value: (e) => time(e.at) },
         { header: "type", value: (e) => e.type },
         { header: "refs", value: (e) => Object.values(e.refs).join(" ") },
         { header: "data", value: (e) => brief(e.data, 70) },
-      ]),
-    );
+      ]);
+      if (unsealed.length > 0) ctx.out.line(`(${unsealed.length}${unsealed.length === limit ? "+" : ""} committed entr${unsealed.length === 1 ? "y awaits" : "ies await"} the sequencer; they get a seq once sealed)`);
+    });
   },
 };

@@ -1,11 +1,14 @@
 /** The journal of a space: read a page, export everything as JSONL, verify the chain and checkpoints. */
 import { errorMessage } from "../../core/errors.js";
 import { verifyStoredJournal } from "../../core/journal.js";
+import { checkSealWithinMs } from "../../core/sequencer.js";
 import type { ServerContext } from "../context.js";
 import { defineRoute, type Route } from "../registry.js";
 import { JournalExportQuery, JournalPage, JournalReadQuery, JournalVerification, SpacePath } from "../schemas.js";
 
 const EXPORT_PAGE = 500;
+/** Unsealed entries shown beside a page of sealed ones (docs/journal.md). */
+const UNSEALED_SHOWN = 100;
 
 export function journalRoutes(s: ServerContext): Route[] {
   const { store, keyring } = s.runtime;
@@ -22,9 +25,11 @@ export function journalRoutes(s: ServerContext): Route[] {
       responses: { 200: { description: "entries, ascending", schema: JournalPage } },
       async handle({ caller, query }) {
         const limit = query.limit ?? 100;
-        const entries = await store.transact((tx) => tx.readJournal(caller.scope, { fromSeq: query.fromSeq ?? 1, limit }));
+        const [entries, unsealed] = await store.transact(
+          async (tx) => [await tx.readJournal(caller.scope, { fromSeq: query.fromSeq ?? 1, limit }), await tx.listUnsealed(caller.scope, { limit: UNSEALED_SHOWN })] as const,
+        );
         const nextFromSeq = entries.length === limit ? entries[entries.length - 1]!.seq + 1 : null;
-        return { status: 200, body: { entries, nextFromSeq } };
+        return { status: 200, body: { entries, nextFromSeq, unsealed } };
       },
     }),
     defineRoute({
@@ -34,7 +39,7 @@ export function journalRoutes(s: ServerContext): Route[] {
       tag: "journal",
       summary: "Export the journal as JSON Lines (one entry per line)",
       description:
-        "Streams every entry from `fromSeq` up to the head as it was when the export started. Feed the file to `writ journal verify` (or verifyJournal) to check it.",
+        "Streams every sealed entry from `fromSeq` up to the sealed head as it was when the export started (entries still awaiting the sequencer are not exported: they have no seq or hash yet). Feed the file to `writ journal verify` (or verifyJournal) to check it.",
       access: { kind: "key", roles: ["operate"] },
       params: SpacePath,
       query: JournalExportQuery,
@@ -68,12 +73,12 @@ export function journalRoutes(s: ServerContext): Route[] {
       path: "/v1/spaces/{spaceId}/journal/verify",
       operationId: "verifyJournal",
       tag: "journal",
-      summary: "Recompute the hash chain and check the signed checkpoints",
+      summary: "Recompute the hash chain, check the signed checkpoints, and report entries unsealed longer than the bound",
       access: { kind: "key", roles: ["operate"] },
       params: SpacePath,
       responses: { 200: { description: "the verification (ok: false lists the problems)", schema: JournalVerification } },
       async handle({ caller }) {
-        const v = await verifyStoredJournal(store, s.crypto, keyring, caller.scope);
+        const v = await verifyStoredJournal(store, s.crypto, keyring, caller.scope, { now: s.clock.now(), sealWithinMs: checkSealWithinMs("config host", s.runtime.config.host?.sealWithinMs) });
         return { status: 200, body: v };
       },
     }),

@@ -18,6 +18,7 @@ import { isolationCases } from "./cases-isolation.js";
 import { journalCases } from "./cases-journal.js";
 import { recordCases } from "./cases-records.js";
 import { transactionCases } from "./cases-transactions.js";
+import { unsealedCases } from "./cases-unsealed.js";
 import { runConformanceCase, type MakeStore, type StoreConformanceCase } from "./case.js";
 
 export { runConformanceCase, type MakeStore, type StoreConformanceCase } from "./case.js";
@@ -29,6 +30,7 @@ export const storeConformanceCases: StoreConformanceCase[] = [
   ...invocationCases,
   ...claimCases,
   ...journalCases,
+  ...unsealedCases,
   ...isolationCases,
   ...extraCases,
 ];

@@ -1,12 +1,83 @@
 /**
  * The per-scope journal and its checkpoints. The store keeps the chain's shape (seq contiguous
- * from 1, ids unique); computing and checking hashes is the core's job (`core/journal.ts`).
+ * from 1, ids unique across sealed and unsealed entries); computing and checking hashes is the
+ * core's job (`core/journal.ts`, sealed by `core/sequencer.ts`).
  */
 import { WritError } from "../../core/errors.js";
 import { assertScope, type ListOptions } from "../../core/store.js";
-import type { JournalCheckpoint, JournalEntry, Scope } from "../../core/types.js";
+import type { JournalCheckpoint, JournalEntry, Scope, UnsealedEntry } from "../../core/types.js";
 import { copy } from "./copy.js";
 import { findScope, limited, scopeFor, type Work } from "./state.js";
+
+/** Writes entries unsealed, skipping ids already in the scope (sealed or not); returns the ids written. */
+export function insertUnsealed(w: Work, scope: Scope, entries: UnsealedEntry[]): string[] {
+  if (!Array.isArray(entries)) throw new WritError("INVALID_ARGUMENT", "insertUnsealed needs an array of entries");
+  for (const e of entries) assertScope(scope, e, "journal entry");
+  if (entries.length === 0) return [];
+  const sd = scopeFor(w.state, scope);
+  const written: string[] = [];
+  const before = sd.unsealed.length;
+  for (const e of entries) {
+    if (typeof e.id !== "string" || e.id === "") throw new WritError("INVALID_ARGUMENT", "a journal entry needs a non-empty string id");
+    if (sd.journalIds.has(e.id)) continue;
+    sd.unsealed.push(copy(e));
+    sd.journalIds.add(e.id);
+    written.push(e.id);
+  }
+  if (written.length === 0) return written;
+  w.journaled.set(JSON.stringify([scope.tenantId, scope.spaceId]), { tenantId: scope.tenantId, spaceId: scope.spaceId });
+  w.undo.push(() => {
+    sd.unsealed.length = before;
+    for (const id of written) sd.journalIds.delete(id);
+  });
+  return written;
+}
+
+/** Unsealed entries in the order written (memory transactions are serial: that is commit order). */
+export function listUnsealed(w: Work, scope: Scope, opts: ListOptions = {}): UnsealedEntry[] {
+  return limited(findScope(w.state, scope)?.unsealed ?? [], opts.limit).map(copy);
+}
+
+/** Seals unsealed entries with seqs continuing the sealed head; all or nothing. */
+export function sealJournal(w: Work, scope: Scope, entries: JournalEntry[]): void {
+  if (entries.length === 0) return;
+  const sd = findScope(w.state, scope);
+  if (sd === undefined) throw new WritError("CONFLICT", `journal entry ${entries[0]!.id} is not unsealed in this scope`);
+  const at = new Map(sd.unsealed.map((u, i) => [u.id, i]));
+  const taken = new Set<number>();
+  let seq = sd.journal.length;
+  for (const e of entries) {
+    assertScope(scope, e, "journal entry");
+    seq += 1;
+    if (e.seq !== seq) throw new WritError("CONFLICT", `journal entry seq ${e.seq} does not continue the chain (expected ${seq})`);
+    const i = at.get(e.id);
+    if (i === undefined || taken.has(i)) throw new WritError("CONFLICT", `journal entry ${e.id} is not unsealed in this scope`);
+    taken.add(i);
+  }
+  const unsealedBefore = [...sd.unsealed];
+  const rest = sd.unsealed.filter((_, i) => !taken.has(i));
+  sd.unsealed.length = 0;
+  sd.unsealed.push(...rest);
+  for (const e of entries) sd.journal.push(copy(e));
+  w.undo.push(() => {
+    sd.journal.length -= entries.length;
+    sd.unsealed.length = 0;
+    sd.unsealed.push(...unsealedBefore);
+  });
+}
+
+/** Scopes with unsealed entries and their oldest entry's `at`. */
+export function unsealedScopes(w: Work, limit: number): Array<Scope & { oldestAt: number }> {
+  if (!Number.isSafeInteger(limit) || limit < 0) throw new WritError("INVALID_ARGUMENT", "unsealedScopes: limit must be a non-negative integer");
+  const out: Array<Scope & { oldestAt: number }> = [];
+  for (const [tenantId, spaces] of w.state.tenants) {
+    for (const [spaceId, sd] of spaces) {
+      if (out.length >= limit) return out;
+      if (sd.unsealed.length > 0) out.push({ tenantId, spaceId, oldestAt: Math.min(...sd.unsealed.map((u) => u.at)) });
+    }
+  }
+  return out;
+}
 
 export function journalHead(w: Work, scope: Scope): { seq: number; hash: string } | null {
   const last = findScope(w.state, scope)?.journal.at(-1);

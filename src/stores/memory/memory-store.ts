@@ -5,6 +5,7 @@
  */
 import { WritError } from "../../core/errors.js";
 import type { Store, StoreTx } from "../../core/store.js";
+import type { Scope } from "../../core/types.js";
 import { MemoryTx } from "./memory-tx.js";
 import { Mutex } from "./mutex.js";
 import { resolveOptions, type MemoryStoreOptions } from "./options.js";
@@ -15,6 +16,8 @@ export interface MemoryStore extends Store {
   readonly kind: "memory";
   /** `cb` runs after each commit that wrote a `queued` invocation. Returns an unsubscribe function. */
   onWake(cb: () => void): () => void;
+  /** `cb` runs (and is awaited) after each commit that wrote unsealed journal entries, per scope. */
+  onJournalAppend(cb: (scope: Scope) => void | Promise<void>): () => void;
 }
 
 /**
@@ -31,6 +34,7 @@ export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
   let state: MemoryState = newState();
   const mutex = new Mutex();
   const listeners = new Set<() => void>();
+  const journalListeners = new Set<(scope: Scope) => void | Promise<void>>();
   let closing = false;
 
   function closed(): WritError {
@@ -66,6 +70,12 @@ export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
     }
     mutex.release();
     if (tx.wake && listeners.size > 0) wake();
+    // Sealing is synchronous after commit here: the sequencer's run for each scope this
+    // transaction journaled to ends before `transact` resolves (it cannot fail the commit).
+    if (journalListeners.size > 0) {
+      const scopes = tx.journaled;
+      if (scopes.length > 0) await Promise.allSettled(scopes.flatMap((sc) => [...journalListeners].map(async (cb) => cb(sc))));
+    }
     return result;
   }
 
@@ -82,6 +92,7 @@ export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
       await mutex.acquire();
       state = newState();
       listeners.clear();
+      journalListeners.clear();
       mutex.release();
     },
     onWake(cb: () => void): () => void {
@@ -90,6 +101,14 @@ export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
       listeners.add(own);
       return () => {
         listeners.delete(own);
+      };
+    },
+    onJournalAppend(cb: (scope: Scope) => void | Promise<void>): () => void {
+      if (typeof cb !== "function") throw new WritError("INVALID_ARGUMENT", "onJournalAppend needs a function");
+      const own = (scope: Scope): void | Promise<void> => cb(scope);
+      journalListeners.add(own);
+      return () => {
+        journalListeners.delete(own);
       };
     },
   };

@@ -22,6 +22,7 @@ import type {
   ReconciliationStatus,
   Scope,
   StepCheckpoint,
+  UnsealedEntry,
 } from "../../core/types.js";
 import * as attempts from "./attempts.js";
 import * as extras from "./extras.js";
@@ -41,13 +42,18 @@ export class MemoryTx implements StoreTx {
   #open = true;
 
   constructor(state: MemoryState, faults: ((point: MemoryFaultPoint) => void) | undefined) {
-    this.#w = { state, undo: [], wake: false };
+    this.#w = { state, undo: [], wake: false, journaled: new Map() };
     this.#faults = faults;
   }
 
   /** True when the committed transaction wrote a queued invocation. */
   get wake(): boolean {
     return this.#w.wake;
+  }
+
+  /** The scopes the committed transaction wrote unsealed journal entries to. */
+  get journaled(): Scope[] {
+    return [...this.#w.journaled.values()];
   }
 
   /** Ends the transaction, keeping its writes. */
@@ -107,6 +113,18 @@ export class MemoryTx implements StoreTx {
   }
   async journalIdsPresent(scope: Scope, ids: string[]): Promise<Set<string>> {
     return journal.journalIdsPresent(this.#enter("journalIdsPresent"), scope, ids);
+  }
+  async insertUnsealed(scope: Scope, entries: UnsealedEntry[]): Promise<string[]> {
+    return journal.insertUnsealed(this.#enter("insertUnsealed"), scope, entries);
+  }
+  async listUnsealed(scope: Scope, opts?: ListOptions): Promise<UnsealedEntry[]> {
+    return journal.listUnsealed(this.#enter("listUnsealed"), scope, opts);
+  }
+  async sealJournal(scope: Scope, entries: JournalEntry[]): Promise<void> {
+    journal.sealJournal(this.#enter("sealJournal"), scope, entries);
+  }
+  async unsealedScopes(limit: number): Promise<Array<Scope & { oldestAt: number }>> {
+    return journal.unsealedScopes(this.#enter("unsealedScopes"), limit);
   }
   async insertJournal(scope: Scope, entries: JournalEntry[]): Promise<void> {
     journal.insertJournal(this.#enter("insertJournal"), scope, entries);

@@ -20,6 +20,7 @@ import type {
   ReconciliationRecord,
   Scope,
   StepCheckpoint,
+  UnsealedEntry,
 } from "../../core/types.js";
 import { ClaimIndex } from "./claim-index.js";
 
@@ -32,8 +33,11 @@ export interface ScopeData {
   readonly attempts: AttemptRecord[];
   /** attemptId -> index in `attempts`. */
   readonly attemptIndex: Map<string, number>;
-  /** In seq order; `journal[i].seq === i + 1`. */
+  /** Sealed entries in seq order; `journal[i].seq === i + 1`. */
   readonly journal: JournalEntry[];
+  /** Entries written and not sealed yet, in the order they were written. */
+  readonly unsealed: UnsealedEntry[];
+  /** Ids of sealed and unsealed entries. */
   readonly journalIds: Set<string>;
   /** In seq order. */
   readonly checkpoints: JournalCheckpoint[];
@@ -69,6 +73,8 @@ export interface Work {
   readonly undo: Array<() => void>;
   /** Set when the transaction wrote a `queued` invocation (wakes `onWake` listeners on commit). */
   wake: boolean;
+  /** Scopes this transaction wrote unsealed journal entries to (for `onJournalAppend` on commit). */
+  journaled: Map<string, Scope>;
 }
 
 export function newState(): MemoryState {
@@ -109,6 +115,7 @@ function newScopeData(): ScopeData {
     attempts: [],
     attemptIndex: new Map(),
     journal: [],
+    unsealed: [],
     journalIds: new Set(),
     checkpoints: [],
     invocations: new Map(),

@@ -244,11 +244,28 @@ CREATE TABLE writ_api_keys (
 CREATE INDEX writ_api_keys_by_tenant ON writ_api_keys (tenant_id, created_at, key_id);
 `;
 
+/**
+ * The journal off the commit path (docs/journal.md): a transition inserts its entries unsealed
+ * (seq and hash NULL, \`pos\` from a sequence: the order they were written in, not the order they
+ * commit in) and never takes the chain lock; the sequencer later sets seq, hash and the sealed
+ * document under the scope's advisory lock. Ids stay unique per scope across sealed and unsealed
+ * entries; seqs are unique among sealed ones.
+ */
+const UNSEALED_JOURNAL = `
+ALTER TABLE writ_journal DROP CONSTRAINT writ_journal_pkey;
+ALTER TABLE writ_journal ALTER COLUMN seq DROP NOT NULL, ALTER COLUMN hash DROP NOT NULL;
+ALTER TABLE writ_journal ADD COLUMN pos bigserial NOT NULL;
+ALTER TABLE writ_journal ADD CONSTRAINT writ_journal_sealed_whole CHECK ((seq IS NULL) = (hash IS NULL));
+CREATE UNIQUE INDEX writ_journal_by_seq ON writ_journal (tenant_id, space_id, seq) WHERE seq IS NOT NULL;
+CREATE INDEX writ_journal_unsealed ON writ_journal (tenant_id, space_id, pos) WHERE seq IS NULL;
+`;
+
 /** All migrations, ascending by version (1, 2, 3, … without gaps). */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, name: "initial_schema", sql: INITIAL_SCHEMA },
   { version: 2, name: "completions_policies_sweeps", sql: COMPLETIONS_POLICIES_SWEEPS },
   { version: 3, name: "api_keys", sql: API_KEYS },
+  { version: 4, name: "unsealed_journal", sql: UNSEALED_JOURNAL },
 ];
 
 /** The schema version this build creates and expects. */

@@ -5,6 +5,7 @@
  */
 import { WritError } from "../../core/errors.js";
 import type { Store, StoreTx } from "../../core/store.js";
+import type { Scope } from "../../core/types.js";
 import { createConnection, createPool, type OwnedPgPool, type PgPool, type PgPooledConnection } from "./postgres-driver.js";
 import { passwordOf, toWritError } from "./postgres-errors.js";
 import { ConnectionExec } from "./postgres-exec.js";
@@ -23,6 +24,8 @@ export interface PostgresStore extends Store {
    * hint only: keep polling. Returns the unsubscribe function.
    */
   onWake(cb: () => void): () => void;
+  /** `cb` runs after each commit that wrote unsealed journal entries, per scope; never awaited. */
+  onJournalAppend(cb: (scope: Scope) => void | Promise<void>): () => void;
   /** Resolves once the wake-up listener's LISTEN is in effect (after a first `onWake`). */
   listening(): Promise<void>;
 }
@@ -92,6 +95,19 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
   const { pool, end, listenConnection } = pooling(connection, opts);
   const listener = new WakeListener({ connect: listenConnection, reconnectMs: opts.listenReconnectMs });
   const active = new Set<Promise<unknown>>();
+  const journalListeners = new Set<(scope: Scope) => void | Promise<void>>();
+  /** The commit hint for the sequencer: not awaited, so an action's commit never waits for the chain. */
+  const hintJournal = (scopes: Scope[]): void => {
+    for (const sc of scopes) {
+      for (const cb of journalListeners) {
+        try {
+          void Promise.resolve(cb(sc)).catch(() => undefined);
+        } catch {
+          // a hint; a failing listener must not affect the commit that is already done
+        }
+      }
+    }
+  };
   let migrated: Promise<void> | undefined;
   let closed: Promise<void> | undefined;
 
@@ -153,6 +169,7 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
         throw new WritError("STORE_ERROR", `commit outcome unknown: ${toWritError(e, secrets).message}`, { details: { commitUnknown: true } });
       }
       if (tag !== "COMMIT") throw new WritError("STORE_ERROR", "postgres rolled the transaction back at commit");
+      if (journalListeners.size > 0) hintJournal(tx.journaled);
       return out;
     } catch (e) {
       tx.end();
@@ -177,13 +194,43 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     return track(runTransaction(fn));
   };
 
+  /** The read path: statements on a pooled connection in autocommit, no BEGIN / COMMIT round trips. */
+  const runRead = async <T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> => {
+    const c = await checkout();
+    const x = new ConnectionExec(c, opts.preparedStatements, secrets);
+    const tx = new PostgresTx(x);
+    let healthy = true;
+    try {
+      const out = await fn(tx);
+      if (x.failure !== undefined) throw x.failure;
+      return out;
+    } catch (e) {
+      // A failed statement may mean a broken connection; fn's own errors leave it usable.
+      if (x.failure !== undefined) healthy = false;
+      throw e;
+    } finally {
+      tx.end();
+      c.release(healthy ? undefined : true);
+    }
+  };
+
+  const read = async <T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> => {
+    if (closed !== undefined) throw closedError();
+    if (opts.autoMigrate && migrated === undefined) await migrate();
+    else if (migrated !== undefined) await migrated;
+    if (closed !== undefined) throw closedError();
+    return track(runRead(fn));
+  };
+
   return {
     kind: "postgres",
     migrate,
     transact,
+    read,
     close(): Promise<void> {
       closed ??= (async () => {
         await listener.stop();
+        journalListeners.clear();
         // Transactions already running finish (commit or roll back) first.
         await Promise.allSettled([...active]);
         await end();
@@ -197,6 +244,11 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     onWake(cb: () => void): () => void {
       if (closed !== undefined) throw closedError();
       return listener.subscribe(cb);
+    },
+    onJournalAppend(cb: (scope: Scope) => void | Promise<void>): () => void {
+      const own = (scope: Scope): void | Promise<void> => cb(scope);
+      journalListeners.add(own);
+      return () => void journalListeners.delete(own);
     },
     listening: () => listener.listening(),
   };

@@ -21,6 +21,7 @@ import type {
   ReconciliationStatus,
   Scope,
   StepCheckpoint,
+  UnsealedEntry,
 } from "../../core/types.js";
 import * as apiKeys from "./postgres-api-keys.js";
 import * as attempts from "./postgres-attempts.js";
@@ -51,9 +52,15 @@ function checkFence(fence: Fence, invocationId: string): void {
 export class PostgresTx implements StoreTx {
   readonly #x: Exec;
   #ended = false;
+  readonly #journaled = new Map<string, Scope>();
 
   constructor(x: Exec) {
     this.#x = x;
+  }
+
+  /** The scopes this transaction wrote unsealed journal entries to (hinted to the sequencer after commit). */
+  get journaled(): Scope[] {
+    return [...this.#journaled.values()];
   }
 
   /** Called by `transact` when the transaction commits or rolls back. */
@@ -116,14 +123,34 @@ export class PostgresTx implements StoreTx {
     return journal.journalHead(this.#in(scope), scope);
   }
 
-  async journalTail(scope: Scope, ids: string[]): Promise<{ head: { seq: number; hash: string } | null; present: Set<string> }> {
-    const x = this.#in(scope);
-    await lockKeys(x, scope, ["journal"]);
-    return journal.journalTail(x, scope, ids);
-  }
-
   async journalIdsPresent(scope: Scope, ids: string[]): Promise<Set<string>> {
     return journal.journalIdsPresent(this.#in(scope), scope, ids);
+  }
+
+  async insertUnsealed(scope: Scope, entries: UnsealedEntry[]): Promise<string[]> {
+    const x = this.#in(scope);
+    if (!Array.isArray(entries)) throw new WritError("INVALID_ARGUMENT", "insertUnsealed needs an array of entries");
+    for (const e of entries) {
+      assertScope(scope, e, "journal entry");
+      if (typeof e.id !== "string" || e.id === "") throw new WritError("INVALID_ARGUMENT", "a journal entry needs a non-empty string id");
+    }
+    const written = await journal.insertUnsealed(x, scope, entries);
+    if (written.length > 0) this.#journaled.set(JSON.stringify([scope.tenantId, scope.spaceId]), { tenantId: scope.tenantId, spaceId: scope.spaceId });
+    return written;
+  }
+
+  async listUnsealed(scope: Scope, opts?: ListOptions): Promise<UnsealedEntry[]> {
+    return journal.listUnsealed(this.#in(scope), scope, opts);
+  }
+
+  async sealJournal(scope: Scope, entries: JournalEntry[]): Promise<void> {
+    const x = this.#in(scope);
+    for (const e of entries) assertScope(scope, e, "journal entry");
+    return journal.sealJournal(x, scope, entries);
+  }
+
+  async unsealedScopes(limit: number): Promise<Array<Scope & { oldestAt: number }>> {
+    return journal.unsealedScopes(this.#in(), limit);
   }
 
   async insertJournal(scope: Scope, entries: JournalEntry[]): Promise<void> {

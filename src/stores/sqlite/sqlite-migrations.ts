@@ -201,6 +201,32 @@ CREATE TABLE api_keys (
 CREATE INDEX api_keys_by_tenant ON api_keys (tenant_id, created_at);
 `,
   },
+  {
+    version: 4,
+    name: "unsealed_journal",
+    sql: `
+-- Journal entries are written unsealed by their transition (seq and hash NULL) and sealed later
+-- by the sequencer (docs/journal.md). rowid keeps the order entries were written in.
+CREATE TABLE journal_v4 (
+  tenant_id TEXT NOT NULL,
+  space_id TEXT NOT NULL,
+  seq INTEGER,
+  id TEXT NOT NULL,
+  type TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  hash TEXT,
+  doc TEXT NOT NULL,
+  UNIQUE (tenant_id, space_id, id),
+  CHECK ((seq IS NULL) = (hash IS NULL))
+);
+INSERT INTO journal_v4 (tenant_id, space_id, seq, id, type, at, hash, doc)
+  SELECT tenant_id, space_id, seq, id, type, at, hash, doc FROM journal ORDER BY tenant_id, space_id, seq;
+DROP TABLE journal;
+ALTER TABLE journal_v4 RENAME TO journal;
+CREATE UNIQUE INDEX journal_by_seq ON journal (tenant_id, space_id, seq) WHERE seq IS NOT NULL;
+CREATE INDEX journal_unsealed ON journal (tenant_id, space_id) WHERE seq IS NULL;
+`,
+  },
 ];
 
 /** The schema version this build creates and expects. */

@@ -1,7 +1,7 @@
 /**
  * Every SQL statement of the SQLite store, prepared once per connection. Scope columns are in
- * every key and every WHERE, except in the three cross-scope worker operations the port defines
- * (claim, heartbeat, next run time).
+ * every key and every WHERE, except in the cross-scope worker operations the port defines
+ * (claim, heartbeat, next run time, the sequencer's unsealed scopes).
  */
 import type Database from "better-sqlite3";
 
@@ -35,6 +35,11 @@ export interface SqliteStatements {
   journalHead: Database.Statement;
   journalIdsPresent: Database.Statement;
   insertJournal: Database.Statement;
+  insertUnsealed: Database.Statement;
+  listUnsealed: Database.Statement;
+  journalSeqOf: Database.Statement;
+  sealJournal: Database.Statement;
+  unsealedScopes: Database.Statement;
   readJournal: Database.Statement;
   insertCheckpoint: Database.Statement;
   listCheckpoints: Database.Statement;
@@ -96,9 +101,18 @@ export function prepareStatements(db: Database.Database): SqliteStatements {
     updateAttempt: p(`UPDATE attempts SET invocation_id = @invocationId, state = @state, doc = @doc WHERE ${SCOPE} AND attempt_id = @id`),
     getAttempt: p(`SELECT seq, doc FROM attempts WHERE ${SCOPE} AND attempt_id = @id`),
 
-    journalHead: p(`SELECT seq, hash FROM journal WHERE ${SCOPE} ORDER BY seq DESC LIMIT 1`),
+    journalHead: p(`SELECT seq, hash FROM journal WHERE ${SCOPE} AND seq IS NOT NULL ORDER BY seq DESC LIMIT 1`),
     journalIdsPresent: p(`SELECT id FROM journal WHERE ${SCOPE} AND id IN (SELECT value FROM json_each(@ids))`).pluck(),
     insertJournal: p("INSERT INTO journal (tenant_id, space_id, seq, id, type, at, hash, doc) VALUES (@t, @s, @seq, @id, @type, @at, @hash, @doc)"),
+    insertUnsealed: p(
+      "INSERT INTO journal (tenant_id, space_id, seq, id, type, at, hash, doc) VALUES (@t, @s, NULL, @id, @type, @at, NULL, @doc) ON CONFLICT (tenant_id, space_id, id) DO NOTHING",
+    ),
+    // rowid is the order entries were written in; SQLite transactions are serial, so it is commit order.
+    listUnsealed: p(`SELECT doc FROM journal WHERE ${SCOPE} AND seq IS NULL ORDER BY rowid LIMIT @limit`).pluck(),
+    journalSeqOf: p(`SELECT seq FROM journal WHERE ${SCOPE} AND id = @id`),
+    sealJournal: p(`UPDATE journal SET seq = @seq, hash = @hash, doc = @doc WHERE ${SCOPE} AND id = @id AND seq IS NULL`),
+    // The sequencer's cross-scope look-up: which scopes hold unsealed entries.
+    unsealedScopes: p("SELECT tenant_id AS tenantId, space_id AS spaceId, MIN(at) AS oldestAt FROM journal WHERE seq IS NULL GROUP BY tenant_id, space_id LIMIT @limit"),
     readJournal: p(`SELECT doc FROM journal WHERE ${SCOPE} AND seq >= @fromSeq ORDER BY seq LIMIT @limit`).pluck(),
     insertCheckpoint: p("INSERT INTO journal_checkpoints (tenant_id, space_id, seq, head_hash, doc) VALUES (@t, @s, @seq, @headHash, @doc)"),
     listCheckpoints: p(`SELECT doc FROM journal_checkpoints WHERE ${SCOPE} ORDER BY seq, rowid`).pluck(),

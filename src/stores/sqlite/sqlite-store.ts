@@ -7,6 +7,7 @@ import { mkdirSync, realpathSync } from "node:fs";
 import { dirname } from "node:path";
 import { WritError } from "../../core/errors.js";
 import type { Store, StoreTx } from "../../core/store.js";
+import type { Scope } from "../../core/types.js";
 import { closeFileLock, openFileLock } from "./sqlite-file-lock.js";
 import { GroupCommitter, type GroupCommitStats } from "./sqlite-group-commit.js";
 import { migrateSqlite, sqliteSchemaVersion } from "./sqlite-migrate.js";
@@ -23,7 +24,11 @@ export interface SqliteStore extends Store {
   stats(): GroupCommitStats;
   /** The applied schema version. */
   schemaVersion(): Promise<number>;
+  /** The read path (see `Store.read`): a second, read-only connection on a file database. */
+  read<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
   onWake(cb: () => void): () => void;
+  /** `cb` runs (and is awaited) after each commit that wrote unsealed journal entries, per scope. */
+  onJournalAppend(cb: (scope: Scope) => void | Promise<void>): () => void;
 }
 
 function isMemoryPath(path: string): boolean {
@@ -103,6 +108,7 @@ export function sqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
   const lockKey = isMemoryPath(opts.path) ? undefined : realpathSync(opts.path);
   const fileLock = openFileLock(lockKey);
   const wakeListeners = new Set<() => void>();
+  const journalListeners = new Set<(scope: Scope) => void | Promise<void>>();
   let runnable = false;
   const committer = new GroupCommitter(db, fileLock, {
     maxBatch: opts.maxBatch,
@@ -146,11 +152,15 @@ export function sqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
       if (closed !== undefined) throw closedError();
     }
     const c = ctx as SqliteTxContext;
+    let journaled: Scope[] = [];
+    let out: T;
     try {
-      return await committer.run(async () => {
+      out = await committer.run(async () => {
         const tx = new SqliteTx(c);
         try {
-          return await fn(tx);
+          const r = await fn(tx);
+          journaled = tx.journaled;
+          return r;
         } finally {
           tx.end();
         }
@@ -158,6 +168,12 @@ export function sqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
     } catch (e) {
       throw mapError(e);
     }
+    // Sealing is synchronous after commit here: the sequencer's run for each scope this
+    // transaction journaled to ends before `transact` resolves (it cannot fail the commit).
+    if (journaled.length > 0 && journalListeners.size > 0) {
+      await Promise.allSettled(journaled.flatMap((sc) => [...journalListeners].map(async (cb) => cb(sc))));
+    }
+    return out;
   };
 
   const read = async <T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> => {
@@ -197,6 +213,7 @@ export function sqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
         db.close();
         closeFileLock(lockKey, fileLock);
         wakeListeners.clear();
+        journalListeners.clear();
       });
       return closed;
     },
@@ -208,6 +225,11 @@ export function sqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
     onWake(cb: () => void): () => void {
       wakeListeners.add(cb);
       return () => void wakeListeners.delete(cb);
+    },
+    onJournalAppend(cb: (scope: Scope) => void | Promise<void>): () => void {
+      const own = (scope: Scope): void | Promise<void> => cb(scope);
+      journalListeners.add(own);
+      return () => void journalListeners.delete(own);
     },
   };
 }

@@ -21,6 +21,7 @@ import type {
   ReconciliationStatus,
   Scope,
   StepCheckpoint,
+  UnsealedEntry,
 } from "../../core/types.js";
 import type { Statement } from "better-sqlite3";
 import type { ListStatements, SqliteStatements } from "./sqlite-statements.js";
@@ -31,6 +32,10 @@ export interface SqliteTxContext {
   lists: ListStatements;
   /** Called when the transaction makes an invocation runnable (a wake-up hint). */
   onRunnable: () => void;
+}
+
+function scopeKey(scope: Scope): string {
+  return JSON.stringify([scope.tenantId, scope.spaceId]);
 }
 
 interface ScopeParams {
@@ -127,10 +132,16 @@ export class SqliteTx implements StoreTx {
   readonly #ctx: SqliteTxContext;
   readonly #q: SqliteStatements;
   #open = true;
+  readonly #journaled = new Map<string, Scope>();
 
   constructor(ctx: SqliteTxContext) {
     this.#ctx = ctx;
     this.#q = ctx.stmts;
+  }
+
+  /** The scopes this transaction wrote unsealed journal entries to. */
+  get journaled(): Scope[] {
+    return [...this.#journaled.values()];
   }
 
   /** Ends this transaction's use: later calls reject with `INVALID_STATE`. */
@@ -241,6 +252,52 @@ export class SqliteTx implements StoreTx {
       // One row (the common case): the unique index on (scope, id) refuses a clash atomically.
       insertOrConflict(`journal entry id ${e.id}`, () => this.#q.insertJournal.run({ ...sp, seq: e.seq, id: e.id, type: e.type, at: e.at, hash: e.hash, doc: JSON.stringify(e) }));
     }
+  }
+
+  async insertUnsealed(scope: Scope, entries: UnsealedEntry[]): Promise<string[]> {
+    const sp = this.#sp(scope);
+    if (!Array.isArray(entries)) throw new WritError("INVALID_ARGUMENT", "insertUnsealed needs an array of entries");
+    for (const e of entries) {
+      assertScope(scope, e, "journal entry");
+      if (!nonEmpty(e.id)) throw new WritError("INVALID_ARGUMENT", "a journal entry needs a non-empty string id");
+    }
+    const written: string[] = [];
+    for (const e of entries) {
+      // ON CONFLICT DO NOTHING: an id already in the scope (sealed or not) is not written twice.
+      const r = this.#q.insertUnsealed.run({ ...sp, id: e.id, type: e.type, at: e.at, doc: JSON.stringify(e) });
+      if (r.changes === 1) written.push(e.id);
+    }
+    if (written.length > 0) this.#journaled.set(scopeKey(scope), { tenantId: scope.tenantId, spaceId: scope.spaceId });
+    return written;
+  }
+
+  async listUnsealed(scope: Scope, opts: ListOptions = {}): Promise<UnsealedEntry[]> {
+    const sp = this.#sp(scope);
+    return this.#q.listUnsealed.all({ ...sp, limit: limitParam(opts.limit) }).map((d) => parse<UnsealedEntry>(d));
+  }
+
+  async sealJournal(scope: Scope, entries: JournalEntry[]): Promise<void> {
+    const sp = this.#sp(scope);
+    if (entries.length === 0) return;
+    // Check everything first so that a refused call writes nothing.
+    const head = this.#q.journalHead.get(sp) as { seq: number } | undefined;
+    let expected = (head?.seq ?? 0) + 1;
+    const ids = new Set<string>();
+    for (const e of entries) {
+      assertScope(scope, e, "journal entry");
+      if (e.seq !== expected) throw new WritError("CONFLICT", `journal entry seq ${e.seq} does not continue the chain (expected ${expected})`);
+      const row = this.#q.journalSeqOf.get({ ...sp, id: e.id }) as { seq: number | null } | undefined;
+      if (row === undefined || row.seq !== null || ids.has(e.id)) throw new WritError("CONFLICT", `journal entry ${e.id} is not unsealed in this scope`);
+      ids.add(e.id);
+      expected++;
+    }
+    for (const e of entries) this.#q.sealJournal.run({ ...sp, id: e.id, seq: e.seq, hash: e.hash, doc: JSON.stringify(e) });
+  }
+
+  async unsealedScopes(limit: number): Promise<Array<Scope & { oldestAt: number }>> {
+    this.#checkOpen();
+    if (!Number.isSafeInteger(limit) || limit < 0) throw new WritError("INVALID_ARGUMENT", "unsealedScopes: limit must be a non-negative integer");
+    return this.#q.unsealedScopes.all({ limit }) as Array<Scope & { oldestAt: number }>;
   }
 
   async readJournal(scope: Scope, opts: ListOptions & { fromSeq?: number } = {}): Promise<JournalEntry[]> {

@@ -1,0 +1,183 @@
+/**
+ * The journal sequencer (docs/journal.md). Transitions write their journal entries unsealed inside
+ * their own transaction; the sequencer chains them afterwards, in the order it sees them commit,
+ * in short transactions of its own that hold the scope's journal lock. No action transaction
+ * waits for that lock.
+ *
+ * One sequencer per store object in a process (`sequencerFor`): it seals a scope one run at a
+ * time (a commit hint during a run queues exactly one more run), and across processes the
+ * store's journal lock (a PostgreSQL advisory lock) keeps runs of one scope apart. It is woken by
+ * the store's in-process commit hint (`Store.onJournalAppend`) and, while started, polls
+ * `unsealedScopes` every quarter of the bound, so entries left by another process (or one that
+ * died between its commit and the seal) are sealed within the bound too.
+ */
+import { WritError } from "./errors.js";
+import { sealScopeNow } from "./journal.js";
+import type { Clock, CryptoPort } from "./ports.js";
+import type { Store } from "./store.js";
+import type { Scope } from "./types.js";
+
+/** The default bound between a transition's commit and the seal of its entries. */
+export const DEFAULT_SEAL_WITHIN_MS = 250;
+/** The largest bound accepted. */
+export const MAX_SEAL_WITHIN_MS = 60_000;
+/** Scopes looked at per poll. */
+const POLL_SCOPES = 100;
+
+/** Validates a bound (`sealWithinMs`): an integer from 1 to 60000 ms, naming `where` on error. */
+export function checkSealWithinMs(where: string, v: unknown): number {
+  if (v === undefined) return DEFAULT_SEAL_WITHIN_MS;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 1 || v > MAX_SEAL_WITHIN_MS) {
+    throw new WritError("INVALID_OPTION", `${where}: sealWithinMs must be an integer from 1 to ${MAX_SEAL_WITHIN_MS} (milliseconds)`);
+  }
+  return v;
+}
+
+export interface SequencerPolling {
+  clock: Clock;
+  /** @defaultValue 250 */
+  sealWithinMs?: number;
+  /** Called when a poll or a seal fails (it is retried at the next poll). */
+  onError?: (err: unknown, scope: Scope | null) => void;
+}
+
+export interface Sequencer {
+  /**
+   * Seals every committed, visible unsealed entry of `scope`: resolves when a run that began after
+   * this call has ended (with the number of entries that run sealed).
+   */
+  seal(scope: Scope): Promise<number>;
+  /** One pass over every scope with unsealed entries; resolves with how many entries it sealed. */
+  sealAll(): Promise<number>;
+  /** Starts a bounded poll (one per call; each start has its own stop). */
+  start(polling: SequencerPolling): () => Promise<void>;
+  /** Resolves once no run is in flight. */
+  idle(): Promise<void>;
+}
+
+interface ScopeRuns {
+  running: Promise<number> | null;
+  queued: Promise<number> | null;
+}
+
+const registry = new WeakMap<Store, Sequencer>();
+const noop = (): void => undefined;
+
+/**
+ * The process's sequencer for `store` (created, and subscribed to the store's commit hint, on
+ * first use). `onError` of the first caller receives failures of hint-driven runs.
+ */
+export function sequencerFor(store: Store, crypto: CryptoPort, onError?: (err: unknown, scope: Scope | null) => void): Sequencer {
+  let s = registry.get(store);
+  if (s === undefined) {
+    s = createSequencer(store, crypto, onError);
+    registry.set(store, s);
+  }
+  return s;
+}
+
+function scopeKey(scope: Scope): string {
+  return JSON.stringify([scope.tenantId, scope.spaceId]);
+}
+
+function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unknown, scope: Scope | null) => void): Sequencer {
+  const runs = new Map<string, ScopeRuns>();
+  const report = (err: unknown, scope: Scope | null): void => {
+    try {
+      onError?.(err, scope);
+    } catch {
+      // a reporting hook must not break the sequencer
+    }
+  };
+
+  function begin(key: string, st: ScopeRuns, scope: Scope): Promise<number> {
+    const p = sealScopeNow(store, crypto, { tenantId: scope.tenantId, spaceId: scope.spaceId }).finally(() => {
+      st.running = null;
+      if (st.queued === null) runs.delete(key);
+    });
+    st.running = p;
+    return p;
+  }
+
+  function seal(scope: Scope): Promise<number> {
+    const key = scopeKey(scope);
+    let st = runs.get(key);
+    if (st === undefined) {
+      st = { running: null, queued: null };
+      runs.set(key, st);
+    }
+    if (st.queued !== null) return st.queued;
+    if (st.running !== null) {
+      const s = st;
+      const q = st.running.then(noop, noop).then(() => {
+        s.queued = null;
+        return begin(key, s, scope);
+      });
+      s.queued = q;
+      return q;
+    }
+    return begin(key, st, scope);
+  }
+
+  async function sealAll(): Promise<number> {
+    const scopes = await store.transact((tx) => tx.unsealedScopes(POLL_SCOPES));
+    let n = 0;
+    for (const sc of scopes) {
+      try {
+        n += await seal(sc);
+      } catch (e) {
+        report(e, { tenantId: sc.tenantId, spaceId: sc.spaceId });
+      }
+    }
+    return n;
+  }
+
+  store.onJournalAppend?.((scope) =>
+    seal(scope).then(noop, (e: unknown) => {
+      report(e, scope);
+    }),
+  );
+
+  return {
+    seal,
+    sealAll,
+    start(polling) {
+      const bound = checkSealWithinMs("sequencer", polling.sealWithinMs);
+      const pollMs = Math.max(1, Math.floor(bound / 4));
+      let stopped = false;
+      let cancel: (() => void) | null = null;
+      let current: Promise<void> | null = null;
+      const fail = (e: unknown): void => {
+        try {
+          (polling.onError ?? report)(e, null);
+        } catch {
+          // see report
+        }
+      };
+      const schedule = (): void => {
+        cancel = polling.clock.setTimer(pollMs, () => {
+          cancel = null;
+          current = sealAll()
+            .then(noop, fail)
+            .finally(() => {
+              current = null;
+              if (!stopped) schedule();
+            });
+        });
+      };
+      schedule();
+      return async () => {
+        stopped = true;
+        cancel?.();
+        await current;
+      };
+    },
+    async idle() {
+      for (;;) {
+        const pending = [...runs.values()].flatMap((r) => [r.running, r.queued]).filter((p): p is Promise<number> => p !== null);
+        if (pending.length === 0) return;
+        await Promise.allSettled(pending);
+      }
+    },
+  };
+}

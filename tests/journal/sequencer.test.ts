@@ -1,0 +1,121 @@
+/**
+ * The journal sequencer on every store (docs/journal.md).
+ *
+ * Invariants checked:
+ * - Q1 with a sequencer attached, a transition's entries are sealed before `transact` resolves on
+ *   memory and SQLite (synchronous after commit, through the sequencer), and within the bound on
+ *   PostgreSQL (after commit, never before it).
+ * - Q2 entries nobody's hint covered (written while no sequencer ran) are sealed by the bounded
+ *   poll once a sequencer is started: its timer fires every quarter of `sealWithinMs`.
+ * - Q3 verify reports an entry unsealed for longer than the bound as `unsealed_overdue` (and the
+ *   sealed chain still verifies); younger unsealed entries are counted, not reported.
+ * - Q4 `sealWithinMs` is validated wherever it is given (host, verify, sequencer).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { appendJournal, readWholeJournal, sealScopeNow } from "../../src/core/journal.js";
+import { manualClock } from "../../src/core/manual-clock.js";
+import { sequencerFor } from "../../src/core/sequencer.js";
+import type { Store } from "../../src/core/store.js";
+import type { Scope } from "../../src/core/types.js";
+import { createKeyring, memoryStore, nodeCryptoPort, sealJournalNow, verifyJournalIn } from "../../src/index.js";
+import { makeHostBench } from "../host/fixture.js";
+import { allStoreFactories } from "../helpers/stores.js";
+
+const crypto = nodeCryptoPort();
+const keyring = createKeyring([]);
+const T = 1_700_000_000_000;
+let n = 0;
+const newScope = (): Scope => ({ tenantId: `q${process.pid}x${++n}`, spaceId: "s" });
+const draft = (id: string, at = T): Parameters<typeof appendJournal>[3][number] => ({ id, type: "test.entry", at, refs: {}, data: null });
+
+for (const factory of allStoreFactories()) {
+  describe(`the sequencer on ${factory.name}`, () => {
+    let store: Store;
+    let cleanup: () => Promise<void>;
+    beforeAll(async () => {
+      ({ store, cleanup } = await factory.make());
+    });
+    afterAll(async () => cleanup());
+
+    // Q1
+    it("seals a host transition's entries after its commit", async () => {
+      const b = makeHostBench(store);
+      const { invocation } = await b.host.submit(b.request());
+      const scope = b.scope;
+      if (factory.name !== "postgres") {
+        // synchronous after commit: sealed when submit resolved
+        expect(await store.transact((tx) => tx.listUnsealed(scope))).toEqual([]);
+      } else {
+        const deadline = Date.now() + 5_000;
+        while ((await store.transact((tx) => tx.listUnsealed(scope))).length > 0) {
+          if (Date.now() > deadline) throw new Error("not sealed within 5 s");
+          await new Promise((r) => setTimeout(r, 10));
+        }
+      }
+      const entries = await readWholeJournal(store, scope);
+      expect(entries.map((e) => [e.seq, e.type, e.refs.invocationId])).toEqual([[1, "invocation.submitted", invocation.invocationId]]);
+    });
+  });
+}
+
+describe("the sequencer's poll and verify's findings (memory store)", () => {
+  // Q2
+  it("a started sequencer seals, within the bound, entries written while none ran", async () => {
+    const store = memoryStore();
+    const scope = newScope();
+    // written before any sequencer exists for this store: no hint seals them
+    await store.transact((tx) => appendJournal(tx, crypto, scope, [draft("a"), draft("b")]));
+    expect((await store.transact((tx) => tx.listUnsealed(scope))).map((u) => u.id)).toEqual(["a", "b"]);
+    const clock = manualClock(T);
+    const stop = sequencerFor(store, crypto).start({ clock, sealWithinMs: 200 });
+    expect(await readWholeJournal(store, scope)).toEqual([]);
+    clock.advance(49);
+    await new Promise((r) => setImmediate(r));
+    expect(await readWholeJournal(store, scope)).toEqual([]); // the poll is every 50 ms here
+    clock.advance(1);
+    await sequencerFor(store, crypto).idle();
+    for (let i = 0; i < 20 && (await readWholeJournal(store, scope)).length < 2; i++) await new Promise((r) => setImmediate(r));
+    expect((await readWholeJournal(store, scope)).map((e) => [e.seq, e.id])).toEqual([
+      [1, "a"],
+      [2, "b"],
+    ]);
+    await stop();
+    expect(clock.pending()).toBe(0); // stopping leaves no timer behind
+    await store.close();
+  });
+
+  // Q3
+  it("verify reports an entry unsealed past the bound, and still checks the sealed chain", async () => {
+    const store = memoryStore();
+    const scope = newScope();
+    // one sealed entry (sealed by the core step directly: no sequencer is attached to this store)
+    await store.transact((tx) => appendJournal(tx, crypto, scope, [draft("first", T)]));
+    expect(await sealScopeNow(store, crypto, scope)).toBe(1);
+    await store.transact((tx) => appendJournal(tx, crypto, scope, [draft("old", T), draft("young", T + 200)]));
+    const clock = manualClock(T + 300);
+    const v = await verifyJournalIn(store, keyring, scope, { clock, sealWithinMs: 250 });
+    expect(v.ok).toBe(false);
+    expect(v.entries).toBe(1); // the sealed chain is verified as well
+    expect(v.unsealed).toBe(2);
+    expect(v.problems).toEqual([expect.objectContaining({ kind: "unsealed_overdue", id: "old" })]);
+    // the default bound is 250 ms too
+    expect((await verifyJournalIn(store, keyring, scope, { clock })).problems.map((p) => p.id)).toEqual(["old"]);
+    expect(await verifyJournalIn(store, keyring, scope, { clock: manualClock(T + 250), sealWithinMs: 250 })).toMatchObject({ ok: true, unsealed: 2, problems: [] });
+    expect(await sealJournalNow(store)).toBe(2);
+    const after = await verifyJournalIn(store, keyring, scope, { clock });
+    expect(after).toMatchObject({ ok: true, entries: 3, unsealed: 0, headSeq: 3, problems: [] });
+    await store.close();
+  });
+
+  // Q4
+  it("validates sealWithinMs", async () => {
+    const store = memoryStore();
+    for (const bad of [0, -1, 1.5, 60_001, "250", null, Number.NaN]) {
+      expect(() => makeHostBench(store, { sealWithinMs: bad as number })).toThrow(expect.objectContaining({ code: "INVALID_OPTION", message: expect.stringContaining("sealWithinMs") }));
+      await expect(verifyJournalIn(store, keyring, newScope(), { sealWithinMs: bad as number })).rejects.toMatchObject({ code: "INVALID_OPTION" });
+      expect(() => sequencerFor(store, crypto).start({ clock: manualClock(T), sealWithinMs: bad as number })).toThrow(expect.objectContaining({ code: "INVALID_OPTION" }));
+    }
+    expect(() => makeHostBench(store, { sealWithinMs: 1 })).not.toThrow();
+    await store.close();
+  });
+});
