@@ -84,7 +84,9 @@ describe.each(["http", "stdio"] as const)("MCP gateway over %s", (transport: Tra
     expect(i.submittedBy?.principal).toEqual({ type: "agent", id: "bot" });
     expect(i.submittedBy?.keyId).toMatch(/.+/);
     const j = await api(world, world.keys.ops, "GET", "/v1/spaces/prod/journal?limit=1000");
-    const mine = (j.json.entries as { type: string; refs: { invocationId?: string }; data: { actor?: unknown } }[]).filter((e) => e.refs.invocationId === s.invocationId);
+    // Sealed entries, and any not yet sealed by the sequencer (docs/journal.md).
+    const all = [...(j.json.entries as unknown[]), ...((j.json.unsealed as unknown[] | undefined) ?? [])] as { type: string; refs: { invocationId?: string }; data: { actor?: unknown } }[];
+    const mine = all.filter((e) => e.refs.invocationId === s.invocationId);
     expect(mine.map((e) => e.type)).toEqual(expect.arrayContaining(["invocation.submitted", "invocation.succeeded"]));
     expect(mine.find((e) => e.type === "invocation.submitted")!.data.actor).toEqual({ type: "agent", id: "bot" });
   }, 30_000);
