@@ -152,3 +152,4 @@ export async function verifyJournalIn(store: Store, keyring: Keyring, scope: Sco
   const sealWithinMs = checkSealWithinMs("verifyJournalIn", ports.sealWithinMs);
   return verifyStoredJournal(store, crypto, keyring, scope, { now: clock.now(), sealWithinMs });
 }
+export * from "./mcp/index.js";

@@ -15,6 +15,7 @@ import { cancel, get, ls, submit } from "./commands/invocations.js";
 import { journalCheckpoint, journalExport, journalLs, journalVerify } from "./commands/journal.js";
 import { apiKeysCreate, apiKeysDelegate, apiKeysLs, apiKeysRevoke, keysGenerate, keysLs, keysRevoke, migrate } from "./commands/keys.js";
 import { serve, worker } from "./commands/serve.js";
+import { mcp } from "./commands/mcp.js";
 import { CliContext, type CliEnvironment } from "./context.js";
 import { EXIT, errorCodeOf, exitCodeFor, isExpectedError, usageError } from "./exit-codes.js";
 
@@ -22,6 +23,7 @@ import { EXIT, errorCodeOf, exitCodeFor, isExpectedError, usageError } from "./e
 export const COMMANDS: readonly Command[] = [
   serve,
   worker,
+  mcp,
   submit,
   get,
   ls,

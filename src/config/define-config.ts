@@ -14,6 +14,7 @@ import type { PolicyEngine } from "../core/policy.js";
 import type { Store } from "../core/store.js";
 import type { CompletionSecret } from "../host/completions.js";
 import type { HostOptions } from "../host/options.js";
+import type { McpHttpOptions } from "../mcp/http.js";
 import type { WorkerOptions } from "../host/worker.js";
 import type { ConsoleOptions } from "../console/options.js";
 
@@ -46,6 +47,8 @@ export interface WritConfig {
   completionSecrets?: CompletionSecret[];
   /** The operator console `writ serve` serves at /console (docs/console.md). */
   console?: ConsoleOptions;
+  /** The MCP gateway (`/mcp` on `writ serve`, `writ mcp` on stdio): waits, limits, allowed origins, sessions (docs/mcp.md). */
+  mcp?: McpHttpOptions;
   /** Host tuning (timeouts, retries, breakers, recovery). */
   host?: Pick<HostOptions, "timeoutMs" | "maxDecisionAgeSeconds" | "recoveryMaxAttempts" | "retry" | "breaker" | "approvalTtlMs" | "sweepMs" | "sealWithinMs" | "redactErrorText">;
 }

@@ -42,6 +42,16 @@ export interface ActionDefinition<P = unknown> {
   retry?: Partial<RetryPolicy>;
   /** JSON pointers into `{ params, outputs }` whose values are redacted, e.g. `/params/card`. */
   sensitive?: string[];
+  /** A short human title (the MCP tool title). */
+  title?: string;
+  /** What the action does, for people and agents (the MCP tool description). At most 4000 characters. */
+  description?: string;
+  /** True when the action changes nothing outside (the MCP `readOnlyHint`). @defaultValue false */
+  readOnly?: boolean;
+  /** True when the action may destroy or irreversibly change something (the MCP `destructiveHint`). @defaultValue true unless readOnly */
+  destructive?: boolean;
+  /** True when the action reaches systems outside the operator's own (the MCP `openWorldHint`). @defaultValue true */
+  openWorld?: boolean;
 }
 
 const ID_RE = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
@@ -71,6 +81,14 @@ export function defineAction<P>(def: ActionDefinition<P>): ActionDefinition<P> {
   if (def.completion !== undefined && !(Number.isFinite(def.completion.deadlineMs) && def.completion.deadlineMs > 0)) {
     throw new WritError("INVALID_OPTION", `${where}: completion.deadlineMs must be a positive number`);
   }
+  for (const k of ["title", "description"] as const) {
+    const v = def[k];
+    if (v !== undefined && (typeof v !== "string" || v.length > (k === "title" ? 200 : 4000))) throw new WritError("INVALID_OPTION", `${where}: ${k} must be a string of at most ${k === "title" ? 200 : 4000} characters`);
+  }
+  for (const k of ["readOnly", "destructive", "openWorld"] as const) {
+    if (def[k] !== undefined && typeof def[k] !== "boolean") throw new WritError("INVALID_OPTION", `${where}: ${k} must be true or false`);
+  }
+  if (def.readOnly === true && def.destructive === true) throw new WritError("INVALID_OPTION", `${where}: an action cannot be both readOnly and destructive`);
   for (const p of def.sensitive ?? []) {
     if (typeof p !== "string" || !/^\/(params|outputs)(\/|$)/.test(p)) throw new WritError("INVALID_OPTION", `${where}: sensitive pointer ${String(p)} must start with /params or /outputs`);
   }

@@ -12,6 +12,7 @@ import { Hono } from "hono";
 import { base64url } from "../core/encoding.js";
 import { WritError, errorMessage } from "../core/errors.js";
 import { silentLogger, type Logger } from "../host/options.js";
+import { createMcpHttp, type McpHttp, type McpHttpOptions } from "../mcp/http.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { authenticate } from "./auth.js";
 import type { ServerContext } from "./context.js";
@@ -44,6 +45,8 @@ export interface CreateAppOptions {
   rateLimit?: RateLimit;
   /** The operator console at /console (docs/console.md). @defaultValue config.console, else on with its defaults */
   console?: ConsoleOptions;
+  /** The MCP endpoint at `/mcp` (docs/mcp.md); `false` turns it off. @defaultValue on, with the config's `mcp` options */
+  mcp?: McpHttpOptions | false;
 }
 
 export interface ResolvedAppOptions {
@@ -98,10 +101,19 @@ export function apiRoutes(s: ServerContext, openapi: () => unknown): Route[] {
   ];
 }
 
+}
+
 /** Ends the console's live streams of an app (its server is closing). */
 const liveClosers = new WeakMap<object, () => void>();
 export function closeLiveStreams(app: object): void {
   liveClosers.get(app)?.();
+}
+
+const mcpEndpoints = new WeakMap<object, McpHttp>();
+
+/** The `/mcp` endpoint of an app made by {@link createApp} (its sessions are closed with the server). */
+export function mcpEndpointOf(app: object): McpHttp | undefined {
+  return mcpEndpoints.get(app);
 }
 
 /** Creates the Hono app of the HTTP API over an open runtime. */
@@ -158,6 +170,14 @@ export function createApp(runtime: Runtime, options: CreateAppOptions = {}): Hon
     const con = createConsole(s, consoleOptions);
     app.route("/console", con.app);
     liveClosers.set(app, () => con.close());
+  }
+  if (options.mcp !== false) {
+    const mcp = createMcpHttp({ host: runtime.host, store: runtime.store, crypto, random }, { bodyLimitBytes: opts.bodyLimitBytes, logger: log, ...(runtime.config.mcp ?? {}), ...(options.mcp ?? {}) });
+    mcpEndpoints.set(app, mcp);
+    app.all("/mcp", (c) => {
+      c.set("route", "/mcp");
+      return mcp.handle(c.req.raw);
+    });
   }
   app.notFound((c) => fail(c, new ApiError("ROUTE_NOT_FOUND", `no route ${c.req.method} ${c.req.path.slice(0, 200)}`)));
   app.onError((err, c) => fail(c, err));

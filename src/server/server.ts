@@ -5,7 +5,7 @@ import { getRequestListener } from "@hono/node-server";
 import { base64url } from "../core/encoding.js";
 import { WritError, errorMessage } from "../core/errors.js";
 import type { Runtime } from "../runtime/runtime.js";
-import { closeLiveStreams, createApp, resolveAppOptions, type CreateAppOptions } from "./app.js";
+import { closeLiveStreams, createApp, mcpEndpointOf, resolveAppOptions, type CreateAppOptions } from "./app.js";
 import { ApiError, errorReply } from "./errors.js";
 import { metricsFor } from "./metrics.js";
 
@@ -111,11 +111,16 @@ export async function startServer(runtime: Runtime, options: StartServerOptions 
     url: `http://${shown}:${address.port}`,
     port: address.port,
     close() {
-      closing ??= new Promise<void>((resolve, reject) => {
+      closing ??= (async () => {
+        // Console live streams and MCP sessions hold streams open: end them first, or the server
+        // would wait for them.
         closeLiveStreams(app);
-        server.close((err) => (err ? reject(err) : resolve()));
-        server.closeIdleConnections();
-      });
+        await mcpEndpointOf(app)?.close();
+        await new Promise<void>((resolve, reject) => {
+          server.close((err) => (err ? reject(err) : resolve()));
+          server.closeIdleConnections();
+        });
+      })();
       return closing;
     },
   };

@@ -1,0 +1,133 @@
+/**
+ * The `mcp` connector against a small upstream MCP server started by the test, over stdio and
+ * streamable HTTP: upstream tools imported as actions (their input schemas become params schemas),
+ * a success (output recorded, the step idempotency key sent in _meta), an upstream error result (a
+ * definite failure), and an upstream that dies mid-call (ambiguous: reconciliation, never success
+ * or failure).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createHost, functionPolicy, generateSigningKey, memoryStore } from "../../src/index.js";
+import { importMcpTools, mcpConnector, type McpConnector } from "../../src/mcp/index.js";
+import type { ActionDefinition } from "../../src/core/action.js";
+import type { Invocation, Scope } from "../../src/core/types.js";
+
+const SCOPE: Scope = { tenantId: "t", spaceId: "s" };
+const UPSTREAM = join(import.meta.dirname, "fixtures", "upstream.ts");
+const TSX = join(process.cwd(), "node_modules", ".bin", "tsx");
+const dir = mkdtempSync(join(tmpdir(), "writ-mcp-conn-"));
+
+function startHttpUpstream(mark: string): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(TSX, [UPSTREAM, "--http"], { env: { ...process.env, UPSTREAM_MARK: mark }, stdio: ["ignore", "pipe", "inherit"] });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (b: Buffer) => {
+      out += b.toString();
+      const m = /port (\d+)/.exec(out);
+      if (m) resolve({ child, url: `http://127.0.0.1:${m[1]}/mcp` });
+    });
+    child.once("exit", (code) => reject(new Error(`upstream exited ${code}`)));
+  });
+}
+
+async function settle(host: ReturnType<typeof createHost>, id: string): Promise<Invocation> {
+  const w = host.worker({ concurrency: 1 });
+  for (let i = 0; i < 50; i++) {
+    await w.runOnce();
+    const inv = (await host.get(SCOPE, id))!;
+    if (inv.status !== "queued" && inv.status !== "running") return inv;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error("invocation did not settle");
+}
+
+describe.each(["stdio", "http"] as const)("mcp connector over %s", (transport) => {
+  const mark = join(dir, `${transport}.mark`);
+  let upstream: { child: ChildProcess; url: string } | null = null;
+  let conn: McpConnector;
+  let actions: ActionDefinition<{ [k: string]: unknown }>[];
+  let host: ReturnType<typeof createHost>;
+  let n = 0;
+
+  beforeAll(async () => {
+    if (transport === "http") upstream = await startHttpUpstream(mark);
+    conn = mcpConnector({ id: "up", upstream: transport === "stdio" ? { command: TSX, args: [UPSTREAM], env: { ...(process.env as Record<string, string>), UPSTREAM_MARK: mark } } : { url: upstream!.url } });
+    actions = await importMcpTools(conn, { prefix: "up." });
+    host = createHost({ store: memoryStore(), actions, connectors: [conn], policy: functionPolicy("p:v1", () => "ALLOW"), signingKey: generateSigningKey(), timeoutMs: 20_000 });
+    await host.authorities.create(SCOPE, { authorityRef: "a1", principal: { type: "agent", id: "bot" }, grantor: { type: "user", id: "root" }, actions: ["*"] });
+  }, 30_000);
+
+  afterAll(async () => {
+    await conn.close();
+    upstream?.child.kill("SIGKILL");
+  });
+
+  const submit = (action: string, params: Record<string, unknown>) =>
+    host.submit({ ...SCOPE, action, actionVersion: "1", actor: { type: "agent", id: "bot" }, authorityRef: "a1", params, idempotencyKey: `k${++n}` });
+
+  it("imports the upstream tools as actions: input schemas become params schemas, annotations carry over", async () => {
+    const ids = actions.map((a) => a.id).sort();
+    expect(ids).toEqual(["up.echo", "up.fail", "up.slow"]);
+    const echo = actions.find((a) => a.id === "up.echo")!;
+    expect(echo.readOnly).toBe(true);
+    expect(echo.idempotent).toBe(true);
+    expect(actions.find((a) => a.id === "up.slow")!.idempotent).toBe(false);
+    // The params schema validates with the upstream's JSON Schema: bad input never reaches it.
+    await expect(submit("up.echo", { text: 42 })).rejects.toMatchObject({ code: "VALIDATION_FAILED" });
+    await expect(submit("up.echo", { text: "x".repeat(101) })).rejects.toMatchObject({ code: "VALIDATION_FAILED" });
+  });
+
+  it("a successful upstream call records its structured output; the step idempotency key reached the upstream", async () => {
+    const { invocation } = await submit("up.echo", { text: "hello" });
+    const inv = await settle(host, invocation.invocationId);
+    expect(inv.status).toBe("succeeded");
+    const out = (inv.result as { call: { echoed: string; key: string } }).call;
+    expect(out.echoed).toBe("hello");
+    const steps = await host.context.o.store.transact((tx) => tx.getSteps(SCOPE, inv.invocationId));
+    expect(out.key).toBe(steps[0]!.stepKey);
+  });
+
+  it("an upstream error result is a definite failure", async () => {
+    const { invocation } = await submit("up.fail", { why: "no" });
+    const inv = await settle(host, invocation.invocationId);
+    expect(inv.status).toBe("failed");
+    expect(inv.lastError).toContain("refused: no");
+  });
+
+  it("an upstream that dies mid-call is an ambiguous outcome: reconciliation, not success or failure", async () => {
+    rmSync(mark, { force: true });
+    const { invocation } = await submit("up.slow", { n: 1 });
+    const w = host.worker({ concurrency: 1 });
+    const run = w.runOnce();
+    const end = Date.now() + 15_000;
+    while (!existsSync(mark) && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    const pid = Number(readFileSync(mark, "utf8"));
+    expect(pid).toBeGreaterThan(0);
+    process.kill(pid, "SIGKILL");
+    await run;
+    const inv = (await host.get(SCOPE, invocation.invocationId))!;
+    expect(inv.status).toBe("reconciliation_required");
+    const recs = await host.reconcile.list(SCOPE, { status: "open" });
+    expect(recs.find((r) => r.invocationId === inv.invocationId)?.reasonCode).toMatch(/OUTCOME_AMBIGUOUS|EXECUTION_TIMEOUT/);
+  }, 30_000);
+
+  it("after the upstream died, a call that cannot reach it is a transient failure (never sent), not ambiguous", async () => {
+    if (transport === "stdio") {
+      // A stdio upstream is started again on the next call: the connector reconnects.
+      const { invocation } = await submit("up.echo", { text: "again" });
+      expect((await settle(host, invocation.invocationId)).status).toBe("succeeded");
+      return;
+    }
+    const { invocation } = await submit("up.echo", { text: "again" });
+    await host.worker({ concurrency: 1 }).runOnce();
+    const inv = (await host.get(SCOPE, invocation.invocationId))!;
+    // echo is idempotent: re-queued with backoff for a retry, never reconciliation.
+    expect(inv.status).toBe("queued");
+    expect(inv.lastError ?? "").toContain("cannot reach the upstream");
+  }, 30_000);
+});
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
