@@ -2,15 +2,19 @@
  * SPEC 9 over HTTP, randomized: malformed bodies, headers, paths, queries and webhook deliveries —
  * aimed at real records as well as missing ones — each get a 4xx with a stable code (never a
  * 5xx) and a request id, and change nothing: every table of the SQLite file has the same rows
- * afterwards, and the journal heads are the same.
+ * afterwards, and the journal heads are the same. Hostile connections too, mixed with those cases:
+ * clients that disconnect mid-body and slow clients (headers or body trickled) leave no 5xx in the
+ * metrics, no error in the log and nothing in the store, and the server keeps answering.
  */
 import Database from "better-sqlite3";
 import fc from "fast-check";
+import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signWebhook } from "../../src/core/webhook.js";
 import { API_ERROR_CODES } from "../../src/server/index.js";
 import { fcRun } from "../helpers/seed.js";
-import { ACME, GLOBEX, WEBHOOK_SECRET, call, raw, refund, secretOf, startRig, type Rig } from "./fixture.js";
+import { startServer } from "../../src/server/index.js";
+import { ACME, GLOBEX, WEBHOOK_SECRET, call, memoryLogger, raw, refund, secretOf, startRig, type Rig } from "./fixture.js";
 
 let rig: Rig;
 /** Real records the cases aim at (they must come out unchanged). */
@@ -271,4 +275,114 @@ describe("malformed HTTP input", () => {
     expect(inv.json.invocation.status).toBe("queued");
     expect((await call(rig, "GET", `/v1/spaces/prod/approvals/${real.approval}`, { key: "acme.approve" })).json.approval.status).toBe("pending");
   }, 60_000);
+});
+
+/** Opens a raw TCP connection to a server URL. */
+function open(url: string): Promise<Socket> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const sock = connect(Number(u.port), u.hostname, () => resolve(sock));
+    sock.on("error", reject);
+  });
+}
+
+/** What the server sends until it closes the connection, or "TIMEOUT" after `ms`. */
+function answerOf(sock: Socket, ms: number): Promise<string> {
+  return new Promise((resolve) => {
+    let data = "";
+    const t = setTimeout(() => {
+      sock.destroy();
+      resolve("TIMEOUT");
+    }, ms);
+    sock.setEncoding("latin1");
+    sock.on("data", (d: string) => (data += d));
+    sock.on("error", () => undefined);
+    sock.on("close", () => {
+      clearTimeout(t);
+      resolve(data);
+    });
+  });
+}
+
+type Hostile =
+  | { kind: "disconnect"; cut: number; route: "invocations" | "execute" | "approve" }
+  | { kind: "slow-headers"; every: number }
+  | { kind: "slow-body"; declared: number }
+  | { kind: "bad"; c: Case };
+
+describe("hostile connections", () => {
+  // Invariants: whatever mix of mid-body disconnects, slowloris headers, stalled bodies and
+  // malformed requests arrives, (1) a slow client is cut off with 408 (or the connection is
+  // closed) and never holds the server, (2) a malformed request gets its 4xx, (3) no 5xx is ever
+  // counted in the metrics and nothing is logged at error level, (4) the store is unchanged, and
+  // (5) the server still answers a valid request afterwards.
+  it("disconnects and slow clients, mixed with malformed requests, never make a 5xx, an error log or a write", async () => {
+    const log = memoryLogger();
+    const edge = await startServer(rig.runtime, { port: 0, headersTimeoutMs: 300, requestTimeoutMs: 600, logger: log });
+    try {
+      const before = await snapshot();
+      const bodyFor = (route: string): { path: string; key: KeyName; body: string } =>
+        route === "invocations" ? { path: "/v1/spaces/prod/invocations", key: "acme.submit", body: JSON.stringify(refund(3)) }
+        : route === "execute" ? { path: "/v1/spaces/prod/boundary/execute", key: "acme.operate", body: JSON.stringify({ request: refund(3), decision: "a.b.c" }) }
+        : { path: `/v1/spaces/prod/approvals/${real.approval}/approve`, key: "acme.approve", body: JSON.stringify({ note: "n" }) };
+      const hostile: fc.Arbitrary<Hostile> = fc.oneof(
+        { weight: 3, arbitrary: fc.record({ kind: fc.constant("disconnect" as const), cut: fc.double({ min: 0, max: 0.95, noNaN: true }), route: fc.constantFrom("invocations" as const, "execute" as const, "approve" as const) }) },
+        { weight: 1, arbitrary: fc.record({ kind: fc.constant("slow-headers" as const), every: fc.integer({ min: 40, max: 150 }) }) },
+        { weight: 1, arbitrary: fc.record({ kind: fc.constant("slow-body" as const), declared: fc.integer({ min: 10, max: 5000 }) }) },
+        { weight: 3, arbitrary: cases().map((c) => ({ kind: "bad" as const, c })) },
+      );
+      const seen = new Map<string, number>();
+      await fc.assert(
+        fc.asyncProperty(fc.array(hostile, { minLength: 1, maxLength: 4 }), async (plan) => {
+          await Promise.all(
+            plan.map(async (h) => {
+              seen.set(h.kind, (seen.get(h.kind) ?? 0) + 1);
+              if (h.kind === "bad") {
+                const res = await fetch(edge.url + h.c.path, { method: h.c.method, headers: h.c.headers, ...(h.c.body !== undefined ? { body: h.c.body } : {}) });
+                await res.text();
+                expect(res.status, `${h.c.kind} ${h.c.path.slice(0, 80)}`).toBeGreaterThanOrEqual(400);
+                expect(res.status, `${h.c.kind} ${h.c.path.slice(0, 80)}`).toBeLessThan(500);
+                return;
+              }
+              const sock = await open(edge.url);
+              const answer = answerOf(sock, 5000);
+              if (h.kind === "disconnect") {
+                const { path, key, body } = bodyFor(h.route);
+                sock.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${rig.keys[key]}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, Math.floor(body.length * h.cut))}`);
+                await new Promise((r) => setTimeout(r, 20));
+                sock.destroy();
+                await answer;
+                return;
+              }
+              if (h.kind === "slow-headers") {
+                sock.write("GET /healthz HTTP/1.1\r\nHost: x\r\n");
+                const trickle = setInterval(() => {
+                  if (sock.writable) sock.write("X-a: b\r\n");
+                }, h.every);
+                const text = await answer;
+                clearInterval(trickle);
+                expect(text, "slowloris must be cut off").not.toBe("TIMEOUT");
+                if (text !== "") expect(text).toMatch(/^HTTP\/1\.1 408/);
+                return;
+              }
+              sock.write(`POST /v1/spaces/prod/invocations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${rig.keys["acme.submit"]}\r\nContent-Type: application/json\r\nContent-Length: ${h.declared}\r\n\r\n{`);
+              const text = await answer;
+              expect(text, "a stalled body must be cut off").not.toBe("TIMEOUT");
+              if (text !== "") expect(text).toMatch(/^HTTP\/1\.1 (408|499)/);
+            }),
+          );
+        }),
+        fcRun("server", "hostile connections", 12),
+      );
+      await new Promise((r) => setTimeout(r, 200));
+      const metrics = await (await fetch(`${edge.url}/metrics`)).text();
+      expect(metrics).not.toMatch(/status="5\d\d"/);
+      expect(log.lines.filter((l) => /"level":"error"/.test(l) || /"stack"/.test(l))).toEqual([]);
+      expect(await snapshot()).toEqual(before);
+      expect((await fetch(`${edge.url}/v1/spaces/prod/invocations/${real.invocation}`, { headers: { authorization: bearer("acme.submit") } })).status).toBe(200);
+      console.log(`[server] hostile connections by kind: ${JSON.stringify(Object.fromEntries(seen))}`);
+    } finally {
+      await edge.close();
+    }
+  }, 90_000);
 });
