@@ -81,6 +81,8 @@ export async function startConsoleRig(): Promise<ConsoleRig> {
   const { crypto, random, clock } = runtime.host.context.o;
   const key = async (name: string, roles: ApiRole[]): Promise<string> => (await createApiKey(runtime.store, crypto, random, { tenantId: SCOPE.tenantId, roles, name, spaces: ["prod"] }, clock.now())).key;
   const keys = { alice: await key("alice", ["admin"]), bob: await key("bob", ["approve"]), olga: await key("olga", ["operate"]), carol: await key("carol", ["approve", "submit"]), sam: await key("sam", ["submit"]) };
+  // The agent submits with a key of its own (a key acts as its principal: docs/security.md).
+  const agentKey = (await createApiKey(runtime.store, crypto, random, { tenantId: SCOPE.tenantId, roles: ["submit"], name: "support-bot", principal: AGENT, spaces: ["prod"] }, clock.now())).key;
   const root = { type: "user" as const, id: "root" };
   await runtime.host.authorities.create(SCOPE, { authorityRef: "support-bot", principal: AGENT, grantor: root, actions: ["*"] });
   await runtime.host.authorities.create(SCOPE, { authorityRef: "carol", principal: { type: "user", id: "carol" }, grantor: root, actions: ["*"] });
@@ -96,7 +98,7 @@ export async function startConsoleRig(): Promise<ConsoleRig> {
     async submit(b) {
       const res = await fetch(`${server.url}/v1/spaces/${SCOPE.spaceId}/invocations`, {
         method: "POST",
-        headers: { authorization: `Bearer ${keys.alice}`, "content-type": "application/json" },
+        headers: { authorization: `Bearer ${b.actor?.id === "carol" ? keys.carol : agentKey}`, "content-type": "application/json" },
         body: JSON.stringify({ action: b.action, actionVersion: "1", actor: b.actor ?? AGENT, authorityRef: b.authorityRef ?? "support-bot", params: b.params, idempotencyKey: b.idempotencyKey ?? `k-${process.pid}-${++n}` }),
       });
       const j = (await res.json()) as { invocation?: { invocationId: string }; error?: unknown };
