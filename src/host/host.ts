@@ -9,7 +9,7 @@ import { appendJournal } from "../core/journal.js";
 import { sequencerFor } from "../core/sequencer.js";
 import { innerStore } from "../core/sealing.js";
 import { createKeyring } from "../core/keyring.js";
-import { redact } from "../core/redact.js";
+import { redactFor } from "../core/redact.js";
 import { sealedStore, type SensitiveMap } from "../core/sealing.js";
 import { validateStandard } from "../core/standard-schema.js";
 import { readCommitted, type InvocationFilter, type ListOptions } from "../core/store.js";
@@ -213,7 +213,7 @@ export function createHostCore(options: HostOptions): Host {
             actor: { type: req.actor.type, id: req.actor.id },
             ...(submittedBy ? { submittedBy: submittedBy as unknown as Json } : {}),
             authorityRef: req.authorityRef,
-            params: (redact({ params: req.params }, action.sensitive ?? []) as { params: Json }).params,
+            params: (redactFor(action, { params: req.params }, "params") as { params: Json }).params,
           },
         },
       ]);
