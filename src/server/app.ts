@@ -101,8 +101,6 @@ export function apiRoutes(s: ServerContext, openapi: () => unknown): Route[] {
   ];
 }
 
-}
-
 /** Ends the console's live streams of an app (its server is closing). */
 const liveClosers = new WeakMap<object, () => void>();
 export function closeLiveStreams(app: object): void {

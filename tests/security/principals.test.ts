@@ -10,8 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WritError } from "../../src/core/errors.js";
-import { readWholeJournal as readSealedOnly, verifyStoredJournal } from "../../src/core/journal.js";
-import { sealJournalNow } from "../../src/index.js";
+import { verifyStoredJournal } from "../../src/core/journal.js";
 import { createKeyring } from "../../src/core/keyring.js";
 import { tenantJournalScope } from "../../src/core/reserved.js";
 import type { Store } from "../../src/core/store.js";
@@ -23,13 +22,6 @@ import { KEYS } from "../boundary/fixture.js";
 import { allStoreFactories } from "../helpers/stores.js";
 import { journalOf } from "./helpers.js";
 import { crypto, grantAuthority, makeHostBench, type HostBench } from "../host/fixture.js";
-import type { Scope } from "../../src/core/types.js";
-
-/** The scope's whole journal, after sealing what the sequencer has not sealed yet (PostgreSQL seals after commit). */
-async function readWholeJournal(store: Store, scope: Scope): ReturnType<typeof readSealedOnly> {
-  await sealJournalNow(store, scope);
-  return readSealedOnly(store, scope);
-}
 
 const BOT: Actor = { type: "agent", id: "bot" };
 const ALICE: Actor = { type: "user", id: "alice" };
