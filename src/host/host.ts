@@ -92,8 +92,12 @@ export interface Host {
 
 function sensitiveMap(actions: ReadonlyArray<ActionDefinition<unknown>>): SensitiveMap {
   const m = new Map<string, readonly string[]>();
-  for (const a of actions) if (a.sensitive && a.sensitive.length > 0) m.set(a.id, a.sensitive);
-  return m;
+  const steps = new Map<string, readonly string[]>();
+  for (const a of actions) {
+    if (a.sensitive && a.sensitive.length > 0) m.set(a.id, a.sensitive);
+    steps.set(a.id, a.steps.map((s) => s.name));
+  }
+  return { get: (id) => m.get(id), stepNames: (id) => steps.get(id) };
 }
 
 /** Creates a host. Ports (clock, crypto, random) are required here; `createHost` in "writ" fills Node defaults. */
