@@ -1,4 +1,5 @@
 /** Action and connector definitions (SPEC 2). */
+import type { RedactHook } from "./redact.js";
 import { WritError } from "./errors.js";
 import type { StandardSchemaV1 } from "./standard-schema.js";
 import type { ActionRequest, Json } from "./types.js";
@@ -52,6 +53,11 @@ export interface ActionDefinition<P = unknown> {
   destructive?: boolean;
   /** True when the action reaches systems outside the operator's own (the MCP `openWorldHint`). @defaultValue true */
   openWorld?: boolean;
+  /**
+   * A function redaction hook applied after `sensitive` (journal, events, API answers): receives the
+   * params (or the outputs by step name) and returns what may be recorded. A throw withholds it all.
+   */
+  redact?: RedactHook;
 }
 
 const ID_RE = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
@@ -89,6 +95,7 @@ export function defineAction<P>(def: ActionDefinition<P>): ActionDefinition<P> {
     if (def[k] !== undefined && typeof def[k] !== "boolean") throw new WritError("INVALID_OPTION", `${where}: ${k} must be true or false`);
   }
   if (def.readOnly === true && def.destructive === true) throw new WritError("INVALID_OPTION", `${where}: an action cannot be both readOnly and destructive`);
+  if (def.redact !== undefined && typeof def.redact !== "function") throw new WritError("INVALID_OPTION", `${where}: redact must be a function (value, context) => value`);
   for (const p of def.sensitive ?? []) {
     if (typeof p !== "string" || !/^\/(params|outputs)(\/|$)/.test(p)) throw new WritError("INVALID_OPTION", `${where}: sensitive pointer ${String(p)} must start with /params or /outputs`);
   }

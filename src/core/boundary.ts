@@ -13,7 +13,7 @@ import { appendJournal, type JournalDraft } from "./journal.js";
 import { sequencerFor } from "./sequencer.js";
 import type { Keyring } from "./keyring.js";
 import type { Clock, CryptoPort, Random } from "./ports.js";
-import { redact } from "./redact.js";
+import { redactFor, type ErrorTextContext } from "./redact.js";
 import { interpretReply, type Interpreted } from "./reply.js";
 import { validateStandard } from "./standard-schema.js";
 import type { Store, StoreTx } from "./store.js";
@@ -69,7 +69,8 @@ export interface BoundaryOptions {
   crypto: CryptoPort;
   random: Random;
   /** Filters error text at its origin (connector reasons, thrown messages) before it is stored. */
-  redactErrorText?: (text: string) => string;
+  /** Filters error text at its origin; `context` names the action, step, connector and operation. */
+  redactErrorText?: (text: string, context: ErrorTextContext) => string;
   /** Called after every recorded attempt transition; must not throw (errors are swallowed). */
   onEvent?: (event: BoundaryEvent) => void;
 }
@@ -204,10 +205,10 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
   const { store, keyring, clock, crypto, random } = options;
   // The journal sequencer of this store (one per store in the process): seals after each commit.
   sequencerFor(store, crypto);
-  const redactText = (t: string): string => {
+  const redactText = (t: string, context: ErrorTextContext): string => {
     if (!options.redactErrorText) return t;
     try {
-      return options.redactErrorText(t);
+      return options.redactErrorText(t, context);
     } catch {
       return "[error text withheld: redactErrorText threw]";
     }
@@ -394,9 +395,8 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
     base.invocationId = invocationId;
     const stepKeys: string[] = [];
     const keyOf = (i: number): string => (stepKeys[i] ??= stepKeyOf(h, i));
-    const sensitive = action.sensitive ?? [];
     const redactOutputs = (outputs: { [k: string]: Json }): Json => {
-      const r = redact({ outputs }, sensitive) as { outputs: Json };
+      const r = redactFor(action, { outputs }, "outputs") as { outputs: Json };
       return r.outputs;
     };
 
@@ -496,7 +496,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
             actor: { type: req.actor.type, id: req.actor.id },
             authorityRef: req.authorityRef,
             policyRef: decision.payload.policyRef,
-            params: redact({ params: req.params }, sensitive),
+            params: redactFor(action, { params: req.params }, "params"), // the journal's format: { params: ... }
             startStep,
           },
         },
@@ -564,7 +564,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
         row.externalRef = interpreted.externalRef;
         if (action.completion) row.deadlineAt = ended + action.completion.deadlineMs;
       } else {
-        row.reason = redactText(interpreted.reason);
+        row.reason = redactText(interpreted.reason, { source: "connector", action: action.id, invocationId, stepName: step.name, connector: step.connector, operation: step.operation });
         row.reasonCode = reasonCodeOf(interpreted);
       }
       const last = i === action.steps.length - 1;

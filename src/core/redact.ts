@@ -47,3 +47,43 @@ function structuredCloneJson(v: Json): Json {
   for (const k of Object.keys(v)) out[k] = structuredCloneJson(v[k]!);
   return out;
 }
+
+/** Where an error text comes from, given to `redactErrorText` beside the text. */
+export interface ErrorTextContext {
+  /** `connector`: a connector's failure reason; `completion`: an outside operation's error; `reconciliation`: why an invocation needs reconciling. */
+  source: "connector" | "completion" | "reconciliation";
+  action: string;
+  invocationId?: string;
+  stepName?: string;
+  connector?: string;
+  operation?: string;
+}
+
+/** What a `redact` hook is told about the value it receives. */
+export interface RedactContext {
+  /** The action id. */
+  action: string;
+  /** `params`: the request params; `outputs`: step outputs by step name. */
+  kind: "params" | "outputs";
+}
+
+/** A function redaction hook (beside `sensitive` pointers): returns what may be shown and journaled. */
+export type RedactHook = (value: Json, context: RedactContext) => Json;
+
+/**
+ * The action's redaction: its `sensitive` pointers, then its `redact` hook on the result (a copy).
+ * A hook that throws or returns a non-JSON value withholds the whole value (fail closed).
+ */
+export function redactFor(action: { id: string; sensitive?: readonly string[]; redact?: RedactHook } | undefined, root: { [k: string]: Json }, kind: "params" | "outputs"): Json {
+  const pointed = redact(root, action?.sensitive ?? []) as { [k: string]: Json };
+  if (action?.redact === undefined) return pointed;
+  let out: Json;
+  try {
+    out = action.redact(structuredCloneJson(pointed[kind] ?? null), { action: action.id, kind });
+    JSON.stringify(out);
+    if (out === undefined) out = REDACTED;
+  } catch {
+    out = REDACTED;
+  }
+  return { ...pointed, [kind]: out };
+}

@@ -7,12 +7,15 @@
  * production through the same port (it unwraps the data key once; sealing stays local).
  * Each envelope is bound to its place (scope, invocation, pointer) as associated data, so one
  * cannot be moved to another record. Journal, events and API answers stay redacted as before.
+ * Completion results (`host.complete`, webhooks) are sealed too: at the step's sensitive output
+ * pointers once the completion names its invocation and step, and whole while it names none (an
+ * early completion, kept until its step parks: which parts are sensitive is not known yet).
  */
 import { WritError } from "./errors.js";
 import { utf8 } from "./encoding.js";
 import { mapAtPointers } from "./redact.js";
 import type { Store, StoreTx } from "./store.js";
-import type { ActionRequest, Invocation, Json, StepCheckpoint } from "./types.js";
+import type { ActionRequest, CompletionRecord, Invocation, Json, StepCheckpoint } from "./types.js";
 
 /** Seals and opens bytes under a data key; `context` is authenticated, not encrypted. */
 export interface DataKeyPort {
@@ -46,6 +49,8 @@ function context(inv: { tenantId: string; spaceId: string; invocationId: string 
 /** Sensitive pointers of an action, split by where they apply. */
 export interface SensitiveMap {
   get(action: string): readonly string[] | undefined;
+  /** The action's step names by index (to place a completion's result); absent: completions seal whole. */
+  stepNames?(action: string): readonly string[] | undefined;
 }
 
 function sealAt(port: DataKeyPort, root: Json, pointers: readonly string[], where: { tenantId: string; spaceId: string; invocationId: string }, prefix: string): Json {
@@ -90,6 +95,31 @@ function mapStep(step: StepCheckpoint, action: string | undefined, sensitive: Se
   return { ...step, output: out.output };
 }
 
+/** Where a completion's result is bound: its scope and, once known, invocation and step name. */
+function completionWhere(c: CompletionRecord): { tenantId: string; spaceId: string; invocationId: string } {
+  return { tenantId: c.tenantId, spaceId: c.spaceId, invocationId: c.invocationId ?? "" };
+}
+
+function mapCompletion(c: CompletionRecord, action: string | undefined, sensitive: SensitiveMap, f: typeof sealAt, port: DataKeyPort): CompletionRecord {
+  if (c.result === undefined) return c;
+  const prefix = `/completions/${c.connector}/${c.completionId}`;
+  if (c.invocationId === undefined) {
+    // No invocation yet: the whole result is sealed (its sensitive parts are not known).
+    return { ...c, result: (f(port, { result: c.result }, ["/result"], completionWhere(c), prefix) as { result: Json }).result };
+  }
+  const stepName = action === undefined || c.stepIndex === undefined ? undefined : sensitive.stepNames?.(action)?.[c.stepIndex];
+  if (stepName === undefined) {
+    // The step cannot be named (no step names given): sealed whole, bound to the invocation.
+    return action !== undefined && (sensitive.get(action) ?? []).some((p) => p.startsWith("/outputs"))
+      ? { ...c, result: (f(port, { result: c.result }, ["/result"], completionWhere(c), prefix) as { result: Json }).result }
+      : c;
+  }
+  const ptrs = outputPointers(sensitive.get(action!) ?? [], stepName);
+  if (ptrs.length === 0) return c;
+  const rel = ptrs.map((p) => (p === "" ? "/result" : `/result${p}`));
+  return { ...c, result: (f(port, { result: c.result }, rel, completionWhere(c), `${prefix}/outputs/${stepName}`) as { result: Json }).result };
+}
+
 /**
  * A store whose transactions seal sensitive params and step outputs on write and open them on
  * read; every other method is the inner store's. The host installs it when given a data key.
@@ -110,10 +140,17 @@ export function sealedStore(inner: Store, port: DataKeyPort, sensitive: Sensitiv
       }
       return actionOf.get(k);
     };
+    // The store stamps the new `rev` on the record it writes: a sealed copy's rev goes back to the caller's record.
+    const write = async <R extends { rev?: number }>(orig: R, sealed: R, put: (x: R) => Promise<void>): Promise<void> => {
+      await put(sealed);
+      if (sealed !== orig && sealed.rev !== undefined) orig.rev = sealed.rev;
+    };
+    const completionAction = (c: CompletionRecord): Promise<string | undefined> =>
+      c.invocationId === undefined ? Promise.resolve(undefined) : stepAction({ tenantId: c.tenantId, spaceId: c.spaceId, invocationId: c.invocationId });
     const overrides: Partial<StoreTx> = {
       // Every argument beyond the ones mapped is passed through (fences, row-lock options).
-      insertInvocation: (scope, inv, ...rest: unknown[]) => (note(inv), (tx.insertInvocation as (...a: unknown[]) => Promise<void>)(scope, mapInvocation(inv, sensitive.get(inv.action), sealAt, port), ...rest)),
-      updateInvocation: (scope, inv, ...rest: unknown[]) => (note(inv), (tx.updateInvocation as (...a: unknown[]) => Promise<void>)(scope, mapInvocation(inv, sensitive.get(inv.action), sealAt, port), ...rest)),
+      insertInvocation: (scope, inv, ...rest: unknown[]) => (note(inv), write(inv, mapInvocation(inv, sensitive.get(inv.action), sealAt, port), (x) => (tx.insertInvocation as (...a: unknown[]) => Promise<void>)(scope, x, ...rest))),
+      updateInvocation: (scope, inv, ...rest: unknown[]) => (note(inv), write(inv, mapInvocation(inv, sensitive.get(inv.action), sealAt, port), (x) => (tx.updateInvocation as (...a: unknown[]) => Promise<void>)(scope, x, ...rest))),
       getInvocation: async (...a: unknown[]) => note(await (tx.getInvocation as (...x: unknown[]) => Promise<Invocation | null>)(...a)),
       findInvocationByKey: async (...a: unknown[]) => note(await (tx.findInvocationByKey as (...x: unknown[]) => Promise<Invocation | null>)(...a)),
       listInvocations: async (...a: unknown[]) => (await (tx.listInvocations as (...x: unknown[]) => Promise<Invocation[]>)(...a)).map((i) => note(i)!),
@@ -128,6 +165,14 @@ export function sealedStore(inner: Store, port: DataKeyPort, sensitive: Sensitiv
       findStepByExternalRef: async (scope, connector, ref) => {
         const s = await tx.findStepByExternalRef(scope, connector, ref);
         return s ? mapStep(s, await stepAction(s), sensitive, openAt, port) : s;
+      },
+      insertCompletion: async (scope, c, ...rest: unknown[]) => write(c, mapCompletion(c, await completionAction(c), sensitive, sealAt, port), (x) => (tx.insertCompletion as (...a: unknown[]) => Promise<void>)(scope, x, ...rest)),
+      updateCompletion: async (scope, c, ...rest: unknown[]) => write(c, mapCompletion(c, await completionAction(c), sensitive, sealAt, port), (x) => (tx.updateCompletion as (...a: unknown[]) => Promise<void>)(scope, x, ...rest)),
+      listCompletions: async (...a: unknown[]) => {
+        const cs = await (tx.listCompletions as (...x: unknown[]) => Promise<CompletionRecord[]>)(...a);
+        const out: CompletionRecord[] = [];
+        for (const c of cs) out.push(mapCompletion(c, await completionAction(c), sensitive, openAt, port));
+        return out;
       },
     };
     return new Proxy(tx, {

@@ -9,7 +9,7 @@ import { parseJsonStrict } from "../core/canonical.js";
 import { digestOf } from "../core/digest.js";
 import { WritError, errorMessage } from "../core/errors.js";
 import { appendJournal } from "../core/journal.js";
-import { redact } from "../core/redact.js";
+import { redactFor, type ErrorTextContext } from "../core/redact.js";
 import type { StoreTx } from "../core/store.js";
 import { COMPLETION_OUTCOMES, type CompletionDisposition, type CompletionRecord, type Invocation, type Json, type Scope, type StepCheckpoint } from "../core/types.js";
 import { verifyWebhook, webhookSecretBytes, type WebhookHeaders } from "../core/webhook.js";
@@ -69,7 +69,7 @@ async function apply(ctx: HostContext, tx: StoreTx, inv: Invocation, step: StepC
   if (success && c.result !== undefined) settled.output = c.result;
   if (!success) {
     settled.reasonCode = "COMPLETION_FAILURE";
-    settled.reason = ctx.o.redactErrorText ? safe(ctx, c.error ?? "the outside operation failed") : (c.error ?? "the outside operation failed");
+    settled.reason = ctx.o.redactErrorText ? safe(ctx, c.error ?? "the outside operation failed", { source: "completion", action: inv.action, invocationId: inv.invocationId, stepName: step.stepName, connector: c.connector }) : (c.error ?? "the outside operation failed");
   }
   await tx.putStep(scope, settled);
   const last = step.stepIndex >= action.steps.length - 1;
@@ -92,7 +92,7 @@ async function apply(ctx: HostContext, tx: StoreTx, inv: Invocation, step: StepC
     const outputs: { [k: string]: Json } = {};
     for (const s of await tx.getSteps(scope, inv.invocationId)) if (s.status === "succeeded") outputs[s.stepName] = s.output ?? null;
     outputs[step.stepName] = settled.output ?? null;
-    const result = (redact({ outputs }, action.sensitive ?? []) as { outputs: Json }).outputs;
+    const result = (redactFor(action, { outputs }, "outputs") as { outputs: Json }).outputs;
     return ctx.transition(tx, inv, "succeeded", { result, nextStep: action.steps.length, deadlineAt: undefined }, { events, data: detail });
   }
   if (success) return ctx.transition(tx, inv, "queued", { nextStep: step.stepIndex + 1, runAt: now, attemptCount: 0, deadlineAt: undefined }, { events, data: detail });
@@ -101,9 +101,9 @@ async function apply(ctx: HostContext, tx: StoreTx, inv: Invocation, step: StepC
   return ctx.transition(tx, inv, "failed", { lastError: `COMPLETION_FAILURE: ${settled.reason ?? ""}`, deadlineAt: undefined }, { events, data: detail });
 }
 
-function safe(ctx: HostContext, t: string): string {
+function safe(ctx: HostContext, t: string, context: ErrorTextContext): string {
   try {
-    return ctx.o.redactErrorText!(t);
+    return ctx.o.redactErrorText!(t, context);
   } catch {
     return "[error text withheld]";
   }
@@ -112,10 +112,10 @@ function safe(ctx: HostContext, t: string): string {
 function redactedFor(ctx: HostContext, inv: Invocation | null, step: StepCheckpoint | null, c: CompletionRecord): CompletionRecord {
   const action = inv ? ctx.actions.get(inv.action) : undefined;
   const out = { ...c };
-  if (action?.sensitive && step && c.result !== undefined) {
-    out.result = ((redact({ outputs: { [step.stepName]: c.result } }, action.sensitive) as { outputs: { [k: string]: Json } }).outputs[step.stepName] ?? null);
+  if ((action?.sensitive || action?.redact) && step && c.result !== undefined) {
+    out.result = ((redactFor(action, { outputs: { [step.stepName]: c.result } }, "outputs") as { outputs: { [k: string]: Json } }).outputs[step.stepName] ?? null);
   }
-  if (c.error !== undefined && ctx.o.redactErrorText) out.error = safe(ctx, c.error);
+  if (c.error !== undefined && ctx.o.redactErrorText) out.error = safe(ctx, c.error, { source: "completion", action: inv?.action ?? "", ...(inv ? { invocationId: inv.invocationId } : {}), ...(step ? { stepName: step.stepName } : {}), connector: c.connector });
   return out;
 }
 

@@ -5,7 +5,7 @@ import { base64url } from "../core/encoding.js";
 import { errorMessage, isWritError } from "../core/errors.js";
 import { assertTransition } from "../core/invocation.js";
 import { appendJournal } from "../core/journal.js";
-import { redact } from "../core/redact.js";
+import { redactFor } from "../core/redact.js";
 import type { StoreTx } from "../core/store.js";
 import type { Fence, Invocation, InvocationStatus, Json, Scope } from "../core/types.js";
 import type { Breakers } from "./breaker.js";
@@ -94,8 +94,8 @@ export function makeContext(o: HostOptions, r: ResolvedHostOptions, boundary: Bo
     redactInvocation(inv) {
       const action = actions.get(inv.action);
       const sensitive = action?.sensitive ?? [];
-      if (sensitive.length === 0) return inv;
-      const params = (redact({ params: inv.request.params }, sensitive) as { params: Invocation["request"]["params"] }).params;
+      if (sensitive.length === 0 && action?.redact === undefined) return inv;
+      const params = (redactFor(action, { params: inv.request.params }, "params") as { params: Invocation["request"]["params"] }).params;
       // `result` is stored redacted already (settlement and completions write redacted outputs).
       return { ...inv, request: { ...inv.request, params } };
     },

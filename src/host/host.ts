@@ -9,7 +9,7 @@ import { appendJournal } from "../core/journal.js";
 import { sequencerFor } from "../core/sequencer.js";
 import { innerStore } from "../core/sealing.js";
 import { createKeyring } from "../core/keyring.js";
-import { redact } from "../core/redact.js";
+import { redactFor } from "../core/redact.js";
 import { sealedStore, type SensitiveMap } from "../core/sealing.js";
 import { validateStandard } from "../core/standard-schema.js";
 import { readCommitted, type InvocationFilter, type ListOptions } from "../core/store.js";
@@ -92,8 +92,12 @@ export interface Host {
 
 function sensitiveMap(actions: ReadonlyArray<ActionDefinition<unknown>>): SensitiveMap {
   const m = new Map<string, readonly string[]>();
-  for (const a of actions) if (a.sensitive && a.sensitive.length > 0) m.set(a.id, a.sensitive);
-  return m;
+  const steps = new Map<string, readonly string[]>();
+  for (const a of actions) {
+    if (a.sensitive && a.sensitive.length > 0) m.set(a.id, a.sensitive);
+    steps.set(a.id, a.steps.map((s) => s.name));
+  }
+  return { get: (id) => m.get(id), stepNames: (id) => steps.get(id) };
 }
 
 /** Creates a host. Ports (clock, crypto, random) are required here; `createHost` in "writ" fills Node defaults. */
@@ -213,7 +217,7 @@ export function createHostCore(options: HostOptions): Host {
             actor: { type: req.actor.type, id: req.actor.id },
             ...(submittedBy ? { submittedBy: submittedBy as unknown as Json } : {}),
             authorityRef: req.authorityRef,
-            params: (redact({ params: req.params }, action.sensitive ?? []) as { params: Json }).params,
+            params: (redactFor(action, { params: req.params }, "params") as { params: Json }).params,
           },
         },
       ]);

@@ -7,6 +7,7 @@ import { checkSealWithinMs } from "../core/sequencer.js";
 import type { Keyring, SigningKey } from "../core/keyring.js";
 import type { PolicyEngine } from "../core/policy.js";
 import type { Clock, CryptoPort, Random } from "../core/ports.js";
+import type { ErrorTextContext } from "../core/redact.js";
 import type { Store } from "../core/store.js";
 import type { HostEvent } from "./events.js";
 import type { CompletionSecret } from "./completions.js";
@@ -57,7 +58,8 @@ export interface HostOptions {
   breaker?: Partial<BreakerOptions>;
   /** How long an approval request stays open. @defaultValue 86400000 (24 h) */
   approvalTtlMs?: number;
-  redactErrorText?: (text: string) => string;
+  /** Filters error text at its origin; `context` says where it came from (action, step, connector, operation). */
+  redactErrorText?: (text: string, context: ErrorTextContext) => string;
   /** Called for every transition; must not throw (errors are swallowed). */
   onEvent?: (event: HostEvent) => void;
   /** @defaultValue a silent logger */

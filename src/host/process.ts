@@ -3,6 +3,7 @@
  * non-idempotent resume rules, evaluation and signing, execution through the boundary, and
  * settlement of every outcome in the same fenced transaction as the step outcome.
  */
+import type { ErrorTextContext } from "../core/redact.js";
 import type { ActionDefinition } from "../core/action.js";
 import type { SettlementInfo } from "../core/boundary.js";
 import { signDecisionWith } from "../core/decision.js";
@@ -304,7 +305,7 @@ export async function toReconciliation(
     reconciliationId: ctx.newId("rec_"),
     invocationId: inv.invocationId,
     stepIndex,
-    reason: ctx.o.redactErrorText ? safeRedact(ctx, reason) : reason,
+    reason: ctx.o.redactErrorText ? safeRedact(ctx, reason, { source: "reconciliation", action: inv.action, invocationId: inv.invocationId }) : reason,
     reasonCode,
     status: "open",
     createdAt: now,
@@ -325,9 +326,9 @@ export async function toReconciliation(
   return next;
 }
 
-function safeRedact(ctx: HostContext, t: string): string {
+function safeRedact(ctx: HostContext, t: string, context: ErrorTextContext): string {
   try {
-    return ctx.o.redactErrorText!(t);
+    return ctx.o.redactErrorText!(t, context);
   } catch {
     return "[error text withheld]";
   }

@@ -1,7 +1,8 @@
 /** `writ submit`, `writ get`, `writ ls`, `writ cancel`: invocations through the host. */
+import type { ActionDefinition } from "../../core/action.js";
 import { base64url } from "../../core/encoding.js";
 import { WritError } from "../../core/errors.js";
-import { redact } from "../../core/redact.js";
+import { redactFor } from "../../core/redact.js";
 import { INVOCATION_STATUSES, TERMINAL_INVOCATION_STATUSES, type Invocation, type Json, type Scope, type StepCheckpoint } from "../../core/types.js";
 import { systemRandom } from "../../node/clock.js";
 import type { Runtime } from "../../runtime/runtime.js";
@@ -118,9 +119,9 @@ export const get: Command = {
     const rt = await ctx.runtime();
     const inv = await rt.host.get(scope, id);
     if (!inv) throw new WritError("NOT_FOUND", `no invocation ${id} in ${scope.tenantId}/${scope.spaceId}`);
-    const sensitive = rt.config.actions.find((a) => a.id === inv.action)?.sensitive ?? [];
+    const action = rt.config.actions.find((a) => a.id === inv.action) as ActionDefinition<unknown> | undefined;
     const { steps, reconciliations } = await rt.store.transact(async (tx) => ({
-      steps: (await tx.getSteps(scope, id)).map((s) => redactStep(s, sensitive)),
+      steps: (await tx.getSteps(scope, id)).map((s) => redactStep(s, action)),
       reconciliations: await tx.listReconciliations(scope, { invocationId: id }),
     }));
     const approval = inv.approvalId ? await rt.host.approvals.get(scope, inv.approvalId) : null;
@@ -155,9 +156,9 @@ export const get: Command = {
   },
 };
 
-function redactStep(s: StepCheckpoint, sensitive: readonly string[]): StepCheckpoint {
-  if (s.output === undefined || sensitive.length === 0) return s;
-  const outputs = (redact({ outputs: { [s.stepName]: s.output } }, sensitive) as { outputs: { [k: string]: Json } }).outputs;
+function redactStep(s: StepCheckpoint, action: ActionDefinition<unknown> | undefined): StepCheckpoint {
+  if (s.output === undefined || ((action?.sensitive ?? []).length === 0 && action?.redact === undefined)) return s;
+  const outputs = (redactFor(action, { outputs: { [s.stepName]: s.output } }, "outputs") as { outputs: { [k: string]: Json } }).outputs;
   return { ...s, output: outputs[s.stepName]! };
 }
 
