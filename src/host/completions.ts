@@ -196,7 +196,9 @@ async function completeIn(ctx: HostContext, tx: StoreTx, scope: Scope, input: Co
   if (!step || !inv) {
     // Early: a call to this connector is in flight in this scope; keep the completion for the parking.
     if (await inFlightCall(tx, scope, input.connector)) {
-      const rec = redactedFor(ctx, null, null, { ...base, disposition: "early" });
+      // The step it belongs to is not known yet, so neither are its sensitive pointers: the
+      // journal gets the content digest without the result (docs/security.md).
+      const { result: _unknownSensitivity, ...rec } = redactedFor(ctx, null, null, { ...base, disposition: "early" });
       await tx.insertCompletion(scope, { ...base, disposition: "early" });
       await journalCompletion(ctx, tx, scope, rec, "completion.early");
       return { disposition: "early" };

@@ -186,6 +186,27 @@ for (const factory of allStoreFactories()) {
       expect(list).toEqual([expect.objectContaining({ disposition: "applied", invocationId: invocation.invocationId })]);
     });
 
+    // Invariant: an early completion's result never reaches the journal before its step (and so
+    // its sensitive pointers) is known: the early entry carries the content digest only.
+    it("an early completion is journaled with its digest, not its result", async () => {
+      const b = await bench();
+      const ref = `early-${Math.random().toString(36).slice(2)}`;
+      b.replies.set("a", async () => {
+        expect(await b.host.complete(b.scope, { connector: "c", externalRef: ref, outcome: "success", result: { card: "4111-EARLY" } })).toEqual({ disposition: "early" });
+        return { outcome: "ambiguous", reason: "connection reset after send" };
+      });
+      await b.host.submit(b.request({ action: "long.one" }));
+      expect(await b.host.worker().runOnce()).toEqual(["reconciliation_required"]);
+      await sealJournalNow(store, b.scope);
+      const entries = await store.transact((tx) => tx.readJournal(b.scope));
+      const early = entries.filter((e) => e.type === "completion.early");
+      expect(early).toHaveLength(1);
+      expect(early[0]!.data).toMatchObject({ externalRef: ref, outcome: "success", disposition: "early" });
+      expect(typeof (early[0]!.data as { contentDigest?: unknown }).contentDigest).toBe("string");
+      expect(early[0]!.data).not.toHaveProperty("result");
+      expect(JSON.stringify(entries)).not.toContain("4111-EARLY");
+    });
+
     it("unknown reference is refused with a code that tells the sender to retry", async () => {
       const b = await bench();
       await expect(b.host.complete(b.scope, { connector: "c", externalRef: "nope", outcome: "success" })).rejects.toMatchObject({ code: "COMPLETION_UNKNOWN_REFERENCE" });
