@@ -82,16 +82,23 @@ export async function journalIdsPresent(x: Exec, scope: Scope, ids: string[]): P
   return new Set(rows.map((r) => r.id));
 }
 
-/** Appends sealed entries continuing the chain; CONFLICT on a gap, a seq clash or an id clash. */
-export async function insertJournal(x: Exec, scope: Scope, entries: JournalEntry[]): Promise<void> {
+/** The batch's first entry (undefined: nothing to write); CONFLICT when seqs are not consecutive or an id repeats. */
+function checkBatch(entries: JournalEntry[]): JournalEntry | undefined {
   const first = entries[0];
-  if (first === undefined) return;
+  if (first === undefined) return undefined;
   const ids = new Set<string>();
   for (const [i, e] of entries.entries()) {
     if (e.seq !== first.seq + i) throw new WritError("CONFLICT", `journal entry seq ${e.seq} does not continue the batch (expected ${first.seq + i})`);
     if (ids.has(e.id)) throw new WritError("CONFLICT", `journal entry id ${e.id} appears twice in the batch`);
     ids.add(e.id);
   }
+  return first;
+}
+
+/** Appends sealed entries continuing the chain; CONFLICT on a gap, a seq clash or an id clash. */
+export async function insertJournal(x: Exec, scope: Scope, entries: JournalEntry[]): Promise<void> {
+  const first = checkBatch(entries);
+  if (first === undefined) return;
   const n = await x.count(APPEND, [
     scope.tenantId,
     scope.spaceId,
@@ -129,14 +136,8 @@ export async function listUnsealed(x: Exec, scope: Scope, opts: ListOptions = {}
 
 /** Seals unsealed entries continuing the sealed head; CONFLICT (nothing written) otherwise. */
 export async function sealJournal(x: Exec, scope: Scope, entries: JournalEntry[]): Promise<void> {
-  const first = entries[0];
+  const first = checkBatch(entries);
   if (first === undefined) return;
-  const ids = new Set<string>();
-  for (const [i, e] of entries.entries()) {
-    if (e.seq !== first.seq + i) throw new WritError("CONFLICT", `journal entry seq ${e.seq} does not continue the batch (expected ${first.seq + i})`);
-    if (ids.has(e.id)) throw new WritError("CONFLICT", `journal entry id ${e.id} appears twice in the batch`);
-    ids.add(e.id);
-  }
   const n = await x.count(SEAL, [
     scope.tenantId,
     scope.spaceId,
