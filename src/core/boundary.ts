@@ -9,14 +9,15 @@ import { parseDecision, verifyParsed, type ParsedDecision } from "./decision.js"
 import { WritError, errorMessage, type RefusalCode } from "./errors.js";
 import { base64url } from "./encoding.js";
 import { globsCover } from "./glob.js";
-import { appendJournal, type JournalDraft } from "./journal.js";
+import { appendJournal, unsealedEntries, type JournalDraft } from "./journal.js";
 import { sequencerFor } from "./sequencer.js";
 import type { Keyring } from "./keyring.js";
 import type { Clock, CryptoPort, Random } from "./ports.js";
 import { redactFor, type ErrorTextContext } from "./redact.js";
 import { interpretReply, type Interpreted } from "./reply.js";
 import { validateStandard } from "./standard-schema.js";
-import type { Store, StoreTx } from "./store.js";
+import { readCommitted, type Store, type StoreTx } from "./store.js";
+import { authorityFingerprint, inspectBegin, stepsFingerprint, transitionsOf, type BeginFound, type BeginInput } from "./transitions.js";
 import type {
   ActionRequest,
   Approval,
@@ -24,8 +25,11 @@ import type {
   AttemptState,
   Authority,
   Fence,
+  IdempotencyRecord,
   IdempotencyState,
+  Invocation,
   Json,
+  ReconciliationRecord,
   Scope,
   StepCheckpoint,
 } from "./types.js";
@@ -82,7 +86,7 @@ export interface BoundaryEvent {
   stepIndex?: number;
 }
 
-/** What a settlement hook sees (the host uses it to change the invocation in the same transaction). */
+/** What a settlement planner sees (the host uses it to move the invocation with the outcome). */
 export interface SettlementInfo {
   attempt: AttemptRecord;
   interpreted: Interpreted | null;
@@ -90,26 +94,40 @@ export interface SettlementInfo {
   stepIndex: number;
   /** Raw (unredacted) outputs of all steps so far, by step name. */
   outputs: { [name: string]: Json };
+  /** The step's settled row, as it is written. */
+  step: StepCheckpoint;
+}
+
+/** The caller's part of the final settlement, written in the same transition as the boundary's. */
+export interface SettlementPlan {
+  /** Extra logical keys, taken right after the lease check (before any write). */
+  locks?: string[];
+  /** The invocation's next state (a fenced write). */
+  invocation?: Invocation;
+  reconciliation?: ReconciliationRecord;
+  entries?: JournalDraft[];
+  /** More work in the same transaction (costs the store its one-round-trip path). */
+  within?: (tx: StoreTx) => Promise<void>;
 }
 
 export interface ExecuteOptions {
   /**
-   * Makes every transaction conditional on this lease (hosted execution): each one starts with
-   * `assertLease`, which holds the invocation row until it commits, so a lost lease writes nothing.
+   * Makes every transition conditional on this lease (hosted execution): each one checks the
+   * lease first and holds the invocation row until it commits, so a lost lease writes nothing.
    * An execution holding the lease may take over its own interrupted in-progress execution.
    */
   fence?: Fence;
   /** Invocation the execution belongs to. @defaultValue derived from (scope, action, idempotencyKey) */
   invocationId?: string;
-  /** Runs inside the final settlement transaction, after the boundary's own writes. */
-  onSettle?: (tx: StoreTx, info: SettlementInfo) => Promise<void>;
   /**
-   * Extra lock keys the settlement transaction takes right after the lease check and before any
-   * write (so the caller's own locks are always taken before the journal's, in one order).
+   * What the caller read just before (hosted execution): the invocation's steps and, with
+   * `standingFromStore`, the authority and approval. The store confirms it when it consumes the
+   * decision, so a fresh read is not needed; if it changed, the boundary decides again on what
+   * the store found. @defaultValue a key never used before
    */
-  settleLocks?: (interpreted: Interpreted, stepIndex: number) => string[];
-  /** Runs inside the consumption transaction, after the boundary's own writes (hosted execution). */
-  onStart?: (tx: StoreTx, attempt: AttemptRecord) => Promise<void>;
+  known?: { steps: StepCheckpoint[]; authority?: Authority | null; approval?: Approval | null; idempotency?: IdempotencyRecord | null };
+  /** Plans the caller's writes of the final settlement (hosted execution). */
+  settle?: (info: SettlementInfo) => SettlementPlan;
 }
 
 /** A recorded attempt, plus for executions the raw outputs of the steps that ran. */
@@ -400,120 +418,6 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
       return r.outputs;
     };
 
-    type Gate = { kind: "refused"; attempt: AttemptRecord } | { kind: "duplicate"; attempt: AttemptRecord } | { kind: "go"; attempt: AttemptRecord; startStep: number; outputs: { [k: string]: Json } };
-    const gate = await store.transact<Gate>(async (tx) => {
-      if (fence) await tx.assertLease(scope, fence);
-      await tx.lock(scope, [`idem:${req.action}:${req.idempotencyKey}`, `decision:${decision.payload.decisionId}`]);
-      // Checks 8 and 9 first, when they read the store in this transaction.
-      let refusal: Refusal | null = options.standingFromStore ? await standing(tx, scope, req, decision.payload.approvalRef, digest, now) : null;
-      const rec = refusal ? null : await tx.getIdempotency(scope, req.action, req.idempotencyKey);
-      if (rec) {
-        if (rec.requestDigest !== digest) refusal = new Refusal("IDEMPOTENCY_CONFLICT", "this idempotency key was used with another request");
-        else if (rec.state === "succeeded") {
-          const orig = rec.resultAttemptId ? await tx.getAttempt(scope, rec.resultAttemptId) : null;
-          const a: AttemptRecord = { ...base, state: "DUPLICATE", endedAt: now };
-          if (orig) {
-            a.originalAttemptId = orig.attemptId;
-            if (orig.externalRef !== undefined) a.externalRef = orig.externalRef;
-            if (orig.output !== undefined) a.output = orig.output;
-            if (orig.stepIndex !== undefined) a.stepIndex = orig.stepIndex;
-          }
-          a.seq = await tx.insertAttempt(scope, a);
-          await appendJournal(tx, crypto, scope, [attemptDraft(a, "attempt.duplicate", now)]);
-          return { kind: "duplicate", attempt: a };
-        } else if (rec.state === "in_progress" || rec.state === "handed_off") {
-          // A fenced caller holding the invocation's lease takes over its own interrupted execution.
-          // (in_progress after a crash; handed_off once the host re-queued it after a completion).
-          if (!(fence && rec.invocationId === invocationId)) {
-            refusal = new Refusal("EXECUTION_IN_PROGRESS", "an execution under this idempotency key is in progress");
-          }
-        } else if (rec.state === "unknown") {
-          refusal = new Refusal("RECONCILIATION_PENDING", "an earlier execution under this key has an unknown outcome awaiting reconciliation");
-        }
-      }
-      if (!refusal && (await tx.getConsumedDecision(scope, decision.payload.decisionId))) {
-        refusal = new Refusal("DECISION_REPLAYED", "this decision was already used");
-      }
-      if (!refusal && missing) refusal = new Refusal("CONNECTOR_NOT_FOUND", missing);
-      // Taking over an interrupted execution: its attempt never settled; close it as superseded.
-      const superseded = !refusal && rec && rec.state === "in_progress" && rec.attemptId !== attemptId ? await tx.getAttempt(scope, rec.attemptId) : null;
-      if (refusal) {
-        const a: AttemptRecord = { ...base, state: "REFUSED", reasonCode: refusal.code, reason: refusal.message, endedAt: now };
-        a.seq = await tx.insertAttempt(scope, a);
-        await appendJournal(tx, crypto, scope, [attemptDraft(a, "attempt.refused", now)]);
-        return { kind: "refused", attempt: a };
-      }
-      // The superseded attempt's entry joins this transaction's one journal append below, after
-      // the new attempt is numbered: the journal is always the last lock (docs/stores.md).
-      const settledFirst: JournalDraft[] = [];
-      if (superseded && superseded.state === "EXECUTING") {
-        const old: AttemptRecord = { ...superseded, state: "UNKNOWN", reasonCode: "ATTEMPT_SUPERSEDED", reason: `interrupted; superseded by attempt ${attemptId}`, endedAt: now };
-        await tx.updateAttempt(scope, old);
-        settledFirst.push(attemptDraft(old, "attempt.settled", now));
-      }
-      const consumed = await tx.consumeDecision(scope, { tenantId: scope.tenantId, spaceId: scope.spaceId, decisionId: decision.payload.decisionId, attemptId, requestDigest: digest, consumedAt: now });
-      if (!consumed) throw new WritError("CONFLICT", "decision consumed concurrently despite the lock");
-      // Resume after the last succeeded step (their outputs feed later steps).
-      const steps = await tx.getSteps(scope, invocationId);
-      const outputs: { [k: string]: Json } = {};
-      let startStep = 0;
-      for (let i = 0; i < action.steps.length; i++) {
-        const s = steps.find((x) => x.stepIndex === i);
-        if (s?.status === "succeeded") {
-          outputs[action.steps[i]!.name] = s.output ?? null;
-          startStep = i + 1;
-        } else break;
-      }
-      if (startStep >= action.steps.length) startStep = action.steps.length - 1;
-      const a: AttemptRecord = { ...base, state: "EXECUTING", stepIndex: startStep };
-      await tx.putIdempotency(scope, {
-        tenantId: scope.tenantId,
-        spaceId: scope.spaceId,
-        action: req.action,
-        idempotencyKey: req.idempotencyKey,
-        requestDigest: digest,
-        state: "in_progress",
-        invocationId,
-        attemptId,
-        updatedAt: now,
-      });
-      await tx.putStep(scope, stepRow(scope, invocationId, startStep, attemptId, now));
-      // The scope-wide sections (attempt numbering, the journal chain) come last, so concurrent
-      // transactions of one scope wait on each other for as short a time as possible.
-      a.seq = await tx.insertAttempt(scope, a);
-      await appendJournal(tx, crypto, scope, [
-        ...settledFirst,
-        {
-          id: `decision.consumed:${decision.payload.decisionId}`,
-          type: "decision.consumed",
-          at: now,
-          refs: { decisionId: decision.payload.decisionId, attemptId, invocationId },
-          data: {
-            action: req.action,
-            actionVersion: req.actionVersion,
-            idempotencyKey: req.idempotencyKey,
-            requestDigest: digest,
-            actor: { type: req.actor.type, id: req.actor.id },
-            authorityRef: req.authorityRef,
-            policyRef: decision.payload.policyRef,
-            params: redactFor(action, { params: req.params }, "params"), // the journal's format: { params: ... }
-            startStep,
-          },
-        },
-      ]);
-      if (opts.onStart) await opts.onStart(tx, a);
-      return { kind: "go", attempt: a, startStep, outputs };
-    });
-    if (gate.kind === "refused") {
-      emit({ type: "attempt.refused", scope, attempt: gate.attempt });
-      return gate.attempt;
-    }
-    if (gate.kind === "duplicate") {
-      emit({ type: "attempt.duplicate", scope, attempt: gate.attempt });
-      return gate.attempt;
-    }
-    emit({ type: "attempt.started", scope, attempt: gate.attempt });
-
     function stepRow(sc: Scope, inv: string, i: number, att: string, at: number): StepCheckpoint {
       return {
         tenantId: sc.tenantId,
@@ -529,11 +433,166 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
       };
     }
 
-    const outputs = gate.outputs;
-    let attempt = gate.attempt;
-    for (let i = gate.startStep; i < action.steps.length; i++) {
+    // Checks 8-12 against what the store holds. The first round decides on what the caller
+    // already knows (a fresh key, or the host's own read) and lets the store confirm it in the
+    // same round trip that consumes the decision; if the store found otherwise, it wrote nothing
+    // and the next round decides on what it found.
+    type Verdict = { kind: "refused"; refusal: Refusal } | { kind: "duplicate"; attempt: AttemptRecord } | { kind: "go"; startStep: number; outputs: { [k: string]: Json }; supersede?: AttemptRecord };
+    const decide = (seen: BeginFound): Verdict => {
+      if (options.standingFromStore) {
+        const auth = checkAuthority(seen.authority, req, now);
+        if (auth) return { kind: "refused", refusal: auth };
+        const ref = decision.payload.approvalRef;
+        if (ref !== undefined) {
+          const ap = checkApproval(seen.approval, ref, scope, digest, now);
+          if (ap) return { kind: "refused", refusal: ap };
+        }
+      }
+      const rec = seen.idempotency;
+      if (rec) {
+        if (rec.requestDigest !== digest) return { kind: "refused", refusal: new Refusal("IDEMPOTENCY_CONFLICT", "this idempotency key was used with another request") };
+        if (rec.state === "succeeded") {
+          const orig = rec.resultAttemptId ? seen.attempts.find((x) => x.attemptId === rec.resultAttemptId) : undefined;
+          const a: AttemptRecord = { ...base, state: "DUPLICATE", endedAt: now };
+          if (orig) {
+            a.originalAttemptId = orig.attemptId;
+            if (orig.externalRef !== undefined) a.externalRef = orig.externalRef;
+            if (orig.output !== undefined) a.output = orig.output;
+            if (orig.stepIndex !== undefined) a.stepIndex = orig.stepIndex;
+          }
+          return { kind: "duplicate", attempt: a };
+        }
+        // A fenced caller holding the invocation's lease takes over its own interrupted execution
+        // (in_progress after a crash; handed_off once the host re-queued it after a completion).
+        if ((rec.state === "in_progress" || rec.state === "handed_off") && !(fence && rec.invocationId === invocationId)) {
+          return { kind: "refused", refusal: new Refusal("EXECUTION_IN_PROGRESS", "an execution under this idempotency key is in progress") };
+        }
+        if (rec.state === "unknown") return { kind: "refused", refusal: new Refusal("RECONCILIATION_PENDING", "an earlier execution under this key has an unknown outcome awaiting reconciliation") };
+      }
+      if (seen.consumed) return { kind: "refused", refusal: new Refusal("DECISION_REPLAYED", "this decision was already used") };
+      if (missing) return { kind: "refused", refusal: new Refusal("CONNECTOR_NOT_FOUND", missing) };
+      // Resume after the last succeeded step (their outputs feed later steps).
+      const outputs: { [k: string]: Json } = {};
+      let startStep = 0;
+      for (let i = 0; i < action.steps.length; i++) {
+        const s = seen.steps.find((x) => x.stepIndex === i);
+        if (s?.status === "succeeded") {
+          outputs[action.steps[i]!.name] = s.output ?? null;
+          startStep = i + 1;
+        } else break;
+      }
+      if (startStep >= action.steps.length) startStep = action.steps.length - 1;
+      // Taking over an interrupted execution: its attempt never settled; close it as superseded.
+      const old = rec && rec.state === "in_progress" && rec.attemptId !== attemptId ? seen.attempts.find((x) => x.attemptId === rec.attemptId) : undefined;
+      const supersede: AttemptRecord | undefined =
+        old && old.state === "EXECUTING" ? { ...old, state: "UNKNOWN", reasonCode: "ATTEMPT_SUPERSEDED", reason: `interrupted; superseded by attempt ${attemptId}`, endedAt: now } : undefined;
+      return { kind: "go", startStep, outputs, ...(supersede ? { supersede } : {}) };
+    };
+    const tr = transitionsOf(store);
+    const standingRead = options.standingFromStore === true;
+    const known = opts.known;
+    // What the first round assumes: the caller's own read, or a key never used.
+    let seen: BeginFound = {
+      idempotency: known?.idempotency ?? null,
+      consumed: false,
+      steps: known?.steps ?? [],
+      authority: known?.authority ?? null,
+      approval: known?.approval ?? null,
+      attempts: [],
+    };
+    let confirmed = false;
+    if (standingRead && (known?.authority === undefined || (decision.payload.approvalRef !== undefined && known.approval?.approvalId !== decision.payload.approvalRef))) {
+      seen = await readCommitted(store, (tx) => inspectBegin(tx, scope, beginInputFor({ kind: "go", startStep: 0, outputs: {} })));
+      confirmed = true;
+    }
+    function beginInputFor(v: Verdict & { kind: "go" }): BeginInput {
+      const approvalRef = decision.payload.approvalRef;
+      return {
+        ...(fence ? { fence } : {}),
+        locks: [`idem:${req.action}:${req.idempotencyKey}`, `decision:${decision.payload.decisionId}`],
+        expect: {
+          idempotency: seen.idempotency ? { state: seen.idempotency.state, attemptId: seen.idempotency.attemptId, updatedAt: seen.idempotency.updatedAt } : null,
+          steps: stepsFingerprint(seen.steps),
+          ...(standingRead ? { authority: { authorityRef: req.authorityRef, seen: authorityFingerprint(seen.authority) } } : {}),
+          ...(standingRead && approvalRef !== undefined ? { approval: { approvalId: approvalRef, seen: seen.approval?.approvalId === approvalRef ? (seen.approval.rev ?? 0) : null } } : {}),
+        },
+        consumed: { tenantId: scope.tenantId, spaceId: scope.spaceId, decisionId: decision.payload.decisionId, attemptId, requestDigest: digest, consumedAt: now },
+        idempotency: {
+          tenantId: scope.tenantId,
+          spaceId: scope.spaceId,
+          action: req.action,
+          idempotencyKey: req.idempotencyKey,
+          requestDigest: digest,
+          state: "in_progress",
+          invocationId,
+          attemptId,
+          updatedAt: now,
+        },
+        step: stepRow(scope, invocationId, v.startStep, attemptId, now),
+        attempt: { ...base, state: "EXECUTING", stepIndex: v.startStep },
+        ...(v.supersede ? { supersede: v.supersede } : {}),
+        entries: unsealedEntries(scope, [
+          ...(v.supersede ? [attemptDraft(v.supersede, "attempt.settled", now)] : []),
+          {
+            id: `decision.consumed:${decision.payload.decisionId}`,
+            type: "decision.consumed",
+            at: now,
+            refs: { decisionId: decision.payload.decisionId, attemptId, invocationId },
+            data: {
+              action: req.action,
+              actionVersion: req.actionVersion,
+              idempotencyKey: req.idempotencyKey,
+              requestDigest: digest,
+              actor: { type: req.actor.type, id: req.actor.id },
+              authorityRef: req.authorityRef,
+              policyRef: decision.payload.policyRef,
+              params: redactFor(action, { params: req.params }, "params"), // the journal's format: { params: ... }
+              startStep: v.startStep,
+            },
+          },
+        ]),
+      };
+    }
+
+    let go: (Verdict & { kind: "go" }) | null = null;
+    let attempt: Attempt | null = null;
+    for (let round = 0; go === null; round++) {
+      if (round >= 5) throw new WritError("STALE", "the key's records kept changing while this execution started");
+      const v = decide(seen);
+      if (v.kind !== "go" && !confirmed) {
+        // A refusal or a duplicate is reported only on what the store holds, never on an assumption.
+        seen = await readCommitted(store, (tx) => inspectBegin(tx, scope, beginInputFor({ kind: "go", startStep: 0, outputs: {} })));
+        confirmed = true;
+        continue;
+      }
+      if (v.kind === "duplicate") {
+        const a = v.attempt;
+        a.seq = await tr.record(scope, { ...(fence ? { fence } : {}), attempt: a, entries: unsealedEntries(scope, [attemptDraft(a, "attempt.duplicate", now)]) });
+        emit({ type: "attempt.duplicate", scope, attempt: a });
+        return a;
+      }
+      if (v.kind === "refused") {
+        const a: AttemptRecord = { ...base, state: "REFUSED", reasonCode: v.refusal.code, reason: v.refusal.message, endedAt: now };
+        a.seq = await tr.record(scope, { ...(fence ? { fence } : {}), attempt: a, entries: unsealedEntries(scope, [attemptDraft(a, "attempt.refused", now)]) });
+        emit({ type: "attempt.refused", scope, attempt: a });
+        return a;
+      }
+      const input = beginInputFor(v);
+      const r = await tr.begin(scope, input);
+      if (r.started) {
+        go = v;
+        attempt = { ...input.attempt, seq: r.seq };
+      } else {
+        seen = r.found;
+        confirmed = true;
+      }
+    }
+    emit({ type: "attempt.started", scope, attempt: attempt! });
+
+    const outputs = go.outputs;
+    for (let i = go.startStep; i < action.steps.length; i++) {
       const step = action.steps[i]!;
-      const started = i === gate.startStep ? now : clock.now();
+      const started = i === go.startStep ? now : clock.now();
       let interpreted: Interpreted;
       let input: Json;
       try {
@@ -542,7 +601,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
         interpreted = { kind: "permanent_failure", reason: `step input could not be built: ${errorMessage(e)}` };
         input = null;
       }
-       
+
       interpreted ??= await callConnector(connectors.get(step.connector)!, step.operation, {
         request: req,
         operation: step.operation,
@@ -569,12 +628,12 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
       }
       const last = i === action.steps.length - 1;
       if (interpreted.kind === "success" && !last) {
-        // Outcome before next step, and intent before effect for the next one: one fenced transaction.
-        await store.transact(async (tx) => {
-          if (fence) await tx.assertLease(scope, fence);
-          await tx.putStep(scope, row);
-          await tx.putStep(scope, stepRow(scope, invocationId, i + 1, attemptId, ended));
-          await appendJournal(tx, crypto, scope, [
+        // Outcome before next step, and intent before effect for the next one: one fenced transition.
+        await tr.advance(scope, {
+          ...(fence ? { fence } : {}),
+          done: row,
+          next: stepRow(scope, invocationId, i + 1, attemptId, ended),
+          entries: unsealedEntries(scope, [
             {
               id: `step.succeeded:${invocationId}:${i}:${attemptId}`,
               type: "step.succeeded",
@@ -582,13 +641,13 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
               refs: { attemptId, invocationId },
               data: { stepIndex: i, stepName: step.name, externalRef: interpreted.externalRef, output: redactOutputs({ [step.name]: outputs[step.name]! }) },
             },
-          ]);
+          ]),
         });
-        emit({ type: "step.settled", scope, attempt, stepIndex: i });
+        emit({ type: "step.settled", scope, attempt: attempt!, stepIndex: i });
         continue;
       }
       const state = attemptStateOf(interpreted);
-      const final: Attempt = { ...attempt, state, stepIndex: i, endedAt: ended };
+      const final: Attempt = { ...attempt!, state, stepIndex: i, endedAt: ended };
       if (interpreted.kind === "success" || interpreted.kind === "accepted") final.externalRef = interpreted.externalRef;
       else {
         final.reasonCode = row.reasonCode!;
@@ -596,14 +655,14 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
       }
       if (Object.keys(outputs).length > 0) final.output = redactOutputs(outputs);
       if (interpreted.kind === "transient_failure") final.transient = true;
-      await store.transact(async (tx) => {
-        if (fence) await tx.assertLease(scope, fence);
-        const extra = opts.settleLocks?.(interpreted, i) ?? [];
-        if (extra.length > 0) await tx.lock(scope, extra);
-        await tx.putStep(scope, row);
-        const { transient: _t, ...stored } = final;
-        await tx.updateAttempt(scope, stored);
-        await tx.putIdempotency(scope, {
+      const { transient: _t, ...stored } = final;
+      const plan = opts.settle?.({ attempt: stored, interpreted, stepIndex: i, outputs, step: row });
+      await tr.settle(scope, {
+        ...(fence ? { fence } : {}),
+        ...(plan?.locks && plan.locks.length > 0 ? { locks: plan.locks } : {}),
+        step: row,
+        attempt: stored,
+        idempotency: {
           tenantId: scope.tenantId,
           spaceId: scope.spaceId,
           action: req.action,
@@ -614,11 +673,12 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
           attemptId,
           ...(state === "SUCCEEDED" ? { resultAttemptId: attemptId } : {}),
           updatedAt: ended,
-        });
-        await appendJournal(tx, crypto, scope, [attemptDraft(final, "attempt.settled", ended, { stepName: step.name })]);
-        if (opts.onSettle) await opts.onSettle(tx, { attempt: stored, interpreted, stepIndex: i, outputs });
+        },
+        ...(plan?.invocation ? { invocation: plan.invocation } : {}),
+        ...(plan?.reconciliation ? { reconciliation: plan.reconciliation } : {}),
+        entries: unsealedEntries(scope, [attemptDraft(final, "attempt.settled", ended, { stepName: step.name }), ...(plan?.entries ?? [])]),
+        ...(plan?.within ? { within: plan.within } : {}),
       });
-      attempt = final;
       emit({ type: "attempt.settled", scope, attempt: final, stepIndex: i });
       return final;
     }

@@ -40,6 +40,18 @@ export function entryHash(crypto: CryptoPort, e: Omit<JournalEntry, "hash">, str
   return "sha256:" + base64url(crypto.sha256(strict ? canonicalize(body) : canonicalizeData(body)));
 }
 
+/** Drafts as the unsealed entries a transition writes (a repeated id is kept once, first wins). */
+export function unsealedEntries(scope: Scope, drafts: readonly JournalDraft[]): UnsealedEntry[] {
+  const entries: UnsealedEntry[] = [];
+  const seen = new Set<string>();
+  for (const d of drafts) {
+    if (seen.has(d.id)) continue;
+    seen.add(d.id);
+    entries.push({ tenantId: scope.tenantId, spaceId: scope.spaceId, id: d.id, at: d.at, type: d.type, refs: d.refs ?? {}, data: d.data ?? null });
+  }
+  return entries;
+}
+
 /**
  * Writes drafts to the scope's journal inside `tx`, unsealed: durable when `tx` commits, chained
  * later by the sequencer (`sealPending`). Takes no journal lock and reads no head, so transitions
@@ -48,13 +60,7 @@ export function entryHash(crypto: CryptoPort, e: Omit<JournalEntry, "hash">, str
  */
 export async function appendJournal(tx: StoreTx, _crypto: CryptoPort, scope: Scope, drafts: JournalDraft[]): Promise<UnsealedEntry[]> {
   if (drafts.length === 0) return [];
-  const entries: UnsealedEntry[] = [];
-  const seen = new Set<string>();
-  for (const d of drafts) {
-    if (seen.has(d.id)) continue;
-    seen.add(d.id);
-    entries.push({ tenantId: scope.tenantId, spaceId: scope.spaceId, id: d.id, at: d.at, type: d.type, refs: d.refs ?? {}, data: d.data ?? null });
-  }
+  const entries = unsealedEntries(scope, drafts);
   const written = new Set(await tx.insertUnsealed(scope, entries));
   return entries.filter((e) => written.has(e.id));
 }

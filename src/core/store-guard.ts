@@ -26,6 +26,7 @@
  */
 import { WritError } from "./errors.js";
 import type { ClaimOptions, InvocationFilter, ListOptions, Store, StoreTx } from "./store.js";
+import type { StoreTransitions } from "./transitions.js";
 import type {
   ApiKeyRecord,
   Approval,
@@ -559,15 +560,103 @@ export function guardStore<S extends Store>(store: S): S {
           if (typeof fn !== "function") return Promise.reject(new WritError("INVALID_ARGUMENT", "read needs a function"));
           return store.read!<T>((tx) => fn(new GuardedTx(tx)));
         };
+  const transitions = store.transitions === undefined ? undefined : guardTransitions(store.transitions);
   return new Proxy(store, {
     get(target, prop, receiver) {
       if (prop === GUARDED) return true;
       if (prop === "transact") return transact;
       if (prop === "read") return read;
+      if (prop === "transitions") return transitions;
       const v: unknown = Reflect.get(target, prop, receiver);
       return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
   });
+}
+
+/**
+ * A transaction that does nothing: a `GuardedTx` over it checks a transition's inputs and lock
+ * order exactly as the generic composition (`genericTransitions`) would, without a store.
+ */
+const DRY_TX = new Proxy({} as StoreTx, {
+  get: (_t, prop) => (prop === "then" ? undefined : async (): Promise<unknown> => (prop === "consumeDecision" ? true : prop === "insertUnsealed" ? [] : null)),
+});
+
+/**
+ * Native transitions behind the same input rules and lock order as their generic composition:
+ * each call is first replayed, in the generic composition's order, on a guarded dry transaction.
+ */
+function guardTransitions(t: StoreTransitions): StoreTransitions {
+  const dry = async (fn: (tx: StoreTx) => Promise<unknown>): Promise<void> => {
+    await fn(new GuardedTx(DRY_TX));
+  };
+  const fenced = async (tx: StoreTx, scope: Scope, fence: Fence | undefined): Promise<void> => {
+    if (fence !== undefined) await tx.assertLease(scope, fence);
+  };
+  const arg = (v: unknown, what: string): void => {
+    if (typeof v !== "object" || v === null) throw bad(`${what} needs an input object`);
+  };
+  return {
+    async admit(scope, input) {
+      arg(input, "admit");
+      await dry(async (tx) => {
+        await tx.lock(scope, [`admit:${String(input.invocation?.action)}:${String(input.invocation?.idempotencyKey)}`]);
+        await tx.insertInvocation(scope, input.invocation);
+        await tx.insertUnsealed(scope, input.entries);
+      });
+      return t.admit(scope, input);
+    },
+    async begin(scope, input) {
+      arg(input, "begin");
+      await dry(async (tx) => {
+        await fenced(tx, scope, input.fence);
+        await tx.lock(scope, input.locks);
+        if (input.expect?.authority) id(input.expect.authority.authorityRef, "authorityRef");
+        if (input.expect?.approval) id(input.expect.approval.approvalId, "approvalId");
+        if (typeof input.expect?.steps !== "string") throw bad("begin: expect.steps must be a string");
+        if (input.supersede) await tx.updateAttempt(scope, input.supersede);
+        await tx.consumeDecision(scope, input.consumed);
+        await tx.putIdempotency(scope, input.idempotency);
+        await tx.putStep(scope, input.step, input.fence);
+        await tx.insertAttempt(scope, input.attempt);
+        await tx.insertUnsealed(scope, input.entries);
+      });
+      return t.begin(scope, input);
+    },
+    async record(scope, input) {
+      arg(input, "record");
+      await dry(async (tx) => {
+        await fenced(tx, scope, input.fence);
+        await tx.insertAttempt(scope, input.attempt);
+        await tx.insertUnsealed(scope, input.entries);
+      });
+      return t.record(scope, input);
+    },
+    async advance(scope, input) {
+      arg(input, "advance");
+      await dry(async (tx) => {
+        await fenced(tx, scope, input.fence);
+        await tx.putStep(scope, input.done, input.fence);
+        await tx.putStep(scope, input.next, input.fence);
+        await tx.insertUnsealed(scope, input.entries);
+      });
+      return t.advance(scope, input);
+    },
+    async settle(scope, input) {
+      arg(input, "settle");
+      await dry(async (tx) => {
+        if (input.invocation && !input.fence) throw bad("settle: an invocation write needs the fence");
+        await fenced(tx, scope, input.fence);
+        if (input.locks && input.locks.length > 0) await tx.lock(scope, input.locks);
+        await tx.putStep(scope, input.step, input.fence);
+        await tx.updateAttempt(scope, input.attempt);
+        await tx.putIdempotency(scope, input.idempotency);
+        if (input.invocation) await tx.updateInvocation(scope, input.invocation, input.fence);
+        if (input.reconciliation) await tx.insertReconciliation(scope, input.reconciliation);
+        await tx.insertUnsealed(scope, input.entries);
+      });
+      return t.settle(scope, input);
+    },
+  };
 }
 
 /**

@@ -16,6 +16,7 @@
  *   `attemptId`, which needs a new decision). `succeeded` and `unknown` never return to `started`.
  */
 import { WritError } from "./errors.js";
+import type { StoreTransitions } from "./transitions.js";
 import type {
   ApiKeyRecord,
   Approval,
@@ -67,6 +68,12 @@ export interface Store {
    * keeps polling `unsealedScopes`. Returns an unsubscribe function.
    */
   onJournalAppend?(cb: (scope: Scope) => void | Promise<void>): () => void;
+  /**
+   * Optional native hot transitions (docs/stores.md, "Transitions"): each one whole state change
+   * applied atomically, on PostgreSQL in one round trip. Callers use `transitionsOf(store)`, which
+   * falls back to the same transitions composed from `transact` for a store without them.
+   */
+  readonly transitions?: StoreTransitions;
 }
 
 export interface ListOptions {

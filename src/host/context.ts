@@ -4,7 +4,7 @@ import type { Boundary } from "../core/boundary.js";
 import { base64url } from "../core/encoding.js";
 import { errorMessage, isWritError } from "../core/errors.js";
 import { assertTransition } from "../core/invocation.js";
-import { appendJournal } from "../core/journal.js";
+import { appendJournal, type JournalDraft } from "../core/journal.js";
 import { redactFor } from "../core/redact.js";
 import type { StoreTx } from "../core/store.js";
 import type { Fence, Invocation, InvocationStatus, Json, Scope } from "../core/types.js";
@@ -24,6 +24,11 @@ export interface HostContext {
   emit(e: HostEvent): void;
   /** Events raised inside a transaction are emitted only after it commits. */
   transition(tx: StoreTx, inv: Invocation, to: InvocationStatus, patch: Partial<Invocation>, opts?: { fence?: Fence; data?: Json; events?: HostEvent[] }): Promise<Invocation>;
+  /**
+   * The same transition as data, for a caller that writes it in a store transition of its own:
+   * the next invocation, its journal entry, and its event (pushed to `events` when given).
+   */
+  plan(inv: Invocation, to: InvocationStatus, patch: Partial<Invocation>, opts?: { data?: Json; events?: HostEvent[] }): { next: Invocation; entry: JournalDraft; event: HostEvent };
   redactInvocation(inv: Invocation): Invocation;
 }
 
@@ -67,7 +72,7 @@ export function makeContext(o: HostOptions, r: ResolvedHostOptions, boundary: Bo
     log,
     newId: (prefix) => prefix + base64url(o.random.bytes(16)),
     emit,
-    async transition(tx, inv, to, patch, opts = {}) {
+    plan(inv, to, patch, opts = {}) {
       assertTransition(inv.status, to, inv.invocationId);
       const now = o.clock.now();
       const version = (inv.version ?? 0) + 1;
@@ -78,17 +83,21 @@ export function makeContext(o: HostOptions, r: ResolvedHostOptions, boundary: Bo
         delete next.leaseExpiresAt;
       }
       const scope = scopeOf(inv);
-      await tx.updateInvocation(scope, next, opts.fence);
       const data: { [k: string]: Json } = { from: inv.status, to };
       if (next.reasons && to !== inv.status) data.reasons = next.reasons;
       if (next.lastError && to !== inv.status) data.error = next.lastError;
       if (opts.data !== undefined) data.detail = opts.data;
-      await appendJournal(tx, o.crypto, scope, [
-        { id: `invocation.${to}:${inv.invocationId}:${version}`, type: `invocation.${to}`, at: now, refs: { invocationId: inv.invocationId }, data },
-      ]);
+      const entry: JournalDraft = { id: `invocation.${to}:${inv.invocationId}:${version}`, type: `invocation.${to}`, at: now, refs: { invocationId: inv.invocationId }, data };
       const ev: HostEvent = { type: `invocation.${to}`, scope, invocationId: inv.invocationId, at: now, status: to, from: inv.status, data };
       if (opts.events) opts.events.push(ev);
-      else emit(ev);
+      return { next, entry, event: ev };
+    },
+    async transition(tx, inv, to, patch, opts = {}) {
+      const { next, entry, event } = ctx.plan(inv, to, patch, opts);
+      const scope = scopeOf(inv);
+      await tx.updateInvocation(scope, next, opts.fence);
+      await appendJournal(tx, o.crypto, scope, [entry]);
+      if (!opts.events) emit(event);
       return next;
     },
     redactInvocation(inv) {

@@ -5,7 +5,8 @@
 import { createBoundaryCore } from "../core/boundary.js";
 import { computeRequestDigest } from "../core/digest.js";
 import { WritError, errorMessage } from "../core/errors.js";
-import { appendJournal } from "../core/journal.js";
+import { appendJournal, unsealedEntries } from "../core/journal.js";
+import { transitionsOf } from "../core/transitions.js";
 import { sequencerFor } from "../core/sequencer.js";
 import { innerStore } from "../core/sealing.js";
 import { createKeyring } from "../core/keyring.js";
@@ -175,54 +176,49 @@ export function createHostCore(options: HostOptions): Host {
     const { req, action, digest } = await validate(input);
     const scope = scopeOf(req);
     const now = o.clock.now();
-    const result = await o.store.transact(async (tx): Promise<SubmitResult> => {
-      await tx.lock(scope, [`admit:${req.action}:${req.idempotencyKey}`]);
-      const existing = await tx.findInvocationByKey(scope, req.action, req.idempotencyKey);
-      if (existing) {
-        if (existing.requestDigest !== digest) {
-          throw new WritError("IDEMPOTENCY_CONFLICT", `idempotency key ${req.idempotencyKey} was used with another request for ${req.action}`, { details: { invocationId: existing.invocationId } });
-        }
-        return { invocation: existing, replayed: true };
-      }
-      const inv: Invocation = {
-        ...scope,
-        invocationId: ctx.newId("inv_"),
-        action: req.action,
-        actionVersion: req.actionVersion,
-        idempotencyKey: req.idempotencyKey,
-        requestDigest: digest,
-        request: req,
-        ...(submittedBy ? { submittedBy } : {}),
-        status: "queued",
-        runAt: now,
-        attemptCount: 0,
-        retryCount: 0,
-        nextStep: 0,
-        version: 1,
-        createdAt: now,
-        updatedAt: now,
-      };
-      await tx.insertInvocation(scope, inv);
-      await appendJournal(tx, o.crypto, scope, [
+    const inv: Invocation = {
+      ...scope,
+      invocationId: ctx.newId("inv_"),
+      action: req.action,
+      actionVersion: req.actionVersion,
+      idempotencyKey: req.idempotencyKey,
+      requestDigest: digest,
+      request: req,
+      ...(submittedBy ? { submittedBy } : {}),
+      status: "queued",
+      runAt: now,
+      attemptCount: 0,
+      retryCount: 0,
+      nextStep: 0,
+      version: 1,
+      createdAt: now,
+      updatedAt: now,
+    };
+    const admitted = await transitionsOf(o.store).admit(scope, {
+      invocation: inv,
+      entries: unsealedEntries(scope, [
         {
-          id: `invocation.submitted:${inv.invocationId}`,
-          type: "invocation.submitted",
-          at: now,
-          refs: { invocationId: inv.invocationId },
-          data: {
-            action: req.action,
-            actionVersion: req.actionVersion,
-            idempotencyKey: req.idempotencyKey,
-            requestDigest: digest,
-            actor: { type: req.actor.type, id: req.actor.id },
-            ...(submittedBy ? { submittedBy: submittedBy as unknown as Json } : {}),
-            authorityRef: req.authorityRef,
-            params: (redactFor(action, { params: req.params }, "params") as { params: Json }).params,
-          },
+        id: `invocation.submitted:${inv.invocationId}`,
+        type: "invocation.submitted",
+        at: now,
+        refs: { invocationId: inv.invocationId },
+        data: {
+          action: req.action,
+          actionVersion: req.actionVersion,
+          idempotencyKey: req.idempotencyKey,
+          requestDigest: digest,
+          actor: { type: req.actor.type, id: req.actor.id },
+          ...(submittedBy ? { submittedBy: submittedBy as unknown as Json } : {}),
+          authorityRef: req.authorityRef,
+          params: (redactFor(action, { params: req.params }, "params") as { params: Json }).params,
         },
-      ]);
-      return { invocation: inv, replayed: false };
+      },
+      ]),
     });
+    if (!admitted.created && admitted.existing.requestDigest !== digest) {
+      throw new WritError("IDEMPOTENCY_CONFLICT", `idempotency key ${req.idempotencyKey} was used with another request for ${req.action}`, { details: { invocationId: admitted.existing.invocationId } });
+    }
+    const result: SubmitResult = admitted.created ? { invocation: inv, replayed: false } : { invocation: admitted.existing, replayed: true };
     if (!result.replayed) ctx.emit({ type: "invocation.submitted", scope, invocationId: result.invocation.invocationId, at: now, status: "queued" });
     return { invocation: ctx.redactInvocation(result.invocation), replayed: result.replayed };
   }

@@ -5,14 +5,14 @@
  */
 import type { ErrorTextContext } from "../core/redact.js";
 import type { ActionDefinition } from "../core/action.js";
-import type { SettlementInfo } from "../core/boundary.js";
+import type { SettlementInfo, SettlementPlan } from "../core/boundary.js";
 import { signDecisionWith } from "../core/decision.js";
 import { computeRequestDigest } from "../core/digest.js";
 import { LeaseLostError, errorMessage, isWritError } from "../core/errors.js";
 import { backoffDelay } from "../core/invocation.js";
-import { appendJournal } from "../core/journal.js";
+import { appendJournal, type JournalDraft } from "../core/journal.js";
 import { readCommitted, type StoreTx } from "../core/store.js";
-import type { Approval, AttemptRecord, Fence, Invocation, InvocationStatus, ReconciliationRecord, StepCheckpoint } from "../core/types.js";
+import type { Approval, AttemptRecord, Fence, Invocation, InvocationStatus, Json, ReconciliationRecord, StepCheckpoint } from "../core/types.js";
 import { approvalLockKey } from "./approvals.js";
 import { compensate } from "./compensation.js";
 import { applyEarlyCompletions, completionLockKey } from "./completions.js";
@@ -161,11 +161,11 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
   const attempt = await ctx.boundary.execute(inv.request, token, {
     fence,
     invocationId: inv.invocationId,
-    // A handoff's settlement takes the completion lock first, like `complete` does: an early
-    // completion racing the parking write is then either seen here or sees the parked step.
-    settleLocks: (i, stepIndex) => (i.kind === "accepted" ? [completionLockKey(action.steps[stepIndex]!.connector, i.externalRef)] : []),
-    onSettle: async (tx, info) => {
-      settled = await settleAttempt(ctx, tx, inv, fence, action, info, events);
+    known: { steps, authority, approval },
+    settle: (info) => {
+      const { next: planned, within, ...plan } = planSettlement(ctx, inv, action, info, events);
+      settled = planned;
+      return within ? { ...plan, within: async (tx: StoreTx) => void (settled = await within(tx)) } : plan;
     },
   });
   flush();
@@ -239,28 +239,45 @@ function unit(ctx: HostContext): number {
   return (((b[0]! << 24) | (b[1]! << 16) | (b[2]! << 8) | b[3]!) >>> 0) / 2 ** 32;
 }
 
-/** Runs inside the boundary's settlement transaction: the invocation moves with the step outcome. */
-async function settleAttempt(ctx: HostContext, tx: StoreTx, inv: Invocation, fence: Fence, action: ActionDefinition<unknown>, info: SettlementInfo, events: HostEvent[]): Promise<Invocation> {
+/** The host's part of a settlement, planned for the boundary's one settle transition. */
+interface HostSettlement extends Omit<SettlementPlan, "within"> {
+  /** The invocation as the settlement leaves it. */
+  next: Invocation;
+  /** Runs in the same transaction after the writes and returns the final invocation (handoff only). */
+  within?: (tx: StoreTx) => Promise<Invocation>;
+}
+
+/** The invocation moves with the step outcome: planned here, written in the boundary's settle transition. */
+function planSettlement(ctx: HostContext, inv: Invocation, action: ActionDefinition<unknown>, info: SettlementInfo, events: HostEvent[]): HostSettlement {
   const { o, r } = ctx;
   const a = info.attempt;
   const step = action.steps[info.stepIndex]!;
   const now = o.clock.now();
+  const move = (to: InvocationStatus, patch: Partial<Invocation>, data?: Json): HostSettlement => {
+    const p = ctx.plan(inv, to, patch, { events, ...(data !== undefined ? { data } : {}) });
+    return { next: p.next, invocation: p.next, entries: [p.entry] };
+  };
   switch (a.state) {
     case "SUCCEEDED":
       ctx.breakers.success(step.connector, step.operation);
-      return ctx.transition(tx, inv, "succeeded", { result: a.output ?? null, nextStep: action.steps.length, attemptCount: 0 }, { fence, events });
+      return move("succeeded", { result: a.output ?? null, nextStep: action.steps.length, attemptCount: 0 });
     case "HANDED_OFF": {
       ctx.breakers.success(step.connector, step.operation);
-      const row = (await tx.getSteps(scopeOf(inv), inv.invocationId)).find((s) => s.stepIndex === info.stepIndex);
+      const row = info.step;
       const patch: Partial<Invocation> = { nextStep: info.stepIndex, attemptCount: 0 };
-      if (row?.deadlineAt !== undefined) patch.deadlineAt = row.deadlineAt;
-      const parked = await ctx.transition(tx, inv, "parked", patch, { fence, events, data: { externalRef: a.externalRef ?? null } });
-      return row ? applyEarlyCompletions(ctx, tx, parked, row, events) : parked;
+      if (row.deadlineAt !== undefined) patch.deadlineAt = row.deadlineAt;
+      const parked = move("parked", patch, { externalRef: a.externalRef ?? null });
+      // A handoff's settlement takes the completion lock first, like `complete` does: an early
+      // completion racing the parking write is then either seen here or sees the parked step.
+      const locks = row.externalRef !== undefined ? [completionLockKey(step.connector, row.externalRef)] : [];
+      return { ...parked, locks, within: (tx) => applyEarlyCompletions(ctx, tx, parked.next, row, events) };
     }
     case "TIMED_OUT":
-    case "UNKNOWN":
+    case "UNKNOWN": {
       if (a.state === "TIMED_OUT") ctx.breakers.failure(step.connector, step.operation, now);
-      return toReconciliation(ctx, tx, inv, fence, info.stepIndex, a.reasonCode ?? "OUTCOME_AMBIGUOUS", a.reason ?? "outcome unknown", a.externalRef, events);
+      const p = planReconciliation(ctx, inv, info.stepIndex, a.reasonCode ?? "OUTCOME_AMBIGUOUS", a.reason ?? "outcome unknown", a.externalRef, events);
+      return { next: p.next, invocation: p.next, reconciliation: p.rec, entries: p.entries };
+    }
     case "FAILED": {
       const transient = a.reasonCode === "CONNECTOR_TRANSIENT_FAILURE";
       if (transient) ctx.breakers.failure(step.connector, step.operation, now);
@@ -269,18 +286,54 @@ async function settleAttempt(ctx: HostContext, tx: StoreTx, inv: Invocation, fen
       if (transient && action.idempotent && inv.retryCount + 1 < policy.maxAttempts) {
         const retryCount = inv.retryCount + 1;
         const delay = backoffDelay(retryCount, policy.baseDelayMs, policy.maxDelayMs, unit(ctx));
-        return ctx.transition(tx, inv, "queued", { runAt: now + delay, retryCount, attemptCount: 0, nextStep: info.stepIndex, lastError: a.reason ?? "transient failure" }, { fence, events });
+        return move("queued", { runAt: now + delay, retryCount, attemptCount: 0, nextStep: info.stepIndex, lastError: a.reason ?? "transient failure" });
       }
       const compensable = action.steps.slice(0, info.stepIndex).some((s) => s.compensate);
       if (compensable) {
         // Compensations run next, under this lease, then the invocation ends failed.
-        return ctx.transition(tx, inv, "running", { compensating: true, nextStep: info.stepIndex, lastError: a.reason ?? a.reasonCode ?? "failed" }, { fence, events });
+        return move("running", { compensating: true, nextStep: info.stepIndex, lastError: a.reason ?? a.reasonCode ?? "failed" });
       }
-      return ctx.transition(tx, inv, "failed", { lastError: `${a.reasonCode ?? "FAILED"}: ${a.reason ?? ""}`, nextStep: info.stepIndex }, { fence, events });
+      return move("failed", { lastError: `${a.reasonCode ?? "FAILED"}: ${a.reason ?? ""}`, nextStep: info.stepIndex });
     }
     default:
-      return ctx.transition(tx, inv, "failed", { lastError: `unexpected attempt state ${a.state}` }, { fence, events });
+      return move("failed", { lastError: `unexpected attempt state ${a.state}` });
   }
+}
+
+/** A move to reconciliation_required as data: the next invocation, the record, the entries. */
+function planReconciliation(
+  ctx: HostContext,
+  inv: Invocation,
+  stepIndex: number,
+  reasonCode: string,
+  reason: string,
+  externalRef: string | undefined,
+  events: HostEvent[],
+  patch: Partial<Invocation> = {},
+): { next: Invocation; rec: ReconciliationRecord; entries: JournalDraft[] } {
+  const now = ctx.o.clock.now();
+  const scope = scopeOf(inv);
+  const rec: ReconciliationRecord = {
+    ...scope,
+    reconciliationId: ctx.newId("rec_"),
+    invocationId: inv.invocationId,
+    stepIndex,
+    reason: ctx.o.redactErrorText ? safeRedact(ctx, reason, { source: "reconciliation", action: inv.action, invocationId: inv.invocationId }) : reason,
+    reasonCode,
+    status: "open",
+    createdAt: now,
+    updatedAt: now,
+  };
+  if (externalRef !== undefined) rec.externalRef = externalRef;
+  const moved = ctx.plan(inv, "reconciliation_required", { lastError: rec.reason, nextStep: stepIndex, ...patch }, { events, data: { reconciliationId: rec.reconciliationId, reasonCode } });
+  const opened: JournalDraft = {
+    id: `reconciliation.opened:${rec.reconciliationId}`,
+    type: "reconciliation.opened",
+    at: now,
+    refs: { invocationId: inv.invocationId, reconciliationId: rec.reconciliationId },
+    data: { stepIndex, reasonCode, reason: rec.reason, ...(externalRef !== undefined ? { externalRef } : {}) },
+  };
+  return { next: moved.next, rec, entries: [moved.entry, opened] };
 }
 
 /** Moves an invocation to reconciliation_required with a reconciliation record. */
@@ -296,34 +349,14 @@ export async function toReconciliation(
   events: HostEvent[],
   patch: Partial<Invocation> = {},
 ): Promise<Invocation> {
-  const now = ctx.o.clock.now();
   const scope = scopeOf(inv);
   // The invocation row first (lock order, docs/stores.md); unfenced callers locked it already.
   if (fence) await tx.assertLease(scope, fence);
-  const rec: ReconciliationRecord = {
-    ...scope,
-    reconciliationId: ctx.newId("rec_"),
-    invocationId: inv.invocationId,
-    stepIndex,
-    reason: ctx.o.redactErrorText ? safeRedact(ctx, reason, { source: "reconciliation", action: inv.action, invocationId: inv.invocationId }) : reason,
-    reasonCode,
-    status: "open",
-    createdAt: now,
-    updatedAt: now,
-  };
-  if (externalRef !== undefined) rec.externalRef = externalRef;
-  const next = await ctx.transition(tx, inv, "reconciliation_required", { lastError: rec.reason, nextStep: stepIndex, ...patch }, { fence, events, data: { reconciliationId: rec.reconciliationId, reasonCode } });
-  await tx.insertReconciliation(scope, rec);
-  await appendJournal(tx, ctx.o.crypto, scope, [
-    {
-      id: `reconciliation.opened:${rec.reconciliationId}`,
-      type: "reconciliation.opened",
-      at: now,
-      refs: { invocationId: inv.invocationId, reconciliationId: rec.reconciliationId },
-      data: { stepIndex, reasonCode, reason: rec.reason, ...(externalRef !== undefined ? { externalRef } : {}) },
-    },
-  ]);
-  return next;
+  const p = planReconciliation(ctx, inv, stepIndex, reasonCode, reason, externalRef, events, patch);
+  await tx.updateInvocation(scope, p.next, fence);
+  await tx.insertReconciliation(scope, p.rec);
+  await appendJournal(tx, ctx.o.crypto, scope, p.entries);
+  return p.next;
 }
 
 function safeRedact(ctx: HostContext, t: string, context: ErrorTextContext): string {

@@ -1,0 +1,259 @@
+/**
+ * The hot transitions of the Store port (docs/stores.md, "Transitions"): each method is one whole
+ * state change with its checks, which a store applies atomically and, where it can, in one round
+ * trip (PostgreSQL: one call of a server-side function, committed by itself). The decision logic
+ * stays in core: a caller says what it believes the rows hold (`expect`), the store applies the
+ * change only if they still do, and otherwise writes nothing and answers what it found, from
+ * which the caller decides again.
+ *
+ * A store without its own implementation gets {@link genericTransitions}: the same transitions
+ * composed from `StoreTx` operations in one `transact` (memory and SQLite use it; on SQLite that
+ * is one transaction in the group commit). Both must agree; the conformance suite runs the same
+ * cases on every store.
+ */
+import { WritError } from "./errors.js";
+import type { Store, StoreTx } from "./store.js";
+import type {
+  Approval,
+  AttemptRecord,
+  Authority,
+  ConsumedDecision,
+  Fence,
+  IdempotencyRecord,
+  Invocation,
+  ReconciliationRecord,
+  Scope,
+  StepCheckpoint,
+  UnsealedEntry,
+} from "./types.js";
+
+/** What a `begin` caller believes the key's idempotency record to be (null: there is none). */
+export interface IdempotencyExpectation {
+  state: IdempotencyRecord["state"];
+  attemptId: string;
+  updatedAt: number;
+}
+
+/** Execution start: consume the decision, mark the key in progress, record the step's intent. */
+export interface BeginInput {
+  /** The lease the caller holds; the invocation row is checked (and locked) first. */
+  fence?: Fence;
+  /** Logical keys serialised for the transition (the idempotency key and the decision id). */
+  locks: string[];
+  /** What the caller's decision was made on; any difference and nothing is written. */
+  expect: {
+    idempotency: IdempotencyExpectation | null;
+    /** {@link stepsFingerprint} of the invocation's step rows. */
+    steps: string;
+    /** Checks 8 and 9 read from the store: {@link authorityFingerprint} / approval rev, null = absent. */
+    authority?: { authorityRef: string; seen: string | null };
+    approval?: { approvalId: string; seen: number | null };
+  };
+  consumed: ConsumedDecision;
+  idempotency: IdempotencyRecord;
+  step: StepCheckpoint;
+  /** The new attempt (EXECUTING); the store numbers it. */
+  attempt: AttemptRecord;
+  /** An interrupted attempt this one takes over, rewritten (its stored state must be EXECUTING). */
+  supersede?: AttemptRecord;
+  entries: UnsealedEntry[];
+}
+
+/** What the store found when a `begin` expectation did not hold. */
+export interface BeginFound {
+  idempotency: IdempotencyRecord | null;
+  /** The decision was consumed before. */
+  consumed: boolean;
+  steps: StepCheckpoint[];
+  authority: Authority | null;
+  approval: Approval | null;
+  /** The attempts the idempotency record names (`attemptId`, `resultAttemptId`), when they exist. */
+  attempts: AttemptRecord[];
+}
+
+export type BeginResult = { started: true; seq: number } | { started: false; found: BeginFound };
+
+/** A step succeeded and the next one starts: its outcome and the next intent, together. */
+export interface AdvanceInput {
+  fence?: Fence;
+  done: StepCheckpoint;
+  next: StepCheckpoint;
+  entries: UnsealedEntry[];
+}
+
+/** An attempt's last outcome: step, attempt, key and (hosted) the invocation, together. */
+export interface SettleInput {
+  fence?: Fence;
+  /** Extra logical keys, taken after the invocation row (a handoff's completion lock). */
+  locks?: string[];
+  step: StepCheckpoint;
+  /** The settled attempt; replaces the stored one (which keeps its seq). */
+  attempt: AttemptRecord;
+  idempotency: IdempotencyRecord;
+  /** The invocation's next state (needs `fence`): a fenced write. */
+  invocation?: Invocation;
+  reconciliation?: ReconciliationRecord;
+  entries: UnsealedEntry[];
+  /**
+   * More work inside the same transaction, after the writes above (reads included). A store then
+   * runs the generic composition: it costs round trips; the host uses it only for a handoff.
+   */
+  within?: (tx: StoreTx) => Promise<void>;
+}
+
+/** An attempt that ends where it starts (refused, duplicate): evidence only. */
+export interface RecordInput {
+  fence?: Fence;
+  attempt: AttemptRecord;
+  entries: UnsealedEntry[];
+}
+
+export interface AdmitInput {
+  invocation: Invocation;
+  entries: UnsealedEntry[];
+}
+
+export type AdmitResult = { created: true } | { created: false; existing: Invocation };
+
+/**
+ * The transitions a store may implement natively. Every method is atomic; a lost lease throws
+ * `LeaseLostError` and writes nothing; a settled step asked to return to `started` throws
+ * `CONFLICT`. Inputs pass the same rules as `StoreTx` (the core's store guard checks them).
+ */
+export interface StoreTransitions {
+  /** Inserts the invocation and its entries unless (scope, action, key) exists: then returns it. */
+  admit(scope: Scope, input: AdmitInput): Promise<AdmitResult>;
+  /** See {@link BeginInput}. */
+  begin(scope: Scope, input: BeginInput): Promise<BeginResult>;
+  /** Records a refused or duplicate attempt with its entries; returns its seq. */
+  record(scope: Scope, input: RecordInput): Promise<number>;
+  advance(scope: Scope, input: AdvanceInput): Promise<void>;
+  /** Returns the invocation's new rev when it wrote one. */
+  settle(scope: Scope, input: SettleInput): Promise<{ invocationRev?: number }>;
+}
+
+/** The steps a `begin` decided on, as the store compares them: index, status and attempt of each. */
+export function stepsFingerprint(rows: readonly StepCheckpoint[]): string {
+  return [...rows]
+    .sort((a, b) => a.stepIndex - b.stepIndex)
+    .map((s) => `${s.stepIndex}:${s.status}:${s.attemptId}`)
+    .join(",");
+}
+
+/** What of an authority checks 8 depends on and every write changes: status, expiry, update time. */
+export function authorityFingerprint(a: Authority | null): string | null {
+  return a === null ? null : `${a.status}:${a.expiresAt ?? ""}:${a.updatedAt}`;
+}
+
+function idempotencyMatches(rec: IdempotencyRecord | null, e: IdempotencyExpectation | null): boolean {
+  if (rec === null || e === null) return rec === e;
+  return rec.state === e.state && rec.attemptId === e.attemptId && rec.updatedAt === e.updatedAt;
+}
+
+/** What a begin expectation is compared with, read inside the transition's transaction. */
+async function readBeginState(tx: StoreTx, scope: Scope, input: BeginInput): Promise<Omit<BeginFound, "attempts">> {
+  const e = input.expect;
+  return {
+    idempotency: await tx.getIdempotency(scope, input.idempotency.action, input.idempotency.idempotencyKey),
+    consumed: (await tx.getConsumedDecision(scope, input.consumed.decisionId)) !== null,
+    steps: await tx.getSteps(scope, input.step.invocationId),
+    authority: e.authority ? await tx.getAuthority(scope, e.authority.authorityRef) : null,
+    approval: e.approval ? await tx.getApproval(scope, e.approval.approvalId) : null,
+  };
+}
+
+/** The attempts an idempotency record names, for a caller deciding a duplicate or a takeover. */
+export async function namedAttempts(tx: StoreTx, scope: Scope, rec: IdempotencyRecord | null): Promise<AttemptRecord[]> {
+  if (rec === null) return [];
+  const ids = [...new Set([rec.attemptId, rec.resultAttemptId].filter((x): x is string => x !== undefined))];
+  const out: AttemptRecord[] = [];
+  for (const id of ids) {
+    const a = await tx.getAttempt(scope, id);
+    if (a) out.push(a);
+  }
+  return out;
+}
+
+/** Everything a begin compares, read on the store's read path (for a caller deciding a refusal). */
+export async function inspectBegin(tx: StoreTx, scope: Scope, input: BeginInput): Promise<BeginFound> {
+  const seen = await readBeginState(tx, scope, input);
+  return { ...seen, attempts: await namedAttempts(tx, scope, seen.idempotency) };
+}
+
+function expectationHolds(input: BeginInput, seen: Omit<BeginFound, "attempts">): boolean {
+  const e = input.expect;
+  if (seen.consumed) return false;
+  if (!idempotencyMatches(seen.idempotency, e.idempotency)) return false;
+  if (stepsFingerprint(seen.steps) !== e.steps) return false;
+  if (e.authority && authorityFingerprint(seen.authority) !== e.authority.seen) return false;
+  if (e.approval && (seen.approval === null ? null : (seen.approval.rev ?? 0)) !== e.approval.seen) return false;
+  return true;
+}
+
+/** The transitions composed from `StoreTx` operations, one `transact` each. */
+export function genericTransitions(store: Store): StoreTransitions {
+  return {
+    admit: (scope, input) =>
+      store.transact(async (tx): Promise<AdmitResult> => {
+        const inv = input.invocation;
+        await tx.lock(scope, [`admit:${inv.action}:${inv.idempotencyKey}`]);
+        const existing = await tx.findInvocationByKey(scope, inv.action, inv.idempotencyKey);
+        if (existing) return { created: false, existing };
+        await tx.insertInvocation(scope, inv);
+        await tx.insertUnsealed(scope, input.entries);
+        return { created: true };
+      }),
+    begin: (scope, input) =>
+      store.transact(async (tx): Promise<BeginResult> => {
+        if (input.fence) await tx.assertLease(scope, input.fence);
+        await tx.lock(scope, input.locks);
+        const seen = await readBeginState(tx, scope, input);
+        if (!expectationHolds(input, seen)) return { started: false, found: { ...seen, attempts: await namedAttempts(tx, scope, seen.idempotency) } };
+        if (input.supersede) {
+          const old = await tx.getAttempt(scope, input.supersede.attemptId);
+          if (old?.state !== "EXECUTING") throw new WritError("STALE", `attempt ${input.supersede.attemptId} is no longer executing`);
+          await tx.updateAttempt(scope, input.supersede);
+        }
+        if (!(await tx.consumeDecision(scope, input.consumed))) throw new WritError("CONFLICT", "decision consumed concurrently despite the lock");
+        await tx.putIdempotency(scope, input.idempotency);
+        await tx.putStep(scope, input.step);
+        // The scope-wide sections come last (attempt numbering, then the journal: docs/stores.md).
+        const seq = await tx.insertAttempt(scope, input.attempt);
+        await tx.insertUnsealed(scope, input.entries);
+        return { started: true, seq };
+      }),
+    record: (scope, input) =>
+      store.transact(async (tx) => {
+        if (input.fence) await tx.assertLease(scope, input.fence);
+        const seq = await tx.insertAttempt(scope, input.attempt);
+        await tx.insertUnsealed(scope, input.entries);
+        return seq;
+      }),
+    advance: (scope, input) =>
+      store.transact(async (tx) => {
+        if (input.fence) await tx.assertLease(scope, input.fence);
+        await tx.putStep(scope, input.done);
+        await tx.putStep(scope, input.next);
+        await tx.insertUnsealed(scope, input.entries);
+      }),
+    settle: (scope, input) =>
+      store.transact(async (tx) => {
+        if (input.invocation && !input.fence) throw new WritError("INVALID_ARGUMENT", "settle: an invocation write needs the fence");
+        if (input.fence) await tx.assertLease(scope, input.fence);
+        if (input.locks && input.locks.length > 0) await tx.lock(scope, input.locks);
+        await tx.putStep(scope, input.step);
+        await tx.updateAttempt(scope, input.attempt);
+        await tx.putIdempotency(scope, input.idempotency);
+        if (input.invocation) await tx.updateInvocation(scope, input.invocation, input.fence);
+        if (input.reconciliation) await tx.insertReconciliation(scope, input.reconciliation);
+        await tx.insertUnsealed(scope, input.entries);
+        if (input.within) await input.within(tx);
+        return input.invocation?.rev !== undefined ? { invocationRev: input.invocation.rev } : {};
+      }),
+  };
+}
+
+/** The store's own transitions, or the generic composition over its transactions. */
+export function transitionsOf(store: Store): StoreTransitions {
+  return store.transitions ?? genericTransitions(store);
+}
