@@ -186,6 +186,9 @@ export function sealedStore(inner: Store, port: DataKeyPort, sensitive: Sensitiv
   return new Proxy(inner, {
     get(target, prop, receiver) {
       if (prop === INNER) return target;
+      // The inner store's native transitions would write unsealed documents: the sealed store
+      // runs the generic composition over its own (sealing) transactions instead.
+      if (prop === "transitions") return undefined;
       const v = Reflect.get(target, prop, receiver) as unknown;
       if ((prop === "transact" || prop === "read") && typeof v === "function") {
         return <T>(fn: (tx: StoreTx) => Promise<T>) => (v as (f: (tx: StoreTx) => Promise<T>) => Promise<T>).call(target, (tx: StoreTx) => fn(wrapTx(tx)));

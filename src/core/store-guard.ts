@@ -616,7 +616,7 @@ function guardTransitions(t: StoreTransitions): StoreTransitions {
         if (input.supersede) await tx.updateAttempt(scope, input.supersede);
         await tx.consumeDecision(scope, input.consumed);
         await tx.putIdempotency(scope, input.idempotency);
-        await tx.putStep(scope, input.step, input.fence);
+        await tx.putStep(scope, input.step);
         await tx.insertAttempt(scope, input.attempt);
         await tx.insertUnsealed(scope, input.entries);
       });
@@ -635,8 +635,8 @@ function guardTransitions(t: StoreTransitions): StoreTransitions {
       arg(input, "advance");
       await dry(async (tx) => {
         await fenced(tx, scope, input.fence);
-        await tx.putStep(scope, input.done, input.fence);
-        await tx.putStep(scope, input.next, input.fence);
+        await tx.putStep(scope, input.done);
+        await tx.putStep(scope, input.next);
         await tx.insertUnsealed(scope, input.entries);
       });
       return t.advance(scope, input);
@@ -647,7 +647,7 @@ function guardTransitions(t: StoreTransitions): StoreTransitions {
         if (input.invocation && !input.fence) throw bad("settle: an invocation write needs the fence");
         await fenced(tx, scope, input.fence);
         if (input.locks && input.locks.length > 0) await tx.lock(scope, input.locks);
-        await tx.putStep(scope, input.step, input.fence);
+        await tx.putStep(scope, input.step);
         await tx.updateAttempt(scope, input.attempt);
         await tx.putIdempotency(scope, input.idempotency);
         if (input.invocation) await tx.updateInvocation(scope, input.invocation, input.fence);

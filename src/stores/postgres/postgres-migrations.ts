@@ -272,6 +272,222 @@ ALTER TABLE writ_reconciliations ADD COLUMN rev bigint NOT NULL DEFAULT 0;
 ALTER TABLE writ_completions ADD COLUMN rev bigint NOT NULL DEFAULT 0;
 `;
 
+/**
+ * The hot transitions as server-side functions (docs/stores.md, "Transitions"): each one whole
+ * state change in one statement, so a client pays one round trip and one commit for it. They
+ * check and lock in the store's one lock order (invocation row, logical keys, attempt counter;
+ * unsealed journal entries take no lock), decide nothing a caller did not ask (the core decides
+ * and says what it expects), and raise only for what must roll back:
+ *   WRLSE lease lost, WRCNF a settled step asked to go back, WRSTL a row that moved on.
+ * A `begin` whose expectation fails writes nothing and answers what it found instead.
+ */
+const TRANSITIONS = `
+CREATE FUNCTION writ_put_unsealed(p_t text, p_s text, p_ids text[], p_types text[], p_ats bigint[], p_docs json[]) RETURNS void
+LANGUAGE sql AS $$
+  INSERT INTO writ_journal (tenant_id, space_id, id, type, at, doc)
+  SELECT p_t, p_s, e.id, e.type, e.at, e.doc
+    FROM unnest(p_ids, p_types, p_ats, p_docs) WITH ORDINALITY AS e(id, type, at, doc, n)
+   ORDER BY e.n
+  ON CONFLICT (tenant_id, space_id, id) DO NOTHING
+$$;
+
+CREATE FUNCTION writ_hold_lease(p_t text, p_s text, p_inv text, p_owner text, p_token text) RETURNS boolean
+LANGUAGE sql AS $$
+  SELECT EXISTS (SELECT 1 FROM writ_invocations
+                  WHERE tenant_id = p_t AND space_id = p_s AND invocation_id = p_inv
+                    AND status = 'running' AND lease_owner = p_owner AND lease_token = p_token
+                    FOR UPDATE)
+$$;
+
+-- The monotonic step upsert of the store (a settled step never returns to started, except a failed
+-- one restarted by a new attempt); raises WRCNF when refused.
+CREATE FUNCTION writ_put_step(p_t text, p_s text, p_inv text, p_index integer, p_status text, p_attempt text, p_connector text, p_ref text, p_doc json) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO writ_steps (tenant_id, space_id, invocation_id, step_index, status, attempt_id, connector, external_ref, doc)
+  VALUES (p_t, p_s, p_inv, p_index, p_status, p_attempt, p_connector, p_ref, p_doc)
+  ON CONFLICT (tenant_id, space_id, invocation_id, step_index) DO UPDATE
+     SET status = excluded.status, attempt_id = excluded.attempt_id, connector = excluded.connector, external_ref = excluded.external_ref, doc = excluded.doc
+   WHERE NOT (excluded.status = 'started' AND (writ_steps.status IN ('succeeded', 'unknown')
+              OR (writ_steps.status = 'failed' AND writ_steps.attempt_id = excluded.attempt_id)));
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'step % of invocation % is settled and cannot return to started in this attempt', p_index, p_inv USING ERRCODE = 'WRCNF';
+  END IF;
+END
+$$;
+
+-- Numbers the attempt (the scope's counter row, locked until commit) and inserts it; its seq.
+CREATE FUNCTION writ_add_attempt(p_t text, p_s text, p_attempt text, p_inv text, p_state text, p_doc json) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE v_seq bigint;
+BEGIN
+  IF EXISTS (SELECT 1 FROM writ_attempts WHERE tenant_id = p_t AND space_id = p_s AND attempt_id = p_attempt) THEN
+    RAISE EXCEPTION 'attempt % already exists', p_attempt USING ERRCODE = 'WRCNF';
+  END IF;
+  INSERT INTO writ_attempt_seqs AS c (tenant_id, space_id, last_seq) VALUES (p_t, p_s, 1)
+  ON CONFLICT (tenant_id, space_id) DO UPDATE SET last_seq = c.last_seq + 1
+  RETURNING last_seq INTO v_seq;
+  INSERT INTO writ_attempts (tenant_id, space_id, attempt_id, seq, invocation_id, state, doc) VALUES (p_t, p_s, p_attempt, v_seq, p_inv, p_state, p_doc);
+  RETURN v_seq;
+END
+$$;
+
+CREATE FUNCTION writ_admit(p_t text, p_s text, p_inv text, p_action text, p_key text, p_status text, p_run_at bigint, p_lease_owner text, p_lease_token text,
+    p_lease_expires_at bigint, p_attempt_count integer, p_created_at bigint, p_updated_at bigint, p_deadline_at bigint, p_overdue_at bigint, p_doc json,
+    p_ids text[], p_types text[], p_ats bigint[], p_docs json[]) RETURNS json
+LANGUAGE plpgsql AS $$
+DECLARE v_found json;
+BEGIN
+  INSERT INTO writ_invocations (tenant_id, space_id, invocation_id, action, idempotency_key, status, run_at, lease_owner, lease_token, lease_expires_at,
+                                attempt_count, created_at, updated_at, deadline_at, overdue_at, doc, rev)
+  VALUES (p_t, p_s, p_inv, p_action, p_key, p_status, p_run_at, p_lease_owner, p_lease_token, p_lease_expires_at,
+          p_attempt_count, p_created_at, p_updated_at, p_deadline_at, p_overdue_at, p_doc, 1)
+  ON CONFLICT DO NOTHING;
+  IF FOUND THEN
+    PERFORM writ_put_unsealed(p_t, p_s, p_ids, p_types, p_ats, p_docs);
+    RETURN NULL;
+  END IF;
+  SELECT row_to_json(r) INTO v_found FROM (
+    SELECT status, run_at, lease_owner, lease_token, lease_expires_at, attempt_count, updated_at, rev, doc
+      FROM writ_invocations WHERE tenant_id = p_t AND space_id = p_s AND action = p_action AND idempotency_key = p_key) r;
+  IF v_found IS NULL THEN
+    RAISE EXCEPTION 'invocation % already exists', p_inv USING ERRCODE = 'WRCNF';
+  END IF;
+  RETURN v_found;
+END
+$$;
+
+CREATE FUNCTION writ_begin(p_t text, p_s text, p_inv text, p_owner text, p_token text, p_lease_inv text, p_locks bigint[],
+    p_expect_idem boolean, p_idem_state text, p_idem_attempt text, p_idem_updated bigint, p_expect_steps text,
+    p_authority text, p_authority_seen text, p_approval text, p_approval_seen bigint,
+    p_decision text, p_consumed_at bigint, p_consumed_doc json,
+    p_action text, p_key text, p_new_idem_state text, p_idem_doc json,
+    p_step_index integer, p_step_status text, p_step_connector text, p_step_ref text, p_step_doc json,
+    p_attempt text, p_attempt_state text, p_attempt_doc json,
+    p_sup_attempt text, p_sup_state text, p_sup_doc json,
+    p_ids text[], p_types text[], p_ats bigint[], p_docs json[]) RETURNS json
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_idem_state text; v_idem json; v_consumed boolean; v_steps text; v_auth json; v_ap_rev bigint; v_ok boolean; v_seq bigint;
+BEGIN
+  IF p_owner IS NOT NULL AND NOT writ_hold_lease(p_t, p_s, p_lease_inv, p_owner, p_token) THEN
+    RETURN json_build_object('lease', false);
+  END IF;
+  PERFORM pg_advisory_xact_lock(k) FROM unnest(p_locks) AS k;
+  SELECT state, doc INTO v_idem_state, v_idem FROM writ_idempotency WHERE tenant_id = p_t AND space_id = p_s AND action = p_action AND idempotency_key = p_key;
+  v_consumed := EXISTS (SELECT 1 FROM writ_consumed_decisions WHERE tenant_id = p_t AND space_id = p_s AND decision_id = p_decision);
+  SELECT coalesce(string_agg(step_index || ':' || status || ':' || attempt_id, ',' ORDER BY step_index), '') INTO v_steps
+    FROM writ_steps WHERE tenant_id = p_t AND space_id = p_s AND invocation_id = p_inv;
+  v_ok := NOT v_consumed AND v_steps = p_expect_steps;
+  IF p_expect_idem THEN
+    v_ok := v_ok AND v_idem IS NOT NULL AND v_idem_state = p_idem_state AND (v_idem->>'attemptId') = p_idem_attempt AND (v_idem->>'updatedAt')::bigint = p_idem_updated;
+  ELSE
+    v_ok := v_ok AND v_idem IS NULL;
+  END IF;
+  IF p_authority IS NOT NULL THEN
+    SELECT doc INTO v_auth FROM writ_authorities WHERE tenant_id = p_t AND space_id = p_s AND authority_ref = p_authority;
+    v_ok := v_ok AND ((v_auth->>'status') || ':' || coalesce(v_auth->>'expiresAt', '') || ':' || (v_auth->>'updatedAt')) IS NOT DISTINCT FROM p_authority_seen;
+  END IF;
+  IF p_approval IS NOT NULL THEN
+    SELECT rev INTO v_ap_rev FROM writ_approvals WHERE tenant_id = p_t AND space_id = p_s AND approval_id = p_approval;
+    v_ok := v_ok AND v_ap_rev IS NOT DISTINCT FROM p_approval_seen;
+  END IF;
+  IF NOT v_ok THEN
+    RETURN json_build_object(
+      'lease', true, 'started', false, 'idempotency', v_idem, 'consumed', v_consumed,
+      'steps', (SELECT coalesce(json_agg(doc ORDER BY step_index), '[]') FROM writ_steps WHERE tenant_id = p_t AND space_id = p_s AND invocation_id = p_inv),
+      'authority', v_auth,
+      'approval', (SELECT json_build_object('rev', rev, 'doc', doc) FROM writ_approvals WHERE tenant_id = p_t AND space_id = p_s AND approval_id = p_approval),
+      'attempts', (SELECT coalesce(json_agg(json_build_object('seq', seq, 'doc', doc)), '[]') FROM writ_attempts
+                    WHERE tenant_id = p_t AND space_id = p_s AND attempt_id IN (v_idem->>'attemptId', v_idem->>'resultAttemptId')));
+  END IF;
+  IF p_sup_attempt IS NOT NULL THEN
+    UPDATE writ_attempts SET state = p_sup_state, doc = p_sup_doc WHERE tenant_id = p_t AND space_id = p_s AND attempt_id = p_sup_attempt AND state = 'EXECUTING';
+    IF NOT FOUND THEN
+      RAISE EXCEPTION 'attempt % is no longer executing', p_sup_attempt USING ERRCODE = 'WRSTL';
+    END IF;
+  END IF;
+  INSERT INTO writ_consumed_decisions (tenant_id, space_id, decision_id, attempt_id, consumed_at, doc) VALUES (p_t, p_s, p_decision, p_attempt, p_consumed_at, p_consumed_doc);
+  INSERT INTO writ_idempotency (tenant_id, space_id, action, idempotency_key, state, doc) VALUES (p_t, p_s, p_action, p_key, p_new_idem_state, p_idem_doc)
+  ON CONFLICT (tenant_id, space_id, action, idempotency_key) DO UPDATE SET state = excluded.state, doc = excluded.doc;
+  PERFORM writ_put_step(p_t, p_s, p_inv, p_step_index, p_step_status, p_attempt, p_step_connector, p_step_ref, p_step_doc);
+  v_seq := writ_add_attempt(p_t, p_s, p_attempt, p_inv, p_attempt_state, p_attempt_doc);
+  PERFORM writ_put_unsealed(p_t, p_s, p_ids, p_types, p_ats, p_docs);
+  RETURN json_build_object('lease', true, 'started', true, 'seq', v_seq);
+END
+$$;
+
+CREATE FUNCTION writ_record_attempt(p_t text, p_s text, p_inv text, p_owner text, p_token text, p_attempt text, p_attempt_inv text, p_state text, p_doc json,
+    p_ids text[], p_types text[], p_ats bigint[], p_docs json[]) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE v_seq bigint;
+BEGIN
+  IF p_owner IS NOT NULL AND NOT writ_hold_lease(p_t, p_s, p_inv, p_owner, p_token) THEN
+    RAISE EXCEPTION 'lease lost on invocation %', p_inv USING ERRCODE = 'WRLSE';
+  END IF;
+  v_seq := writ_add_attempt(p_t, p_s, p_attempt, p_attempt_inv, p_state, p_doc);
+  PERFORM writ_put_unsealed(p_t, p_s, p_ids, p_types, p_ats, p_docs);
+  RETURN v_seq;
+END
+$$;
+
+CREATE FUNCTION writ_advance(p_t text, p_s text, p_inv text, p_owner text, p_token text, p_lease_inv text,
+    p_done_index integer, p_done_status text, p_done_attempt text, p_done_connector text, p_done_ref text, p_done_doc json,
+    p_next_index integer, p_next_status text, p_next_attempt text, p_next_connector text, p_next_ref text, p_next_doc json,
+    p_ids text[], p_types text[], p_ats bigint[], p_docs json[]) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_owner IS NOT NULL AND NOT writ_hold_lease(p_t, p_s, p_lease_inv, p_owner, p_token) THEN
+    RAISE EXCEPTION 'lease lost on invocation %', p_lease_inv USING ERRCODE = 'WRLSE';
+  END IF;
+  PERFORM writ_put_step(p_t, p_s, p_inv, p_done_index, p_done_status, p_done_attempt, p_done_connector, p_done_ref, p_done_doc);
+  PERFORM writ_put_step(p_t, p_s, p_inv, p_next_index, p_next_status, p_next_attempt, p_next_connector, p_next_ref, p_next_doc);
+  PERFORM writ_put_unsealed(p_t, p_s, p_ids, p_types, p_ats, p_docs);
+END
+$$;
+
+CREATE FUNCTION writ_settle(p_t text, p_s text, p_inv text, p_owner text, p_token text, p_lease_inv text, p_locks bigint[],
+    p_step_index integer, p_step_status text, p_step_attempt text, p_step_connector text, p_step_ref text, p_step_doc json,
+    p_attempt text, p_attempt_inv text, p_attempt_state text, p_attempt_doc json,
+    p_action text, p_key text, p_idem_state text, p_idem_doc json,
+    p_write_inv boolean, p_status text, p_run_at bigint, p_lease_owner text, p_lease_token text, p_lease_expires_at bigint, p_attempt_count integer,
+    p_created_at bigint, p_updated_at bigint, p_deadline_at bigint, p_overdue_at bigint, p_inv_doc json,
+    p_rec text, p_rec_status text, p_rec_created_at bigint, p_rec_doc json,
+    p_ids text[], p_types text[], p_ats bigint[], p_docs json[]) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE v_rev bigint;
+BEGIN
+  IF p_owner IS NOT NULL AND NOT writ_hold_lease(p_t, p_s, p_lease_inv, p_owner, p_token) THEN
+    RAISE EXCEPTION 'lease lost on invocation %', p_lease_inv USING ERRCODE = 'WRLSE';
+  END IF;
+  PERFORM pg_advisory_xact_lock(k) FROM unnest(p_locks) AS k;
+  PERFORM writ_put_step(p_t, p_s, p_inv, p_step_index, p_step_status, p_step_attempt, p_step_connector, p_step_ref, p_step_doc);
+  UPDATE writ_attempts SET invocation_id = p_attempt_inv, state = p_attempt_state, doc = p_attempt_doc WHERE tenant_id = p_t AND space_id = p_s AND attempt_id = p_attempt;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'no attempt % in this scope', p_attempt USING ERRCODE = 'WRNFD';
+  END IF;
+  INSERT INTO writ_idempotency (tenant_id, space_id, action, idempotency_key, state, doc) VALUES (p_t, p_s, p_action, p_key, p_idem_state, p_idem_doc)
+  ON CONFLICT (tenant_id, space_id, action, idempotency_key) DO UPDATE SET state = excluded.state, doc = excluded.doc;
+  IF p_write_inv THEN
+    UPDATE writ_invocations SET status = p_status, run_at = p_run_at, lease_owner = p_lease_owner, lease_token = p_lease_token, lease_expires_at = p_lease_expires_at,
+           attempt_count = p_attempt_count, created_at = p_created_at, updated_at = p_updated_at, deadline_at = p_deadline_at, overdue_at = p_overdue_at,
+           doc = p_inv_doc, rev = rev + 1
+     WHERE tenant_id = p_t AND space_id = p_s AND invocation_id = p_lease_inv AND status = 'running' AND lease_owner = p_owner AND lease_token = p_token
+    RETURNING rev INTO v_rev;
+    IF NOT FOUND THEN
+      RAISE EXCEPTION 'lease lost on invocation %', p_lease_inv USING ERRCODE = 'WRLSE';
+    END IF;
+  END IF;
+  IF p_rec IS NOT NULL THEN
+    INSERT INTO writ_reconciliations (tenant_id, space_id, reconciliation_id, invocation_id, status, created_at, doc, rev)
+    VALUES (p_t, p_s, p_rec, p_lease_inv, p_rec_status, p_rec_created_at, p_rec_doc, 1);
+  END IF;
+  PERFORM writ_put_unsealed(p_t, p_s, p_ids, p_types, p_ats, p_docs);
+  RETURN v_rev;
+END
+$$;
+`;
+
 /** All migrations, ascending by version (1, 2, 3, … without gaps). */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, name: "initial_schema", sql: INITIAL_SCHEMA },
@@ -279,6 +495,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 3, name: "api_keys", sql: API_KEYS },
   { version: 4, name: "unsealed_journal", sql: UNSEALED_JOURNAL },
   { version: 5, name: "row_revisions", sql: ROW_REVISIONS },
+  { version: 6, name: "transitions", sql: TRANSITIONS },
 ];
 
 /** The schema version this build creates and expects. */

@@ -9,7 +9,9 @@ import type { Store, StoreTx } from "../../core/store.js";
 import type { Scope } from "../../core/types.js";
 import { createConnection, createPool, type OwnedPgPool, type PgPool, type PgPooledConnection } from "./postgres-driver.js";
 import { passwordOf, toWritError } from "./postgres-errors.js";
-import { ConnectionExec } from "./postgres-exec.js";
+import { ConnectionExec, type Exec } from "./postgres-exec.js";
+import { postgresTransitions } from "./postgres-transitions.js";
+import { genericTransitions } from "../../core/transitions.js";
 import { WakeListener, type ListenConnection } from "./postgres-listener.js";
 import { migratePostgres, postgresSchemaVersion } from "./postgres-migrate.js";
 import { checkConnection, resolvePostgresOptions, type PostgresConnection, type PostgresStoreOptions, type ResolvedPostgresOptions } from "./postgres-options.js";
@@ -223,8 +225,35 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     return track(runRead(fn));
   };
 
+  /** One statement on a pooled connection in autocommit: a native transition's one round trip. */
+  const runStatement = async <T>(fn: (x: Exec) => Promise<T>): Promise<T> => {
+    if (closed !== undefined) throw closedError();
+    if (opts.autoMigrate && migrated === undefined) await migrate();
+    else if (migrated !== undefined) await migrated;
+    if (closed !== undefined) throw closedError();
+    return track(
+      (async () => {
+        const c = await checkout();
+        const x = new ConnectionExec(c, opts.preparedStatements, secrets);
+        let healthy = true;
+        try {
+          return await fn(x);
+        } catch (e) {
+          // A server-raised error leaves the connection usable; a broken one is discarded.
+          const state = (e as { details?: { sqlState?: unknown } }).details?.sqlState;
+          if (typeof state !== "string") healthy = false;
+          throw e;
+        } finally {
+          c.release(healthy ? undefined : true);
+        }
+      })(),
+    );
+  };
+  let guarded: PostgresStore | undefined;
+  const transitions = postgresTransitions(runStatement, (scope) => hintJournal([scope]), () => genericTransitions(guarded!));
+
   // Every transaction and read runs behind the shared input rules and the lock order (docs/stores.md).
-  return guardStore({
+  return (guarded = guardStore<PostgresStore>({
     kind: "postgres",
     migrate,
     transact,
@@ -253,5 +282,6 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
       return () => void journalListeners.delete(own);
     },
     listening: () => listener.listening(),
-  });
+    transitions,
+  }));
 }
