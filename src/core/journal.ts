@@ -8,6 +8,7 @@ import { canonicalize, canonicalizeData, parseJsonStrict } from "./canonical.js"
 import { base64url, fromBase64url, fromUtf8, utf8 } from "./encoding.js";
 import type { Keyring, SigningKey } from "./keyring.js";
 import type { CryptoPort } from "./ports.js";
+import { WritError } from "./errors.js";
 import type { Store, StoreTx } from "./store.js";
 import type { Json, JournalCheckpoint, JournalEntry, Scope, UnsealedEntry } from "./types.js";
 
@@ -79,7 +80,13 @@ export async function sealPending(tx: StoreTx, crypto: CryptoPort, scope: Scope,
   await tx.lock(scope, ["journal"]);
   const pending = await tx.listUnsealed(scope, { limit });
   if (pending.length === 0) return 0;
-  const head = await tx.journalHead(scope);
+  const sealed = chain(crypto, scope, await tx.journalHead(scope), pending);
+  await tx.sealJournal(scope, sealed);
+  return sealed.length;
+}
+
+/** Unsealed entries chained after `head`, in the order given. */
+function chain(crypto: CryptoPort, scope: Scope, head: { seq: number; hash: string } | null, pending: readonly UnsealedEntry[]): JournalEntry[] {
   let seq = head?.seq ?? 0;
   let prevHash = head?.hash ?? null;
   const sealed: JournalEntry[] = [];
@@ -90,15 +97,27 @@ export async function sealPending(tx: StoreTx, crypto: CryptoPort, scope: Scope,
     sealed.push({ ...e, hash });
     prevHash = hash;
   }
-  await tx.sealJournal(scope, sealed);
-  return sealed.length;
+  return sealed;
 }
 
 /** Seals everything of `scope` that is committed and visible now, batch after batch. */
 export async function sealScopeNow(store: Store, crypto: CryptoPort, scope: Scope): Promise<number> {
+  const t = store.transitions;
   let total = 0;
-  for (;;) {
-    const n = await store.transact((tx) => sealPending(tx, crypto, scope));
+  for (let lost = 0; ; ) {
+    let n: number;
+    if (t?.readUnsealed !== undefined && t.sealIfHead !== undefined) {
+      // Optimistic: chain what was read, and seal only if no one sealed since (else read again).
+      const { head, entries } = await t.readUnsealed(scope, SEAL_BATCH);
+      const sealed = chain(crypto, scope, head, entries);
+      if (sealed.length > 0 && !(await t.sealIfHead(scope, head?.seq ?? 0, sealed))) {
+        if (++lost > 100) throw new WritError("STALE", "the journal head kept moving while sealing");
+        continue;
+      }
+      n = sealed.length;
+    } else {
+      n = await store.transact((tx) => sealPending(tx, crypto, scope));
+    }
     total += n;
     if (n < SEAL_BATCH) return total;
   }

@@ -578,7 +578,12 @@ export function guardStore<S extends Store>(store: S): S {
  * order exactly as the generic composition (`genericTransitions`) would, without a store.
  */
 const DRY_TX = new Proxy({} as StoreTx, {
-  get: (_t, prop) => (prop === "then" ? undefined : async (): Promise<unknown> => (prop === "consumeDecision" ? true : prop === "insertUnsealed" ? [] : null)),
+  get: (_t, prop) => {
+    if (prop === "then") return undefined;
+    const name = String(prop);
+    const answer = name === "consumeDecision" ? true : name === "insertUnsealed" || name === "claimInvocations" || name === "getSteps" || name.startsWith("list") ? [] : null;
+    return async (): Promise<unknown> => answer;
+  },
 });
 
 /**
@@ -656,6 +661,32 @@ function guardTransitions(t: StoreTransitions): StoreTransitions {
       });
       return t.settle(scope, input);
     },
+    async prepare(scope, input) {
+      arg(input, "prepare");
+      await dry(async (tx) => {
+        await tx.getSteps(scope, input.invocationId);
+        await tx.getAuthority(scope, input.authorityRef);
+        if (input.approvalId !== undefined) await tx.getApproval(scope, input.approvalId);
+      });
+      return t.prepare(scope, input);
+    },
+    async claim(opts) {
+      await dry((tx) => tx.claimInvocations(opts));
+      return t.claim(opts);
+    },
+    ...(t.readUnsealed !== undefined && t.sealIfHead !== undefined
+      ? {
+          async readUnsealed(scope: Scope, max: number) {
+            await dry((tx) => tx.listUnsealed(scope, { limit: max }));
+            return t.readUnsealed!(scope, max);
+          },
+          async sealIfHead(scope: Scope, headSeq: number, entries: JournalEntry[]) {
+            nonNegInt(headSeq, "sealIfHead: headSeq");
+            await dry((tx) => tx.sealJournal(scope, entries));
+            return t.sealIfHead!(scope, headSeq, entries);
+          },
+        }
+      : {}),
   };
 }
 

@@ -12,7 +12,8 @@
  * cases on every store.
  */
 import { WritError } from "./errors.js";
-import type { Store, StoreTx } from "./store.js";
+import { unsealedEntries } from "./journal.js";
+import { readCommitted, type ClaimOptions, type Store, type StoreTx } from "./store.js";
 import type {
   Approval,
   AttemptRecord,
@@ -21,6 +22,7 @@ import type {
   Fence,
   IdempotencyRecord,
   Invocation,
+  JournalEntry,
   ReconciliationRecord,
   Scope,
   StepCheckpoint,
@@ -130,6 +132,45 @@ export interface StoreTransitions {
   advance(scope: Scope, input: AdvanceInput): Promise<void>;
   /** Returns the invocation's new rev when it wrote one. */
   settle(scope: Scope, input: SettleInput): Promise<{ invocationRev?: number }>;
+  /**
+   * What a worker reads before it evaluates a claimed invocation: its steps, the authority and
+   * (when named) the approval, on the read path in one go.
+   */
+  prepare(scope: Scope, input: PrepareInput): Promise<Prepared>;
+  /**
+   * `StoreTx.claimInvocations` and each claimed invocation's {@link claimedEntry}, atomically
+   * (across scopes, like the claim itself).
+   */
+  claim(opts: ClaimOptions): Promise<Invocation[]>;
+  /**
+   * Optional, for the sequencer (docs/journal.md): the sealed head and the oldest unsealed
+   * entries, read without a lock; and a seal that applies only if the head is still `headSeq`
+   * (false, nothing written, when another sequencer sealed first). A store with these seals in
+   * two round trips and one commit instead of a locked transaction.
+   */
+  readUnsealed?(scope: Scope, limit: number): Promise<{ head: { seq: number; hash: string } | null; entries: UnsealedEntry[] }>;
+  sealIfHead?(scope: Scope, headSeq: number, entries: JournalEntry[]): Promise<boolean>;
+}
+
+export interface PrepareInput {
+  invocationId: string;
+  authorityRef: string;
+  approvalId?: string;
+}
+
+export interface Prepared {
+  steps: StepCheckpoint[];
+  authority: Authority | null;
+  approval: Approval | null;
+}
+
+/**
+ * The journal entry of a claim (PostgreSQL builds the same document in `writ_claim`, migration 6).
+ */
+export function claimedEntry(inv: Invocation, owner: string, now: number): UnsealedEntry {
+  return unsealedEntries(inv, [
+    { id: `invocation.claimed:${inv.invocationId}:${inv.leaseToken!}`, type: "invocation.claimed", at: now, refs: { invocationId: inv.invocationId }, data: { owner, attemptCount: inv.attemptCount } },
+  ])[0]!;
 }
 
 /** The steps a `begin` decided on, as the store compares them: index, status and attempt of each. */
@@ -250,6 +291,20 @@ export function genericTransitions(store: Store): StoreTransitions {
         if (input.within) await input.within(tx);
         return input.invocation?.rev !== undefined ? { invocationRev: input.invocation.rev } : {};
       }),
+    claim: (opts) =>
+      store.transact(async (tx) => {
+        const claimed = await tx.claimInvocations(opts);
+        // A batch can span scopes; each scope's entries are written together.
+        const byScope = [...claimed].sort((a, b) => (a.tenantId < b.tenantId ? -1 : a.tenantId > b.tenantId ? 1 : a.spaceId < b.spaceId ? -1 : a.spaceId > b.spaceId ? 1 : 0));
+        for (const inv of byScope) await tx.insertUnsealed({ tenantId: inv.tenantId, spaceId: inv.spaceId }, [claimedEntry(inv, opts.owner, opts.now)]);
+        return claimed;
+      }),
+    prepare: (scope, input) =>
+      readCommitted(store, async (tx) => ({
+        steps: await tx.getSteps(scope, input.invocationId),
+        authority: await tx.getAuthority(scope, input.authorityRef),
+        approval: input.approvalId !== undefined ? await tx.getApproval(scope, input.approvalId) : null,
+      })),
   };
 }
 

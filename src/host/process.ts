@@ -11,7 +11,8 @@ import { computeRequestDigest } from "../core/digest.js";
 import { LeaseLostError, errorMessage, isWritError } from "../core/errors.js";
 import { backoffDelay } from "../core/invocation.js";
 import { appendJournal, type JournalDraft } from "../core/journal.js";
-import { readCommitted, type StoreTx } from "../core/store.js";
+import type { StoreTx } from "../core/store.js";
+import { transitionsOf } from "../core/transitions.js";
 import type { Approval, AttemptRecord, Fence, Invocation, InvocationStatus, Json, ReconciliationRecord, StepCheckpoint } from "../core/types.js";
 import { approvalLockKey } from "./approvals.js";
 import { compensate } from "./compensation.js";
@@ -84,11 +85,11 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
   }
 
   // One read for everything the decision depends on: steps, the authority, the approval.
-  const { steps, authority, approval } = await readCommitted(store, async (tx) => ({
-    steps: await tx.getSteps(scope, inv.invocationId),
-    authority: await tx.getAuthority(scope, inv.request.authorityRef),
-    approval: inv.approvalId ? await tx.getApproval(scope, inv.approvalId) : null,
-  }));
+  const { steps, authority, approval } = await transitionsOf(store).prepare(scope, {
+    invocationId: inv.invocationId,
+    authorityRef: inv.request.authorityRef,
+    ...(inv.approvalId ? { approvalId: inv.approvalId } : {}),
+  });
   const rows = stepsByIndex(steps);
   let doneSteps = 0;
   while (rows.get(doneSteps)?.status === "succeeded") doneSteps++;

@@ -6,7 +6,7 @@
 import { MAX_TIMER_MS } from "../core/validate.js";
 import { base64url } from "../core/encoding.js";
 import { WritError, errorMessage, isWritError } from "../core/errors.js";
-import { appendJournal } from "../core/journal.js";
+import { transitionsOf } from "../core/transitions.js";
 import { sequencerFor } from "../core/sequencer.js";
 import { innerStore } from "../core/sealing.js";
 import { readCommitted, type StoreTx } from "../core/store.js";
@@ -71,18 +71,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   async function claim(limit: number): Promise<Invocation[]> {
     const now = o.clock.now();
     const tokens = Array.from({ length: limit }, () => base64url(o.random.bytes(16)));
-    return o.store.transact(async (tx) => {
-      const claimed = await tx.claimInvocations({ owner: id, tokens, now, leaseMs, limit });
-      // A batch can span scopes. The claim entries are written unsealed (no journal lock, no head
-      // read: docs/journal.md), so this order only keeps each scope's entries together.
-      const byScope = [...claimed].sort((a, b) => cmp(a.tenantId, b.tenantId) || cmp(a.spaceId, b.spaceId));
-      for (const inv of byScope) {
-        await appendJournal(tx, o.crypto, scopeOf(inv), [
-          { id: `invocation.claimed:${inv.invocationId}:${inv.leaseToken!}`, type: "invocation.claimed", at: now, refs: { invocationId: inv.invocationId }, data: { owner: id, attemptCount: inv.attemptCount } },
-        ]);
-      }
-      return claimed;
-    });
+    return transitionsOf(o.store).claim({ owner: id, tokens, now, leaseMs, limit });
   }
 
   function launch(inv: Invocation): Promise<ProcessResult> {
@@ -231,8 +220,4 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     },
     inFlight: () => inflight.size,
   };
-}
-
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -150,10 +150,12 @@ describe.skipIf(server === null)("the sequencer on postgres", () => {
       expect(committed).toHaveLength(25);
       await killChild(writer);
       await holder.query("COMMIT"); // the lock is free again; the writer is dead
-      // Durable at commit, not sealed: nothing lost, nothing chained yet.
+      // Durable at commit: nothing lost. Most entries are not chained yet; a seal statement the
+      // writer sent before it died may still run on the server once the lock is free (a seal is
+      // one statement that checks the head it was computed on), so some may be.
       const before = await store.transact(async (tx) => [await tx.listUnsealed(scope), await tx.readJournal(scope)] as const);
-      expect(before[0].map((u) => u.id).sort()).toEqual([...committed].sort());
-      expect(before[1]).toEqual([]);
+      expect([...before[0].map((u) => u.id), ...before[1].map((e) => e.id)].sort()).toEqual([...committed].sort());
+      expect(before[0].length).toBeGreaterThan(0);
       // After the restart, another process's sequencer seals them within its bound.
       restarted = spawnChild("seal-sequencer", { ...env, WRIT_SEAL_MODE: "sequencer" }, SEAL_CHILD);
       await restarted.waitForLine((l) => typeof l === "object" && l !== null && "ready" in l, 60_000, "the restarted sequencer");

@@ -446,6 +446,64 @@ BEGIN
 END
 $$;
 
+-- The claim and its journal entries (the same document as claimedEntry in core/transitions.ts).
+CREATE FUNCTION writ_claim(p_owner text, p_now bigint, p_lease_ms bigint, p_limit integer, p_tokens text[]) RETURNS json
+LANGUAGE plpgsql AS $$
+DECLARE v_out json;
+BEGIN
+  WITH picked AS MATERIALIZED (
+     SELECT tenant_id, space_id, invocation_id, run_at, created_at FROM writ_invocations
+      WHERE (status = 'queued' AND run_at <= p_now) OR (status = 'running' AND lease_expires_at <= p_now)
+      ORDER BY run_at, created_at, invocation_id, tenant_id, space_id
+      LIMIT p_limit
+      FOR UPDATE SKIP LOCKED
+   ), numbered AS (
+     SELECT tenant_id, space_id, invocation_id, row_number() OVER (ORDER BY run_at, created_at, invocation_id, tenant_id, space_id) AS rn FROM picked
+   ), claimed AS (
+     UPDATE writ_invocations i
+        SET status = 'running', lease_owner = p_owner, lease_token = t.token, lease_expires_at = p_now + p_lease_ms,
+            attempt_count = i.attempt_count + 1, updated_at = p_now, rev = i.rev + 1
+       FROM numbered n JOIN unnest(p_tokens) WITH ORDINALITY AS t(token, ord) ON t.ord = n.rn
+      WHERE i.tenant_id = n.tenant_id AND i.space_id = n.space_id AND i.invocation_id = n.invocation_id
+     RETURNING n.rn, i.tenant_id, i.space_id, i.invocation_id, i.status, i.run_at, i.lease_owner, i.lease_token, i.lease_expires_at, i.attempt_count, i.updated_at, i.rev, i.doc
+   ), journaled AS (
+     INSERT INTO writ_journal (tenant_id, space_id, id, type, at, doc)
+     SELECT c.tenant_id, c.space_id, 'invocation.claimed:' || c.invocation_id || ':' || c.lease_token, 'invocation.claimed', p_now,
+            json_build_object('tenantId', c.tenant_id, 'spaceId', c.space_id, 'id', 'invocation.claimed:' || c.invocation_id || ':' || c.lease_token,
+                              'at', p_now, 'type', 'invocation.claimed', 'refs', json_build_object('invocationId', c.invocation_id),
+                              'data', json_build_object('owner', p_owner, 'attemptCount', c.attempt_count))
+       FROM claimed c ORDER BY c.tenant_id, c.space_id, c.rn
+     ON CONFLICT (tenant_id, space_id, id) DO NOTHING
+   )
+  SELECT coalesce(json_agg(json_build_object('status', status, 'run_at', run_at, 'lease_owner', lease_owner, 'lease_token', lease_token,
+                                             'lease_expires_at', lease_expires_at, 'attempt_count', attempt_count, 'updated_at', updated_at,
+                                             'rev', rev, 'doc', doc) ORDER BY rn), '[]')
+    INTO v_out FROM claimed;
+  RETURN v_out;
+END
+$$;
+
+-- A seal that applies only while the sealed head is still p_head (the sequencer read it without a
+-- lock); 0 rows (nothing written) when another sequencer sealed first.
+CREATE FUNCTION writ_seal_if_head(p_t text, p_s text, p_lock bigint, p_head bigint, p_ids text[], p_seqs bigint[], p_hashes text[], p_docs json[]) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE v_n integer;
+BEGIN
+  PERFORM pg_advisory_xact_lock(p_lock);
+  IF (SELECT coalesce(max(seq), 0) FROM writ_journal WHERE tenant_id = p_t AND space_id = p_s AND seq IS NOT NULL) <> p_head THEN
+    RETURN 0;
+  END IF;
+  UPDATE writ_journal j SET seq = b.seq, hash = b.hash, doc = b.doc
+    FROM unnest(p_ids, p_seqs, p_hashes, p_docs) AS b(id, seq, hash, doc)
+   WHERE j.tenant_id = p_t AND j.space_id = p_s AND j.id = b.id AND j.seq IS NULL;
+  GET DIAGNOSTICS v_n = ROW_COUNT;
+  IF v_n <> coalesce(array_length(p_ids, 1), 0) THEN
+    RAISE EXCEPTION 'journal seal names an entry that is not unsealed' USING ERRCODE = 'WRCNF';
+  END IF;
+  RETURN v_n;
+END
+$$;
+
 CREATE FUNCTION writ_settle(p_t text, p_s text, p_inv text, p_owner text, p_token text, p_lease_inv text, p_locks bigint[],
     p_step_index integer, p_step_status text, p_step_attempt text, p_step_connector text, p_step_ref text, p_step_doc json,
     p_attempt text, p_attempt_inv text, p_attempt_state text, p_attempt_doc json,

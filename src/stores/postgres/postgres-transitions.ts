@@ -50,6 +50,21 @@ const SETTLE = statement(
   ]),
 );
 
+const CLAIM = statement("t_claim", call("writ_claim", ["text", "bigint", "bigint", "integer", "text[]"]));
+const SEAL_IF_HEAD = statement("t_seal_if_head", call("writ_seal_if_head", ["text", "text", "bigint", "bigint", "text[]", "bigint[]", "text[]", "json[]"]));
+const PREPARE = statement(
+  "t_prepare",
+  `SELECT (SELECT coalesce(json_agg(doc ORDER BY step_index), '[]') FROM writ_steps WHERE tenant_id = $1 AND space_id = $2 AND invocation_id = $3) AS steps,
+          (SELECT doc FROM writ_authorities WHERE tenant_id = $1 AND space_id = $2 AND authority_ref = $4) AS authority,
+          (SELECT json_build_object('rev', rev, 'doc', doc) FROM writ_approvals WHERE tenant_id = $1 AND space_id = $2 AND approval_id = $5::text) AS approval`,
+);
+const READ_UNSEALED = statement(
+  "t_read_unsealed",
+  `SELECT (SELECT json_build_object('seq', seq, 'hash', hash) FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq IS NOT NULL ORDER BY seq DESC LIMIT 1) AS head,
+          (SELECT coalesce(json_agg(u.doc ORDER BY u.pos), '[]') FROM (
+             SELECT doc, pos FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq IS NULL ORDER BY pos LIMIT $3) u) AS entries`,
+);
+
 function entryParams(entries: readonly UnsealedEntry[]): unknown[] {
   return [entries.map((e) => e.id), entries.map((e) => e.type), entries.map((e) => e.at), entries.map(docOf)];
 }
@@ -207,6 +222,54 @@ export function postgresTransitions(
           ...entryParams(input.entries),
         ]),
       );
+    },
+
+    async prepare(scope, input) {
+      const [r] = await run((x) =>
+        x.rows<{ steps: StepCheckpoint[]; authority: Authority | null; approval: { rev: number; doc: Approval } | null }>(PREPARE, [
+          scope.tenantId,
+          scope.spaceId,
+          input.invocationId,
+          input.authorityRef,
+          input.approvalId ?? null,
+        ]),
+      );
+      return { steps: r!.steps, authority: r!.authority, approval: r!.approval ? { ...r!.approval.doc, rev: Number(r!.approval.rev) } : null };
+    },
+
+    async claim(opts) {
+      const n = Math.min(opts.limit, opts.tokens.length);
+      if (n === 0) return [];
+      const [r] = await run((x) => x.rows<{ out: InvocationRow[] }>(CLAIM, [opts.owner, opts.now, opts.leaseMs, n, opts.tokens.slice(0, n)]));
+      const claimed = r!.out.map(invocationFromRow);
+      const seen = new Map<string, Scope>();
+      for (const inv of claimed) seen.set(`${inv.tenantId}\u0000${inv.spaceId}`, { tenantId: inv.tenantId, spaceId: inv.spaceId });
+      for (const sc of seen.values()) journaled(sc);
+      return claimed;
+    },
+
+    async readUnsealed(scope, limit) {
+      const [r] = await run((x) => x.rows<{ head: { seq: number | string; hash: string } | null; entries: UnsealedEntry[] }>(READ_UNSEALED, [scope.tenantId, scope.spaceId, limit]));
+      return { head: r!.head ? { seq: Number(r!.head.seq), hash: r!.head.hash } : null, entries: r!.entries };
+    },
+
+    async sealIfHead(scope, headSeq, entries) {
+      if (entries.length === 0) return true;
+      const [r] = await run((x) =>
+        x.rows<{ out: number }>(SEAL_IF_HEAD, [
+          scope.tenantId,
+          scope.spaceId,
+          String(advisoryKeys(scope, ["journal"])[0]!),
+          headSeq,
+          entries.map((e) => e.id),
+          entries.map((e) => e.seq),
+          entries.map((e) => e.hash),
+          entries.map(docOf),
+        ]),
+      ).catch((e: unknown) => {
+        throw mapped(e, "");
+      });
+      return r!.out > 0;
     },
 
     async settle(scope, input) {
