@@ -132,17 +132,43 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
     return n;
   }
 
-  store.onJournalAppend?.((scope) =>
-    seal(scope).then(noop, (e: unknown) => {
-      report(e, scope);
-    }),
-  );
+  // A store whose commits do not wait for their hint (PostgreSQL) may ask for hints of one scope
+  // to be coalesced for a few ms, so that one seal chains several commits. Only while started:
+  // the delay needs the clock the polling was given.
+  let clock: Clock | null = null;
+  const delayed = new Map<string, { done: Promise<void>; now: () => void }>();
+  const hintDelay = store.journalHintDelayMs ?? 0;
+  store.onJournalAppend?.((scope) => {
+    const run = (): Promise<void> =>
+      seal(scope).then(noop, (e: unknown) => {
+        report(e, scope);
+      });
+    if (hintDelay <= 0 || clock === null) return run();
+    const key = scopeKey(scope);
+    if (delayed.has(key)) return;
+    let fire: () => void = noop;
+    const done = new Promise<void>((resolve) => {
+      fire = () => {
+        cancel();
+        if (delayed.get(key)?.done !== done) return;
+        delayed.delete(key);
+        resolve(run());
+      };
+    });
+    const cancel = clock.setTimer(hintDelay, () => fire());
+    delayed.set(key, { done, now: () => fire() });
+  });
+  /** Seals what waits for its delay right away (stop, idle). */
+  const flushDelayed = (): void => {
+    for (const d of [...delayed.values()]) d.now();
+  };
 
   return {
     seal,
     sealAll,
     start(polling) {
       const bound = checkSealWithinMs("sequencer", polling.sealWithinMs);
+      clock = polling.clock;
       const pollMs = Math.max(1, Math.floor(bound / 4));
       let stopped = false;
       let cancel: (() => void) | null = null;
@@ -168,13 +194,16 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
       schedule();
       return async () => {
         stopped = true;
+        clock = null;
+        flushDelayed();
         cancel?.();
         await current;
       };
     },
     async idle() {
       for (;;) {
-        const pending = [...runs.values()].flatMap((r) => [r.running, r.queued]).filter((p): p is Promise<number> => p !== null);
+        flushDelayed();
+        const pending: Promise<unknown>[] = [...[...runs.values()].flatMap((r) => [r.running, r.queued]).filter((p): p is Promise<number> => p !== null)];
         if (pending.length === 0) return;
         await Promise.allSettled(pending);
       }

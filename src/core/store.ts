@@ -69,6 +69,11 @@ export interface Store {
    */
   onJournalAppend?(cb: (scope: Scope) => void | Promise<void>): () => void;
   /**
+   * Optional, for a store whose commits do not wait for `onJournalAppend`: how long (ms) a
+   * started sequencer coalesces the hints of one scope before it seals (fewer, larger seals).
+   */
+  readonly journalHintDelayMs?: number;
+  /**
    * Optional native hot transitions (docs/stores.md, "Transitions"): each one whole state change
    * applied atomically, on PostgreSQL in one round trip. Callers use `transitionsOf(store)`, which
    * falls back to the same transitions composed from `transact` for a store without them.

@@ -57,6 +57,12 @@ export interface PostgresStoreOptions {
    */
   listenReconnectMs?: number;
   /**
+   * How long (ms) a started journal sequencer coalesces commit hints of one scope, so one seal chains the
+   * entries of several commits of a scope (docs/journal.md). Must stay well under the
+   * sequencer's `sealWithinMs`; 0 hints at once. @defaultValue 20
+   */
+  journalHintDelayMs?: number;
+  /**
    * `application_name` of the store's connections, shown in `pg_stat_activity` (ignored with `pool`).
    * @defaultValue "writ"
    */
@@ -71,6 +77,7 @@ export interface ResolvedPostgresOptions {
   autoMigrate: boolean;
   preparedStatements: boolean;
   listenReconnectMs: number;
+  journalHintDelayMs: number;
   applicationName: string;
 }
 
@@ -82,6 +89,7 @@ export const POSTGRES_DEFAULTS = {
   autoMigrate: true,
   preparedStatements: true,
   listenReconnectMs: 1_000,
+  journalHintDelayMs: 20,
   applicationName: "writ",
 } as const satisfies ResolvedPostgresOptions;
 
@@ -132,6 +140,7 @@ export function resolvePostgresOptions(opts: PostgresStoreOptions = {}): Resolve
     autoMigrate: boolOption("autoMigrate", opts.autoMigrate, POSTGRES_DEFAULTS.autoMigrate),
     preparedStatements: boolOption("preparedStatements", opts.preparedStatements, POSTGRES_DEFAULTS.preparedStatements),
     listenReconnectMs: intOption("listenReconnectMs", opts.listenReconnectMs, POSTGRES_DEFAULTS.listenReconnectMs, 1),
+    journalHintDelayMs: intOption("journalHintDelayMs", opts.journalHintDelayMs, POSTGRES_DEFAULTS.journalHintDelayMs, 0),
     applicationName,
   };
 }

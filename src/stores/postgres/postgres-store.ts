@@ -282,6 +282,7 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
       return () => void journalListeners.delete(own);
     },
     listening: () => listener.listening(),
+    journalHintDelayMs: opts.journalHintDelayMs,
     transitions,
   }));
 }
