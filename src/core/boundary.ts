@@ -7,7 +7,7 @@ import type { ActionDefinition, Connector, ConnectorContext } from "./action.js"
 import { DECISION_CHECKS, Refusal, checkApproval, checkAuthority, checkConnectors, checkParses, type CheckEnv, type DecisionSubject, type MaybePromise } from "./checks.js";
 import { stableId } from "./digest.js";
 import { verifyParsed, type ParsedDecision } from "./decision.js";
-import { WritError, errorMessage } from "./errors.js";
+import { WritError, errorMessage, type OutcomeCode } from "./errors.js";
 import { base64url } from "./encoding.js";
 import { appendJournal, type JournalDraft } from "./journal.js";
 import { sequencerFor } from "./sequencer.js";
@@ -669,7 +669,7 @@ function attemptStateOf(i: Interpreted): AttemptState {
   }
 }
 
-function reasonCodeOf(i: Interpreted): string {
+function reasonCodeOf(i: Exclude<Interpreted, { kind: "success" | "accepted" }>): OutcomeCode {
   switch (i.kind) {
     case "permanent_failure":
       return i.thrown ? "CONNECTOR_ERROR" : "CONNECTOR_FAILURE";
@@ -679,7 +679,5 @@ function reasonCodeOf(i: Interpreted): string {
       return "EXECUTION_TIMEOUT";
     case "ambiguous":
       return "OUTCOME_AMBIGUOUS";
-    default:
-      return "";
   }
 }

@@ -12,7 +12,7 @@ import { LeaseLostError, errorMessage, isWritError } from "../core/errors.js";
 import { backoffDelay } from "../core/invocation.js";
 import { appendJournal } from "../core/journal.js";
 import { readCommitted, type StoreTx } from "../core/store.js";
-import type { Approval, AttemptRecord, Fence, Invocation, InvocationStatus, ReconciliationRecord, StepCheckpoint } from "../core/types.js";
+import type { Approval, AttemptRecord, Fence, Invocation, InvocationStatus, ReasonCode, ReconciliationRecord, StepCheckpoint } from "../core/types.js";
 import { approvalLockKey } from "./approvals.js";
 import { compensate } from "./compensation.js";
 import { applyEarlyCompletions, completionLockKey } from "./completions.js";
@@ -290,7 +290,7 @@ export async function toReconciliation(
   inv: Invocation,
   fence: Fence | undefined,
   stepIndex: number,
-  reasonCode: string,
+  reasonCode: ReasonCode,
   reason: string,
   externalRef: string | undefined,
   events: HostEvent[],
