@@ -89,39 +89,6 @@ export function parseJsonStrict(text: string, maxDepth = 64): unknown {
   return v;
 }
 
-/**
- * {@link parseJsonStrict} for text that is already in its shortest form (what `JSON.stringify`
- * writes, as every JOSE library does for a JWS part): `JSON.parse` plus one `JSON.stringify` to
- * prove the text had no duplicate key (a text equal to the serialisation of its own parse cannot
- * hold one), no `__proto__` key and no number out of range; nesting is checked on the value. Any
- * other text goes through the strict parser, so the result and every error are the same as
- * `parseJsonStrict(text, maxDepth)`.
- */
-export function parseJsonStrictFast(text: string, maxDepth = 64): unknown {
-  if (!text.includes("__proto__")) {
-    let v: unknown;
-    try {
-      v = JSON.parse(text);
-    } catch {
-      v = undefined;
-    }
-    if (v !== undefined && JSON.stringify(v) === text && depthWithin(v, 0, maxDepth)) return v;
-  }
-  return parseJsonStrict(text, maxDepth);
-}
-
-// The strict parser refuses any value (a scalar too) nested deeper than `max`.
-function depthWithin(v: unknown, depth: number, max: number): boolean {
-  if (depth > max) return false;
-  if (typeof v !== "object" || v === null) return true;
-  if (Array.isArray(v)) {
-    for (const x of v) if (!depthWithin(x, depth + 1, max)) return false;
-    return true;
-  }
-  for (const k in v) if (!depthWithin((v as Record<string, unknown>)[k], depth + 1, max)) return false;
-  return true;
-}
-
 const NUMBER_RE = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 
 class StrictParser {

@@ -2,7 +2,7 @@
  * Decisions as JWS compact tokens, EdDSA / Ed25519 (SPEC 2). Any JOSE library verifies one with the
  * key from the host's JWKS; Writ verifies tokens minted by any JOSE library with the same header.
  */
-import { parseJsonStrict, parseJsonStrictFast } from "./canonical.js";
+import { parseJsonStrict } from "./canonical.js";
 import { WritError, errorMessage } from "./errors.js";
 import { base64url, fromBase64url, fromUtf8, utf8 } from "./encoding.js";
 import type { Keyring, SigningKey } from "./keyring.js";
@@ -94,7 +94,7 @@ export function parseDecision(token: unknown): ParseResult {
   const header = parsedHeader.header;
   let payload: unknown;
   try {
-    payload = parseJsonStrictFast(fromUtf8(pb), 8);
+    payload = parseJsonStrict(fromUtf8(pb), 8);
   } catch (e) {
     return { ok: false, message: `decision is not valid JSON: ${errorMessage(e)}` };
   }

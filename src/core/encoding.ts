@@ -33,45 +33,26 @@ export function base64url(bytes: Uint8Array): string {
   return out;
 }
 
-const sextet = (s: string, i: number): number => {
-  const c = s.charCodeAt(i);
-  return c < 128 ? LOOKUP[c]! : -1;
-};
-
 /** Strict base64url decoding (no padding, no foreign characters, canonical trailing bits). */
 export function fromBase64url(s: string): Uint8Array | null {
-  const rem = s.length % 4;
-  if (rem === 1) return null;
-  const full = s.length - rem;
-  const out = new Uint8Array((full / 4) * 3 + (rem === 0 ? 0 : rem - 1));
+  if (s.length % 4 === 1) return null;
+  const out = new Uint8Array(Math.floor((s.length * 3) / 4));
   let o = 0;
-  // Four characters (24 bits) at a time; any foreign character makes the OR negative.
-  for (let i = 0; i < full; i += 4) {
-    const a = sextet(s, i);
-    const b = sextet(s, i + 1);
-    const c = sextet(s, i + 2);
-    const d = sextet(s, i + 3);
-    if ((a | b | c | d) < 0) return null;
-    const n = (a << 18) | (b << 12) | (c << 6) | d;
-    out[o++] = n >> 16;
-    out[o++] = (n >> 8) & 0xff;
-    out[o++] = n & 0xff;
+  let buf = 0;
+  let bits = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    const v = c < 128 ? LOOKUP[c]! : -1;
+    if (v < 0) return null;
+    buf = (buf << 6) | v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[o++] = (buf >> bits) & 0xff;
+    }
   }
   // Non-zero leftover bits mean a non-canonical encoding (two strings would decode alike).
-  if (rem === 2) {
-    const a = sextet(s, full);
-    const b = sextet(s, full + 1);
-    if ((a | b) < 0 || (b & 0x0f) !== 0) return null;
-    out[o] = (a << 2) | (b >> 4);
-  } else if (rem === 3) {
-    const a = sextet(s, full);
-    const b = sextet(s, full + 1);
-    const c = sextet(s, full + 2);
-    if ((a | b | c) < 0 || (c & 0x03) !== 0) return null;
-    const n = (a << 10) | (b << 4) | (c >> 2);
-    out[o] = n >> 8;
-    out[o + 1] = n & 0xff;
-  }
+  if (bits > 0 && (buf & ((1 << bits) - 1)) !== 0) return null;
   return out;
 }
 
