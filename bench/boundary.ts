@@ -20,8 +20,12 @@ export function rawVerifyRate(ms: number): number {
 
 export interface BoundaryRig {
   store: Store;
-  /** Executes `n` fresh requests with `concurrency` in flight; returns executions per second. */
-  run(n: number, concurrency: number): Promise<number>;
+  /**
+   * Executes `n` fresh requests with `concurrency` in flight; returns executions per second.
+   * `beforeTiming` runs after minting, right before the timed region (scripts/prof-boundary.ts
+   * starts its profiler there).
+   */
+  run(n: number, concurrency: number, beforeTiming?: () => Promise<void>): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -45,8 +49,9 @@ export async function boundaryRig(store: Store, scopes = 1): Promise<BoundaryRig
   };
   return {
     store,
-    async run(n, concurrency) {
+    async run(n, concurrency, beforeTiming) {
       const work = Array.from({ length: n }, mint); // minting (signing) is outside the timed region
+      if (beforeTiming) await beforeTiming();
       let next = 0;
       const t0 = performance.now();
       await Promise.all(

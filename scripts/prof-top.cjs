@@ -28,5 +28,5 @@ if (process.argv[4] === "incl") {
     }
   }
   console.log("--- inclusive");
-  [...incl].sort((a, b) => b[1] - a[1]).slice(0, 60).forEach(([k, t]) => console.log(((t / total) * 100).toFixed(1) + "%", k));
+  [...incl].sort((a, b) => b[1] - a[1]).slice(0, Number(process.argv[5] || 60)).forEach(([k, t]) => console.log(((t / total) * 100).toFixed(1) + "%", k));
 }

@@ -4,18 +4,17 @@
  * recorded, every attempt (refusals included) recorded in order and journaled.
  */
 import type { ActionDefinition, Connector, ConnectorContext } from "./action.js";
-import { computeRequestDigest, stableId } from "./digest.js";
-import { parseDecision, verifyParsed, type ParsedDecision } from "./decision.js";
-import { WritError, errorMessage, type RefusalCode } from "./errors.js";
+import { DECISION_CHECKS, Refusal, checkApproval, checkAuthority, checkConnectors, checkIdempotency, checkParses, checkReplay, type CheckEnv, type DecisionSubject, type MaybePromise } from "./checks.js";
+import { stableId } from "./digest.js";
+import { verifyParsed, type ParsedDecision } from "./decision.js";
+import { WritError, errorMessage, type OutcomeCode } from "./errors.js";
 import { base64url } from "./encoding.js";
-import { globsCover } from "./glob.js";
 import { appendJournal, unsealedEntries, type JournalDraft } from "./journal.js";
 import { sequencerFor } from "./sequencer.js";
 import type { Keyring } from "./keyring.js";
 import type { Clock, CryptoPort, Random } from "./ports.js";
 import { redactFor, type ErrorTextContext } from "./redact.js";
 import { interpretReply, type Interpreted } from "./reply.js";
-import { validateStandard } from "./standard-schema.js";
 import { readCommitted, type Store, type StoreTx } from "./store.js";
 import { authorityFingerprint, inspectBegin, stepsFingerprint, transitionsOf, type BeginFound, type BeginInput } from "./transitions.js";
 import type {
@@ -34,12 +33,12 @@ import type {
   StepCheckpoint,
 } from "./types.js";
 import { refusalScope, UNSCOPED_JOURNAL } from "./reserved.js";
-import { MAX_TIMER_MS, checkRequest } from "./validate.js";
+import { MAX_TIMER_MS } from "./validate.js";
 
 /** Scope used to record refusals of malformed requests under a decision that does not verify (see `refusalScope`). */
 export const UNSCOPED: Scope = UNSCOPED_JOURNAL;
 
-export type MaybePromise<T> = T | Promise<T>;
+export type { MaybePromise };
 
 export interface BoundaryOptions {
   store: Store;
@@ -208,15 +207,6 @@ const STEP_STATUS = {
   accepted: "handed_off",
 } as const;
 
-class Refusal {
-  readonly code: RefusalCode;
-  readonly message: string;
-  constructor(code: RefusalCode, message: string) {
-    this.code = code;
-    this.message = message;
-  }
-}
-
 /** Creates an execution boundary. See {@link BoundaryOptions}; ports (clock, crypto, random) are required here. */
 export function createBoundaryCore(options: BoundaryOptions): Boundary {
   const { cfg, actions, connectors } = resolve(options);
@@ -246,38 +236,16 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
   const stepKey = (scope: Scope, action: string, key: string, i: number): string => stepKeyOf(keyHash(scope, action, key), i);
   const invocationIdFor = (scope: Scope, action: string, key: string): string => `inv_${keyHash(scope, action, key)}`;
 
-  async function acceptedRefs(scope: Scope): Promise<readonly string[]> {
-    const a = options.acceptedPolicyRefs;
-    return typeof a === "function" ? await a(scope) : a;
-  }
-
-  function checkAuthority(a: Authority | null, req: ActionRequest, now: number): Refusal | null {
-    if (!a || a.tenantId !== req.tenantId || a.spaceId !== req.spaceId || a.authorityRef !== req.authorityRef) {
-      return new Refusal("AUTHORITY_UNKNOWN", `authority ${req.authorityRef} is unknown in this scope`);
-    }
-    if (a.principal.type !== req.actor.type || a.principal.id !== req.actor.id) {
-      return new Refusal("AUTHORITY_UNKNOWN", `authority ${req.authorityRef} is not held by this actor`);
-    }
-    // Compensations (`<action>:undo:<step>`) are covered by the authority that covered the action.
-    const covered = req.action.includes(":undo:") ? req.action.slice(0, req.action.indexOf(":undo:")) : req.action;
-    if (!globsCover(a.actions, covered)) return new Refusal("AUTHORITY_UNKNOWN", `authority ${req.authorityRef} does not cover action ${req.action}`);
-    if (a.status === "revoked") return new Refusal("AUTHORITY_REVOKED", `authority ${req.authorityRef} is revoked`);
-    if (a.status === "suspended") return new Refusal("AUTHORITY_SUSPENDED", `authority ${req.authorityRef} is suspended`);
-    if (a.status !== "active") return new Refusal("AUTHORITY_UNKNOWN", `authority ${req.authorityRef} has an unknown status`);
-    if (a.expiresAt !== undefined && a.expiresAt <= now) return new Refusal("AUTHORITY_EXPIRED", `authority ${req.authorityRef} expired`);
-    return null;
-  }
-
-  // Sub-order within check 9: an approval bound to another request says nothing about this one,
-  // so MISMATCH is reported before its status.
-  function checkApproval(ap: Approval | null, ref: string, scope: Scope, digest: string, now: number): Refusal | null {
-    if (!ap || ap.tenantId !== scope.tenantId || ap.spaceId !== scope.spaceId) return new Refusal("APPROVAL_NOT_FOUND", `approval ${ref} was not found`);
-    if (ap.requestDigest !== digest) return new Refusal("APPROVAL_MISMATCH", `approval ${ref} is bound to another request`);
-    if (ap.status === "revoked") return new Refusal("APPROVAL_REVOKED", `approval ${ref} was revoked`);
-    if (ap.status === "expired" || ap.expiresAt <= now) return new Refusal("APPROVAL_EXPIRED", `approval ${ref} expired`);
-    if (ap.status !== "approved") return new Refusal("APPROVAL_NOT_GRANTED", `approval ${ref} is ${ap.status}`);
-    return null;
-  }
+  const env: CheckEnv = {
+    crypto,
+    keyring,
+    maxDecisionAgeSeconds: cfg.maxDecisionAgeSeconds,
+    clockSkewSeconds: cfg.clockSkewSeconds,
+    acceptedRefs: (scope) => {
+      const a = options.acceptedPolicyRefs;
+      return typeof a === "function" ? a(scope) : a;
+    },
+  };
 
   /** Checks 8 and 9, through the lookup options or, with `tx`, from the store. */
   async function standing(tx: StoreTx | null, scope: Scope, req: ActionRequest, approvalRef: string | undefined, digest: string, now: number): Promise<Refusal | null> {
@@ -289,55 +257,31 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
     return checkApproval(ap, approvalRef, scope, digest, now);
   }
 
-  /** Checks 1-9 (1-7 with `standingFromStore`: 8 and 9 then run in the consumption transaction). */
+  /** Checks 1-9 in the order of `BOUNDARY_CHECKS` (1-7 with `standingFromStore`: 8 and 9 then run in the consumption transaction). */
   async function precheck(
     requestIn: unknown,
     token: unknown,
     now: number,
   ): Promise<{ refusal: Refusal; scope: Scope; req?: ActionRequest; decision?: ParsedDecision; digest?: string } | { refusal: null; scope: Scope; req: ActionRequest; decision: ParsedDecision; digest: string; action: ActionDefinition<unknown> }> {
-    const rq = checkRequest(requestIn);
-    const parsed = parseDecision(token);
-    if (!rq.ok) {
+    const { admission: ad, parsed } = await checkParses(env, actions, requestIn, token);
+    if (!ad.ok && ad.problem === "shape") {
       // Only a decision that verifies may name the scope of a malformed request's refusal.
       const signed = parsed.ok && verifyParsed(crypto, keyring, parsed.value).ok ? parsed.value.payload : null;
-      return { refusal: new Refusal("REQUEST_MALFORMED", rq.message), scope: refusalScope(null, signed) };
+      return { refusal: new Refusal("REQUEST_MALFORMED", ad.message), scope: refusalScope(null, signed) };
     }
-    const scope = refusalScope(rq.value, null);
-    const req = rq.value;
-    const action = actions.get(req.action);
-    if (!action) return { refusal: new Refusal("REQUEST_MALFORMED", `unknown action ${req.action}`), scope, req };
-    if (action.version !== req.actionVersion) {
-      return { refusal: new Refusal("REQUEST_MALFORMED", `action ${req.action} is at version ${action.version}, not ${req.actionVersion}`), scope, req };
-    }
-    let digest: string;
-    try {
-      digest = computeRequestDigest(crypto, req);
-    } catch (e) {
-      return { refusal: new Refusal("REQUEST_MALFORMED", errorMessage(e)), scope, req };
-    }
-    let validation: Awaited<ReturnType<typeof validateStandard>>;
-    try {
-      validation = await validateStandard(action.params, req.params);
-    } catch (e) {
-      validation = { ok: false, issues: [`params schema threw: ${errorMessage(e)}`] };
-    }
-    if (!validation.ok) return { refusal: new Refusal("REQUEST_MALFORMED", `invalid params: ${validation.issues.join("; ")}`), scope, req, digest };
+    const scope = refusalScope(ad.req, null);
+    if (!ad.ok) return { refusal: new Refusal("REQUEST_MALFORMED", ad.message), scope, req: ad.req, ...(ad.problem === "params" ? { digest: ad.digest } : {}) };
+    const { req, digest, action } = ad;
     if (!parsed.ok) return { refusal: new Refusal("DECISION_MALFORMED", parsed.message), scope, req, digest };
-    const d = parsed.value;
-    const base = { scope, req, decision: d, digest };
-    const v = verifyParsed(crypto, keyring, d);
-    if (!v.ok) return { ...base, refusal: new Refusal(v.code, v.message) };
-    const p = d.payload;
-    if (p.result !== "ALLOW") return { ...base, refusal: new Refusal("DECISION_NOT_ALLOW", `decision result is ${p.result}`) };
-    if (p.requestDigest !== digest) return { ...base, refusal: new Refusal("REQUEST_DIGEST_MISMATCH", "the decision was issued for another request") };
-    if (p.tenantId !== req.tenantId || p.spaceId !== req.spaceId) return { ...base, refusal: new Refusal("DECISION_REF_MISMATCH", "decision scope differs from the request's") };
-    if (p.authorityRef !== req.authorityRef) return { ...base, refusal: new Refusal("DECISION_REF_MISMATCH", "decision authorityRef differs from the request's") };
-    const refs = await acceptedRefs(scope);
-    if (!refs.includes(p.policyRef)) return { ...base, refusal: new Refusal("DECISION_REF_MISMATCH", `policyRef ${p.policyRef} is not accepted in this scope`) };
-    if (p.issuedAt > now + cfg.clockSkewSeconds * 1000) return { ...base, refusal: new Refusal("DECISION_IN_FUTURE", "decision issuedAt is in the future beyond the allowed clock skew") };
-    if (now - p.issuedAt > cfg.maxDecisionAgeSeconds * 1000) return { ...base, refusal: new Refusal("DECISION_STALE", `decision is older than ${cfg.maxDecisionAgeSeconds}s`) };
+    const subject: DecisionSubject = { scope, req, digest, decision: parsed.value, now };
+    const base = { scope, req, decision: parsed.value, digest };
+    for (const c of DECISION_CHECKS) {
+      const r0 = c.run(env, subject);
+      const r = r0 instanceof Promise ? await r0 : r0;
+      if (r) return { ...base, refusal: r };
+    }
     if (!options.standingFromStore) {
-      const r = await standing(null, scope, req, p.approvalRef, digest, now);
+      const r = await standing(null, scope, req, parsed.value.payload.approvalRef, digest, now);
       if (r) return { ...base, refusal: r };
     }
     return { ...base, refusal: null, action };
@@ -401,14 +345,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
     const h = keyHash(scope, req.action, req.idempotencyKey);
     const invocationId = opts.invocationId ?? `inv_${h}`;
     // Check 12 is pure; it is computed here but reported in its place, after 10 and 11.
-    let missing: string | null = null;
-    for (const s of action.steps) {
-      const c = connectors.get(s.connector);
-      if (!c || typeof c.operations[s.operation] !== "function") {
-        missing = `no connector ${s.connector} with operation ${s.operation} is registered`;
-        break;
-      }
-    }
+    const missing = checkConnectors(action, connectors);
     const base = attemptBase(scope, attemptId, now, req, decision, digest);
     base.invocationId = invocationId;
     const stepKeys: string[] = [];
@@ -448,29 +385,22 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
           if (ap) return { kind: "refused", refusal: ap };
         }
       }
+      // Checks 10-12, in their place (core/checks.ts).
       const rec = seen.idempotency;
-      if (rec) {
-        if (rec.requestDigest !== digest) return { kind: "refused", refusal: new Refusal("IDEMPOTENCY_CONFLICT", "this idempotency key was used with another request") };
-        if (rec.state === "succeeded") {
-          const orig = rec.resultAttemptId ? seen.attempts.find((x) => x.attemptId === rec.resultAttemptId) : undefined;
-          const a: AttemptRecord = { ...base, state: "DUPLICATE", endedAt: now };
-          if (orig) {
-            a.originalAttemptId = orig.attemptId;
-            if (orig.externalRef !== undefined) a.externalRef = orig.externalRef;
-            if (orig.output !== undefined) a.output = orig.output;
-            if (orig.stepIndex !== undefined) a.stepIndex = orig.stepIndex;
-          }
-          return { kind: "duplicate", attempt: a };
+      const idem = checkIdempotency(rec, digest, invocationId, fence);
+      if (idem === "duplicate") {
+        const orig = rec?.resultAttemptId ? seen.attempts.find((x) => x.attemptId === rec.resultAttemptId) : undefined;
+        const a: AttemptRecord = { ...base, state: "DUPLICATE", endedAt: now };
+        if (orig) {
+          a.originalAttemptId = orig.attemptId;
+          if (orig.externalRef !== undefined) a.externalRef = orig.externalRef;
+          if (orig.output !== undefined) a.output = orig.output;
+          if (orig.stepIndex !== undefined) a.stepIndex = orig.stepIndex;
         }
-        // A fenced caller holding the invocation's lease takes over its own interrupted execution
-        // (in_progress after a crash; handed_off once the host re-queued it after a completion).
-        if ((rec.state === "in_progress" || rec.state === "handed_off") && !(fence && rec.invocationId === invocationId)) {
-          return { kind: "refused", refusal: new Refusal("EXECUTION_IN_PROGRESS", "an execution under this idempotency key is in progress") };
-        }
-        if (rec.state === "unknown") return { kind: "refused", refusal: new Refusal("RECONCILIATION_PENDING", "an earlier execution under this key has an unknown outcome awaiting reconciliation") };
+        return { kind: "duplicate", attempt: a };
       }
-      if (seen.consumed) return { kind: "refused", refusal: new Refusal("DECISION_REPLAYED", "this decision was already used") };
-      if (missing) return { kind: "refused", refusal: new Refusal("CONNECTOR_NOT_FOUND", missing) };
+      const refusal = idem ?? checkReplay(seen.consumed) ?? missing;
+      if (refusal) return { kind: "refused", refusal };
       // Resume after the last succeeded step (their outputs feed later steps).
       const outputs: { [k: string]: Json } = {};
       let startStep = 0;
@@ -792,7 +722,7 @@ function attemptStateOf(i: Interpreted): AttemptState {
   }
 }
 
-function reasonCodeOf(i: Interpreted): string {
+function reasonCodeOf(i: Exclude<Interpreted, { kind: "success" | "accepted" }>): OutcomeCode {
   switch (i.kind) {
     case "permanent_failure":
       return i.thrown ? "CONNECTOR_ERROR" : "CONNECTOR_FAILURE";
@@ -802,7 +732,5 @@ function reasonCodeOf(i: Interpreted): string {
       return "EXECUTION_TIMEOUT";
     case "ambiguous":
       return "OUTCOME_AMBIGUOUS";
-    default:
-      return "";
   }
 }

@@ -1,7 +1,9 @@
 /** The pure core: no I/O, no ambient time or entropy. Ports bring them in. */
 export * from "./action.js";
+export * from "./admission.js";
 export * from "./boundary.js";
 export * from "./canonical.js";
+export * from "./checks.js";
 export * from "./decision.js";
 export * from "./digest.js";
 export * from "./encoding.js";

@@ -1,4 +1,30 @@
 /** Core data types (SPEC section 2). Every stored record carries its scope. */
+import type { OutcomeCode, RefusalCode } from "./errors.js";
+
+/** Codes stored on attempts the boundary or the host settles without a connector's answer. */
+export const SETTLEMENT_CODES = [
+  /** An interrupted attempt closed when its execution was taken over (UNKNOWN). */
+  "ATTEMPT_SUPERSEDED",
+  /** A handed-off step's completion reported a failure. */
+  "COMPLETION_FAILURE",
+] as const;
+export type SettlementCode = (typeof SETTLEMENT_CODES)[number];
+
+/** Why an invocation was sent to reconciliation, besides an attempt's own code (docs/host.md). */
+export const RECONCILIATION_CODES = [
+  "RECOVERY_EXHAUSTED",
+  "DENIED_AFTER_PARTIAL",
+  "COMPLETION_CONTRADICTED",
+  "COMPLETION_OVERDUE",
+  "COMPENSATION_NOT_ALLOWED",
+  "COMPENSATION_FAILED",
+  /** A refused attempt that carried no code of its own (the boundary always gives one). */
+  "REFUSED",
+] as const;
+export type ReconciliationCode = (typeof RECONCILIATION_CODES)[number];
+
+/** Every reason code stored on an attempt, a step checkpoint or a reconciliation. */
+export type ReasonCode = RefusalCode | OutcomeCode | SettlementCode | ReconciliationCode;
 
 export interface Scope {
   tenantId: string;
@@ -127,7 +153,7 @@ export interface AttemptRecord {
   seq: number;
   state: AttemptState;
   /** Refusal or outcome reason code. */
-  reasonCode?: string;
+  reasonCode?: ReasonCode;
   /** Human-readable reason (redacted). */
   reason?: string;
   decisionId?: string;
@@ -190,7 +216,7 @@ export interface StepCheckpoint {
   attemptId: string;
   externalRef?: string;
   output?: Json;
-  reasonCode?: string;
+  reasonCode?: ReasonCode;
   reason?: string;
   /** For handed-off steps: epoch ms after which the sweep flags the invocation. */
   deadlineAt?: number;
@@ -278,7 +304,7 @@ export interface ReconciliationRecord {
   invocationId: string;
   stepIndex: number;
   reason: string;
-  reasonCode: string;
+  reasonCode: ReasonCode;
   externalRef?: string;
   status: ReconciliationStatus;
   resolution?: { outcome: "succeeded" | "failed"; externalRef?: string; note: string; by: Actor; at: number };

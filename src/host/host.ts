@@ -2,8 +2,8 @@
  * The durable host (SPEC 4): admission, queries, cancellation, reconciliation by operators, and
  * workers. Every state change is one transaction with its journal entries.
  */
+import { admitRequest } from "../core/admission.js";
 import { createBoundaryCore } from "../core/boundary.js";
-import { computeRequestDigest } from "../core/digest.js";
 import { WritError, errorMessage } from "../core/errors.js";
 import { appendJournal, unsealedEntries } from "../core/journal.js";
 import { transitionsOf } from "../core/transitions.js";
@@ -12,11 +12,10 @@ import { innerStore } from "../core/sealing.js";
 import { createKeyring } from "../core/keyring.js";
 import { redactFor } from "../core/redact.js";
 import { sealedStore, type SensitiveMap } from "../core/sealing.js";
-import { validateStandard } from "../core/standard-schema.js";
 import { readCommitted, type InvocationFilter, type ListOptions } from "../core/store.js";
 import type { ActionDefinition } from "../core/action.js";
 import type { ActionRequest, Actor, Authority, Invocation, Json, ReconciliationRecord, ReconciliationStatus, Scope, Submitter } from "../core/types.js";
-import { checkActor, checkRequest } from "../core/validate.js";
+import { checkActor } from "../core/validate.js";
 import { createBreakers, type Breakers } from "./breaker.js";
 import { compensationActions } from "./compensation.js";
 import { makeContext, retryStale, scopeOf, type HostContext } from "./context.js";
@@ -134,27 +133,11 @@ export function createHostCore(options: HostOptions): Host {
 
   /** Validation shared by submit and preview: shape, action, version, params schema, digest. */
   async function validate(input: unknown): Promise<{ req: ActionRequest; action: ActionDefinition<unknown>; digest: string }> {
-    const rq = checkRequest(input);
-    if (!rq.ok) throw new WritError("VALIDATION_FAILED", rq.message);
-    const req = rq.value;
-    const action = ctx.actions.get(req.action);
-    if (!action) throw new WritError("VALIDATION_FAILED", `unknown action ${req.action}`, { details: { action: req.action } });
-    if (action.version !== req.actionVersion) throw new WritError("VALIDATION_FAILED", `action ${req.action} is at version ${action.version}, not ${req.actionVersion}`);
-    let issues: string[] = [];
-    try {
-      const v = await validateStandard(action.params, req.params);
-      if (!v.ok) issues = v.issues;
-    } catch (e) {
-      issues = [`params schema threw: ${errorMessage(e)}`];
-    }
-    if (issues.length > 0) throw new WritError("VALIDATION_FAILED", `invalid params for ${req.action}: ${issues.join("; ")}`, { details: { issues } });
-    let digest: string;
-    try {
-      digest = computeRequestDigest(o.crypto, req);
-    } catch (e) {
-      throw new WritError("VALIDATION_FAILED", errorMessage(e));
-    }
-    return { req, action, digest };
+    const a = await admitRequest(o.crypto, input, ctx.actions);
+    if (a.ok) return { req: a.req, action: a.action, digest: a.digest };
+    if (a.problem === "action") throw new WritError("VALIDATION_FAILED", a.message, { details: { action: a.req.action } });
+    if (a.problem === "params") throw new WritError("VALIDATION_FAILED", `invalid params for ${a.req.action}: ${a.issues.join("; ")}`, { details: { issues: a.issues } });
+    throw new WritError("VALIDATION_FAILED", a.message);
   }
 
   function checkSubmitter(v: unknown): Submitter | undefined {

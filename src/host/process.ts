@@ -13,7 +13,7 @@ import { backoffDelay } from "../core/invocation.js";
 import { appendJournal, type JournalDraft } from "../core/journal.js";
 import type { StoreTx } from "../core/store.js";
 import { transitionsOf } from "../core/transitions.js";
-import type { Approval, AttemptRecord, Fence, Invocation, InvocationStatus, Json, ReconciliationRecord, StepCheckpoint } from "../core/types.js";
+import type { Approval, AttemptRecord, Fence, Invocation, InvocationStatus, Json, ReasonCode, ReconciliationRecord, StepCheckpoint } from "../core/types.js";
 import { approvalLockKey } from "./approvals.js";
 import { compensate } from "./compensation.js";
 import { applyEarlyCompletions, completionLockKey } from "./completions.js";
@@ -306,7 +306,7 @@ function planReconciliation(
   ctx: HostContext,
   inv: Invocation,
   stepIndex: number,
-  reasonCode: string,
+  reasonCode: ReasonCode,
   reason: string,
   externalRef: string | undefined,
   events: HostEvent[],
@@ -344,7 +344,7 @@ export async function toReconciliation(
   inv: Invocation,
   fence: Fence | undefined,
   stepIndex: number,
-  reasonCode: string,
+  reasonCode: ReasonCode,
   reason: string,
   externalRef: string | undefined,
   events: HostEvent[],

@@ -93,4 +93,12 @@ describe("boundary execute", () => {
     }
     expect(await rig.runtime.store.transact((tx) => tx.listAttempts(ACME, { limit: 10_000 }))).toEqual(before);
   });
+
+  it("a request the boundary would find malformed (admission's shape rules) is a 400 too, recording nothing", async () => {
+    const before = await rig.runtime.store.transact((tx) => tx.listAttempts(ACME, { limit: 10_000 }));
+    const r = await call(rig, "POST", "/v1/spaces/prod/boundary/execute", { key: "acme.operate", body: { request: { ...refund(1), params: { amount: 1, note: "\ud800" } }, decision: "a.b.c" } });
+    expect(r.status, r.text).toBe(400);
+    expect(r.json.error).toMatchObject({ code: "VALIDATION_FAILED", message: expect.stringContaining("malformed request: request.params.note: contains a lone surrogate") });
+    expect(await rig.runtime.store.transact((tx) => tx.listAttempts(ACME, { limit: 10_000 }))).toEqual(before);
+  });
 });

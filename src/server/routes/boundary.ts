@@ -4,8 +4,8 @@
  * under a decision that fails a check is refused BY THE BOUNDARY, which records the attempt
  * (REFUSED with its reason code) — answered 200 with that attempt.
  */
+import { admitRequest } from "../../core/admission.js";
 import { parseDecision } from "../../core/decision.js";
-import { validateStandard } from "../../core/standard-schema.js";
 import { ApiError } from "../errors.js";
 import { requestOf, type ServerContext } from "../context.js";
 import { defineRoute, type Route } from "../registry.js";
@@ -28,11 +28,9 @@ export function boundaryRoutes(s: ServerContext): Route[] {
       responses: { 200: { description: "the recorded attempt", schema: AttemptAnswer } },
       async handle({ caller, body }) {
         const request = requestOf(body.request, caller, { actor: "named" });
-        const action = host.context.actions.get(request.action);
-        if (!action) throw new ApiError("VALIDATION_FAILED", `unknown action ${request.action}`);
-        if (action.version !== request.actionVersion) throw new ApiError("VALIDATION_FAILED", `action ${request.action} is at version ${action.version}, not ${request.actionVersion}`);
-        const params = await validateStandard(action.params, request.params);
-        if (!params.ok) throw new ApiError("VALIDATION_FAILED", `invalid params for ${request.action}: ${params.issues.slice(0, 5).join("; ")}`, { issues: params.issues.slice(0, 20) });
+        const admitted = await admitRequest(s.crypto, request, host.context.actions);
+        if (!admitted.ok && admitted.problem === "params") throw new ApiError("VALIDATION_FAILED", `invalid params for ${request.action}: ${admitted.issues.slice(0, 5).join("; ")}`, { issues: admitted.issues.slice(0, 20) });
+        if (!admitted.ok) throw new ApiError("VALIDATION_FAILED", admitted.message);
         const parsed = parseDecision(body.decision);
         if (!parsed.ok) throw new ApiError("VALIDATION_FAILED", `the decision is malformed: ${parsed.message}`);
         const attempt = await host.context.boundary.execute(request, body.decision);

@@ -175,7 +175,7 @@ export const invocationCases: StoreConformanceCase[] = [
         for (const [i, status] of settled.entries()) {
           const started = step(scope, invocationId, i, { attemptId: uid("att") });
           await store.transact((tx) => tx.putStep(scope, started));
-          const outcome = { ...started, status, endedAt: T0 + 10, reasonCode: status === "succeeded" ? undefined : "OUTCOME_AMBIGUOUS", output: { i } };
+          const outcome = { ...started, status, endedAt: T0 + 10, reasonCode: status === "succeeded" ? undefined : ("OUTCOME_AMBIGUOUS" as const), output: { i } };
           await store.transact((tx) => tx.putStep(scope, outcome));
           await rejectsWithCode(store.transact((tx) => tx.putStep(scope, started)), "CONFLICT", `${status} step back to started in its own attempt`);
           if (status !== "failed") {
