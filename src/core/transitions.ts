@@ -122,35 +122,54 @@ export type AdmitResult = { created: true } | { created: false; existing: Invoca
  * `LeaseLostError` and writes nothing; a settled step asked to return to `started` throws
  * `CONFLICT`. Inputs pass the same rules as `StoreTx` (the core's store guard checks them).
  */
-export interface StoreTransitions {
+/** Admission: a request becomes a queued invocation, once per (scope, action, key). */
+export interface AdmissionPort {
   /** Inserts the invocation and its entries unless (scope, action, key) exists: then returns it. */
   admit(scope: Scope, input: AdmitInput): Promise<AdmitResult>;
-  /** See {@link BeginInput}. */
-  begin(scope: Scope, input: BeginInput): Promise<BeginResult>;
-  /** Records a refused or duplicate attempt with its entries; returns its seq. */
-  record(scope: Scope, input: RecordInput): Promise<number>;
-  advance(scope: Scope, input: AdvanceInput): Promise<void>;
-  /** Returns the invocation's new rev when it wrote one. */
-  settle(scope: Scope, input: SettleInput): Promise<{ invocationRev?: number }>;
-  /**
-   * What a worker reads before it evaluates a claimed invocation: its steps, the authority and
-   * (when named) the approval, on the read path in one go.
-   */
-  prepare(scope: Scope, input: PrepareInput): Promise<Prepared>;
+}
+
+/** Claims and the read a worker makes before it decides. */
+export interface ClaimsPort {
   /**
    * `StoreTx.claimInvocations` and each claimed invocation's {@link claimedEntry}, atomically
    * (across scopes, like the claim itself).
    */
   claim(opts: ClaimOptions): Promise<Invocation[]>;
   /**
-   * Optional, for the sequencer (docs/journal.md): the sealed head and the oldest unsealed
-   * entries, read without a lock; and a seal that applies only if the head is still `headSeq`
-   * (false, nothing written, when another sequencer sealed first). A store with these seals in
-   * two round trips and one commit instead of a locked transaction.
+   * What a worker reads before it evaluates a claimed invocation: its steps, the authority and
+   * (when named) the approval, on the read path in one go.
+   */
+  prepare(scope: Scope, input: PrepareInput): Promise<Prepared>;
+}
+
+/** Execution: consumption with the step's intent, attempts that end at once, step to step. */
+export interface ExecutionPort {
+  /** See {@link BeginInput}. */
+  begin(scope: Scope, input: BeginInput): Promise<BeginResult>;
+  /** Records a refused or duplicate attempt with its entries; returns its seq. */
+  record(scope: Scope, input: RecordInput): Promise<number>;
+  advance(scope: Scope, input: AdvanceInput): Promise<void>;
+}
+
+/** Settlement: the attempt's last outcome, with the invocation's next state. */
+export interface SettlementPort {
+  /** Returns the invocation's new rev when it wrote one. */
+  settle(scope: Scope, input: SettleInput): Promise<{ invocationRev?: number }>;
+}
+
+/** Journal sequencing, optional: without it the sequencer seals in a locked transaction. */
+export interface SequencingPort {
+  /**
+   * The sealed head and the oldest unsealed entries (docs/journal.md), read without a lock; and
+   * a seal that applies only if the head is still `headSeq` (false, nothing written, when
+   * another sequencer sealed first): two round trips and one commit per seal.
    */
   readUnsealed?(scope: Scope, limit: number): Promise<{ head: { seq: number; hash: string } | null; entries: UnsealedEntry[] }>;
   sealIfHead?(scope: Scope, headSeq: number, entries: JournalEntry[]): Promise<boolean>;
 }
+
+/** Every hot transition of a store, by domain. */
+export type StoreTransitions = AdmissionPort & ClaimsPort & ExecutionPort & SettlementPort & SequencingPort;
 
 export interface PrepareInput {
   invocationId: string;
