@@ -22,13 +22,16 @@ function changedAfter(dir, since) {
 }
 
 /**
- * The compiled entry (dist/cli/main.js) when it exists and no file under src/ is newer, else null;
- * always null with WRIT_FROM_SOURCE=1.
+ * The compiled entry (dist/cli/main.js) when it exists and, in a checkout, no file under src/ is
+ * newer; else null. Always null with WRIT_FROM_SOURCE=1.
  * @returns {{ entry: URL | null, stale: boolean }}
  */
 export function builtCli() {
   const entry = new URL("dist/cli/main.js", root);
   if (!existsSync(entry)) return { entry: null, stale: false };
-  const stale = changedAfter(new URL("src/", root), statSync(entry).mtimeMs);
+  // Only a checkout can be stale (it has the build config); an installed package cannot be rebuilt,
+  // and its files' times are those of the unpacking, in no useful order.
+  const checkout = existsSync(new URL("tsconfig.build.json", root));
+  const stale = checkout && changedAfter(new URL("src/", root), statSync(entry).mtimeMs);
   return { entry: stale || process.env.WRIT_FROM_SOURCE === "1" ? null : entry, stale };
 }

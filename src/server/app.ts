@@ -1,5 +1,5 @@
 /**
- * The HTTP API (SPEC 8) as a Hono app. Web standards only (Request/Response): `startServer`
+ * The HTTP API (docs/http-api.md) as a Hono app. Web standards only (Request/Response): `startServer`
  * serves it on Node; any Hono adapter can serve it elsewhere.
  *
  * @example

@@ -1,4 +1,4 @@
-/** `writ authorities create|ls|suspend|reinstate|revoke`: standing grants actors act under (SPEC 2). */
+/** `writ authorities create|ls|suspend|reinstate|revoke`: standing grants actors act under (docs/approvals.md). */
 import type { Authority, Json } from "../../core/types.js";
 import { intFlag, list, parseActor, required, str } from "../args.js";
 import { AS_OPTION, LIMIT_OPTION, QUIET_OPTION, printList, type Command } from "../command.js";
