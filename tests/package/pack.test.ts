@@ -1,6 +1,7 @@
 /**
  * The package as a user gets it: `npm pack` (the `prepare` script builds dist/ first), the tarball
- * installed into a fresh temporary project (offline from the npm cache where it can), the README's
+ * installed into a fresh temporary project (offline from the npm cache where it can, install
+ * scripts off), the README's
  * library quickstart run there with plain node, and `npx writ --help` answering from the compiled
  * CLI. Slow (a build and an install): about a minute.
  */
@@ -35,7 +36,10 @@ beforeAll(() => {
   project = join(dir, "app");
   run("mkdir", ["-p", project], dir);
   writeFileSync(join(project, "package.json"), JSON.stringify({ name: "writ-pack-test", private: true, type: "module" }, null, 2));
-  run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball], project);
+  // --ignore-scripts: better-sqlite3's install would compile its addon from source where no
+  // prebuilt binary can be fetched (minutes); nothing here opens a SQLite database, and the addon
+  // is loaded only when one is opened.
+  run("npm", ["install", "--prefer-offline", "--ignore-scripts", "--no-audit", "--no-fund", tarball], project);
 }, TIMEOUT);
 
 afterAll(() => {
