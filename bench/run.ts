@@ -1,25 +1,59 @@
 /**
  * `npm run bench`: every benchmark, ratios measured side by side in one run, JSON under bench/results/.
- * Select some with `npm run bench -- boundary` (names: boundary, policy, durable, http, host).
+ * Select some with `npm run bench -- boundary` (names: boundary, policy, durable, http, host, cli).
+ *
+ * The benchmarks' own dependencies (graphile-worker, postgres.js, autocannon) are in
+ * bench/package.json, not in the root install: the first run installs them into bench/node_modules.
+ * Bench modules are imported after that, one by one, so a selected bench loads only what it needs.
  */
-import { benchBoundaryMemory } from "./boundary.js";
-import { benchDurable } from "./durable.js";
-import { benchHost, hostSummary } from "./host.js";
-import { benchHttp } from "./http.js";
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { fmt, writeResult } from "./lib.js";
-import { benchPolicy } from "./policy.js";
 
+const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
+const NAMES = ["boundary", "policy", "durable", "http", "host", "cli"];
 const only = new Set(process.argv.slice(2));
+for (const name of only) {
+  if (!NAMES.includes(name)) {
+    console.error(`unknown bench ${JSON.stringify(name)}; names: ${NAMES.join(", ")}`);
+    process.exit(2);
+  }
+}
 const want = (name: string): boolean => only.size === 0 || only.has(name);
 const rounds = Number(process.env.WRIT_BENCH_ROUNDS ?? 5);
 
+/** Installs bench/package.json's dependencies when bench/node_modules lacks them (the http and host benches need them). */
+function ensureBenchDependencies(): void {
+  if (existsSync(join(BENCH_DIR, "node_modules", ".package-lock.json"))) return;
+  console.log("installing the benchmarks' dependencies into bench/node_modules (npm --prefix bench ci) ...");
+  const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+  const r = spawnSync(npm, ["--prefix", BENCH_DIR, "ci", "--no-audit", "--no-fund", "--prefer-offline"], { stdio: "inherit" });
+  if (r.status !== 0) {
+    console.error(`npm --prefix bench ci failed (exit ${r.status ?? r.signal}); run it by hand and retry`);
+    process.exit(1);
+  }
+}
+if (want("http") || want("host")) ensureBenchDependencies();
+
+if (want("cli")) {
+  const { benchCli } = await import("./cli.js");
+  const r = benchCli(Number(process.env.WRIT_BENCH_CLI_RUNS ?? 15));
+  const m = r.medians;
+  console.log(`cli cold start (compiled dist/, ${r.runs} processes each, interleaved): node -e 0 ${m.nodeMs.toFixed(0)} ms | writ --help ${m.helpMs.toFixed(0)} ms (ratio ${r.ratios.helpOverNode.toFixed(2)}) | writ ls ${m.lsMs.toFixed(0)} ms (ratio ${r.ratios.lsOverNode.toFixed(2)})`);
+  console.log("  ->", writeResult("cli", r));
+}
+
 if (want("boundary")) {
+  const { benchBoundaryMemory } = await import("./boundary.js");
   const r = await benchBoundaryMemory(rounds);
   console.log(`boundary (memory store, no-op connector): ${fmt(r.boundaryPerSec)}/s | raw Ed25519 verify: ${fmt(r.verifyPerSec)}/s | ratio ${r.ratio.toFixed(3)} (goal >= 0.9; medians of ${rounds} interleaved rounds)`);
   console.log("  ->", writeResult("boundary", { ...r, goal: 0.9 }));
 }
 
 if (want("policy")) {
+  const { benchPolicy } = await import("./policy.js");
   const r = await benchPolicy(rounds);
   console.log(`policy (cedar, ${r.policies} policies, schema): evaluate+sign ${fmt(r.evaluateSignPerSec)}/s | evaluate ${fmt(r.evaluatePerSec)}/s | raw cedar-wasm (pre-parsed) ${fmt(r.rawPerSec)}/s | ratio ${r.ratio.toFixed(3)} (evaluate alone ${r.evaluateRatio.toFixed(3)})`);
   console.log(`  re-parse per call: ${fmt(r.reparsePerSec)}/s, pre-parsed is ${r.preparseSpeedup.toFixed(1)}x faster (medians of ${rounds} interleaved rounds)`);
@@ -27,6 +61,7 @@ if (want("policy")) {
 }
 
 if (want("durable")) {
+  const { benchDurable } = await import("./durable.js");
   const r = await benchDurable(rounds);
   const m = r.medians;
   const q = r.ratios;
@@ -41,6 +76,7 @@ if (want("durable")) {
 }
 
 if (want("http")) {
+  const { benchHttp } = await import("./http.js");
   const r = await benchHttp(Math.min(rounds, 3));
   const m = r.medians;
   console.log(`http (${r.connections} connections, autocannon; medians of ${r.rounds.length} interleaved rounds): submit on sqlite + worker ${fmt(m.submitPerSec)}/s, p50 ${m.submitP50Ms} ms, p99 ${m.submitP99Ms} ms | bare Hono hello ${fmt(m.helloPerSec)}/s, p50 ${m.helloP50Ms} ms, p99 ${m.helloP99Ms} ms | ratio ${r.ratio.toFixed(3)}`);
@@ -52,6 +88,7 @@ if (want("http")) {
 }
 
 if (want("host")) {
+  const { benchHost, hostSummary } = await import("./host.js");
   const r = await benchHost(Math.min(rounds, 3));
   for (const line of hostSummary(r)) console.log(line);
   console.log("  ->", writeResult("host", r));

@@ -48,7 +48,7 @@ export type CreateBoundaryOptions = Omit<BoundaryOptions, "clock" | "crypto" | "
 };
 
 /**
- * Creates the execution boundary: the only door to connectors (SPEC 3).
+ * Creates the execution boundary: the only door to connectors (docs/boundary.md).
  * @example
  * const boundary = createBoundary({ store: memoryStore(), keyring, actions: [refund], connectors: [payments],
  *   authority: (scope, ref) => authorities.get(ref) ?? null, acceptedPolicyRefs: ["policy:v1"] });
@@ -61,7 +61,7 @@ export function createBoundary(options: CreateBoundaryOptions): Boundary {
 export type CreateHostOptions = Omit<HostOptions, "clock" | "crypto" | "random"> & { clock?: Clock; crypto?: CryptoPort; random?: Random };
 
 /**
- * Creates the durable host (SPEC 4): admission, workers with leases and fencing, multi-step
+ * Creates the durable host (docs/host.md): admission, workers with leases and fencing, multi-step
  * checkpoints, retries, reconciliation and bounded recovery.
  * @example
  * const host = createHost({ store: sqliteStore(), actions, connectors, policy, signingKey });
@@ -107,7 +107,7 @@ export function signDecision(key: SigningKey, input: DecisionInput, ports: { clo
   return signDecisionWith(crypto, key, payload);
 }
 
-/** Verifies a decision token's format, key and signature against a keyring (checks 1-3 of SPEC 3.1). */
+/** Verifies a decision token's format, key and signature against a keyring (checks 1-3 in docs/boundary.md). */
 export function verifyDecision(token: unknown, keyring: Keyring, ports: { crypto?: CryptoPort } = {}): VerifyResult {
   return verifyDecisionWith(defaultPorts(ports).crypto, keyring, token);
 }

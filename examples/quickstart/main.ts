@@ -1,8 +1,9 @@
 /**
  * Quickstart: mint a decision, execute an action through the boundary against a local connector,
- * replay the decision (refused, with its reason code), and print the journal and its verification.
+ * show that the decision is refused for any other request (its reason code) and that the same
+ * request again is answered as a duplicate, and print the journal and its verification.
  *
- * Run: npm start
+ * Run: npx tsx examples/quickstart/main.ts   (`npm start` is the HTTP demo, see README.md)
  */
 import { z } from "zod";
 import {
@@ -86,17 +87,17 @@ async function main(): Promise<void> {
 
   // 2. The boundary checks it and runs the action once.
   const first = await boundary.execute(request, decision);
-  console.log(`\nexecute      -> ${first.state} externalRef=${first.externalRef ?? "-"}`);
+  console.log(`\nexecute       -> ${first.state} externalRef=${first.externalRef ?? "-"}`);
 
-  // 3. Replaying the same decision under another idempotency key is refused: a decision authorizes one execution.
+  // 3. The decision used for another request (here: another idempotency key) is refused: it is bound to the digest of one exact request.
   const other = { ...request, idempotencyKey: "refund-pay_123-again" };
-  const replay = await boundary.execute(other, decision);
-  console.log(`replay       -> ${replay.state} ${replay.reasonCode ?? ""} (${replay.reason ?? ""})`);
+  const misuse = await boundary.execute(other, decision);
+  console.log(`other request -> ${misuse.state} ${misuse.reasonCode ?? ""} (${misuse.reason ?? ""})`);
 
   // 4. The same request under a fresh decision returns the original result: DUPLICATE, no second refund.
   const fresh = signDecision(key, { result: "ALLOW", requestDigest: requestDigest(request), ...scope, authorityRef: authority.authorityRef, policyRef: "policy:v1" });
   const dup = await boundary.execute(request, fresh);
-  console.log(`fresh, same  -> ${dup.state} externalRef=${dup.externalRef ?? "-"} (refunds made: ${refunds.size})`);
+  console.log(`fresh, same   -> ${dup.state} externalRef=${dup.externalRef ?? "-"} (refunds made: ${refunds.size})`);
 
   // 5. The journal: hash-chained, checkpointed, verified.
   await checkpointJournal(store, key, scope);

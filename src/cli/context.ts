@@ -3,16 +3,17 @@
  * loaded on first use and closed when the command ends.
  */
 import { userInfo } from "node:os";
-import { isAbsolute, join } from "node:path";
-import { findConfig, loadConfig } from "../config/load-config.js";
+import { existsSync, readFileSync } from "node:fs";
+import { isAbsolute, join, resolve } from "node:path";
 import type { WritConfig } from "../config/define-config.js";
+import type { PolicyEngine } from "../core/policy.js";
 import type { Actor, Scope } from "../core/types.js";
 import type { Logger } from "../host/options.js";
 import type { OpenRuntimeOptions, Runtime } from "../runtime/runtime.js";
 import { TENANT_SPACE } from "../core/reserved.js";
 import { escapeForTerminal } from "../core/text.js";
 import { flag, parseActor, str, type Values } from "./args.js";
-import { usageError } from "./exit-codes.js";
+import { configError, usageError } from "./exit-codes.js";
 import { Printer, type CliIo } from "./output.js";
 
 export interface CliEnvironment {
@@ -23,6 +24,22 @@ export interface CliEnvironment {
 
 const SCOPE_ID_RE = /^[A-Za-z0-9_.:-]{1,200}$/;
 
+/** Where a default came from, for the hint an empty list prints (e.g. `$WRIT_TENANT`). */
+export interface Source {
+  value: string;
+  from: string;
+}
+
+/** What `runtime()` takes besides the runtime's own options. */
+export interface CliRuntimeOptions extends Omit<OpenRuntimeOptions, "cwd"> {
+  /**
+   * Parse the Cedar policy set when the runtime opens (long-running commands: a broken policy stops
+   * them at start). Otherwise it is parsed on the first evaluation, so commands that evaluate
+   * nothing (`writ ls`) skip the cost. @defaultValue false
+   */
+  eagerPolicy?: boolean;
+}
+
 export class CliContext {
   readonly out: Printer;
   readonly values: Values;
@@ -31,6 +48,7 @@ export class CliContext {
   readonly io: CliIo;
   private loaded: Promise<{ path: string; config: WritConfig }> | undefined;
   private opened: Promise<Runtime> | undefined;
+  private scoped: Promise<{ scope: Scope; tenant: Source; space: Source }> | undefined;
 
   constructor(environment: CliEnvironment, values: Values) {
     this.values = values;
@@ -40,14 +58,54 @@ export class CliContext {
     this.out = new Printer(environment.io, flag(values, "json"));
   }
 
-  /** The scope from --tenant / --space (or $WRIT_TENANT / $WRIT_SPACE), "default" each otherwise. */
-  scope(): Scope {
-    const tenantId = str(this.values, "tenant") ?? this.env.WRIT_TENANT ?? "default";
-    const spaceId = str(this.values, "space") ?? this.env.WRIT_SPACE ?? "default";
-    if (!SCOPE_ID_RE.test(tenantId)) throw usageError(`--tenant must be 1-200 characters of letters, digits, _ . : -, not ${JSON.stringify(tenantId)}`);
-    // The reserved tenant journal (API key changes) may be read and verified from the CLI.
-    if (!SCOPE_ID_RE.test(spaceId) && spaceId !== TENANT_SPACE) throw usageError(`--space must be 1-200 characters of letters, digits, _ . : -, not ${JSON.stringify(spaceId)}`);
-    return { tenantId, spaceId };
+  /**
+   * The scope: --tenant / --space, else $WRIT_TENANT / $WRIT_SPACE, else the config's demo scope
+   * (the one `npm start` serves), else "default" each.
+   */
+  async scope(): Promise<Scope> {
+    return (await this.scopeSources()).scope;
+  }
+
+  private scopeSources(): Promise<{ scope: Scope; tenant: Source; space: Source }> {
+    this.scoped ??= (async () => {
+      const given = (name: "tenant" | "space", variable: string): Source | undefined => {
+        const flagValue = str(this.values, name);
+        if (flagValue !== undefined) return { value: flagValue, from: `--${name}` };
+        const envValue = this.env[variable];
+        return envValue !== undefined && envValue.length > 0 ? { value: envValue, from: `$${variable}` } : undefined;
+      };
+      let tenant = given("tenant", "WRIT_TENANT");
+      let space = given("space", "WRIT_SPACE");
+      if (tenant === undefined || space === undefined) {
+        // The demo section of the config `npm start` serves names its scope; no config: the defaults.
+        const demo = await this.config().then(
+          ({ path, config }) => ({ path, demo: (config as { demo?: { tenantId?: unknown; spaceId?: unknown } }).demo }),
+          () => null,
+        );
+        const from = demo ? `the demo section of ${this.relative(demo.path)}` : "";
+        if (tenant === undefined && typeof demo?.demo?.tenantId === "string") tenant = { value: demo.demo.tenantId, from };
+        if (space === undefined && typeof demo?.demo?.spaceId === "string") space = { value: demo.demo.spaceId, from };
+      }
+      tenant ??= { value: "default", from: "the default" };
+      space ??= { value: "default", from: "the default" };
+      if (!SCOPE_ID_RE.test(tenant.value)) throw usageError(`--tenant must be 1-200 characters of letters, digits, _ . : -, not ${JSON.stringify(tenant.value)}`);
+      // The reserved tenant journal (API key changes) may be read and verified from the CLI.
+      if (!SCOPE_ID_RE.test(space.value) && space.value !== TENANT_SPACE) throw usageError(`--space must be 1-200 characters of letters, digits, _ . : -, not ${JSON.stringify(space.value)}`);
+      return { scope: { tenantId: tenant.value, spaceId: space.value }, tenant, space };
+    })();
+    return this.scoped;
+  }
+
+  /**
+   * One line saying which scope and config a command used, for an empty list (stderr, people only):
+   * `(nothing in demo/default: tenant and space from the demo section of examples/writ.config.ts; ...)`.
+   */
+  async explainEmpty(what: string): Promise<void> {
+    if (this.out.json || flag(this.values, "quiet")) return;
+    const { scope, tenant, space } = await this.scopeSources();
+    const config = await this.findConfigFile().then(({ path, from }) => `${this.relative(path)} (from ${from})`, () => "none found");
+    const origin = tenant.from === space.from ? `scope from ${tenant.from}` : `tenant from ${tenant.from}, space from ${space.from}`;
+    this.out.note(`(no ${what} in ${scope.tenantId}/${scope.spaceId}; ${origin}; config ${config}. --tenant/--space or $WRIT_TENANT/$WRIT_SPACE pick another scope.)`);
   }
 
   /** The operator acting: --as, else $WRIT_ACTOR, else user:<login name>. */
@@ -63,25 +121,53 @@ export class CliContext {
     return { type: "user", id: name };
   }
 
-  /** The config file path: --config, $WRIT_CONFIG, or writ.config.* in the current directory. */
-  configPath(): string {
-    return findConfig(this.cwd, str(this.values, "config") ?? this.env.WRIT_CONFIG);
+  /**
+   * The config file path: --config, else $WRIT_CONFIG, else writ.config.* in the current directory,
+   * else the `writ.config` field of ./package.json (where `npm start` finds it in this repository).
+   */
+  async configPath(): Promise<string> {
+    return (await this.findConfigFile()).path;
+  }
+
+  private async findConfigFile(): Promise<{ path: string; from: string }> {
+    const { findConfig } = await import("../config/load-config.js");
+    const flagValue = str(this.values, "config");
+    if (flagValue !== undefined) return { path: findConfig(this.cwd, flagValue), from: "--config" };
+    const envValue = this.env.WRIT_CONFIG;
+    if (envValue !== undefined && envValue.length > 0) return { path: findConfig(this.cwd, envValue), from: "$WRIT_CONFIG" };
+    try {
+      return { path: findConfig(this.cwd), from: "the current directory" };
+    } catch (e) {
+      const fromPackage = packageConfig(this.cwd);
+      if (fromPackage === null) throw e;
+      if (!existsSync(fromPackage)) throw configError(`package.json names the config ${fromPackage} (field writ.config), which does not exist`);
+      return { path: fromPackage, from: "the writ.config field of package.json" };
+    }
+  }
+
+  /** `p` relative to the working directory when it lies inside it (for messages). */
+  relative(p: string): string {
+    return p.startsWith(this.cwd + "/") ? p.slice(this.cwd.length + 1) : p;
   }
 
   config(): Promise<{ path: string; config: WritConfig }> {
     this.loaded ??= (async () => {
-      const path = this.configPath();
+      const { path } = await this.findConfigFile();
+      // Imported on demand: loading a config brings in tsx, which `writ --help` does without.
+      const { loadConfig } = await import("../config/load-config.js");
       return { path, config: await loadConfig(path) };
     })();
     return this.loaded;
   }
 
   /** Opens the runtime (store, keys, policy, host) once; `close()` releases it. */
-  runtime(options: Omit<OpenRuntimeOptions, "cwd"> = {}): Promise<Runtime> {
+  runtime(options: CliRuntimeOptions = {}): Promise<Runtime> {
+    const { eagerPolicy, ...rest } = options;
     this.opened ??= this.config().then(async ({ config }) => {
       // Imported on demand: commands that never open the store start faster.
-      const { openRuntime } = await import("../runtime/runtime.js");
-      return openRuntime(config, { cwd: this.cwd, ...options });
+      const { openRuntime, policyFromConfig } = await import("../runtime/runtime.js");
+      const policy = eagerPolicy === true ? config.policy : lazyPolicy(() => policyFromConfig(config));
+      return openRuntime({ ...config, policy }, { cwd: this.cwd, ...rest });
     });
     return this.opened;
   }
@@ -98,6 +184,28 @@ export class CliContext {
     const rt = await opened.catch(() => null);
     await rt?.close();
   }
+}
+
+/** The `writ.config` field of `<dir>/package.json`, resolved against `dir`; null when there is none. */
+export function packageConfig(dir: string): string | null {
+  let pkg: unknown;
+  try {
+    pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
+  } catch {
+    return null;
+  }
+  const field = (pkg as { writ?: { config?: unknown } } | null)?.writ?.config;
+  return typeof field === "string" && field.length > 0 ? resolve(dir, field) : null;
+}
+
+/** A policy engine built on its first use (the Cedar set is parsed then, not when the runtime opens). */
+function lazyPolicy(build: () => PolicyEngine): PolicyEngine {
+  let engine: PolicyEngine | undefined;
+  const get = (): PolicyEngine => (engine ??= build());
+  return {
+    evaluate: (input) => get().evaluate(input),
+    acceptedPolicyRefs: (scope) => get().acceptedPolicyRefs(scope),
+  };
 }
 
 /**

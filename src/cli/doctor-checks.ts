@@ -36,8 +36,8 @@ export interface DoctorReport {
 
 export interface DoctorOptions {
   cwd: string;
-  /** Finds the config path (throws when there is none). */
-  findConfigPath: () => string;
+  /** Finds the config path (rejects when there is none). */
+  findConfigPath: () => string | Promise<string>;
 }
 
 /** Runs every check it can; a config that does not load stops the others (they need it). */
@@ -46,11 +46,11 @@ export async function diagnose(options: DoctorOptions): Promise<DoctorReport> {
   let configPath: string | null = null;
   let config: WritConfig;
   try {
-    configPath = options.findConfigPath();
+    configPath = await options.findConfigPath();
     config = await loadConfig(configPath);
     checks.push({ name: "config", status: "ok", detail: `${configPath} loads: ${config.actions.length} action(s), ${config.connectors.length} connector(s)` });
   } catch (e) {
-    checks.push({ name: "config", status: "problem", detail: errorMessage(e), fix: "pass --config <file> (or set WRIT_CONFIG) to a file whose default export is defineConfig({...}); see docs/cli.md" });
+    checks.push({ name: "config", status: "problem", detail: errorMessage(e), fix: "pass --config <file> (or set WRIT_CONFIG, or a writ.config field in package.json) to a file whose default export is defineConfig({...}); see docs/cli.md" });
     return { configPath, checks, exitCode: EXIT.CONFIG };
   }
   checks.push(checkPolicy(config));

@@ -102,6 +102,26 @@ export function commandHelp(c: Command): string {
   ].join("\n");
 }
 
+/** Help of a command group (`writ approvals --help`): its subcommands with their summaries. */
+export function groupHelp(group: string): string {
+  const subs = COMMANDS.filter((c) => c.name.startsWith(`${group} `));
+  const w = Math.max(...subs.map((c) => c.name.length + (c.args ? c.args.length + 1 : 0)));
+  return [
+    `Usage: writ ${group} <subcommand> [flags]`,
+    "",
+    "Subcommands:",
+    ...subs.map((c) => `  ${`${c.name}${c.args ? ` ${c.args}` : ""}`.padEnd(w)}  ${c.summary}`),
+    "",
+    `\`writ ${group} <subcommand> --help\` shows its flags.`,
+  ].join("\n");
+}
+
+/** True when `words` name a group without one of its subcommands. */
+function isBareGroup(words: readonly string[]): boolean {
+  const [first, second] = words;
+  return first !== undefined && GROUPS.has(first) && (second === undefined || !COMMANDS.some((c) => c.name === `${first} ${second}`));
+}
+
 /** Finds the command named by the leading words; unknown ones are usage errors. */
 function findCommand(words: readonly string[]): { command: Command; consumed: number } | null {
   const [first, second] = words;
@@ -162,6 +182,15 @@ export async function runCli(args: readonly string[], environment: CliEnvironmen
   let json = args.includes("--json");
   try {
     const words = leadingWords(args, takesValue);
+    const wantsHelp = args.includes("--help") || args.includes("-h");
+    if (words[0] === "help" && isBareGroup(words.slice(1)) && words.length === 2) {
+      environment.io.stdout.write(groupHelp(words[1]!) + "\n");
+      return EXIT.OK;
+    }
+    if (wantsHelp && isBareGroup(words) && words.length === 1) {
+      environment.io.stdout.write(groupHelp(words[0]!) + "\n");
+      return EXIT.OK;
+    }
     if (words[0] === "help") {
       const target = words.length > 1 ? findCommand(words.slice(1)) : null;
       environment.io.stdout.write((target ? commandHelp(target.command) : mainHelp()) + "\n");
@@ -172,7 +201,7 @@ export async function runCli(args: readonly string[], environment: CliEnvironmen
         environment.io.stdout.write(`writ ${version()}\n`);
         return EXIT.OK;
       }
-      if (args.includes("--help") || args.includes("-h")) {
+      if (wantsHelp) {
         environment.io.stdout.write(mainHelp() + "\n");
         return EXIT.OK;
       }

@@ -1,5 +1,5 @@
 /**
- * Built-in connectors (SPEC 1, `connectors/`): REST calls over HTTP and statements on a SQL
+ * Built-in connectors (docs/connectors.md): REST calls over HTTP and statements on a SQL
  * database. Both carry the step idempotency key to the outside system, so a repeated step applies
  * its effect once. See docs/connectors.md.
  *

@@ -1,4 +1,4 @@
-/** `cedarPolicy`: the built-in PolicyEngine on Cedar (SPEC 7). */
+/** `cedarPolicy`: the built-in PolicyEngine on Cedar (docs/policy.md). */
 import type { MaybePromise } from "../core/boundary.js";
 import { WritError } from "../core/errors.js";
 import type { PolicyEngine, PolicyInput, PolicyResult } from "../core/policy.js";

@@ -1,4 +1,4 @@
-/** The built-in Cedar policy engine (SPEC 7). See docs/policy.md. */
+/** The built-in Cedar policy engine (docs/policy.md). */
 export { cedarPolicy, type CedarPolicyEngine, type CedarPolicyOptions } from "./cedar-engine.js";
 export {
   policySetRef,

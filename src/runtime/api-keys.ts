@@ -1,5 +1,5 @@
 /**
- * API keys per tenant with roles (SPEC 8). The key text is `writ_<keyId>_<secret>`; only
+ * API keys per tenant with roles (docs/security.md, docs/http-api.md). The key text is `writ_<keyId>_<secret>`; only
  * `sha256(key text)` is stored. Lookups go by key id, then compare hashes in constant time.
  */
 import { base64url, utf8 } from "../core/encoding.js";

@@ -1,5 +1,5 @@
 /**
- * The HTTP API (SPEC 8) as a Hono app. Web standards only (Request/Response): `startServer`
+ * The HTTP API (docs/http-api.md) as a Hono app. Web standards only (Request/Response): `startServer`
  * serves it on Node; any Hono adapter can serve it elsewhere.
  *
  * @example
@@ -122,7 +122,13 @@ export function createApp(runtime: Runtime, options: CreateAppOptions = {}): Hon
   const s: ServerContext = { runtime, clock, crypto, random, metrics: metricsFor(runtime.host), log, healthTimeoutMs: opts.healthTimeoutMs };
 
   let doc: unknown;
-  const routes = apiRoutes(s, () => (doc ??= openApiDocument(routes, { title: "Writ HTTP API", version: "1.0.0", description: "Governed action execution: invocations, approvals, completions, reconciliations, journal, decisions and the execution boundary." })));
+  const info = {
+    title: "Writ HTTP API",
+    version: "1.0.0",
+    description: "Governed action execution: invocations, approvals, completions, reconciliations, journal, decisions and the execution boundary.",
+    license: { name: "Apache-2.0", identifier: "Apache-2.0" },
+  };
+  const routes = apiRoutes(s, () => (doc ??= openApiDocument(routes, info)));
 
   /** Every error answer, from every place, goes through here. */
   const fail = (c: Context<AppEnv>, err: unknown): Response => {

@@ -1,4 +1,4 @@
-/** The HTTP API (SPEC 8): `createApp` (a Hono app) and `startServer` (Node). See docs/http-api.md. */
+/** The HTTP API (docs/http-api.md): `createApp` (a Hono app) and `startServer` (Node) */
 export { createApp, resolveAppOptions, type CreateAppOptions, type ResolvedAppOptions } from "./app.js";
 export { startServer, type RunningServer, type StartServerOptions } from "./server.js";
 export { API_ERROR_CODES, HTTP_ERROR_CODES, STATUS_OF, ApiError, errorReply, type ApiErrorCode, type ErrorBody, type HttpErrorCode } from "./errors.js";

@@ -214,6 +214,7 @@ const ERROR_DESCRIPTIONS: Partial<Record<number, string>> = {
   409: "conflicts with the current state",
   413: "body larger than the limit (PAYLOAD_TOO_LARGE)",
   415: "body is not application/json (UNSUPPORTED_MEDIA_TYPE)",
+  429: "the API key is over its rate limit (RATE_LIMITED); retry after Retry-After seconds",
   500: "internal error (INTERNAL), details only in the server log",
   503: "the store is unavailable",
 };
@@ -222,7 +223,7 @@ const ERROR_DESCRIPTIONS: Partial<Record<number, string>> = {
 function errorStatuses(r: Route): number[] {
   const s = new Set<number>([500, 503]);
   if (r.params || r.query || r.body || r.rawBody) s.add(400);
-  if (r.access.kind === "key") [401, 403, 404].forEach((x) => s.add(x));
+  if (r.access.kind === "key") [401, 403, 404, 429].forEach((x) => s.add(x));
   if (r.access.kind === "webhook") s.add(401);
   if (r.body || r.rawBody) s.add(413);
   if (r.body) s.add(415);
@@ -263,22 +264,41 @@ function operation(r: Route): JsonSchema {
   return op;
 }
 
-/** The OpenAPI 3.1 document of `routes`, with every named schema under `components.schemas`. */
-export function openApiDocument(routes: readonly Route[], info: { title: string; version: string; description?: string }): JsonSchema {
+/** The document's `info`: what Redocly's recommended rules ask for, a license included. */
+export interface OpenApiInfo {
+  title: string;
+  version: string;
+  description?: string;
+  license?: { name: string; identifier?: string; url?: string };
+}
+
+/**
+ * The OpenAPI 3.1 document of `routes`, with every named schema under `components.schemas` and the
+ * error answers the operations use under `components.responses`. Its one server is relative ("/"):
+ * the document describes the server that serves it, on whatever address and port that listens.
+ */
+export function openApiDocument(routes: readonly Route[], info: OpenApiInfo): JsonSchema {
   const paths: Record<string, Record<string, JsonSchema>> = {};
-  for (const r of routes) (paths[r.path] ??= {})[r.method] = operation(r);
+  const used = new Set<number>();
+  for (const r of routes) {
+    (paths[r.path] ??= {})[r.method] = operation(r);
+    for (const status of errorStatuses(r)) used.add(status);
+  }
   const all = z.toJSONSchema(schemaRegistry, { uri: REF, unrepresentable: "any" }) as { schemas: Record<string, JsonSchema> };
   const schemas: Record<string, JsonSchema> = {};
   for (const [id, s] of Object.entries(all.schemas)) schemas[id] = strip(s);
   return {
     openapi: "3.1.0",
     info,
+    servers: [{ url: "/", description: "the Writ server that serves this document (writ serve; default http://127.0.0.1:8787)" }],
     jsonSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
     paths,
     components: {
       schemas,
       responses: Object.fromEntries(
-        Object.entries(ERROR_DESCRIPTIONS).map(([status, description]) => [`Error${status}`, { description, content: { "application/json": { schema: refTo(ErrorBody) } } }]),
+        Object.entries(ERROR_DESCRIPTIONS)
+          .filter(([status]) => used.has(Number(status)))
+          .map(([status, description]) => [`Error${status}`, { description, content: { "application/json": { schema: refTo(ErrorBody) } } }]),
       ),
       securitySchemes: {
         apiKey: { type: "http", scheme: "bearer", bearerFormat: "writ_<keyId>_<secret>", description: "An API key of one tenant; its roles decide what it may do." },

@@ -180,7 +180,7 @@ describe("writ CLI end to end", () => {
     const entries = lines.map((l) => JSON.parse(l) as { seq: number; type: string; hash: string });
     expect(entries.map((e) => e.seq)).toEqual(entries.map((_, i) => i + 1));
     expect(entries[0]!.type).toBe("authority.created");
-    const [stdout, offline] = await Promise.all([writ(ws.dir, ["journal", "export", "--from-seq", "2"]), writ(ws.dir, ["journal", "verify", "--file", "journal.jsonl", "--json"])]);
+    const [stdout, offline] = await Promise.all([writ(ws.dir, ["journal", "export", "--from-seq", "2", "--out", "-"]), writ(ws.dir, ["journal", "verify", "--file", "journal.jsonl", "--json"])]);
     expect(stdout.stdout.trim().split("\n")).toHaveLength(v.entries - 1);
     expect(json<{ ok: boolean }>(offline).ok).toBe(true);
 

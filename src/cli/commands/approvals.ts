@@ -4,6 +4,7 @@ import { intFlag, list, oneOf, required, str } from "../args.js";
 import { AS_OPTION, LIMIT_OPTION, QUIET_OPTION, printList, type Command } from "../command.js";
 import type { CliContext } from "../context.js";
 import { usageError } from "../exit-codes.js";
+import { WritError } from "../../core/errors.js";
 import { brief, time } from "../output.js";
 
 function printApprovals(ctx: CliContext, items: readonly Approval[]): void {
@@ -23,15 +24,28 @@ export const approvalsLs: Command = {
   summary: "list approvals (pending by default)",
   options: {
     status: { type: "string", value: "<status>", description: `${APPROVAL_STATUSES.join(", ")} or all (default pending)` },
+    invocation: { type: "string", value: "<invocation-id>", description: "only the approval of this invocation" },
     ...LIMIT_OPTION,
     ...QUIET_OPTION,
   },
+  details: "With -q and --invocation the output is at most one id, safe for APPROVAL=$(writ approvals ls -q --invocation $INV).",
   async run(ctx) {
     const status = oneOf(ctx.values, "status", [...APPROVAL_STATUSES, "all"]) ?? "pending";
     const limit = intFlag(ctx.values, "limit") ?? 50;
+    const invocationId = str(ctx.values, "invocation");
     const rt = await ctx.runtime();
-    const items = await rt.host.approvals.list(ctx.scope(), { limit, ...(status !== "all" ? { status } : {}) });
+    const scope = await ctx.scope();
+    let items: Approval[];
+    if (invocationId !== undefined) {
+      const inv = await rt.host.get(scope, invocationId);
+      if (!inv) throw new WritError("NOT_FOUND", `no invocation ${invocationId} in ${scope.tenantId}/${scope.spaceId}`);
+      const approval = inv.approvalId ? await rt.host.approvals.get(scope, inv.approvalId) : null;
+      items = approval && (status === "all" || approval.status === status) ? [approval] : [];
+    } else {
+      items = await rt.host.approvals.list(scope, { limit, ...(status !== "all" ? { status } : {}) });
+    }
     printList(ctx, { items }, items, (a) => a.approvalId, () => printApprovals(ctx, items));
+    if (items.length === 0) await ctx.explainEmpty(`${status === "all" ? "" : `${status} `}approvals${invocationId !== undefined ? ` of ${invocationId}` : ""}`);
   },
 };
 
@@ -54,7 +68,7 @@ function vote(verb: "approve" | "deny" | "revoke", summary: string): Command {
       const note = str(ctx.values, "note");
       const approver = { actor: ctx.operator(), roles: roles.length > 0 ? roles : ["approve"], ...(note !== undefined ? { note } : {}) };
       const rt = await ctx.runtime();
-      const scope = ctx.scope();
+      const scope = await ctx.scope();
       const ap = await rt.host.approvals[verb](scope, id, approver);
       const inv = ap.invocationId ? await rt.host.get(scope, ap.invocationId) : null;
       ctx.out.result({ approval: ap, invocation: inv }, () => {
@@ -90,15 +104,25 @@ export const reconcileLs: Command = {
   summary: "list reconciliations (open by default)",
   options: {
     status: { type: "string", value: "<status>", description: `${RECONCILIATION_STATUSES.join(", ")} or all (default open)` },
+    invocation: { type: "string", value: "<invocation-id>", description: "only the reconciliations of this invocation" },
     ...LIMIT_OPTION,
     ...QUIET_OPTION,
   },
+  details: "An invocation has at most one open reconciliation: with -q and --invocation the output is at most one id, safe for RECON=$(writ reconcile ls -q --invocation $INV).",
   async run(ctx) {
     const status = oneOf(ctx.values, "status", [...RECONCILIATION_STATUSES, "all"]) ?? "open";
     const limit = intFlag(ctx.values, "limit") ?? 50;
+    const invocationId = str(ctx.values, "invocation");
     const rt = await ctx.runtime();
-    const items = await rt.host.reconcile.list(ctx.scope(), { limit, ...(status !== "all" ? { status } : {}) });
+    const scope = await ctx.scope();
+    const filter = { limit, ...(status !== "all" ? { status } : {}) };
+    // By invocation: the store's filter, read as `writ get` reads an invocation's reconciliations.
+    const items =
+      invocationId !== undefined
+        ? await rt.store.transact((tx) => tx.listReconciliations(scope, { ...filter, invocationId }))
+        : await rt.host.reconcile.list(scope, filter);
     printList(ctx, { items }, items, (r) => r.reconciliationId, () => printReconciliations(ctx, items));
+    if (items.length === 0) await ctx.explainEmpty(`${status === "all" ? "" : `${status} `}reconciliations${invocationId !== undefined ? ` of ${invocationId}` : ""}`);
   },
 };
 
@@ -121,7 +145,7 @@ export const reconcileResolve: Command = {
     const externalRef = str(ctx.values, "external-ref");
     const by = ctx.operator();
     const rt = await ctx.runtime();
-    const inv = await rt.host.reconcile.resolve(ctx.scope(), id, { outcome, note, by, ...(externalRef !== undefined ? { externalRef } : {}) });
+    const inv = await rt.host.reconcile.resolve(await ctx.scope(), id, { outcome, note, by, ...(externalRef !== undefined ? { externalRef } : {}) });
     ctx.out.result({ invocation: inv }, () =>
       ctx.out.record([
         ["reconciliation", `${id} resolved ${outcome}`],

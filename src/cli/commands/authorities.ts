@@ -1,4 +1,4 @@
-/** `writ authorities create|ls|suspend|reinstate|revoke`: standing grants actors act under (SPEC 2). */
+/** `writ authorities create|ls|suspend|reinstate|revoke`: standing grants actors act under (docs/approvals.md). */
 import type { Authority, Json } from "../../core/types.js";
 import { intFlag, list, parseActor, required, str } from "../args.js";
 import { AS_OPTION, LIMIT_OPTION, QUIET_OPTION, printList, type Command } from "../command.js";
@@ -48,7 +48,7 @@ export const authoritiesCreate: Command = {
     const e = str(ctx.values, "expires");
     const grantor = ctx.operator();
     const rt = await ctx.runtime();
-    const a = await rt.host.authorities.create(ctx.scope(), {
+    const a = await rt.host.authorities.create(await ctx.scope(), {
       authorityRef: ref,
       principal,
       grantor,
@@ -67,7 +67,7 @@ export const authoritiesLs: Command = {
   async run(ctx) {
     const limit = intFlag(ctx.values, "limit") ?? 50;
     const rt = await ctx.runtime();
-    const items = await rt.host.authorities.list(ctx.scope(), { limit });
+    const items = await rt.host.authorities.list(await ctx.scope(), { limit });
     printList(ctx, { items }, items, (a) => a.authorityRef, () =>
       ctx.out.table(items, [
         { header: "authority", value: (a) => a.authorityRef },
@@ -90,7 +90,7 @@ function change(verb: "suspend" | "reinstate" | "revoke", summary: string): Comm
       const ref = p[0]!;
       const by = ctx.operator();
       const rt = await ctx.runtime();
-      const a = await rt.host.authorities[verb](ctx.scope(), ref, by);
+      const a = await rt.host.authorities[verb](await ctx.scope(), ref, by);
       ctx.out.result({ authority: a }, () => printAuthority(ctx, a));
     },
   };

@@ -3,7 +3,7 @@ import type { ActionDefinition } from "../../core/action.js";
 import { base64url } from "../../core/encoding.js";
 import { WritError } from "../../core/errors.js";
 import { redactFor } from "../../core/redact.js";
-import { INVOCATION_STATUSES, TERMINAL_INVOCATION_STATUSES, type Invocation, type Json, type Scope, type StepCheckpoint } from "../../core/types.js";
+import { INVOCATION_STATUSES, TERMINAL_INVOCATION_STATUSES, type Invocation, type InvocationStatus, type Json, type Scope, type StepCheckpoint } from "../../core/types.js";
 import { systemRandom } from "../../node/clock.js";
 import type { Runtime } from "../../runtime/runtime.js";
 import { flag, intFlag, oneOf, parseActor, str } from "../args.js";
@@ -35,7 +35,7 @@ export const submit: Command = {
     const v = ctx.values;
     const file = str(v, "file");
     const base: Record<string, unknown> = file !== undefined ? jsonObject(readInput(file, "file"), `--file ${file}`) : {};
-    const scope = ctx.scope();
+    const scope = await ctx.scope();
     const explicitScope = str(v, "tenant") !== undefined || str(v, "space") !== undefined;
     const req: Record<string, unknown> = { ...base };
     if (explicitScope || req.tenantId === undefined) req.tenantId = scope.tenantId;
@@ -115,7 +115,7 @@ export const get: Command = {
   options: {},
   async run(ctx, p) {
     const id = p[0]!;
-    const scope = ctx.scope();
+    const scope = await ctx.scope();
     const rt = await ctx.runtime();
     const inv = await rt.host.get(scope, id);
     if (!inv) throw new WritError("NOT_FOUND", `no invocation ${id} in ${scope.tenantId}/${scope.spaceId}`);
@@ -145,7 +145,14 @@ export const get: Command = {
       ]);
       if (approval) {
         ctx.out.line();
-        ctx.out.line(`approval ${approval.approvalId}: ${approval.status} (${approval.votes.filter((x) => x.verdict === "approve").length}/${approval.quorum} approvals, roles ${approval.approverRoles.join(", ")})`);
+        ctx.out.line(`approval ${approval.approvalId}: ${approval.status} (${approval.votes.filter((x) => x.verdict === "approve").length}/${approval.quorum} approvals, roles ${approval.approverRoles.join(", ")}, expires ${time(approval.expiresAt)})`);
+        ctx.out.table(approval.votes, [
+          { header: "vote", value: (x) => x.verdict },
+          { header: "by", value: (x) => `${x.approver.type}:${x.approver.id}` },
+          { header: "at", value: (x) => time(x.at) },
+          { header: "key", value: (x) => x.keyId ?? "-" },
+          { header: "note", value: (x) => x.note ?? "-" },
+        ], "  (no votes yet)");
       }
       for (const r of reconciliations) {
         ctx.out.line();
@@ -162,6 +169,16 @@ function redactStep(s: StepCheckpoint, action: ActionDefinition<unknown> | undef
   return { ...s, output: outputs[s.stepName]! };
 }
 
+/** Statuses whose reasons or last error say why it ended or waits for a person (denied, failed, ...). */
+const EXPLAINED = new Set<InvocationStatus>(["denied", "failed", "cancelled", "awaiting_approval", "parked", "reconciliation_required"]);
+
+/** Why an invocation is where it is, for a table cell: its reasons, else its last error; "-" when it succeeded or waits normally. */
+export function reasonOf(inv: Invocation): string {
+  if (!EXPLAINED.has(inv.status)) return "-";
+  const reasons = inv.reasons && inv.reasons.length > 0 ? inv.reasons.join("; ") : undefined;
+  return reasons ?? inv.lastError ?? "-";
+}
+
 export const ls: Command = {
   name: "ls",
   summary: "list invocations, newest first",
@@ -176,7 +193,7 @@ export const ls: Command = {
     const limit = intFlag(ctx.values, "limit") ?? 50;
     const after = str(ctx.values, "after");
     const rt = await ctx.runtime();
-    const items = await rt.host.list(ctx.scope(), { limit, ...(status ? { status } : {}), ...(after ? { after } : {}) });
+    const items = await rt.host.list(await ctx.scope(), { limit, ...(status ? { status } : {}), ...(after ? { after } : {}) });
     printList(ctx, { items }, items, (i) => i.invocationId, () =>
       ctx.out.table(items, [
         { header: "invocation", value: (i) => i.invocationId },
@@ -185,8 +202,10 @@ export const ls: Command = {
         { header: "actor", value: (i) => `${i.request.actor.type}:${i.request.actor.id}` },
         { header: "created", value: (i) => time(i.createdAt) },
         { header: "params", value: (i) => brief(i.request.params, 50) },
+        { header: "reason", value: (i) => brief(reasonOf(i), 80) },
       ]),
     );
+    if (items.length === 0 && after === undefined) await ctx.explainEmpty(status ? `${status} invocations` : "invocations");
   },
 };
 
@@ -199,7 +218,7 @@ export const cancel: Command = {
     const id = p[0]!;
     const by = ctx.operator();
     const rt = await ctx.runtime();
-    const inv = await rt.host.cancel(ctx.scope(), id, by);
+    const inv = await rt.host.cancel(await ctx.scope(), id, by);
     ctx.out.result({ invocation: inv }, () => printInvocationSummary(ctx.out, inv));
   },
 };

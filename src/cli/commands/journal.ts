@@ -1,5 +1,6 @@
-/** `writ journal verify|export|checkpoint|ls`: the scope's hash-chained evidence (SPEC 6). */
-import { createWriteStream, renameSync, rmSync } from "node:fs";
+/** `writ journal verify|export|checkpoint|ls`: the scope's hash-chained evidence (docs/journal.md). */
+import { createWriteStream, mkdirSync, renameSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { once } from "node:events";
 import { createKeyring } from "../../core/keyring.js";
 import { checkUnsealed, verifyJournal, writeCheckpoint, type JournalVerification } from "../../core/journal.js";
@@ -33,10 +34,10 @@ export const journalVerify: Command = {
     if (file !== undefined) {
       const entries = parseJournalJsonl(readInput(file, "file"), file);
       const first = entries[0];
-      scope = first && !explicitScope(ctx) ? { tenantId: String(first.tenantId), spaceId: String(first.spaceId) } : ctx.scope();
+      scope = first && !explicitScope(ctx) ? { tenantId: String(first.tenantId), spaceId: String(first.spaceId) } : await ctx.scope();
       result = verifyJournal(defaultCrypto(), createKeyring([]), scope, entries, []);
     } else {
-      scope = ctx.scope();
+      scope = await ctx.scope();
       const rt = await ctx.runtime();
       // Unsealed entries first: one sealed meanwhile then shows in the chain too, never in neither.
       const pending = await rt.store.transact((tx) => tx.listUnsealed(scope));
@@ -79,16 +80,21 @@ export const journalVerify: Command = {
 
 export const journalExport: Command = {
   name: "journal export",
-  summary: "write the scope's journal as JSONL (one entry per line, ascending seq)",
+  summary: "write the scope's journal as JSONL (one entry per line, ascending seq) into the state directory, or --out",
+  details: "A file is written atomically (a temporary file renamed at the end); the default file is replaced by the next default export. `writ journal verify --file <file>` checks it offline.",
   options: {
-    out: { type: "string", short: "o", value: "<file>", description: "write to this file (atomically: a temporary file renamed at the end); default stdout" },
+    out: { type: "string", short: "o", value: "<file>", description: "write to this file, \"-\" for stdout (default: <state dir>/exports/journal-<tenant>-<space>.jsonl, the state dir being the parent of the config's keys.dir, e.g. .writ)" },
     "from-seq": { type: "string", value: "<n>", description: "start at this seq (default 1)" },
   },
   async run(ctx) {
-    const out = str(ctx.values, "out");
+    const outFlag = str(ctx.values, "out");
     const fromSeq = intFlag(ctx.values, "from-seq") ?? 1;
-    const scope = ctx.scope();
+    const scope = await ctx.scope();
     const rt = await ctx.runtime();
+    // Default: the state directory (beside the keys, ignored by git in this repository), never the working tree.
+    const exportsDir = join(dirname(rt.keysDir), "exports");
+    const out = outFlag === "-" ? undefined : (outFlag ?? join(exportsDir, `journal-${scope.tenantId}-${scope.spaceId}.jsonl`));
+    if (outFlag === undefined) mkdirSync(exportsDir, { recursive: true, mode: 0o700 });
     const total = Math.max(0, (await journalLength(rt.store, scope)) - fromSeq + 1);
     // The bar shares the terminal with the data when the data goes to a terminal: keep it off then.
     const bar = out !== undefined || !ctx.io.stdoutIsTTY ? createProgress(ctx.io.stderr, { label: "exporting", total }) : NO_PROGRESS;
@@ -123,7 +129,7 @@ export const journalExport: Command = {
     }
     if (target !== undefined) {
       if (ctx.out.json) ctx.out.result({ scope, file: target, entries: n }, () => undefined);
-      else ctx.out.line(`exported ${n} entries of ${scope.tenantId}/${scope.spaceId} to ${out}`);
+      else ctx.out.line(`exported ${n} entries of ${scope.tenantId}/${scope.spaceId} to ${outFlag ?? ctx.relative(target)}`);
     }
   },
 };
@@ -133,7 +139,7 @@ export const journalCheckpoint: Command = {
   summary: "seal what is committed, then sign a checkpoint of the scope's sealed journal head (lets verify detect a cut tail)",
   options: {},
   async run(ctx) {
-    const scope = ctx.scope();
+    const scope = await ctx.scope();
     const rt = await ctx.runtime();
     await sequencerFor(rt.store, defaultCrypto()).seal(scope);
     const cp = await rt.store.transact((tx) => writeCheckpoint(tx, defaultCrypto(), scope, rt.signingKey, systemClock.now()));
@@ -154,7 +160,7 @@ export const journalLs: Command = {
   async run(ctx) {
     const fromSeq = intFlag(ctx.values, "from-seq") ?? 1;
     const limit = intFlag(ctx.values, "limit") ?? 50;
-    const scope = ctx.scope();
+    const scope = await ctx.scope();
     const rt = await ctx.runtime();
     const [items, unsealed] = await rt.store.transact(async (tx) => [await tx.readJournal(scope, { fromSeq, limit }), await tx.listUnsealed(scope, { limit })] as const);
     ctx.out.result({ items, unsealed }, () => {

@@ -111,7 +111,7 @@ export const apiKeysCreate: Command = {
     const principalText = str(ctx.values, "principal");
     const principal = principalText !== undefined ? parseActor(principalText, "principal") : undefined;
     const actsFor = list(ctx.values, "acts-for").map((a) => parseActor(a, "acts-for"));
-    const { tenantId } = ctx.scope();
+    const { tenantId } = await ctx.scope();
     const rt = await ctx.runtime();
     const { key, record } = await createApiKey(
       rt.store,
@@ -141,7 +141,7 @@ export const apiKeysLs: Command = {
   summary: "list the tenant's API keys (ids and roles, never secrets)",
   options: { ...QUIET_OPTION },
   async run(ctx) {
-    const { tenantId } = ctx.scope();
+    const { tenantId } = await ctx.scope();
     const rt = await ctx.runtime();
     const recs = await rt.store.transact((tx) => tx.listApiKeys(tenantId));
     const items = recs.map((r) => ({ keyId: r.keyId, name: r.name, principal: keyPrincipal(r), actsFor: r.actsFor ?? [], roles: r.roles, spaces: r.spaces, createdAt: r.createdAt, ...(r.revokedAt !== undefined ? { revokedAt: r.revokedAt } : {}) }));
@@ -167,7 +167,7 @@ export const apiKeysRevoke: Command = {
   options: {},
   async run(ctx, p) {
     const keyId = p[0]!;
-    const { tenantId } = ctx.scope();
+    const { tenantId } = await ctx.scope();
     const rt = await ctx.runtime();
     const rec = await revokeApiKey(rt.store, keyId, tenantId, systemClock.now());
     ctx.out.result({ keyId: rec.keyId, revokedAt: rec.revokedAt }, () => ctx.out.line(`revoked API key ${rec.keyId}`));
@@ -189,7 +189,7 @@ export const apiKeysDelegate: Command = {
     const actsFor = list(ctx.values, "acts-for").map((a) => parseActor(a, "acts-for"));
     const none = flag(ctx.values, "none");
     if (none === (actsFor.length > 0)) throw usageError("`writ api-keys delegate` needs either --acts-for <type:id> (repeatable) or --none");
-    const { tenantId } = ctx.scope();
+    const { tenantId } = await ctx.scope();
     const rt = await ctx.runtime();
     const rec = await setKeyDelegation(rt.store, defaultCrypto(), { tenantId, keyId, actsFor, by: ctx.operator() }, systemClock.now());
     const shown = { keyId: rec.keyId, principal: keyPrincipal(rec), actsFor: rec.actsFor ?? [] };

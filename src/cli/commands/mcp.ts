@@ -23,7 +23,7 @@ export const mcp: Command = {
     if (callWaitMs !== undefined && !(Number.isInteger(callWaitMs) && callWaitMs >= 0 && callWaitMs <= 600_000)) throw usageError("--call-wait-ms must be an integer from 0 to 600000");
     const space = str(ctx.values, "space") ?? ctx.env.WRIT_SPACE;
     const logger = stderrLogger(ctx.io, { events: false, debug: ctx.env.WRIT_DEBUG === "1" });
-    const rt = await ctx.runtime({ logger });
+    const rt = await ctx.runtime({ logger, eagerPolicy: true });
     const { serveMcpStdio } = await import("../../mcp/stdio.js");
     const stop = waitForStop();
     try {

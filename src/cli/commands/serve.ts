@@ -1,5 +1,5 @@
 /** `writ serve` (HTTP API and workers in one process) and `writ worker` (workers only). */
-import { pino } from "pino";
+import type { Logger } from "../../host/options.js";
 import type { Worker, WorkerOptions } from "../../host/worker.js";
 import type { Runtime } from "../../runtime/runtime.js";
 import { flag, intFlag, str } from "../args.js";
@@ -23,11 +23,13 @@ function workerOptions(ctx: CliContext, rt: Runtime): WorkerOptions {
 
 async function openForWork(ctx: CliContext): Promise<Runtime> {
   const debug = ctx.env.WRIT_DEBUG === "1";
-  const logger =
-    flag(ctx.values, "log-json") || ctx.env.WRIT_LOG === "json"
-      ? pino({ name: "writ", level: debug || !flag(ctx.values, "quiet") ? "debug" : "info" }, pino.destination(2))
-      : stderrLogger(ctx.io, { events: !flag(ctx.values, "quiet"), debug });
-  return ctx.runtime({ logger });
+  let logger: Logger;
+  if (flag(ctx.values, "log-json") || ctx.env.WRIT_LOG === "json") {
+    // pino is imported only when JSON logs are asked for: other commands start without it.
+    const { pino } = await import("pino");
+    logger = pino({ name: "writ", level: debug || !flag(ctx.values, "quiet") ? "debug" : "info" }, pino.destination(2));
+  } else logger = stderrLogger(ctx.io, { events: !flag(ctx.values, "quiet"), debug });
+  return ctx.runtime({ logger, eagerPolicy: true });
 }
 
 /** Stops the worker (draining; a second signal aborts in-flight work) and reports it. */

@@ -1,5 +1,5 @@
 /**
- * How an HTTP answer becomes a connector reply (SPEC 3.2). The table is in docs/connectors.md;
+ * How an HTTP answer becomes a connector reply (docs/connectors.md has the table);
  * every status not clearly "the provider did not act" or "the provider acted" is ambiguous.
  */
 import type { Json } from "../../core/types.js";

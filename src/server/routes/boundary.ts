@@ -1,6 +1,6 @@
 /**
  * Boundary execute: a request plus a decision minted elsewhere goes through the execution boundary
- * (SPEC 3). Malformed input is refused at the edge (400, nothing recorded); a well-formed request
+ * (docs/boundary.md). Malformed input is refused at the edge (400, nothing recorded); a well-formed request
  * under a decision that fails a check is refused BY THE BOUNDARY, which records the attempt
  * (REFUSED with its reason code) — answered 200 with that attempt.
  */

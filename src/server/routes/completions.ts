@@ -1,5 +1,5 @@
 /**
- * Completions of long-running operations (SPEC 4.7): Standard Webhooks deliveries. No API key: the
+ * Completions of long-running operations (docs/completions.md): Standard Webhooks deliveries. No API key: the
  * signature (with the connector's secret) authenticates, and the secret that verifies names the
  * scope. The body is verified as received, byte for byte, before it is parsed.
  */
