@@ -20,6 +20,7 @@ import { journalCases } from "./cases-journal.js";
 import { raceCases } from "./cases-races.js";
 import { recordCases } from "./cases-records.js";
 import { transactionCases } from "./cases-transactions.js";
+import { transitionCases } from "./cases-transitions.js";
 import { unsealedCases } from "./cases-unsealed.js";
 import { runConformanceCase, type ConformanceEnv, type MakeStore, type StoreConformanceCase } from "./case.js";
 
@@ -37,6 +38,7 @@ export const storeConformanceCases: StoreConformanceCase[] = [
   ...extraCases,
   ...inputCases,
   ...raceCases,
+  ...transitionCases,
 ];
 
 /** Options of {@link runStoreConformance}. */
