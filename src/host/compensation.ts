@@ -11,7 +11,7 @@ import type { StandardSchemaV1 } from "../core/standard-schema.js";
 import type { ActionRequest, Fence, Invocation, Json } from "../core/types.js";
 import { scopeOf, type HostContext } from "./context.js";
 import type { HostEvent } from "./events.js";
-import { toReconciliation } from "./process.js";
+import { toReconciliation } from "./reconcile.js";
 
 const anyObject: StandardSchemaV1<unknown, { [k: string]: Json }> = {
   "~standard": {

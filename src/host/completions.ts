@@ -15,7 +15,7 @@ import { COMPLETION_OUTCOMES, type CompletionDisposition, type CompletionRecord,
 import { verifyWebhook, webhookSecretBytes, type WebhookHeaders } from "../core/webhook.js";
 import { retryStale, scopeOf, type HostContext } from "./context.js";
 import type { HostEvent } from "./events.js";
-import { toReconciliation } from "./process.js";
+import { toReconciliation } from "./reconcile.js";
 
 export interface CompletionInput {
   connector: string;
