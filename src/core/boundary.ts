@@ -9,7 +9,7 @@ import { stableId } from "./digest.js";
 import { verifyParsed, type ParsedDecision } from "./decision.js";
 import { WritError, errorMessage, type OutcomeCode } from "./errors.js";
 import { base64url } from "./encoding.js";
-import { appendJournal, unsealedEntries, type JournalDraft } from "./journal.js";
+import { appendJournal, draft, unsealedEntries, type JournalDraft } from "./journal.js";
 import { sequencerFor } from "./sequencer.js";
 import type { Keyring } from "./keyring.js";
 import type { Clock, CryptoPort, Random } from "./ports.js";
@@ -298,7 +298,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
     return a;
   }
 
-  function attemptDraft(a: AttemptRecord, type: string, at: number, extra: { [k: string]: Json } = {}): JournalDraft {
+  function attemptDraft(a: AttemptRecord, type: "attempt.refused" | "attempt.duplicate" | "attempt.settled", at: number, extra: { [k: string]: Json } = {}): JournalDraft {
     const data: { [k: string]: Json } = { state: a.state, ...extra };
     if (a.reasonCode) data.reasonCode = a.reasonCode;
     if (a.reason) data.reason = a.reason;
@@ -312,7 +312,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
     const refs: { [k: string]: string } = { attemptId: a.attemptId };
     if (a.decisionId) refs.decisionId = a.decisionId;
     if (a.invocationId) refs.invocationId = a.invocationId;
-    return { id: `${type}:${a.attemptId}`, type, at, refs, data };
+    return draft(type, [a.attemptId], at, refs, data);
   }
 
   async function recordRefusal(scope: Scope, a: AttemptRecord, fence: Fence | undefined): Promise<Attempt> {
@@ -463,12 +463,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
         ...(v.supersede ? { supersede: v.supersede } : {}),
         entries: unsealedEntries(scope, [
           ...(v.supersede ? [attemptDraft(v.supersede, "attempt.settled", now)] : []),
-          {
-            id: `decision.consumed:${decision.payload.decisionId}`,
-            type: "decision.consumed",
-            at: now,
-            refs: { decisionId: decision.payload.decisionId, attemptId, invocationId },
-            data: {
+          draft("decision.consumed", [decision.payload.decisionId], now, { decisionId: decision.payload.decisionId, attemptId, invocationId }, {
               action: req.action,
               actionVersion: req.actionVersion,
               idempotencyKey: req.idempotencyKey,
@@ -478,8 +473,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
               policyRef: decision.payload.policyRef,
               params: redactFor(action, { params: req.params }, "params"), // the journal's format: { params: ... }
               startStep: v.startStep,
-            },
-          },
+          }),
         ]),
       };
     }
@@ -564,13 +558,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
           done: row,
           next: stepRow(scope, invocationId, i + 1, attemptId, ended),
           entries: unsealedEntries(scope, [
-            {
-              id: `step.succeeded:${invocationId}:${i}:${attemptId}`,
-              type: "step.succeeded",
-              at: ended,
-              refs: { attemptId, invocationId },
-              data: { stepIndex: i, stepName: step.name, externalRef: interpreted.externalRef, output: redactOutputs({ [step.name]: outputs[step.name]! }) },
-            },
+            draft("step.succeeded", [invocationId, i, attemptId], ended, { attemptId, invocationId }, { stepIndex: i, stepName: step.name, externalRef: interpreted.externalRef, output: redactOutputs({ [step.name]: outputs[step.name]! }) }),
           ]),
         });
         emit({ type: "step.settled", scope, attempt: attempt!, stepIndex: i });

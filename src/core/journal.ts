@@ -10,15 +10,51 @@ import type { Keyring, SigningKey } from "./keyring.js";
 import type { CryptoPort } from "./ports.js";
 import { WritError } from "./errors.js";
 import type { Store, StoreTx } from "./store.js";
-import type { Json, JournalCheckpoint, JournalEntry, Scope, UnsealedEntry } from "./types.js";
+import type { AuthorityStatus, InvocationStatus, Json, JournalCheckpoint, JournalEntry, Scope, UnsealedEntry } from "./types.js";
 
 
 export interface JournalDraft {
   id: string;
+  /** Writ's own entries are one of {@link JournalEntryType} (built by {@link draft}); the journal takes any type. */
   type: string;
   at: number;
   refs?: { [k: string]: string };
   data?: Json;
+}
+
+/** Every type of journal entry Writ writes (docs/journal.md lists what each records). */
+export type JournalEntryType =
+  | "attempt.refused"
+  | "attempt.duplicate"
+  | "attempt.settled"
+  | "decision.consumed"
+  | "step.succeeded"
+  | "invocation.submitted"
+  | "invocation.claimed"
+  | `invocation.${InvocationStatus}`
+  | "approval.opened"
+  | "approval.vote"
+  | "approval.granted"
+  | "approval.denied"
+  | "approval.revoked"
+  | "approval.expired"
+  | "completion.applied"
+  | "completion.early"
+  | "completion.contradicted"
+  | "reconciliation.opened"
+  | "reconciliation.resolved"
+  | `authority.${AuthorityStatus}`
+  | "authority.created"
+  | "policy.activated"
+  | "api_key.created"
+  | "api_key.delegation_set";
+
+/**
+ * The one builder of journal drafts: the entry's id is its type and the key parts that make it
+ * unique in the scope (`type:part:part…`), so a transition written twice writes its entry once.
+ */
+export function draft(type: JournalEntryType, key: ReadonlyArray<string | number>, at: number, refs: { [k: string]: string }, data?: Json): JournalDraft {
+  return { id: [type, ...key].join(":"), type, at, refs, ...(data !== undefined ? { data } : {}) };
 }
 
 /**

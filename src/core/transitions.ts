@@ -12,7 +12,7 @@
  * cases on every store.
  */
 import { WritError } from "./errors.js";
-import { unsealedEntries } from "./journal.js";
+import { draft, unsealedEntries } from "./journal.js";
 import { readCommitted, type ClaimOptions, type Store, type StoreTx } from "./store.js";
 import type {
   Approval,
@@ -188,7 +188,7 @@ export interface Prepared {
  */
 export function claimedEntry(inv: Invocation, owner: string, now: number): UnsealedEntry {
   return unsealedEntries(inv, [
-    { id: `invocation.claimed:${inv.invocationId}:${inv.leaseToken!}`, type: "invocation.claimed", at: now, refs: { invocationId: inv.invocationId }, data: { owner, attemptCount: inv.attemptCount } },
+    draft("invocation.claimed", [inv.invocationId, inv.leaseToken!], now, { invocationId: inv.invocationId }, { owner, attemptCount: inv.attemptCount }),
   ])[0]!;
 }
 

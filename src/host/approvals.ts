@@ -4,7 +4,7 @@
  * recorded while a worker is mid-way is never lost (the worker re-reads it under the same lock).
  */
 import { WritError } from "../core/errors.js";
-import { appendJournal } from "../core/journal.js";
+import { appendJournal, draft } from "../core/journal.js";
 import { readCommitted, type ListOptions, type StoreTx } from "../core/store.js";
 import type { Actor, Approval, ApprovalStatus, Invocation, Json, Scope } from "../core/types.js";
 import { checkActor } from "../core/validate.js";
@@ -69,13 +69,13 @@ async function load(tx: StoreTx, scope: Scope, approvalId: string): Promise<Appr
   return ap;
 }
 
-function journal(ctx: HostContext, tx: StoreTx, scope: Scope, ap: Approval, type: string, by: Actor | null, extra: { [k: string]: Json } = {}, keyId?: string): Promise<unknown> {
+function journal(ctx: HostContext, tx: StoreTx, scope: Scope, ap: Approval, type: "approval.vote" | "approval.granted" | "approval.denied" | "approval.revoked" | "approval.expired", by: Actor | null, extra: { [k: string]: Json } = {}, keyId?: string): Promise<unknown> {
   const data: { [k: string]: Json } = { status: ap.status, votes: ap.votes.length, quorum: ap.quorum, ...extra };
   if (by) data.by = { type: by.type, id: by.id };
   if (keyId !== undefined) data.keyId = keyId;
   const refs: { [k: string]: string } = { approvalId: ap.approvalId };
   if (ap.invocationId) refs.invocationId = ap.invocationId;
-  return appendJournal(tx, ctx.o.crypto, scope, [{ id: `${type}:${ap.approvalId}:${ap.updatedAt}:${ap.votes.length}`, type, at: ap.updatedAt, refs, data }]);
+  return appendJournal(tx, ctx.o.crypto, scope, [draft(type, [ap.approvalId, ap.updatedAt, ap.votes.length], ap.updatedAt, refs, data)]);
 }
 
 /** Moves the approval's invocation on after the approval changed state. */

@@ -5,7 +5,7 @@
  */
 import { WritError } from "../core/errors.js";
 import { globsCover } from "../core/glob.js";
-import { appendJournal } from "../core/journal.js";
+import { appendJournal, draft } from "../core/journal.js";
 import { readCommitted, type ListOptions } from "../core/store.js";
 import type { Actor, Authority, Json, Scope } from "../core/types.js";
 import { checkActor } from "../core/validate.js";
@@ -61,7 +61,7 @@ export function createAuthorities(ctx: HostContext): Authorities {
       const now = o.clock.now();
       const next: Authority = { ...cur, status: to, updatedAt: now };
       await tx.putAuthority(scope, next);
-      await appendJournal(tx, o.crypto, scope, [{ id: `authority.${to}:${ref}:${now}`, type: `authority.${to}`, at: now, refs: { authorityRef: ref }, data: { from: cur.status, by: { type: by.type, id: by.id } } }]);
+      await appendJournal(tx, o.crypto, scope, [draft(`authority.${to}`, [ref, now], now, { authorityRef: ref }, { from: cur.status, by: { type: by.type, id: by.id } })]);
       return next;
     });
   }
@@ -85,7 +85,7 @@ export function createAuthorities(ctx: HostContext): Authorities {
         if (input.expiresAt !== undefined) a.expiresAt = input.expiresAt;
         await tx.putAuthority(scope, a);
         await appendJournal(tx, o.crypto, scope, [
-          { id: `authority.created:${a.authorityRef}`, type: "authority.created", at: now, refs: { authorityRef: a.authorityRef }, data: { principal: { ...a.principal }, grantor: { ...a.grantor }, actions: a.actions, ...(a.expiresAt !== undefined ? { expiresAt: a.expiresAt } : {}) } },
+          draft("authority.created", [a.authorityRef], now, { authorityRef: a.authorityRef }, { principal: { ...a.principal }, grantor: { ...a.grantor }, actions: a.actions, ...(a.expiresAt !== undefined ? { expiresAt: a.expiresAt } : {}) }),
         ]);
         return a;
       });

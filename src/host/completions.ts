@@ -8,7 +8,7 @@
 import { parseJsonStrict } from "../core/canonical.js";
 import { digestOf } from "../core/digest.js";
 import { WritError, errorMessage } from "../core/errors.js";
-import { appendJournal } from "../core/journal.js";
+import { appendJournal, draft } from "../core/journal.js";
 import { redactFor, type ErrorTextContext } from "../core/redact.js";
 import type { StoreTx } from "../core/store.js";
 import { COMPLETION_OUTCOMES, type CompletionDisposition, type CompletionRecord, type Invocation, type Json, type Scope, type StepCheckpoint } from "../core/types.js";
@@ -119,14 +119,14 @@ function redactedFor(ctx: HostContext, inv: Invocation | null, step: StepCheckpo
   return out;
 }
 
-function journalCompletion(ctx: HostContext, tx: StoreTx, scope: Scope, c: CompletionRecord, type: string): Promise<unknown> {
+function journalCompletion(ctx: HostContext, tx: StoreTx, scope: Scope, c: CompletionRecord, type: "completion.applied" | "completion.early" | "completion.contradicted"): Promise<unknown> {
   const data: { [k: string]: Json } = { connector: c.connector, externalRef: c.externalRef, outcome: c.outcome, disposition: c.disposition, contentDigest: c.contentDigest };
   if (c.result !== undefined) data.result = c.result;
   if (c.error !== undefined) data.error = c.error;
   if (c.evidence !== undefined) data.evidence = c.evidence;
   const refs: { [k: string]: string } = { completionId: c.completionId };
   if (c.invocationId) refs.invocationId = c.invocationId;
-  return appendJournal(tx, ctx.o.crypto, scope, [{ id: `${type}:${c.connector}:${c.completionId}`, type, at: c.receivedAt, refs, data }]);
+  return appendJournal(tx, ctx.o.crypto, scope, [draft(type, [c.connector, c.completionId], c.receivedAt, refs, data)]);
 }
 
 /** Applies a completion in `scope`. Throws COMPLETION_UNKNOWN_REFERENCE when nothing waits for it. */

@@ -4,7 +4,7 @@ import type { Boundary } from "../core/boundary.js";
 import { base64url } from "../core/encoding.js";
 import { errorMessage, isWritError } from "../core/errors.js";
 import { assertTransition } from "../core/invocation.js";
-import { appendJournal, type JournalDraft } from "../core/journal.js";
+import { appendJournal, draft, type JournalDraft } from "../core/journal.js";
 import { redactFor } from "../core/redact.js";
 import type { StoreTx } from "../core/store.js";
 import type { Fence, Invocation, InvocationStatus, Json, Scope } from "../core/types.js";
@@ -87,7 +87,7 @@ export function makeContext(o: HostOptions, r: ResolvedHostOptions, boundary: Bo
       if (next.reasons && to !== inv.status) data.reasons = next.reasons;
       if (next.lastError && to !== inv.status) data.error = next.lastError;
       if (opts.data !== undefined) data.detail = opts.data;
-      const entry: JournalDraft = { id: `invocation.${to}:${inv.invocationId}:${version}`, type: `invocation.${to}`, at: now, refs: { invocationId: inv.invocationId }, data };
+      const entry = draft(`invocation.${to}`, [inv.invocationId, version], now, { invocationId: inv.invocationId }, data);
       const ev: HostEvent = { type: `invocation.${to}`, scope, invocationId: inv.invocationId, at: now, status: to, from: inv.status, data };
       if (opts.events) opts.events.push(ev);
       return { next, entry, event: ev };

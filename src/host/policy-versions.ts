@@ -6,7 +6,7 @@
  * every worker process sees an activation at once.
  */
 import { WritError } from "../core/errors.js";
-import { appendJournal } from "../core/journal.js";
+import { appendJournal, draft } from "../core/journal.js";
 import type { PolicyEngine, PolicyInput, PolicyResult } from "../core/policy.js";
 import type { Clock, CryptoPort } from "../core/ports.js";
 import { readCommitted, type Store } from "../core/store.js";
@@ -107,7 +107,7 @@ export function versionedCedarPolicy(o: VersionedPolicyOptions): VersionedPolicy
         };
         await tx.putPolicyVersion(scope, next);
         await appendJournal(tx, o.crypto, scope, [
-          { id: `policy.activated:${next.version}`, type: "policy.activated", at: now, refs: { policyRef: next.policyRef }, data: { version: next.version, graceMs, by: { type: input.by.type, id: input.by.id } } },
+          draft("policy.activated", [next.version], now, { policyRef: next.policyRef }, { version: next.version, graceMs, by: { type: input.by.type, id: input.by.id } }),
         ]);
         return next;
       });

@@ -9,7 +9,7 @@ import { signDecisionWith } from "../core/decision.js";
 import { computeRequestDigest } from "../core/digest.js";
 import { LeaseLostError, errorMessage, isWritError } from "../core/errors.js";
 import { backoffDelay } from "../core/invocation.js";
-import { appendJournal } from "../core/journal.js";
+import { appendJournal, draft } from "../core/journal.js";
 import type { StoreTx } from "../core/store.js";
 import { transitionsOf } from "../core/transitions.js";
 import type { Approval, AttemptRecord, Fence, Invocation, InvocationStatus, Json, StepCheckpoint } from "../core/types.js";
@@ -193,7 +193,7 @@ async function settleInterrupted(ctx: HostContext, tx: StoreTx, inv: Invocation,
     const settled: AttemptRecord = { ...att, state: "UNKNOWN", reasonCode: "OUTCOME_AMBIGUOUS", reason, endedAt: now, stepIndex: step.stepIndex };
     await tx.updateAttempt(scope, settled);
     await appendJournal(tx, ctx.o.crypto, scope, [
-      { id: `attempt.settled:${att.attemptId}`, type: "attempt.settled", at: now, refs: { attemptId: att.attemptId, invocationId: inv.invocationId }, data: { state: "UNKNOWN", reasonCode: "OUTCOME_AMBIGUOUS", reason, stepIndex: step.stepIndex } },
+      draft("attempt.settled", [att.attemptId], now, { attemptId: att.attemptId, invocationId: inv.invocationId }, { state: "UNKNOWN", reasonCode: "OUTCOME_AMBIGUOUS", reason, stepIndex: step.stepIndex }),
     ]);
   }
   const idem = await tx.getIdempotency(scope, inv.action, inv.idempotencyKey);
@@ -341,7 +341,7 @@ async function openApproval(
   };
   await tx.putApproval(scope, approval);
   await appendJournal(tx, ctx.o.crypto, scope, [
-    { id: `approval.opened:${approval.approvalId}`, type: "approval.opened", at: now, refs: { invocationId: inv.invocationId, approvalId: approval.approvalId }, data: { quorum: approval.quorum, approverRoles: approval.approverRoles, expiresAt: approval.expiresAt, reasons: asked.reasons, policyRef: asked.policyRef, requestedBy: { ...approval.requestedBy }, ...(approval.submittedBy ? { submittedBy: { principal: { ...approval.submittedBy.principal }, ...(approval.submittedBy.keyId ? { keyId: approval.submittedBy.keyId } : {}) } } : {}) } },
+    draft("approval.opened", [approval.approvalId], now, { invocationId: inv.invocationId, approvalId: approval.approvalId }, { quorum: approval.quorum, approverRoles: approval.approverRoles, expiresAt: approval.expiresAt, reasons: asked.reasons, policyRef: asked.policyRef, requestedBy: { ...approval.requestedBy }, ...(approval.submittedBy ? { submittedBy: { principal: { ...approval.submittedBy.principal }, ...(approval.submittedBy.keyId ? { keyId: approval.submittedBy.keyId } : {}) } } : {}) }),
   ]);
   return ctx.transition(tx, inv, "awaiting_approval", { approvalId: approval.approvalId }, { fence, events });
 }

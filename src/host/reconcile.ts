@@ -5,7 +5,7 @@
  * processing, compensation and completion modules use it without importing each other.
  */
 import type { ErrorTextContext } from "../core/redact.js";
-import { appendJournal, type JournalDraft } from "../core/journal.js";
+import { appendJournal, draft, type JournalDraft } from "../core/journal.js";
 import type { StoreTx } from "../core/store.js";
 import type { Fence, Invocation, ReasonCode, ReconciliationRecord } from "../core/types.js";
 import { scopeOf, type HostContext } from "./context.js";
@@ -37,13 +37,12 @@ export function planReconciliation(
   };
   if (externalRef !== undefined) rec.externalRef = externalRef;
   const moved = ctx.plan(inv, "reconciliation_required", { lastError: rec.reason, nextStep: stepIndex, ...patch }, { events, data: { reconciliationId: rec.reconciliationId, reasonCode } });
-  const opened: JournalDraft = {
-    id: `reconciliation.opened:${rec.reconciliationId}`,
-    type: "reconciliation.opened",
-    at: now,
-    refs: { invocationId: inv.invocationId, reconciliationId: rec.reconciliationId },
-    data: { stepIndex, reasonCode, reason: rec.reason, ...(externalRef !== undefined ? { externalRef } : {}) },
-  };
+  const opened = draft("reconciliation.opened", [rec.reconciliationId], now, { invocationId: inv.invocationId, reconciliationId: rec.reconciliationId }, {
+    stepIndex,
+    reasonCode,
+    reason: rec.reason,
+    ...(externalRef !== undefined ? { externalRef } : {}),
+  });
   return { next: moved.next, rec, entries: [moved.entry, opened] };
 }
 

@@ -6,7 +6,7 @@ import { base64url, utf8 } from "../core/encoding.js";
 import { WritError } from "../core/errors.js";
 import type { CryptoPort, Random } from "../core/ports.js";
 import { readCommitted, type Store } from "../core/store.js";
-import { appendJournal } from "../core/journal.js";
+import { appendJournal, draft } from "../core/journal.js";
 import { tenantJournalScope } from "../core/reserved.js";
 import { API_ROLES, type Actor, type ApiKeyRecord, type ApiRole } from "../core/types.js";
 import { checkActor } from "../core/validate.js";
@@ -62,13 +62,7 @@ export async function createApiKey(store: Store, crypto: CryptoPort, random: Ran
   await store.transact(async (tx) => {
     await tx.putApiKey(record);
     await appendJournal(tx, crypto, tenantJournalScope(record.tenantId), [
-      {
-        id: `api_key.created:${keyId}`,
-        type: "api_key.created",
-        at: now,
-        refs: { keyId },
-        data: { name: record.name, roles: record.roles, spaces: record.spaces, principal: actorJson(principal), actsFor: (record.actsFor ?? []).map(actorJson) },
-      },
+      draft("api_key.created", [keyId], now, { keyId }, { name: record.name, roles: record.roles, spaces: record.spaces, principal: actorJson(principal), actsFor: (record.actsFor ?? []).map(actorJson) }),
     ]);
   });
   return { key, record };

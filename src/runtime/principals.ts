@@ -11,7 +11,7 @@
  */
 import { base64url, utf8 } from "../core/encoding.js";
 import { WritError } from "../core/errors.js";
-import { appendJournal } from "../core/journal.js";
+import { appendJournal, draft } from "../core/journal.js";
 import type { CryptoPort } from "../core/ports.js";
 import { tenantJournalScope } from "../core/reserved.js";
 import type { Store } from "../core/store.js";
@@ -113,13 +113,7 @@ export async function setKeyDelegation(
     // Deterministic id: the same change written twice at the same instant is one entry.
     const tag = base64url(crypto.sha256(utf8(JSON.stringify({ actsFor, by })))).slice(0, 16);
     await appendJournal(tx, crypto, tenantJournalScope(rec.tenantId), [
-      {
-        id: `api_key.delegation_set:${rec.keyId}:${now}:${tag}`,
-        type: "api_key.delegation_set",
-        at: now,
-        refs: { keyId: rec.keyId },
-        data: { principal: actorJson(keyPrincipal(rec)), actsFor: actsFor.map(actorJson), by },
-      },
+      draft("api_key.delegation_set", [rec.keyId, now, tag], now, { keyId: rec.keyId }, { principal: actorJson(keyPrincipal(rec)), actsFor: actsFor.map(actorJson), by }),
     ]);
     return next;
   });
