@@ -8,9 +8,9 @@ import { WritError } from "../../core/errors.js";
 import type { Store, StoreTx } from "../../core/store.js";
 import type { Scope } from "../../core/types.js";
 import { MemoryTx } from "./memory-tx.js";
-import { Mutex } from "./mutex.js";
-import { resolveOptions, type MemoryStoreOptions } from "./options.js";
-import { newState, type MemoryState } from "./state.js";
+import { Mutex } from "./memory-mutex.js";
+import { resolveOptions, type MemoryStoreOptions } from "./memory-options.js";
+import { newState, type MemoryState } from "./memory-state.js";
 
 /** The memory store: a `Store` whose `onWake` is always available. */
 export interface MemoryStore extends Store {

@@ -24,14 +24,12 @@ import type {
   StepCheckpoint,
   UnsealedEntry,
 } from "../../core/types.js";
-import * as attempts from "./attempts.js";
-import * as extras from "./extras.js";
-import * as claims from "./claims.js";
-import * as invocations from "./invocations.js";
-import * as journal from "./journal.js";
-import * as records from "./records.js";
-import { findScope, type MemoryState, type Work } from "./state.js";
-import * as steps from "./steps.js";
+import * as claims from "./memory-claims.js";
+import * as execution from "./memory-execution.js";
+import * as invocations from "./memory-invocations.js";
+import * as journal from "./memory-journal.js";
+import * as records from "./memory-records.js";
+import { findScope, type MemoryState, type Work } from "./memory-state.js";
 
 /** A point where the memory store's fault hook may throw: a `StoreTx` operation, or the commit. */
 export type MemoryFaultPoint = keyof StoreTx | "commit";
@@ -82,30 +80,30 @@ export class MemoryTx implements StoreTx {
   }
 
   async consumeDecision(scope: Scope, rec: ConsumedDecision): Promise<boolean> {
-    return records.consumeDecision(this.#enter("consumeDecision"), scope, rec);
+    return execution.consumeDecision(this.#enter("consumeDecision"), scope, rec);
   }
   async getConsumedDecision(scope: Scope, decisionId: string): Promise<ConsumedDecision | null> {
-    return records.getConsumedDecision(this.#enter("getConsumedDecision"), scope, decisionId);
+    return execution.getConsumedDecision(this.#enter("getConsumedDecision"), scope, decisionId);
   }
 
   async getIdempotency(scope: Scope, action: string, idempotencyKey: string): Promise<IdempotencyRecord | null> {
-    return records.getIdempotency(this.#enter("getIdempotency"), scope, action, idempotencyKey);
+    return execution.getIdempotency(this.#enter("getIdempotency"), scope, action, idempotencyKey);
   }
   async putIdempotency(scope: Scope, rec: IdempotencyRecord): Promise<void> {
-    records.putIdempotency(this.#enter("putIdempotency"), scope, rec);
+    execution.putIdempotency(this.#enter("putIdempotency"), scope, rec);
   }
 
   async insertAttempt(scope: Scope, rec: AttemptRecord): Promise<number> {
-    return attempts.insertAttempt(this.#enter("insertAttempt"), scope, rec);
+    return execution.insertAttempt(this.#enter("insertAttempt"), scope, rec);
   }
   async updateAttempt(scope: Scope, rec: AttemptRecord): Promise<void> {
-    attempts.updateAttempt(this.#enter("updateAttempt"), scope, rec);
+    execution.updateAttempt(this.#enter("updateAttempt"), scope, rec);
   }
   async getAttempt(scope: Scope, attemptId: string): Promise<AttemptRecord | null> {
-    return attempts.getAttempt(this.#enter("getAttempt"), scope, attemptId);
+    return execution.getAttempt(this.#enter("getAttempt"), scope, attemptId);
   }
   async listAttempts(scope: Scope, opts?: ListOptions & { invocationId?: string; afterSeq?: number }): Promise<AttemptRecord[]> {
-    return attempts.listAttempts(this.#enter("listAttempts"), scope, opts);
+    return execution.listAttempts(this.#enter("listAttempts"), scope, opts);
   }
 
   async journalHead(scope: Scope): Promise<{ seq: number; hash: string } | null> {
@@ -168,10 +166,10 @@ export class MemoryTx implements StoreTx {
   }
 
   async getSteps(scope: Scope, invocationId: string): Promise<StepCheckpoint[]> {
-    return steps.getSteps(this.#enter("getSteps"), scope, invocationId);
+    return execution.getSteps(this.#enter("getSteps"), scope, invocationId);
   }
   async putStep(scope: Scope, step: StepCheckpoint, fence?: Fence): Promise<void> {
-    steps.putStep(this.#enter("putStep"), scope, step, fence);
+    execution.putStep(this.#enter("putStep"), scope, step, fence);
   }
 
   async insertReconciliation(scope: Scope, rec: ReconciliationRecord): Promise<void> {
@@ -206,39 +204,39 @@ export class MemoryTx implements StoreTx {
     return records.listApprovals(this.#enter("listApprovals"), scope, opts);
   }
   async putPolicyVersion(scope: Scope, v: PolicyVersion): Promise<void> {
-    extras.putPolicyVersion(this.#enter("putPolicyVersion"), scope, v);
+    records.putPolicyVersion(this.#enter("putPolicyVersion"), scope, v);
   }
   async listPolicyVersions(scope: Scope): Promise<PolicyVersion[]> {
-    return extras.listPolicyVersions(this.#enter("listPolicyVersions"), scope);
+    return records.listPolicyVersions(this.#enter("listPolicyVersions"), scope);
   }
   async insertCompletion(scope: Scope, c: CompletionRecord): Promise<void> {
-    extras.insertCompletion(this.#enter("insertCompletion"), scope, c);
+    records.insertCompletion(this.#enter("insertCompletion"), scope, c);
   }
   async updateCompletion(scope: Scope, c: CompletionRecord): Promise<void> {
-    extras.updateCompletion(this.#enter("updateCompletion"), scope, c);
+    records.updateCompletion(this.#enter("updateCompletion"), scope, c);
   }
   async listCompletions(scope: Scope, connector: string, externalRef: string): Promise<CompletionRecord[]> {
-    return extras.listCompletions(this.#enter("listCompletions"), scope, connector, externalRef);
+    return records.listCompletions(this.#enter("listCompletions"), scope, connector, externalRef);
   }
   async findStepByExternalRef(scope: Scope, connector: string, externalRef: string): Promise<StepCheckpoint | null> {
-    return extras.findStepByExternalRef(this.#enter("findStepByExternalRef"), scope, connector, externalRef);
+    return execution.findStepByExternalRef(this.#enter("findStepByExternalRef"), scope, connector, externalRef);
   }
   async rememberDelivery(scope: Scope, connector: string, deliveryId: string, at: number): Promise<boolean> {
-    return extras.rememberDelivery(this.#enter("rememberDelivery"), scope, connector, deliveryId, at);
+    return records.rememberDelivery(this.#enter("rememberDelivery"), scope, connector, deliveryId, at);
   }
   async putApiKey(key: ApiKeyRecord): Promise<void> {
-    extras.putApiKey(this.#enter("putApiKey"), key);
+    records.putApiKey(this.#enter("putApiKey"), key);
   }
   async getApiKey(keyId: string): Promise<ApiKeyRecord | null> {
-    return extras.getApiKey(this.#enter("getApiKey"), keyId);
+    return records.getApiKey(this.#enter("getApiKey"), keyId);
   }
   async listApiKeys(tenantId: string): Promise<ApiKeyRecord[]> {
-    return extras.listApiKeys(this.#enter("listApiKeys"), tenantId);
+    return records.listApiKeys(this.#enter("listApiKeys"), tenantId);
   }
   async listOverdueParked(now: number, limit: number): Promise<Invocation[]> {
-    return extras.listOverdueParked(this.#enter("listOverdueParked"), now, limit);
+    return claims.listOverdueParked(this.#enter("listOverdueParked"), now, limit);
   }
   async listExpiredPendingApprovals(now: number, limit: number): Promise<Approval[]> {
-    return extras.listExpiredPendingApprovals(this.#enter("listExpiredPendingApprovals"), now, limit);
+    return claims.listExpiredPendingApprovals(this.#enter("listExpiredPendingApprovals"), now, limit);
   }
 }

@@ -23,20 +23,13 @@ import type {
   StepCheckpoint,
   UnsealedEntry,
 } from "../../core/types.js";
-import * as apiKeys from "./postgres-api-keys.js";
-import * as attempts from "./postgres-attempts.js";
 import * as claims from "./postgres-claims.js";
-import * as completions from "./postgres-completions.js";
-import * as decisions from "./postgres-decisions.js";
 import type { Exec } from "./postgres-exec.js";
-import * as grants from "./postgres-grants.js";
+import * as execution from "./postgres-execution.js";
 import * as invocations from "./postgres-invocations.js";
 import * as journal from "./postgres-journal.js";
 import { lockKeys } from "./postgres-locks.js";
-import * as policies from "./postgres-policies.js";
-import * as reconciliations from "./postgres-reconciliations.js";
-import * as steps from "./postgres-steps.js";
-import * as sweeps from "./postgres-sweeps.js";
+import * as records from "./postgres-records.js";
 
 function checkScope(scope: Scope): void {
   if (typeof scope !== "object" || scope === null || typeof scope.tenantId !== "string" || typeof scope.spaceId !== "string") {
@@ -81,38 +74,38 @@ export class PostgresTx implements StoreTx {
 
   async consumeDecision(scope: Scope, rec: ConsumedDecision): Promise<boolean> {
     const x = this.#in(scope);
-    return decisions.consumeDecision(x, scope, rec);
+    return execution.consumeDecision(x, scope, rec);
   }
 
   async getConsumedDecision(scope: Scope, decisionId: string): Promise<ConsumedDecision | null> {
-    return decisions.getConsumedDecision(this.#in(scope), scope, decisionId);
+    return execution.getConsumedDecision(this.#in(scope), scope, decisionId);
   }
 
   async getIdempotency(scope: Scope, action: string, idempotencyKey: string): Promise<IdempotencyRecord | null> {
-    return decisions.getIdempotency(this.#in(scope), scope, action, idempotencyKey);
+    return execution.getIdempotency(this.#in(scope), scope, action, idempotencyKey);
   }
 
   async putIdempotency(scope: Scope, rec: IdempotencyRecord): Promise<void> {
     const x = this.#in(scope);
-    return decisions.putIdempotency(x, scope, rec);
+    return execution.putIdempotency(x, scope, rec);
   }
 
   async insertAttempt(scope: Scope, rec: AttemptRecord): Promise<number> {
     const x = this.#in(scope);
-    return attempts.insertAttempt(x, scope, rec);
+    return execution.insertAttempt(x, scope, rec);
   }
 
   async updateAttempt(scope: Scope, rec: AttemptRecord): Promise<void> {
     const x = this.#in(scope);
-    return attempts.updateAttempt(x, scope, rec);
+    return execution.updateAttempt(x, scope, rec);
   }
 
   async getAttempt(scope: Scope, attemptId: string): Promise<AttemptRecord | null> {
-    return attempts.getAttempt(this.#in(scope), scope, attemptId);
+    return execution.getAttempt(this.#in(scope), scope, attemptId);
   }
 
   async listAttempts(scope: Scope, opts?: ListOptions & { invocationId?: string; afterSeq?: number }): Promise<AttemptRecord[]> {
-    return attempts.listAttempts(this.#in(scope), scope, opts);
+    return execution.listAttempts(this.#in(scope), scope, opts);
   }
 
   async journalHead(scope: Scope): Promise<{ seq: number; hash: string } | null> {
@@ -210,111 +203,111 @@ export class PostgresTx implements StoreTx {
   }
 
   async getSteps(scope: Scope, invocationId: string): Promise<StepCheckpoint[]> {
-    return steps.getSteps(this.#in(scope), scope, invocationId);
+    return execution.getSteps(this.#in(scope), scope, invocationId);
   }
 
   async putStep(scope: Scope, step: StepCheckpoint, fence?: Fence): Promise<void> {
     const x = this.#in(scope);
     if (!Number.isSafeInteger(step.stepIndex) || step.stepIndex < 0) throw new WritError("INVALID_ARGUMENT", "stepIndex must be a non-negative integer");
-    if (fence === undefined) return steps.putStep(x, scope, step);
+    if (fence === undefined) return execution.putStep(x, scope, step);
     checkFence(fence, step.invocationId);
-    return steps.putStepFenced(x, scope, step, fence);
+    return execution.putStepFenced(x, scope, step, fence);
   }
 
   async insertReconciliation(scope: Scope, rec: ReconciliationRecord): Promise<void> {
     const x = this.#in(scope);
-    return reconciliations.insertReconciliation(x, scope, rec);
+    return records.insertReconciliation(x, scope, rec);
   }
 
   async updateReconciliation(scope: Scope, rec: ReconciliationRecord): Promise<void> {
     const x = this.#in(scope);
-    return reconciliations.updateReconciliation(x, scope, rec);
+    return records.updateReconciliation(x, scope, rec);
   }
 
   async getReconciliation(scope: Scope, reconciliationId: string): Promise<ReconciliationRecord | null> {
-    return reconciliations.getReconciliation(this.#in(scope), scope, reconciliationId);
+    return records.getReconciliation(this.#in(scope), scope, reconciliationId);
   }
 
   async listReconciliations(scope: Scope, opts?: ListOptions & { status?: ReconciliationStatus; invocationId?: string }): Promise<ReconciliationRecord[]> {
-    return reconciliations.listReconciliations(this.#in(scope), scope, opts);
+    return records.listReconciliations(this.#in(scope), scope, opts);
   }
 
   async putAuthority(scope: Scope, a: Authority): Promise<void> {
     const x = this.#in(scope);
-    return grants.putAuthority(x, scope, a);
+    return records.putAuthority(x, scope, a);
   }
 
   async getAuthority(scope: Scope, authorityRef: string): Promise<Authority | null> {
-    return grants.getAuthority(this.#in(scope), scope, authorityRef);
+    return records.getAuthority(this.#in(scope), scope, authorityRef);
   }
 
   async listAuthorities(scope: Scope, opts?: ListOptions): Promise<Authority[]> {
-    return grants.listAuthorities(this.#in(scope), scope, opts);
+    return records.listAuthorities(this.#in(scope), scope, opts);
   }
 
   async putApproval(scope: Scope, a: Approval): Promise<void> {
     const x = this.#in(scope);
-    return grants.putApproval(x, scope, a);
+    return records.putApproval(x, scope, a);
   }
 
   async getApproval(scope: Scope, approvalId: string): Promise<Approval | null> {
-    return grants.getApproval(this.#in(scope), scope, approvalId);
+    return records.getApproval(this.#in(scope), scope, approvalId);
   }
 
   async listApprovals(scope: Scope, opts?: ListOptions & { status?: Approval["status"] }): Promise<Approval[]> {
-    return grants.listApprovals(this.#in(scope), scope, opts);
+    return records.listApprovals(this.#in(scope), scope, opts);
   }
 
   async putPolicyVersion(scope: Scope, v: PolicyVersion): Promise<void> {
     const x = this.#in(scope);
-    return policies.putPolicyVersion(x, scope, v);
+    return records.putPolicyVersion(x, scope, v);
   }
 
   async listPolicyVersions(scope: Scope): Promise<PolicyVersion[]> {
-    return policies.listPolicyVersions(this.#in(scope), scope);
+    return records.listPolicyVersions(this.#in(scope), scope);
   }
 
   async insertCompletion(scope: Scope, c: CompletionRecord): Promise<void> {
     const x = this.#in(scope);
-    return completions.insertCompletion(x, scope, c);
+    return records.insertCompletion(x, scope, c);
   }
 
   async updateCompletion(scope: Scope, c: CompletionRecord): Promise<void> {
     const x = this.#in(scope);
-    return completions.updateCompletion(x, scope, c);
+    return records.updateCompletion(x, scope, c);
   }
 
   async listCompletions(scope: Scope, connector: string, externalRef: string): Promise<CompletionRecord[]> {
-    return completions.listCompletions(this.#in(scope), scope, connector, externalRef);
+    return records.listCompletions(this.#in(scope), scope, connector, externalRef);
   }
 
   async findStepByExternalRef(scope: Scope, connector: string, externalRef: string): Promise<StepCheckpoint | null> {
-    return steps.findStepByExternalRef(this.#in(scope), scope, connector, externalRef);
+    return execution.findStepByExternalRef(this.#in(scope), scope, connector, externalRef);
   }
 
   async rememberDelivery(scope: Scope, connector: string, deliveryId: string, at: number): Promise<boolean> {
-    return completions.rememberDelivery(this.#in(scope), scope, connector, deliveryId, at);
+    return records.rememberDelivery(this.#in(scope), scope, connector, deliveryId, at);
   }
 
   async putApiKey(key: ApiKeyRecord): Promise<void> {
     const x = this.#in();
     if (typeof key?.tenantId !== "string" || typeof key.keyId !== "string") throw new WritError("INVALID_ARGUMENT", "an API key needs keyId and tenantId strings");
-    return apiKeys.putApiKey(x, key);
+    return records.putApiKey(x, key);
   }
 
   async getApiKey(keyId: string): Promise<ApiKeyRecord | null> {
-    return apiKeys.getApiKey(this.#in(), keyId);
+    return records.getApiKey(this.#in(), keyId);
   }
 
   async listApiKeys(tenantId: string): Promise<ApiKeyRecord[]> {
-    return apiKeys.listApiKeys(this.#in(), tenantId);
+    return records.listApiKeys(this.#in(), tenantId);
   }
 
   async listOverdueParked(now: number, limit: number): Promise<Invocation[]> {
-    return sweeps.listOverdueParked(this.#in(), now, limit);
+    return claims.listOverdueParked(this.#in(), now, limit);
   }
 
   async listExpiredPendingApprovals(now: number, limit: number): Promise<Approval[]> {
-    return sweeps.listExpiredPendingApprovals(this.#in(), now, limit);
+    return claims.listExpiredPendingApprovals(this.#in(), now, limit);
   }
 }

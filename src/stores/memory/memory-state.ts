@@ -22,7 +22,7 @@ import type {
   StepCheckpoint,
   UnsealedEntry,
 } from "../../core/types.js";
-import { ClaimIndex } from "./claim-index.js";
+import { ClaimIndex } from "./memory-claim-index.js";
 
 /** Every record of one scope. */
 export interface ScopeData {

@@ -3,8 +3,8 @@ import { LeaseLostError, WritError } from "../../core/errors.js";
 import { type InvocationFilter } from "../../core/store.js";
 import type { Fence, Invocation, Scope } from "../../core/types.js";
 import { nextRevision } from "../../core/store-guard.js";
-import { copy } from "./copy.js";
-import { findScope, keyOf, limited, scopeFor, setUndoable, type ScopeData, type Work } from "./state.js";
+import { copy } from "./memory-copy.js";
+import { findScope, keyOf, limited, scopeFor, setUndoable, type ScopeData, type Work } from "./memory-state.js";
 
 /** Stores `next` as the current version of its invocation (undoably) and indexes it for claims. */
 export function storeInvocation(w: Work, sd: ScopeData, next: Invocation): void {

@@ -6,8 +6,8 @@
  * surface. Entries a transaction pops are pushed back if it rolls back.
  */
 import type { Invocation } from "../../core/types.js";
-import { Heap } from "./heap.js";
-import type { ScopeData, Work } from "./state.js";
+import { Heap } from "./memory-heap.js";
+import type { ScopeData, Work } from "./memory-state.js";
 
 /** One indexed invocation version. */
 export interface ClaimEntry {

@@ -6,8 +6,8 @@
 import { WritError } from "../../core/errors.js";
 import { assertScope, type ListOptions } from "../../core/store.js";
 import type { JournalCheckpoint, JournalEntry, Scope, UnsealedEntry } from "../../core/types.js";
-import { copy } from "./copy.js";
-import { findScope, limited, scopeFor, type Work } from "./state.js";
+import { copy } from "./memory-copy.js";
+import { findScope, limited, scopeFor, type Work } from "./memory-state.js";
 
 /** Writes entries unsealed, skipping ids already in the scope (sealed or not); returns the ids written. */
 export function insertUnsealed(w: Work, scope: Scope, entries: UnsealedEntry[]): string[] {

@@ -1,11 +1,14 @@
-/** Cross-scope worker operations: claiming runnable invocations, heartbeats, next wake-up time. */
+/**
+ * Cross-scope worker operations: claiming runnable invocations, heartbeats, next wake-up time, and
+ * the sweep queries (overdue parked invocations, expired pending approvals).
+ */
 import { WritError } from "../../core/errors.js";
 import type { ClaimOptions } from "../../core/store.js";
-import type { Invocation } from "../../core/types.js";
-import { isLive, runsBefore, type ClaimEntry } from "./claim-index.js";
-import { copy } from "./copy.js";
-import { storeInvocation } from "./invocations.js";
-import type { Work } from "./state.js";
+import type { Approval, Invocation } from "../../core/types.js";
+import { isLive, runsBefore, type ClaimEntry } from "./memory-claim-index.js";
+import { copy } from "./memory-copy.js";
+import { storeInvocation } from "./memory-invocations.js";
+import { limited, type MemoryState, type Work } from "./memory-state.js";
 
 /**
  * Claims up to `min(limit, tokens.length)` invocations in (runAt, createdAt, id) order among
@@ -69,6 +72,26 @@ export function heartbeat(w: Work, owner: string, now: number, leaseMs: number):
 /** Earliest runAt among queued invocations of every scope. */
 export function nextRunAt(w: Work): number | null {
   return w.state.claims.firstQueued(w)?.rec.runAt ?? null;
+}
+
+function* allScopes(state: MemoryState) {
+  for (const spaces of state.tenants.values()) yield* spaces.values();
+}
+
+export function listOverdueParked(w: Work, now: number, limit: number): Invocation[] {
+  const out: Invocation[] = [];
+  for (const sd of allScopes(w.state)) {
+    for (const inv of sd.invocations.values()) {
+      if (inv.status === "parked" && inv.deadlineAt !== undefined && inv.deadlineAt <= now && inv.overdueAt === undefined) out.push(inv);
+    }
+  }
+  return limited(out.sort((a, b) => a.deadlineAt! - b.deadlineAt!), limit).map(copy);
+}
+
+export function listExpiredPendingApprovals(w: Work, now: number, limit: number): Approval[] {
+  const out: Approval[] = [];
+  for (const sd of allScopes(w.state)) for (const a of sd.approvals.values()) if (a.status === "pending" && a.expiresAt <= now) out.push(a);
+  return limited(out.sort((a, b) => a.expiresAt - b.expiresAt), limit).map(copy);
 }
 
 function checkClaimOptions(opts: ClaimOptions): void {

@@ -1,32 +1,13 @@
 /**
- * Keyed records with no ordering of their own: consumed decisions, idempotency records,
- * reconciliations, authorities and approvals.
+ * Keyed records with no ordering of their own: reconciliations, authorities, approvals, policy
+ * versions, external completions, delivery ids and API keys.
  */
 import { WritError } from "../../core/errors.js";
 import { type ListOptions } from "../../core/store.js";
-import type { Approval, Authority, ConsumedDecision, IdempotencyRecord, ReconciliationRecord, ReconciliationStatus, Scope } from "../../core/types.js";
-import { copy } from "./copy.js";
+import type { ApiKeyRecord, Approval, Authority, CompletionRecord, PolicyVersion, ReconciliationRecord, ReconciliationStatus, Scope } from "../../core/types.js";
+import { copy, copyOrNull } from "./memory-copy.js";
 import { nextRevision } from "../../core/store-guard.js";
-import { findScope, keyOf, limited, scopeFor, setUndoable, type Work } from "./state.js";
-
-export function consumeDecision(w: Work, scope: Scope, rec: ConsumedDecision): boolean {
-  const sd = scopeFor(w.state, scope);
-  if (sd.decisions.has(rec.decisionId)) return false;
-  setUndoable(w, sd.decisions, rec.decisionId, copy(rec));
-  return true;
-}
-
-export function getConsumedDecision(w: Work, scope: Scope, decisionId: string): ConsumedDecision | null {
-  return copyOrNull(findScope(w.state, scope)?.decisions.get(decisionId));
-}
-
-export function getIdempotency(w: Work, scope: Scope, action: string, idempotencyKey: string): IdempotencyRecord | null {
-  return copyOrNull(findScope(w.state, scope)?.idempotency.get(keyOf(action, idempotencyKey)));
-}
-
-export function putIdempotency(w: Work, scope: Scope, rec: IdempotencyRecord): void {
-  setUndoable(w, scopeFor(w.state, scope).idempotency, keyOf(rec.action, rec.idempotencyKey), copy(rec));
-}
+import { findScope, keyOf, limited, scopeFor, setUndoable, type Work } from "./memory-state.js";
 
 export function insertReconciliation(w: Work, scope: Scope, rec: ReconciliationRecord): void {
   const map = scopeFor(w.state, scope).reconciliations;
@@ -93,8 +74,63 @@ export function listApprovals(w: Work, scope: Scope, opts: ListOptions & { statu
   return list(findScope(w.state, scope)?.approvals, opts.limit, status === undefined ? undefined : (a) => a.status === status);
 }
 
-function copyOrNull<T>(rec: T | undefined): T | null {
-  return rec === undefined ? null : copy(rec);
+export function putPolicyVersion(w: Work, scope: Scope, v: PolicyVersion): void {
+  if (!Number.isInteger(v.version) || v.version < 1) throw new WritError("INVALID_ARGUMENT", "policy version must be a positive integer");
+  setUndoable(w, scopeFor(w.state, scope).policyVersions, v.version, copy(v));
+}
+
+export function listPolicyVersions(w: Work, scope: Scope): PolicyVersion[] {
+  const m = findScope(w.state, scope)?.policyVersions;
+  return m ? [...m.values()].sort((a, b) => a.version - b.version).map(copy) : [];
+}
+
+export function insertCompletion(w: Work, scope: Scope, c: CompletionRecord): void {
+  const map = scopeFor(w.state, scope).completions;
+  const k = keyOf(c.connector, c.completionId);
+  if (map.has(k)) throw new WritError("CONFLICT", `completion ${c.completionId} of ${c.connector} already exists`);
+  setUndoable(w, map, k, copy({ ...c, rev: 1 }));
+  c.rev = 1;
+}
+
+export function updateCompletion(w: Work, scope: Scope, c: CompletionRecord): void {
+  const map = findScope(w.state, scope)?.completions;
+  const k = keyOf(c.connector, c.completionId);
+  const prev = map?.get(k);
+  const rev = nextRevision(prev === undefined ? undefined : (prev.rev ?? 0), c.rev, `completion ${c.completionId} of ${c.connector}`);
+  setUndoable(w, map!, k, copy({ ...c, rev }));
+  c.rev = rev;
+}
+
+export function listCompletions(w: Work, scope: Scope, connector: string, externalRef: string): CompletionRecord[] {
+  const map = findScope(w.state, scope)?.completions;
+  if (!map) return [];
+  return [...map.values()].filter((c) => c.connector === connector && c.externalRef === externalRef).sort((a, b) => a.receivedAt - b.receivedAt).map(copy);
+}
+
+export function rememberDelivery(w: Work, scope: Scope, connector: string, deliveryId: string, at: number): boolean {
+  const map = scopeFor(w.state, scope).deliveries;
+  const k = keyOf(connector, deliveryId);
+  if (map.has(k)) return false;
+  setUndoable(w, map, k, at);
+  return true;
+}
+
+export function putApiKey(w: Work, key: ApiKeyRecord): void {
+  if (typeof key?.keyId !== "string" || key.keyId.length === 0 || typeof key.tenantId !== "string" || key.tenantId.length === 0) {
+    throw new WritError("INVALID_ARGUMENT", "an API key needs a keyId and a tenantId");
+  }
+  const prev = w.state.apiKeys.get(key.keyId);
+  if (prev && prev.tenantId !== key.tenantId) throw new WritError("SCOPE_VIOLATION", `API key ${key.keyId} belongs to another tenant`);
+  setUndoable(w, w.state.apiKeys, key.keyId, copy(key));
+}
+
+export function getApiKey(w: Work, keyId: string): ApiKeyRecord | null {
+  const k = w.state.apiKeys.get(keyId);
+  return k ? copy(k) : null;
+}
+
+export function listApiKeys(w: Work, tenantId: string): ApiKeyRecord[] {
+  return [...w.state.apiKeys.values()].filter((k) => k.tenantId === tenantId).sort((a, b) => a.createdAt - b.createdAt).map(copy);
 }
 
 /** Copies of the map's values that pass `keep`, in insertion order, at most `limit`. */

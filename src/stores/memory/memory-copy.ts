@@ -11,6 +11,11 @@ export function copy<T>(value: T): T {
   return copyValue(value) as T;
 }
 
+/** A copy of the record, or null when there is none. */
+export function copyOrNull<T>(rec: T | undefined): T | null {
+  return rec === undefined ? null : copy(rec);
+}
+
 function copyValue(v: unknown): unknown {
   if (typeof v !== "object") {
     if (typeof v === "function" || typeof v === "symbol" || typeof v === "bigint") throw notJson(typeof v);
