@@ -6,7 +6,7 @@
  */
 import nodeCrypto from "node:crypto";
 import { z } from "zod";
-import { createBoundary, createKeyring, defineAction, defineConnector, generateSigningKey, memoryStore, requestDigest, signDecision, type ActionRequest, type Authority, type Store } from "../src/index.js";
+import { createBoundary, createKeyring, defineAction, defineConnector, generateSigningKey, memoryStore, requestDigest, signDecision, type ActionRequest, type Authority, type CryptoPort, type Store } from "../src/index.js";
 import { median, rateSync } from "./lib.js";
 
 const scope = { tenantId: "bench", spaceId: "s" };
@@ -65,15 +65,17 @@ export interface BoundaryRig {
 /**
  * A boundary on `store` with a no-op connector. Requests go round-robin over `scopes` scopes (one
  * hash chain each): one scope shows the per-scope serial section, several show a multi-tenant load.
+ * `ports.crypto` replaces the default crypto port (scripts/cpu-boundary.ts runs one without the
+ * asynchronous verify beside the default).
  */
-export async function boundaryRig(store: Store, scopes = 1): Promise<BoundaryRig> {
+export async function boundaryRig(store: Store, scopes = 1, ports: { crypto?: CryptoPort } = {}): Promise<BoundaryRig> {
   await store.migrate();
   const key = generateSigningKey({ kid: "bench" });
   const keyring = createKeyring([{ kid: key.kid, publicJwk: key.publicJwk }]);
   const authority: Authority = { ...scope, authorityRef: "a1", principal: { type: "agent", id: "bot" }, grantor: { type: "user", id: "u" }, actions: ["*"], constraints: {}, status: "active", createdAt: 0, updatedAt: 0 };
   const noop = defineConnector({ id: "noop", operations: { run: () => ({ outcome: "success", externalRef: "ok" }) } });
   const action = defineAction({ id: "bench.noop", version: "1", params: z.object({ n: z.number() }), idempotent: true, steps: [{ name: "run", connector: "noop", operation: "run" }] });
-  const boundary = createBoundary({ store, keyring, actions: [action], connectors: [noop], authority: (s) => ({ ...authority, ...s }), acceptedPolicyRefs: ["p1"] });
+  const boundary = createBoundary({ store, keyring, actions: [action], connectors: [noop], authority: (s) => ({ ...authority, ...s }), acceptedPolicyRefs: ["p1"], ...ports });
   let counter = 0;
   const mint = (): [ActionRequest, string] => {
     const scope = { tenantId: scopes === 1 ? "bench" : `bench-${counter % scopes}`, spaceId: "s" };
