@@ -24,6 +24,7 @@ import {
   type SigningKey,
   type VerifyResult,
 } from "../src/index.js";
+import { parseDecision, verifyParsed, verifyParsedAsync, type ParsedDecision } from "../src/core/decision.js";
 import { fcRun as fcRunFor } from "./helpers/seed.js";
 
 const fcRun = (name: string, numRuns: number): { seed: number; numRuns: number } => fcRunFor("decision.test", name, numRuns);
@@ -441,5 +442,67 @@ describe("a valid token mutated in any single way never verifies", () => {
       }),
       fcRun("single mutations never verify", 3000),
     );
+  });
+});
+
+describe("the Node port's asynchronous verify (threadpool)", () => {
+  const ring = ringOf(keyA, keyB);
+  const asyncVerify = (jwk: PublicJwk, data: Uint8Array, sig: Uint8Array): Promise<boolean> => crypto.verifyEd25519Async!(jwk, data, sig);
+
+  // Invariant: verifyEd25519Async gives verifyEd25519's answer for every input, and never rejects.
+  it("agrees with the synchronous verify on a token and its mutants (two replacements at every position)", async () => {
+    const token = signDecision(keyA, input);
+    const parsedMutants: ParsedDecision[] = [];
+    for (let i = 0; i < token.length; i++) {
+      const at = B64URL.indexOf(token[i]!);
+      if (at < 0) continue;
+      for (const step of [1, 32]) {
+        const p = parseDecision(token.slice(0, i) + B64URL[(at + step) % 64]! + token.slice(i + 1));
+        if (p.ok) parsedMutants.push(p.value);
+      }
+    }
+    const original = parseDecision(token);
+    if (!original.ok) throw new Error(original.message);
+    const all = [original.value, ...parsedMutants];
+    expect(parsedMutants.length).toBeGreaterThan(100);
+    const disagree: number[] = [];
+    let accepted = 0;
+    for (const [n, d] of all.entries()) {
+      for (const key of [keyA, keyB]) {
+        const sync = crypto.verifyEd25519(key.publicJwk, d.signingInput, d.signature);
+        const viaPool = await asyncVerify(key.publicJwk, d.signingInput, d.signature);
+        if (sync !== viaPool) disagree.push(n);
+        if (viaPool) accepted++;
+      }
+    }
+    expect(disagree).toEqual([]);
+    // Only the original under its own key verifies (base64url decoding is canonical: no mutant decodes to the same bytes).
+    expect(accepted).toBe(1);
+    expect((await verifyParsedAsync(crypto, ring, original.value)).ok).toBe(true);
+  });
+
+  it("resolves false, never rejects, for malformed keys and signatures", async () => {
+    const data = utf8("data");
+    const sig = crypto.signEd25519(keyA.privateJwk, data);
+    expect(await asyncVerify(keyA.publicJwk, data, sig)).toBe(true);
+    expect(await asyncVerify({ ...keyA.publicJwk, x: "not-a-key" }, data, sig)).toBe(false);
+    expect(await asyncVerify({ ...keyA.publicJwk, x: "" }, data, sig)).toBe(false);
+    expect(await asyncVerify(keyA.publicJwk, data, sig.subarray(0, 63))).toBe(false);
+    expect(await asyncVerify(keyA.publicJwk, data, new Uint8Array(64))).toBe(false);
+    expect(await asyncVerify(keyA.publicJwk, utf8("other"), sig)).toBe(false);
+  });
+
+  it("verifyParsedAsync reports checks 2 and 3 with verifyParsed's codes", async () => {
+    const token = signDecision(keyA, input);
+    const p = parseDecision(token);
+    if (!p.ok) throw new Error(p.message);
+    const revoked = createKeyring([{ kid: keyA.kid, publicJwk: keyA.publicJwk, status: "revoked" }]);
+    for (const ring2 of [ring, ringOf(keyB), revoked]) {
+      const sync = verifyParsed(crypto, ring2, p.value);
+      const viaPool = await verifyParsedAsync(crypto, ring2, p.value);
+      expect(viaPool).toEqual(sync);
+    }
+    const forged = { ...p.value, signature: new Uint8Array(64) };
+    expect(await verifyParsedAsync(crypto, ring, forged)).toEqual({ ok: false, code: "DECISION_SIGNATURE_INVALID", message: "signature does not verify" });
   });
 });

@@ -6,7 +6,7 @@
 import type { ActionDefinition, Connector, ConnectorContext } from "./action.js";
 import { DECISION_CHECKS, Refusal, checkApproval, checkAuthority, checkConnectors, checkIdempotency, checkParses, checkReplay, type CheckEnv, type DecisionSubject, type MaybePromise } from "./checks.js";
 import { stableId } from "./digest.js";
-import { verifyParsed, type ParsedDecision } from "./decision.js";
+import { verifyParsedAsync, type ParsedDecision } from "./decision.js";
 import { WritError, errorMessage, type OutcomeCode } from "./errors.js";
 import { base64url } from "./encoding.js";
 import { appendJournal, draft, unsealedEntries, type JournalDraft } from "./journal.js";
@@ -266,7 +266,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
     const { admission: ad, parsed } = await checkParses(env, actions, requestIn, token);
     if (!ad.ok && ad.problem === "shape") {
       // Only a decision that verifies may name the scope of a malformed request's refusal.
-      const signed = parsed.ok && verifyParsed(crypto, keyring, parsed.value).ok ? parsed.value.payload : null;
+      const signed = parsed.ok && (await verifyParsedAsync(crypto, keyring, parsed.value)).ok ? parsed.value.payload : null;
       return { refusal: new Refusal("REQUEST_MALFORMED", ad.message), scope: refusalScope(null, signed) };
     }
     const scope = refusalScope(ad.req, null);

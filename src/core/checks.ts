@@ -11,7 +11,7 @@
  */
 import type { ActionDefinition, Connector } from "./action.js";
 import { admitRequest, type Admission } from "./admission.js";
-import { parseDecision, type ParsedDecision, type ParseResult } from "./decision.js";
+import { parseDecision, verifySignature, type ParsedDecision, type ParseResult } from "./decision.js";
 import type { RefusalCode } from "./errors.js";
 import { globsCover } from "./glob.js";
 import type { Keyring } from "./keyring.js";
@@ -65,13 +65,12 @@ export function checkKey(env: CheckEnv, s: DecisionSubject): Refusal | null {
   return null;
 }
 
-/** Check 3: the signature verifies under that key. */
-export function checkSignature(env: CheckEnv, s: DecisionSubject): Refusal | null {
-  const key = env.keyring.get(s.decision.header.kid)!;
-  if (!env.crypto.verifyEd25519(key.publicJwk, s.decision.signingInput, s.decision.signature)) {
-    return new Refusal("DECISION_SIGNATURE_INVALID", "signature does not verify");
-  }
-  return null;
+const judgeSignature = (ok: boolean): Refusal | null => (ok ? null : new Refusal("DECISION_SIGNATURE_INVALID", "signature does not verify"));
+
+/** Check 3: the signature verifies under that key (asynchronously when the port can: `verifySignature`). */
+export function checkSignature(env: CheckEnv, s: DecisionSubject): MaybePromise<Refusal | null> {
+  const ok = verifySignature(env.crypto, env.keyring.get(s.decision.header.kid)!.publicJwk, s.decision);
+  return typeof ok === "boolean" ? judgeSignature(ok) : ok.then(judgeSignature);
 }
 
 /** Check 4: the decision allows. */

@@ -6,7 +6,7 @@ import { parseJsonStrict } from "./canonical.js";
 import { WritError, errorMessage } from "./errors.js";
 import { base64url, fromBase64url, fromUtf8, utf8 } from "./encoding.js";
 import type { Keyring, SigningKey } from "./keyring.js";
-import type { CryptoPort } from "./ports.js";
+import type { CryptoPort, PublicJwk } from "./ports.js";
 import { DECISION_RESULTS, type DecisionPayload } from "./types.js";
 
 export const DECISION_TYP = "writ-decision+jws";
@@ -130,12 +130,34 @@ export function verifyDecisionWith(crypto: CryptoPort, keyring: Keyring, token: 
   return verifyParsed(crypto, keyring, parsed.value);
 }
 
-export function verifyParsed(crypto: CryptoPort, keyring: Keyring, d: ParsedDecision): VerifyResult {
+/**
+ * The signature check of a parsed decision under a trusted key: the port's asynchronous verify when
+ * it has one (off the JavaScript thread), its synchronous one otherwise (docs/boundary.md).
+ */
+export function verifySignature(crypto: CryptoPort, publicJwk: PublicJwk, d: ParsedDecision): boolean | Promise<boolean> {
+  return crypto.verifyEd25519Async ? crypto.verifyEd25519Async(publicJwk, d.signingInput, d.signature) : crypto.verifyEd25519(publicJwk, d.signingInput, d.signature);
+}
+
+/** Check 2: the key that signed `d`, or why it is not trusted. */
+function trustedKey(keyring: Keyring, d: ParsedDecision): { ok: true; publicJwk: PublicJwk } | { ok: false; code: VerifyCode; message: string } {
   const key = keyring.get(d.header.kid);
   if (!key) return { ok: false, code: "DECISION_KEY_UNKNOWN", message: `no key ${d.header.kid} in the keyring` };
   if (key.status === "revoked") return { ok: false, code: "DECISION_KEY_REVOKED", message: `key ${d.header.kid} is revoked` };
-  if (!crypto.verifyEd25519(key.publicJwk, d.signingInput, d.signature)) {
-    return { ok: false, code: "DECISION_SIGNATURE_INVALID", message: "signature does not verify" };
-  }
-  return { ok: true, decision: d };
+  return { ok: true, publicJwk: key.publicJwk };
+}
+
+const BAD_SIGNATURE = { ok: false, code: "DECISION_SIGNATURE_INVALID", message: "signature does not verify" } as const;
+
+/** Checks 2 and 3 of a parsed decision, with the port's synchronous verify. */
+export function verifyParsed(crypto: CryptoPort, keyring: Keyring, d: ParsedDecision): VerifyResult {
+  const key = trustedKey(keyring, d);
+  if (!key.ok) return key;
+  return crypto.verifyEd25519(key.publicJwk, d.signingInput, d.signature) ? { ok: true, decision: d } : { ...BAD_SIGNATURE };
+}
+
+/** Checks 2 and 3 of a parsed decision, through `verifySignature` (the same answers as `verifyParsed`). */
+export async function verifyParsedAsync(crypto: CryptoPort, keyring: Keyring, d: ParsedDecision): Promise<VerifyResult> {
+  const key = trustedKey(keyring, d);
+  if (!key.ok) return key;
+  return (await verifySignature(crypto, key.publicJwk, d)) ? { ok: true, decision: d } : { ...BAD_SIGNATURE };
 }

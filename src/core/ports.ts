@@ -33,9 +33,12 @@ export interface PrivateJwk extends PublicJwk {
 }
 
 /**
- * Cryptography. Synchronous by design: Node's implementations are synchronous and the boundary's
- * hot path avoids needless promise hops. An adapter for a runtime with only async WebCrypto can
- * precompute key handles and use a synchronous SHA-256.
+ * Cryptography. Synchronous by design, with one optional asynchronous slot: Node's hashes and
+ * signatures are synchronous and the boundary's hot path avoids needless promise hops, but a
+ * signature check costs more than everything else the boundary does before it reaches the store.
+ * `verifyEd25519Async` lets that one check run off the JavaScript thread (Node: libuv's threadpool;
+ * a WebCrypto port: `crypto.subtle.verify`, async by nature), so the boundary's other work overlaps
+ * it (docs/boundary.md, "Signature checks off the main thread").
  */
 export interface CryptoPort {
   /** SHA-256; a string is hashed as its UTF-8 bytes. */
@@ -48,4 +51,11 @@ export interface CryptoPort {
   signEd25519(privateJwk: PrivateJwk, data: Uint8Array): Uint8Array;
   /** Verifies; never throws for bad signatures or malformed keys (returns false). */
   verifyEd25519(publicJwk: PublicJwk, data: Uint8Array, signature: Uint8Array): boolean;
+  /**
+   * Optional: the same verification as `verifyEd25519`, asynchronously (it must give the same
+   * answer for every input, and resolve false, never reject, for bad signatures or malformed
+   * keys). The boundary's decision check uses it when present; everything else, and the boundary
+   * without it, uses `verifyEd25519`.
+   */
+  verifyEd25519Async?(publicJwk: PublicJwk, data: Uint8Array, signature: Uint8Array): Promise<boolean>;
 }
