@@ -329,5 +329,15 @@ export function genericTransitions(store: Store): StoreTransitions {
 
 /** The store's own transitions, or the generic composition over its transactions. */
 export function transitionsOf(store: Store): StoreTransitions {
-  return store.transitions ?? genericTransitions(store);
+  const own = store.transitions;
+  if (own !== undefined) return own;
+  let g = generic.get(store);
+  if (g === undefined) {
+    g = genericTransitions(store);
+    generic.set(store, g);
+  }
+  return g;
 }
+
+/** The generic composition of each store object, made once. */
+const generic = new WeakMap<Store, StoreTransitions>();
