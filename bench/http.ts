@@ -1,7 +1,8 @@
 /**
  * HTTP submit throughput and latency (`npm run bench -- http`), measured side by side in one run:
  *
- * - `POST /v1/spaces/{spaceId}/invocations` (API key check, JSON parse and validation, params
+ * - `POST /v1/spaces/{spaceId}/invocations` (API key check, cached for the default `apiKeyCacheMs`
+ *   as `writ serve` runs it (docs/security.md), JSON parse and validation, params
  *   schema, digest, one durable admission transaction with its journal entry) against the real
  *   server on SQLite (WAL, synchronous=FULL, group commit) with a started worker executing what is
  *   admitted — what `writ serve` runs — every request with a fresh idempotency key;

@@ -10,6 +10,7 @@ import { appendJournal, draft } from "../core/journal.js";
 import { tenantJournalScope } from "../core/reserved.js";
 import { API_ROLES, type Actor, type ApiKeyRecord, type ApiRole } from "../core/types.js";
 import { checkActor } from "../core/validate.js";
+import { apiKeyGeneration, cachedApiKey, forgetVerifiedApiKey, rememberApiKey } from "./api-key-cache.js";
 import { actorJson, checkActorList, keyPrincipal } from "./principals.js";
 
 const KEY_RE = /^writ_([A-Za-z0-9]{8,40})_([A-Za-z0-9_-]{20,100})$/;
@@ -79,14 +80,43 @@ export async function verifyApiKey(store: Store, crypto: CryptoPort, text: strin
   return crypto.timingSafeEqual(a, b) ? rec : null;
 }
 
+/** How a {@link verifyApiKeyCached} cache behaves: see docs/security.md ("API key verification cache"). */
+export interface ApiKeyCacheOptions {
+  /** How long a verified key is answered from memory; 0 reads the store on every call. */
+  maxAgeMs: number;
+  /** Monotonic milliseconds. @defaultValue performance.now */
+  now?: () => number;
+}
+
+/**
+ * {@link verifyApiKey} with a short-lived cache of successful verifications (docs/security.md):
+ * a key verified less than `maxAgeMs` ago is answered without reading the store. A revocation or
+ * delegation change made through this process is seen at once; one made by another process (the
+ * CLI, another server) within `maxAgeMs`. Failures are never cached.
+ */
+export async function verifyApiKeyCached(store: Store, crypto: CryptoPort, text: string, o: ApiKeyCacheOptions): Promise<ApiKeyRecord | null> {
+  if (o.maxAgeMs <= 0) return verifyApiKey(store, crypto, text);
+  if (!KEY_RE.test(text)) return null;
+  const hash = hashOf(crypto, text);
+  const now = o.now ? o.now() : performance.now();
+  const hit = cachedApiKey(store, hash, now);
+  if (hit !== undefined) return hit;
+  const generation = apiKeyGeneration(store);
+  const rec = await verifyApiKey(store, crypto, text);
+  if (rec !== null) rememberApiKey(store, generation, hash, rec, now + o.maxAgeMs);
+  return rec;
+}
+
 export async function revokeApiKey(store: Store, keyId: string, tenantId: string, now: number): Promise<ApiKeyRecord> {
-  return store.transact(async (tx) => {
+  const next = await store.transact(async (tx) => {
     const rec = await tx.getApiKey(keyId);
     if (!rec || rec.tenantId !== tenantId) throw new WritError("NOT_FOUND", `no API key ${keyId} for this tenant`);
     const next = { ...rec, revokedAt: rec.revokedAt ?? now };
     await tx.putApiKey(next);
     return next;
   });
+  forgetVerifiedApiKey(store, keyId);
+  return next;
 }
 
 /** True when the key may act in `spaceId` with `role` (admin implies every role). */

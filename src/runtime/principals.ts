@@ -17,6 +17,7 @@ import { tenantJournalScope } from "../core/reserved.js";
 import type { Store } from "../core/store.js";
 import type { Actor, ApiKeyRecord, Submitter } from "../core/types.js";
 import { checkActor } from "../core/validate.js";
+import { forgetVerifiedApiKey } from "./api-key-cache.js";
 
 /** At most this many actors on one key's delegation list. */
 export const MAX_ACTS_FOR = 50;
@@ -101,7 +102,7 @@ export async function setKeyDelegation(
   const actsFor = checkActorList(input.actsFor, "actsFor");
   const byProblems = checkActor(input.by, "by");
   if (byProblems.length > 0) throw new WritError("INVALID_ARGUMENT", byProblems.join("; "));
-  return store.transact(async (tx) => {
+  const next = await store.transact(async (tx) => {
     const rec = await tx.getApiKey(input.keyId);
     if (!rec || rec.tenantId !== input.tenantId) throw new WritError("NOT_FOUND", `no API key ${input.keyId} for this tenant`);
     if (rec.revokedAt !== undefined) throw new WritError("INVALID_STATE", `API key ${input.keyId} is revoked`);
@@ -117,4 +118,7 @@ export async function setKeyDelegation(
     ]);
     return next;
   });
+  // A server in this process must not act on the old delegation list from its key cache.
+  forgetVerifiedApiKey(store, input.keyId);
+  return next;
 }

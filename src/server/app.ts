@@ -18,7 +18,7 @@ import { authenticate } from "./auth.js";
 import type { ServerContext } from "./context.js";
 import { ApiError, errorReply } from "./errors.js";
 import { metricsFor } from "./metrics.js";
-import { mountRoutes, openApiDocument, type AppEnv, type Route } from "./registry.js";
+import { hasRequestId, jsonResponse, mountRoutes, openApiDocument, type AppEnv, type Route } from "./registry.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { boundaryRoutes } from "./routes/boundary.js";
 import { completionRoutes } from "./routes/completions.js";
@@ -43,6 +43,12 @@ export interface CreateAppOptions {
   healthTimeoutMs?: number;
   /** Per-key rate limit (429 RATE_LIMITED with Retry-After beyond). @defaultValue { perSecond: 200, burst: 1000 } */
   rateLimit?: RateLimit;
+  /**
+   * How long a verified API key is answered from memory without reading the store (0: never).
+   * A key revoked through this process is refused at once; one revoked by another process (the
+   * CLI, another server) within this bound (docs/security.md). @defaultValue 1000
+   */
+  apiKeyCacheMs?: number;
   /** The operator console at /console (docs/console.md). @defaultValue config.console, else on with its defaults */
   console?: ConsoleOptions;
   /** The MCP endpoint at `/mcp` (docs/mcp.md); `false` turns it off. @defaultValue on, with the config's `mcp` options */
@@ -56,9 +62,10 @@ export interface ResolvedAppOptions {
   checkResponses: boolean;
   healthTimeoutMs: number;
   rateLimit: RateLimit;
+  apiKeyCacheMs: number;
 }
 
-const DEFAULTS = { bodyLimitBytes: 1024 * 1024, maxJsonDepth: 32, checkResponses: false, healthTimeoutMs: 2000 } as const;
+const DEFAULTS = { bodyLimitBytes: 1024 * 1024, maxJsonDepth: 32, checkResponses: false, healthTimeoutMs: 2000, apiKeyCacheMs: 1000 } as const;
 
 function positiveInt(name: string, v: unknown, dflt: number, max: number): number {
   if (v === undefined) return dflt;
@@ -71,6 +78,9 @@ export function resolveAppOptions(runtime: Runtime, o: CreateAppOptions = {}): R
   if (typeof o !== "object" || o === null) throw new WritError("INVALID_OPTION", "createApp: options must be an object");
   if (o.logger !== undefined && (typeof o.logger !== "object" || typeof o.logger?.error !== "function")) throw new WritError("INVALID_OPTION", "createApp: logger must be a pino-compatible logger");
   if (o.checkResponses !== undefined && typeof o.checkResponses !== "boolean") throw new WritError("INVALID_OPTION", "createApp: checkResponses must be a boolean");
+  const keyCache = o.apiKeyCacheMs ?? DEFAULTS.apiKeyCacheMs;
+  // At most a minute: the bound is how long a key revoked elsewhere may still be accepted here.
+  if (typeof keyCache !== "number" || !Number.isInteger(keyCache) || keyCache < 0 || keyCache > 60_000) throw new WritError("INVALID_OPTION", "createApp: apiKeyCacheMs must be an integer from 0 to 60000");
   return {
     bodyLimitBytes: positiveInt("bodyLimitBytes", o.bodyLimitBytes ?? runtime.config.server?.bodyLimitBytes, DEFAULTS.bodyLimitBytes, 1024 ** 3),
     maxJsonDepth: positiveInt("maxJsonDepth", o.maxJsonDepth, DEFAULTS.maxJsonDepth, 256),
@@ -81,6 +91,7 @@ export function resolveAppOptions(runtime: Runtime, o: CreateAppOptions = {}): R
       perSecond: positiveInt("rateLimit.perSecond", o.rateLimit?.perSecond, 200, 1_000_000),
       burst: positiveInt("rateLimit.burst", o.rateLimit?.burst, 1000, 10_000_000),
     },
+    apiKeyCacheMs: keyCache,
   };
 }
 
@@ -136,10 +147,11 @@ export function createApp(runtime: Runtime, options: CreateAppOptions = {}): Hon
     if (r.fault) {
       log.error({ requestId: c.get("requestId"), method: c.req.method, route: c.get("route") ?? "unmatched", err: errorMessage(err), stack: err instanceof Error ? err.stack : undefined }, "request failed");
     }
-    return c.json(r.body, r.status as 400, { ...r.headers });
+    return jsonResponse(c, r.status, r.body, r.headers);
   };
 
   const limiter = createRateLimiter(opts.rateLimit, () => clock.now());
+  const keyCache = { maxAgeMs: opts.apiKeyCacheMs };
   const app = new Hono<AppEnv>();
   app.use("*", async (c, next) => {
     const given = c.req.header("x-request-id");
@@ -152,18 +164,20 @@ export function createApp(runtime: Runtime, options: CreateAppOptions = {}): Hon
     } finally {
       s.metrics.inFlight(-1);
     }
-    c.res.headers.set("x-request-id", requestId);
+    const res = c.res;
+    if (!hasRequestId(res)) res.headers.set("x-request-id", requestId);
     const route = c.get("route") ?? "unmatched";
     const ms = performance.now() - t0;
-    s.metrics.request(c.req.method, route, c.res.status, ms / 1000);
-    log.info({ requestId, method: c.req.method, route, status: c.res.status, ms: Math.round(ms * 100) / 100 }, "request");
+    s.metrics.request(c.req.method, route, res.status, ms / 1000);
+    // The silent default logger is not handed a line it would drop.
+    if (log !== silentLogger) log.info({ requestId, method: c.req.method, route, status: res.status, ms: Math.round(ms * 100) / 100 }, "request");
   });
   mountRoutes(app, routes, {
     bodyLimitBytes: opts.bodyLimitBytes,
     maxJsonDepth: opts.maxJsonDepth,
     checkResponses: opts.checkResponses,
     authenticate: async (header) => {
-      const key = await authenticate(runtime.store, crypto, header);
+      const key = await authenticate(runtime.store, crypto, header, keyCache);
       limiter.take(key.keyId);
       return key;
     },

@@ -1,12 +1,13 @@
 /**
  * API keys over HTTP: `Authorization: Bearer writ_<id>_<secret>`, verified against the stored hash
- * (`verifyApiKey`), then checked for the space and the route's roles. The key text is never
- * logged, echoed or put in an error.
+ * (`verifyApiKey`; a key verified less than the app's `apiKeyCacheMs` ago is answered from an
+ * in-process cache, docs/security.md), then checked for the space and the route's roles. The key
+ * text is never logged, echoed or put in an error.
  */
 import type { CryptoPort } from "../core/ports.js";
 import type { Store } from "../core/store.js";
 import { API_ROLES, type Actor, type ApiKeyRecord, type ApiRole, type Scope } from "../core/types.js";
-import { keyAllows, verifyApiKey } from "../runtime/api-keys.js";
+import { keyAllows, verifyApiKeyCached, type ApiKeyCacheOptions } from "../runtime/api-keys.js";
 import { keyPrincipal } from "../runtime/principals.js";
 import { ApiError } from "./errors.js";
 
@@ -31,13 +32,13 @@ function unauthorized(message: string): ApiError {
   return new ApiError("UNAUTHORIZED", message, undefined, UNAUTHORIZED_HEADERS);
 }
 
-/** The key record for an Authorization header, or 401. */
-export async function authenticate(store: Store, crypto: CryptoPort, header: string | undefined): Promise<ApiKeyRecord> {
+/** The key record for an Authorization header, or 401; `cache` as in `verifyApiKeyCached` (off by default). */
+export async function authenticate(store: Store, crypto: CryptoPort, header: string | undefined, cache: ApiKeyCacheOptions = { maxAgeMs: 0 }): Promise<ApiKeyRecord> {
   if (header === undefined || header.length === 0) throw unauthorized("an API key is required: Authorization: Bearer writ_<id>_<secret>");
   if (header.length > 512) throw unauthorized("the Authorization header is not a Writ API key");
   const m = BEARER.exec(header);
   if (!m) throw unauthorized("the Authorization header must be: Bearer writ_<id>_<secret>");
-  const rec = await verifyApiKey(store, crypto, m[1]!);
+  const rec = await verifyApiKeyCached(store, crypto, m[1]!, cache);
   if (!rec) throw unauthorized("the API key is not valid (unknown, revoked or mistyped)");
   return rec;
 }

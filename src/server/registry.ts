@@ -143,6 +143,28 @@ function checkReply(route: Route, reply: Reply): void {
   if (!isDeepStrictEqual(r.data, sent)) throw new Error(`${route.operationId} answered ${reply.status} with fields its schema does not declare`);
 }
 
+/** Answers that already carry their `x-request-id` (the request middleware leaves them alone). */
+const stamped = new WeakSet<Response>();
+
+/** True when `res` was made by {@link jsonResponse} and carries its request id. */
+export function hasRequestId(res: Response): boolean {
+  return stamped.has(res);
+}
+
+/**
+ * A JSON answer with its headers as one plain object (request id included): on Node the adapter
+ * writes such an answer straight to the socket, without building a `Headers` object, which
+ * `c.json` and a header set afterwards would (the submit route's hot path, docs/http-api.md).
+ */
+export function jsonResponse(c: Context<AppEnv>, status: number, body: unknown, headers?: Record<string, string>): Response {
+  const requestId = c.get("requestId") as string | undefined;
+  const all: Record<string, string> = { "content-type": "application/json", ...headers };
+  if (requestId !== undefined) all["x-request-id"] = requestId;
+  const res = new Response(JSON.stringify(body), { status, headers: all });
+  if (requestId !== undefined) stamped.add(res);
+  return res;
+}
+
 /** Registers every route on `app`, and a 405 answer for the other methods of each path. */
 export function mountRoutes(app: Hono<AppEnv>, routes: readonly Route[], o: MountOptions): void {
   const methods = new Map<string, Set<string>>();
@@ -163,7 +185,7 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly Route[], o: Moun
         const reply = await route.handle({ c, params, query, body, rawBody: raw, caller });
         if (reply instanceof Response) return reply;
         if (o.checkResponses) checkReply(route, reply);
-        return c.json(reply.body, reply.status as 200, reply.headers);
+        return jsonResponse(c, reply.status, reply.body, reply.headers);
       } catch (e) {
         return o.fail(c, e);
       }

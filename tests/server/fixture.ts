@@ -66,7 +66,7 @@ export interface Rig {
 
 const ROLES: ApiRole[] = ["submit", "approve", "operate", "admin"];
 
-export async function startRig(options: { logger?: Logger } = {}): Promise<Rig> {
+export async function startRig(options: { logger?: Logger; apiKeyCacheMs?: number } = {}): Promise<Rig> {
   const dir = mkdtempSync(join(tmpdir(), "writ-http-"));
   const dbPath = join(dir, "writ.db");
   const config = defineConfig({
@@ -90,7 +90,7 @@ export async function startRig(options: { logger?: Logger } = {}): Promise<Rig> 
   }
   keys["acme.approve2"] = (await createApiKey(runtime.store, crypto, random, { tenantId: "acme", roles: ["approve"], name: "bob" }, clock.now())).key;
   keys["acme.otherspace"] = (await createApiKey(runtime.store, crypto, random, { tenantId: "acme", roles: ["admin"], spaces: ["staging"], name: "staging-admin" }, clock.now())).key;
-  const server = await startServer(runtime, { port: 0, checkResponses: true, ...(options.logger ? { logger: options.logger } : {}) });
+  const server = await startServer(runtime, { port: 0, checkResponses: true, ...(options.logger ? { logger: options.logger } : {}), ...(options.apiKeyCacheMs !== undefined ? { apiKeyCacheMs: options.apiKeyCacheMs } : {}) });
   const worker = runtime.host.worker({ concurrency: 8 });
   return {
     runtime,

@@ -1,0 +1,57 @@
+/**
+ * The in-process cache of verified API keys (docs/security.md, "API key verification cache"):
+ * per store, keyed by the hash of the presented key text (never the text itself). Its own module
+ * so that every writer of key records can forget a key without importing the key functions.
+ */
+import type { Store } from "../core/store.js";
+import type { ApiKeyRecord } from "../core/types.js";
+
+/** The most verified keys one store's cache holds; when full it starts over (a reset only costs reads). */
+const MAX_ENTRIES = 10_000;
+
+interface CachedKey {
+  rec: ApiKeyRecord;
+  until: number;
+}
+
+const verified = new WeakMap<Store, Map<string, CachedKey>>();
+/** Bumped by every forget: a verification whose read began before a forget is not remembered. */
+const generations = new WeakMap<Store, number>();
+
+/** The store's forget count now; pass it to {@link rememberApiKey} with what was read after it. */
+export function apiKeyGeneration(store: Store): number {
+  return generations.get(store) ?? 0;
+}
+
+/** The record verified for `hash` before `now`'s deadline, or undefined (an expired entry is dropped). */
+export function cachedApiKey(store: Store, hash: string, now: number): ApiKeyRecord | undefined {
+  const cache = verified.get(store);
+  const hit = cache?.get(hash);
+  if (hit === undefined) return undefined;
+  if (now < hit.until) return hit.rec;
+  cache!.delete(hash);
+  return undefined;
+}
+
+/**
+ * Remembers that the key text hashing to `hash` verified as `rec`, until `until`, unless a key
+ * was forgotten since `generation` (the read may predate a revocation that has committed since).
+ */
+export function rememberApiKey(store: Store, generation: number, hash: string, rec: ApiKeyRecord, until: number): void {
+  if (apiKeyGeneration(store) !== generation) return;
+  let cache = verified.get(store);
+  if (cache === undefined) verified.set(store, (cache = new Map()));
+  if (cache.size >= MAX_ENTRIES) cache.clear();
+  cache.set(hash, { rec, until });
+}
+
+/**
+ * Forgets the cached verifications of a key id in this process: revocation and delegation changes
+ * call it after their commit, so this process refuses (or re-reads) the key at once.
+ */
+export function forgetVerifiedApiKey(store: Store, keyId: string): void {
+  generations.set(store, apiKeyGeneration(store) + 1);
+  const cache = verified.get(store);
+  if (!cache) return;
+  for (const [hash, entry] of cache) if (entry.rec.keyId === keyId) cache.delete(hash);
+}
