@@ -26,7 +26,7 @@
  */
 import { WritError } from "./errors.js";
 import type { ClaimOptions, InvocationFilter, ListOptions, Store, StoreTx } from "./store.js";
-import type { StoreTransitions } from "./transitions.js";
+import { advanceWrites, beginWrites, recordWrites, settleWrites, type StoreTransitions } from "./transitions.js";
 import type {
   ApiKeyRecord,
   Approval,
@@ -618,12 +618,7 @@ function guardTransitions(t: StoreTransitions): StoreTransitions {
         if (input.expect?.authority) id(input.expect.authority.authorityRef, "authorityRef");
         if (input.expect?.approval) id(input.expect.approval.approvalId, "approvalId");
         if (typeof input.expect?.steps !== "string") throw bad("begin: expect.steps must be a string");
-        if (input.supersede) await tx.updateAttempt(scope, input.supersede);
-        await tx.consumeDecision(scope, input.consumed);
-        await tx.putIdempotency(scope, input.idempotency);
-        await tx.putStep(scope, input.step);
-        await tx.insertAttempt(scope, input.attempt);
-        await tx.insertUnsealed(scope, input.entries);
+        await beginWrites(tx, scope, input);
       });
       return t.begin(scope, input);
     },
@@ -631,8 +626,7 @@ function guardTransitions(t: StoreTransitions): StoreTransitions {
       arg(input, "record");
       await dry(async (tx) => {
         await fenced(tx, scope, input.fence);
-        await tx.insertAttempt(scope, input.attempt);
-        await tx.insertUnsealed(scope, input.entries);
+        await recordWrites(tx, scope, input);
       });
       return t.record(scope, input);
     },
@@ -640,25 +634,13 @@ function guardTransitions(t: StoreTransitions): StoreTransitions {
       arg(input, "advance");
       await dry(async (tx) => {
         await fenced(tx, scope, input.fence);
-        await tx.putStep(scope, input.done);
-        await tx.putStep(scope, input.next);
-        await tx.insertUnsealed(scope, input.entries);
+        await advanceWrites(tx, scope, input);
       });
       return t.advance(scope, input);
     },
     async settle(scope, input) {
       arg(input, "settle");
-      await dry(async (tx) => {
-        if (input.invocation && !input.fence) throw bad("settle: an invocation write needs the fence");
-        await fenced(tx, scope, input.fence);
-        if (input.locks && input.locks.length > 0) await tx.lock(scope, input.locks);
-        await tx.putStep(scope, input.step);
-        await tx.updateAttempt(scope, input.attempt);
-        await tx.putIdempotency(scope, input.idempotency);
-        if (input.invocation) await tx.updateInvocation(scope, input.invocation, input.fence);
-        if (input.reconciliation) await tx.insertReconciliation(scope, input.reconciliation);
-        await tx.insertUnsealed(scope, input.entries);
-      });
+      await dry((tx) => settleWrites(tx, scope, input));
       return t.settle(scope, input);
     },
     async prepare(scope, input) {

@@ -250,6 +250,51 @@ function expectationHolds(input: BeginInput, seen: Omit<BeginFound, "attempts">)
   return true;
 }
 
+/*
+ * The writes of each transition, in the one order (and lock order) every store applies them. The
+ * generic composition runs them; the store guard replays them on a dry transaction to check a
+ * native transition's inputs (core/store-guard.ts), so the two cannot drift apart.
+ */
+
+/** A begin's writes after its expectation held; the attempt's seq. */
+export async function beginWrites(tx: StoreTx, scope: Scope, input: BeginInput): Promise<number> {
+  if (input.supersede) await tx.updateAttempt(scope, input.supersede);
+  if (!(await tx.consumeDecision(scope, input.consumed))) throw new WritError("CONFLICT", "decision consumed concurrently despite the lock");
+  await tx.putIdempotency(scope, input.idempotency);
+  await tx.putStep(scope, input.step);
+  // The scope-wide sections come last (attempt numbering, then the journal: docs/stores.md).
+  const seq = await tx.insertAttempt(scope, input.attempt);
+  await tx.insertUnsealed(scope, input.entries);
+  return seq;
+}
+
+/** A refused or duplicate attempt's writes (after the lease check); its seq. */
+export async function recordWrites(tx: StoreTx, scope: Scope, input: RecordInput): Promise<number> {
+  const seq = await tx.insertAttempt(scope, input.attempt);
+  await tx.insertUnsealed(scope, input.entries);
+  return seq;
+}
+
+/** An advance's writes (after the lease check). */
+export async function advanceWrites(tx: StoreTx, scope: Scope, input: AdvanceInput): Promise<void> {
+  await tx.putStep(scope, input.done);
+  await tx.putStep(scope, input.next);
+  await tx.insertUnsealed(scope, input.entries);
+}
+
+/** A settle's lease check, locks and writes (`within` excluded). */
+export async function settleWrites(tx: StoreTx, scope: Scope, input: SettleInput): Promise<void> {
+  if (input.invocation && !input.fence) throw new WritError("INVALID_ARGUMENT", "settle: an invocation write needs the fence");
+  if (input.fence) await tx.assertLease(scope, input.fence);
+  if (input.locks && input.locks.length > 0) await tx.lock(scope, input.locks);
+  await tx.putStep(scope, input.step);
+  await tx.updateAttempt(scope, input.attempt);
+  await tx.putIdempotency(scope, input.idempotency);
+  if (input.invocation) await tx.updateInvocation(scope, input.invocation, input.fence);
+  if (input.reconciliation) await tx.insertReconciliation(scope, input.reconciliation);
+  await tx.insertUnsealed(scope, input.entries);
+}
+
 /** The transitions composed from `StoreTx` operations, one `transact` each. */
 export function genericTransitions(store: Store): StoreTransitions {
   return {
@@ -274,39 +319,21 @@ export function genericTransitions(store: Store): StoreTransitions {
           if (old?.state !== "EXECUTING") throw new WritError("STALE", `attempt ${input.supersede.attemptId} is no longer executing`);
           await tx.updateAttempt(scope, input.supersede);
         }
-        if (!(await tx.consumeDecision(scope, input.consumed))) throw new WritError("CONFLICT", "decision consumed concurrently despite the lock");
-        await tx.putIdempotency(scope, input.idempotency);
-        await tx.putStep(scope, input.step);
-        // The scope-wide sections come last (attempt numbering, then the journal: docs/stores.md).
-        const seq = await tx.insertAttempt(scope, input.attempt);
-        await tx.insertUnsealed(scope, input.entries);
-        return { started: true, seq };
+        return { started: true, seq: await beginWrites(tx, scope, input) };
       }),
     record: (scope, input) =>
       store.transact(async (tx) => {
         if (input.fence) await tx.assertLease(scope, input.fence);
-        const seq = await tx.insertAttempt(scope, input.attempt);
-        await tx.insertUnsealed(scope, input.entries);
-        return seq;
+        return recordWrites(tx, scope, input);
       }),
     advance: (scope, input) =>
       store.transact(async (tx) => {
         if (input.fence) await tx.assertLease(scope, input.fence);
-        await tx.putStep(scope, input.done);
-        await tx.putStep(scope, input.next);
-        await tx.insertUnsealed(scope, input.entries);
+        await advanceWrites(tx, scope, input);
       }),
     settle: (scope, input) =>
       store.transact(async (tx) => {
-        if (input.invocation && !input.fence) throw new WritError("INVALID_ARGUMENT", "settle: an invocation write needs the fence");
-        if (input.fence) await tx.assertLease(scope, input.fence);
-        if (input.locks && input.locks.length > 0) await tx.lock(scope, input.locks);
-        await tx.putStep(scope, input.step);
-        await tx.updateAttempt(scope, input.attempt);
-        await tx.putIdempotency(scope, input.idempotency);
-        if (input.invocation) await tx.updateInvocation(scope, input.invocation, input.fence);
-        if (input.reconciliation) await tx.insertReconciliation(scope, input.reconciliation);
-        await tx.insertUnsealed(scope, input.entries);
+        await settleWrites(tx, scope, input);
         if (input.within) await input.within(tx);
         return input.invocation?.rev !== undefined ? { invocationRev: input.invocation.rev } : {};
       }),
