@@ -13,6 +13,8 @@ export type SettlementCode = (typeof SETTLEMENT_CODES)[number];
 /** Why an invocation was sent to reconciliation, besides an attempt's own code (docs/host.md). */
 export const RECONCILIATION_CODES = [
   "RECOVERY_EXHAUSTED",
+  /** The invocation's action version is no longer registered on the host that claimed it. */
+  "ACTION_VERSION_UNAVAILABLE",
   "DENIED_AFTER_PARTIAL",
   "COMPLETION_CONTRADICTED",
   "COMPLETION_OVERDUE",
@@ -260,8 +262,13 @@ export interface Invocation {
   leaseOwner?: string;
   leaseToken?: string;
   leaseExpiresAt?: number;
-  /** Claims so far (the first run included). */
+  /**
+   * Worker claims over the invocation's whole life, the first run included; never reset by a
+   * re-queue. A circuit-open re-queue hands its claim back (docs/host.md, "What counts as an attempt").
+   */
   attemptCount: number;
+  /** `attemptCount` when an operator's resolution last re-queued it: the recovery budget counts claims after it. */
+  recoveryBase?: number;
   /** Transient-failure retries so far. */
   retryCount: number;
   /** Step to resume at. */

@@ -85,7 +85,7 @@ async function follow(ctx: HostContext, tx: StoreTx, ap: Approval, events: HostE
   const inv = await tx.getInvocation(scope, ap.invocationId);
   if (!inv || inv.approvalId !== ap.approvalId) return inv;
   if (ap.status === "approved" && inv.status === "awaiting_approval") {
-    return ctx.transition(tx, inv, "queued", { runAt: ctx.o.clock.now(), attemptCount: 0 }, { events, data: { approvalId: ap.approvalId } });
+    return ctx.transition(tx, inv, "queued", { runAt: ctx.o.clock.now() }, { events, data: { approvalId: ap.approvalId } });
   }
   if ((ap.status === "denied" || ap.status === "expired" || ap.status === "revoked") && inv.status === "awaiting_approval") {
     return ctx.transition(tx, inv, "denied", { reasons: [`approval ${ap.approvalId} ${ap.status}`] }, { events, data: { approvalId: ap.approvalId } });

@@ -25,6 +25,11 @@ export function undoActionId(actionId: string, stepName: string): string {
   return `${actionId}:undo:${stepName}`;
 }
 
+/** The idempotency key of the compensation of step `stepName`: stable per (invocation key, step), within the 255-character key limit. */
+export function undoKey(ctx: HostContext, inv: Invocation, stepName: string): string {
+  return stableId(ctx.o.crypto, `undo:${stepName}:`, [inv.idempotencyKey]);
+}
+
 /** The derived single-step actions that run compensations (registered with the boundary). */
 export function compensationActions(actions: ReadonlyArray<ActionDefinition<unknown>>): ActionDefinition<unknown>[] {
   const out: ActionDefinition<unknown>[] = [];
@@ -76,8 +81,7 @@ export async function compensate(ctx: HostContext, inv: Invocation, fence: Fence
       actor: inv.request.actor,
       authorityRef: inv.request.authorityRef,
       params: { params: inv.request.params, outputs, output: outputs[step.name]! },
-      // Stable per (invocation key, step), within the 255-character key limit.
-      idempotencyKey: stableId(o.crypto, `undo:${step.name}:`, [inv.idempotencyKey]),
+      idempotencyKey: undoKey(ctx, inv, step.name),
     };
     const authority = await store.transact((tx) => tx.getAuthority(scope, request.authorityRef));
     const verdict = await o.policy.evaluate({ request, authority });

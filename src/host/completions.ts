@@ -95,9 +95,9 @@ async function apply(ctx: HostContext, tx: StoreTx, inv: Invocation, step: StepC
     const result = (redactFor(action, { outputs }, "outputs") as { outputs: Json }).outputs;
     return ctx.transition(tx, inv, "succeeded", { result, nextStep: action.steps.length, deadlineAt: undefined }, { events, data: detail });
   }
-  if (success) return ctx.transition(tx, inv, "queued", { nextStep: step.stepIndex + 1, runAt: now, attemptCount: 0, deadlineAt: undefined }, { events, data: detail });
+  if (success) return ctx.transition(tx, inv, "queued", { nextStep: step.stepIndex + 1, runAt: now, deadlineAt: undefined }, { events, data: detail });
   const compensable = action.steps.slice(0, step.stepIndex).some((s) => s.compensate);
-  if (compensable) return ctx.transition(tx, inv, "queued", { compensating: true, nextStep: step.stepIndex, runAt: now, attemptCount: 0, deadlineAt: undefined }, { events, data: detail });
+  if (compensable) return ctx.transition(tx, inv, "queued", { compensating: true, nextStep: step.stepIndex, runAt: now, deadlineAt: undefined }, { events, data: detail });
   return ctx.transition(tx, inv, "failed", { lastError: `COMPLETION_FAILURE: ${settled.reason ?? ""}`, deadlineAt: undefined }, { events, data: detail });
 }
 

@@ -301,11 +301,12 @@ export function createHostCore(options: HostOptions): Host {
       const detail = { reconciliationId, by } as Json;
       if (input.outcome === "succeeded") {
         if (last) return ctx.transition(tx, cur, "succeeded", { nextStep: action.steps.length, ...(input.externalRef !== undefined ? { result: { externalRef: input.externalRef } } : {}) }, { events, data: detail });
-        // A middle step resolved as succeeded: the remaining steps resume under a new decision.
-        return ctx.transition(tx, cur, "queued", { nextStep: rec.stepIndex + 1, runAt: now, attemptCount: 0 }, { events, data: detail });
+        // A middle step resolved as succeeded: the remaining steps resume under a new decision. An
+        // operator's resolution opens a new recovery budget (docs/host.md, "What counts as an attempt").
+        return ctx.transition(tx, cur, "queued", { nextStep: rec.stepIndex + 1, runAt: now, recoveryBase: cur.attemptCount }, { events, data: detail });
       }
       const compensable = action.steps.slice(0, rec.stepIndex).some((s) => s.compensate);
-      if (compensable) return ctx.transition(tx, cur, "queued", { compensating: true, nextStep: rec.stepIndex, runAt: now, attemptCount: 0 }, { events, data: detail });
+      if (compensable) return ctx.transition(tx, cur, "queued", { compensating: true, nextStep: rec.stepIndex, runAt: now, recoveryBase: cur.attemptCount }, { events, data: detail });
       return ctx.transition(tx, cur, "failed", { lastError: `resolved as failed by ${by.type}:${by.id}: ${input.note}` }, { events, data: detail });
       });
     });

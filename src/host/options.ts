@@ -50,7 +50,12 @@ export interface HostOptions {
   timeoutMs?: number;
   /** @defaultValue 300 */
   maxDecisionAgeSeconds?: number;
-  /** Claims of one invocation without a clean settlement before it goes to reconciliation. @defaultValue 5 */
+  /**
+   * Worker claims of one invocation (its whole life, docs/host.md "What counts as an attempt")
+   * after which the next claim sends it to reconciliation instead of running it. A positive
+   * integer, at least every retry cap in force (`retry.maxAttempts` and each action's own), since
+   * retries count the same claims. @defaultValue max(5, the largest of those retry caps)
+   */
   recoveryMaxAttempts?: number;
   /** Defaults for actions without their own retry policy. @defaultValue { maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 60000 } */
   retry?: Partial<RetryPolicy>;
@@ -95,6 +100,32 @@ function num(name: string, v: unknown, dflt: number, min: number, max = Number.M
   return v;
 }
 
+/**
+ * `recoveryMaxAttempts` (docs/host.md, "What counts as an attempt"): a positive integer, never
+ * below a retry cap (both count the same claims; a lower one would end retries as exhausted
+ * recovery); by default max(5, the largest retry cap).
+ */
+function recoveryBudget(o: HostOptions, hostRetryMax: number): number {
+  let cap = hostRetryMax;
+  let capName = "retry.maxAttempts";
+  for (const a of o.actions ?? []) {
+    const m = a.retry?.maxAttempts;
+    if (typeof m === "number" && Number.isFinite(m) && m > cap) {
+      cap = m;
+      capName = `the retry.maxAttempts of action ${a.id}`;
+    }
+  }
+  const v = o.recoveryMaxAttempts;
+  if (v === undefined) return Math.max(5, cap);
+  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1) {
+    throw new WritError("INVALID_OPTION", `createHost: recoveryMaxAttempts must be a positive integer (got ${typeof v === "number" ? String(v) : typeof v})`);
+  }
+  if (v < cap) {
+    throw new WritError("INVALID_OPTION", `createHost: recoveryMaxAttempts (${v}) must be at least ${capName} (${cap}): both count the same worker claims`);
+  }
+  return v;
+}
+
 export function resolveHostOptions(o: HostOptions): ResolvedHostOptions {
   if (typeof o !== "object" || o === null) throw new WritError("INVALID_OPTION", "createHost needs an options object");
   for (const k of ["store", "policy", "signingKey", "clock", "crypto", "random"] as const) {
@@ -103,12 +134,13 @@ export function resolveHostOptions(o: HostOptions): ResolvedHostOptions {
   if (typeof o.policy.evaluate !== "function" || typeof o.policy.acceptedPolicyRefs !== "function") {
     throw new WritError("INVALID_OPTION", "createHost: policy must be a PolicyEngine with evaluate() and acceptedPolicyRefs()");
   }
+  const retryMax = num("retry.maxAttempts", o.retry?.maxAttempts, 3, 1);
   return {
     timeoutMs: num("timeoutMs", o.timeoutMs, 30_000, 1, MAX_TIMER_MS),
     maxDecisionAgeSeconds: num("maxDecisionAgeSeconds", o.maxDecisionAgeSeconds, 300, 1),
-    recoveryMaxAttempts: num("recoveryMaxAttempts", o.recoveryMaxAttempts, 5, 1),
+    recoveryMaxAttempts: recoveryBudget(o, retryMax),
     retry: {
-      maxAttempts: num("retry.maxAttempts", o.retry?.maxAttempts, 3, 1),
+      maxAttempts: retryMax,
       baseDelayMs: num("retry.baseDelayMs", o.retry?.baseDelayMs, 1000, 0, MAX_TIMER_MS),
       maxDelayMs: num("retry.maxDelayMs", o.retry?.maxDelayMs, 60_000, 0, MAX_TIMER_MS),
     },

@@ -12,24 +12,18 @@ import { backoffDelay } from "../core/invocation.js";
 import { appendJournal, draft } from "../core/journal.js";
 import type { StoreTx } from "../core/store.js";
 import { transitionsOf } from "../core/transitions.js";
-import type { Approval, AttemptRecord, Fence, Invocation, InvocationStatus, Json, StepCheckpoint } from "../core/types.js";
+import type { Approval, AttemptRecord, Fence, Invocation, InvocationStatus, Json } from "../core/types.js";
 import { approvalLockKey } from "./approvals.js";
 import { compensate } from "./compensation.js";
 import { applyEarlyCompletions, completionLockKey } from "./completions.js";
 import { scopeOf, type HostContext } from "./context.js";
 import { planReconciliation, toReconciliation } from "./reconcile.js";
+import { claimsCounted, settleInterrupted, stepsByIndex, stopFromCheckpoints } from "./recovery.js";
 import { withSpan } from "./telemetry.js";
 import type { HostEvent } from "./events.js";
 
 /** Outcome of processing, for the worker's bookkeeping and tests. */
 export type ProcessResult = InvocationStatus | "lease_lost" | "abandoned";
-
-/** Latest row per step index (a retry replaces a failed row; rows are one per step). */
-function stepsByIndex(rows: StepCheckpoint[]): Map<number, StepCheckpoint> {
-  const m = new Map<number, StepCheckpoint>();
-  for (const r of rows) m.set(r.stepIndex, r);
-  return m;
-}
 
 export async function processInvocation(ctx: HostContext, inv: Invocation, signal: AbortSignal): Promise<ProcessResult> {
   const attrs = { "writ.invocation_id": inv.invocationId, "writ.action": inv.action, "writ.tenant_id": inv.tenantId, "writ.attempt_count": inv.attemptCount };
@@ -73,9 +67,18 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
     flush();
     return next.status;
   };
+  // Bounded recovery first, right after the lease was taken (docs/host.md, Recovery): before the
+  // action is resolved, before compensation, policy or any connector call.
+  const counted = claimsCounted(inv);
+  if (counted > r.recoveryMaxAttempts) {
+    const reason = `recovery attempts exhausted (${counted}/${r.recoveryMaxAttempts})`;
+    return settle((tx) => stopFromCheckpoints(ctx, tx, inv, fence, { code: "RECOVERY_EXHAUSTED", reason, failIfUntouched: false }, events));
+  }
   const action = ctx.actions.get(inv.action);
   if (!action || action.version !== inv.actionVersion) {
-    return settle((tx) => ctx.transition(tx, inv, "failed", { lastError: `action ${inv.action}@${inv.actionVersion} is not defined on this host` }, { fence, events }));
+    // A deploy removed or changed the action: its checkpoints decide (docs/host.md, Recovery).
+    const reason = `action ${inv.action}@${inv.actionVersion} is not registered on this host${action ? ` (it has version ${action.version})` : ""}`;
+    return settle((tx) => stopFromCheckpoints(ctx, tx, inv, fence, { code: "ACTION_VERSION_UNAVAILABLE", reason, failIfUntouched: true }, events));
   }
 
   if (inv.compensating) {
@@ -95,14 +98,6 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
   while (rows.get(doneSteps)?.status === "succeeded") doneSteps++;
   const current = rows.get(doneSteps);
 
-  // Bounded recovery: too many claims without a clean settlement. Nothing is evaluated or called.
-  if (inv.attemptCount > r.recoveryMaxAttempts) {
-    const reason = `recovery attempts exhausted (${inv.attemptCount}/${r.recoveryMaxAttempts})`;
-    return settle(async (tx) => {
-      if (current?.status === "started") await settleInterrupted(ctx, tx, inv, fence, current, reason);
-      return toReconciliation(ctx, tx, inv, fence, doneSteps, "RECOVERY_EXHAUSTED", reason, undefined, events);
-    });
-  }
   if (current?.status === "unknown") {
     return settle((tx) => toReconciliation(ctx, tx, inv, fence, doneSteps, current.reasonCode ?? "OUTCOME_AMBIGUOUS", current.reason ?? "step outcome unknown", current.externalRef, events));
   }
@@ -122,11 +117,13 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
   }
 
   // Circuit breaker for the next call: refused before the provider is reached, re-queued for later.
+  // This claim evaluated nothing and called nothing, and it hands the lease back cleanly: it is
+  // not counted (docs/host.md, "What counts as an attempt"), so a long outage cannot spend the budget.
   const next = action.steps[doneSteps]!;
   const blockedUntil = ctx.breakers.blockedUntil(next.connector, next.operation, o.clock.now());
   if (blockedUntil > 0) {
     return settle((tx) =>
-      ctx.transition(tx, inv, "queued", { runAt: blockedUntil, attemptCount: 0, nextStep: doneSteps, lastError: `circuit open for ${next.connector}.${next.operation}` }, { fence, events }),
+      ctx.transition(tx, inv, "queued", { runAt: blockedUntil, attemptCount: inv.attemptCount - 1, nextStep: doneSteps, lastError: `circuit open for ${next.connector}.${next.operation}` }, { fence, events }),
     );
   }
   if (signal.aborted) return "abandoned";
@@ -180,26 +177,6 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
   return afterUnsettled(ctx, inv, fence, attempt, doneSteps, events, flush);
 }
 
-/**
- * Settles what an interrupted attempt left behind (a `started` step: intent without outcome): the
- * step and the attempt become unknown, the key stops being in progress, and the journal says so.
- */
-async function settleInterrupted(ctx: HostContext, tx: StoreTx, inv: Invocation, fence: Fence, step: StepCheckpoint, reason: string): Promise<void> {
-  const scope = scopeOf(inv);
-  const now = ctx.o.clock.now();
-  await tx.putStep(scope, { ...step, status: "unknown", reasonCode: "OUTCOME_AMBIGUOUS", reason, endedAt: now }, fence);
-  const att = await tx.getAttempt(scope, step.attemptId);
-  if (att && att.state === "EXECUTING") {
-    const settled: AttemptRecord = { ...att, state: "UNKNOWN", reasonCode: "OUTCOME_AMBIGUOUS", reason, endedAt: now, stepIndex: step.stepIndex };
-    await tx.updateAttempt(scope, settled);
-    await appendJournal(tx, ctx.o.crypto, scope, [
-      draft("attempt.settled", [att.attemptId], now, { attemptId: att.attemptId, invocationId: inv.invocationId }, { state: "UNKNOWN", reasonCode: "OUTCOME_AMBIGUOUS", reason, stepIndex: step.stepIndex }),
-    ]);
-  }
-  const idem = await tx.getIdempotency(scope, inv.action, inv.idempotencyKey);
-  if (idem && idem.state === "in_progress") await tx.putIdempotency(scope, { ...idem, state: "unknown", updatedAt: now });
-}
-
 /** The attempt ended without a settlement hook (refused or duplicate): no effect happened now. */
 async function afterUnsettled(
   ctx: HostContext,
@@ -221,7 +198,7 @@ async function afterUnsettled(
         return toReconciliation(ctx, tx, inv, fence, doneSteps, code, why, undefined, events);
       case "EXECUTION_IN_PROGRESS": {
         const delay = backoffDelay(1, ctx.r.retry.baseDelayMs, ctx.r.retry.maxDelayMs, unit(ctx));
-        return ctx.transition(tx, inv, "queued", { runAt: ctx.o.clock.now() + delay, attemptCount: 0, lastError: why }, { fence, events });
+        return ctx.transition(tx, inv, "queued", { runAt: ctx.o.clock.now() + delay, lastError: why }, { fence, events });
       }
       default: {
         // After some steps succeeded, any refusal leaves a partially applied action: a human decides.
@@ -261,11 +238,11 @@ function planSettlement(ctx: HostContext, inv: Invocation, action: ActionDefinit
   switch (a.state) {
     case "SUCCEEDED":
       ctx.breakers.success(step.connector, step.operation);
-      return move("succeeded", { result: a.output ?? null, nextStep: action.steps.length, attemptCount: 0 });
+      return move("succeeded", { result: a.output ?? null, nextStep: action.steps.length });
     case "HANDED_OFF": {
       ctx.breakers.success(step.connector, step.operation);
       const row = info.step;
-      const patch: Partial<Invocation> = { nextStep: info.stepIndex, attemptCount: 0 };
+      const patch: Partial<Invocation> = { nextStep: info.stepIndex };
       if (row.deadlineAt !== undefined) patch.deadlineAt = row.deadlineAt;
       const parked = move("parked", patch, { externalRef: a.externalRef ?? null });
       // A handoff's settlement takes the completion lock first, like `complete` does: an early
@@ -287,7 +264,7 @@ function planSettlement(ctx: HostContext, inv: Invocation, action: ActionDefinit
       if (transient && action.idempotent && inv.retryCount + 1 < policy.maxAttempts) {
         const retryCount = inv.retryCount + 1;
         const delay = backoffDelay(retryCount, policy.baseDelayMs, policy.maxDelayMs, unit(ctx));
-        return move("queued", { runAt: now + delay, retryCount, attemptCount: 0, nextStep: info.stepIndex, lastError: a.reason ?? "transient failure" });
+        return move("queued", { runAt: now + delay, retryCount, nextStep: info.stepIndex, lastError: a.reason ?? "transient failure" });
       }
       const compensable = action.steps.slice(0, info.stepIndex).some((s) => s.compensate);
       if (compensable) {
@@ -318,7 +295,7 @@ async function openApproval(
     // Re-read under the approval's lock: a vote recorded while this worker evaluated is not lost.
     await tx.lock(scope, [approvalLockKey(existing.approvalId)]);
     existing = (await tx.getApproval(scope, existing.approvalId)) ?? existing;
-    if (existing.status === "approved") return ctx.transition(tx, inv, "queued", { runAt: now, attemptCount: 0 }, { fence, events });
+    if (existing.status === "approved") return ctx.transition(tx, inv, "queued", { runAt: now }, { fence, events });
   }
   if (existing && (existing.status === "denied" || existing.status === "expired" || existing.status === "revoked")) {
     return ctx.transition(tx, inv, "denied", { reasons: [`approval ${existing.approvalId} ${existing.status}`] }, { fence, events });

@@ -129,6 +129,7 @@ export const Invocation = named(
     leaseOwner: z.string().optional(),
     leaseExpiresAt: Millis.optional(),
     attemptCount: z.number().int(),
+    recoveryBase: z.number().int().optional(),
     retryCount: z.number().int(),
     nextStep: z.number().int(),
     approvalId: z.string().optional(),

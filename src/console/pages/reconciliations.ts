@@ -11,6 +11,7 @@ export const REASON_TEXT: Record<string, string> = {
   COMPLETION_OVERDUE: "A handed-off operation did not report back before its deadline.",
   COMPLETION_CONTRADICTED: "Two completions for the same operation disagree.",
   RECOVERY_EXHAUSTED: "Workers kept stopping mid-way; Writ stopped retrying.",
+  ACTION_VERSION_UNAVAILABLE: "The action's version is no longer deployed, and a step had started or run.",
   DENIED_AFTER_PARTIAL: "The policy denied the remaining steps after some had run.",
   COMPENSATION_FAILED: "A compensation step failed.",
   COMPENSATION_NOT_ALLOWED: "A compensation step was not allowed.",
