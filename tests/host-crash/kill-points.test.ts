@@ -25,17 +25,23 @@
  * and is never called again.
  *
  * A crash loop (every worker that runs the invocation dies at the same point): bounded recovery
- * (SPEC 4.6) settles an idempotent invocation reconciliation_required once its claims exceed
- * recoveryMaxAttempts (2 here), "recovery attempts exhausted (3/2)", before any further call; a
- * non-idempotent one goes to reconciliation at its first reclaim, never called again.
+ * (docs/host.md, Recovery) settles an idempotent invocation reconciliation_required once its claims
+ * exceed recoveryMaxAttempts (3 here, the retry cap), "recovery attempts exhausted (4/3)", before
+ * any further call; a non-idempotent one goes to reconciliation at its first reclaim, never called
+ * again. The same holds for a worker that dies during compensation: the budget is checked before
+ * compensation resumes, so the loop ends after the budget instead of running forever.
+ *
+ * A deploy that changed the action's version while a step was started (the worker died after
+ * intent): the new host reads the checkpoints and opens a reconciliation (ACTION_VERSION_UNAVAILABLE)
+ * with the step unknown, calling nothing; an invocation of that version with no step started fails.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { killChild, reapChildren, spawnChild, waitFor, type ChildExit } from "./fixtures/children.js";
-import { STORE_KINDS } from "./fixtures/hosting.js";
+import { STORE_KINDS, crashHost } from "./fixtures/hosting.js";
 import { summary } from "./fixtures/invariants.js";
-import { KILL_POINTS, requestFor, type ActionName, type KillPoint } from "./fixtures/scenario.js";
+import { ACTIONS, ALL_ACTIONS, KILL_POINTS, requestFor, type ActionName, type KillPoint } from "./fixtures/scenario.js";
 import { makeWorld } from "./fixtures/world.js";
 
 // No child outlives its test: each test reaps its own, a survivor here is a leak.
@@ -119,19 +125,21 @@ for (const kind of STORE_KINDS) {
 for (const kind of STORE_KINDS) {
   describe.concurrent(`a crash loop on ${kind}`, () => {
     const loops = [
-      { action: "idem1", point: "after-effect", kills: 2, reasonCode: "RECOVERY_EXHAUSTED", effects: 1, dedups: 1 },
-      { action: "once1", point: "after-intent", kills: 1, reasonCode: "OUTCOME_AMBIGUOUS", effects: 0, dedups: 0 },
+      { action: "idem1", mode: "ok", point: "after-effect", kills: 3, reasonCode: "RECOVERY_EXHAUSTED", stepIndex: 0, effects: 1, dedups: 2 },
+      { action: "once1", mode: "ok", point: "after-intent", kills: 1, reasonCode: "OUTCOME_AMBIGUOUS", stepIndex: 0, effects: 0, dedups: 0 },
+      // Step c fails for good, the undo of step b starts, and every worker dies inside it.
+      { action: "comp3", mode: "fail", point: "during-compensation", kills: 3, reasonCode: "RECOVERY_EXHAUSTED", stepIndex: 2, effects: 1, dedups: 0 },
     ] as const;
     for (const l of loops) {
       it(`${l.action}: every worker dies ${l.point} -> reconciliation_required (${l.reasonCode}) after ${l.kills} kill(s)`, async ({ expect }) => {
         const world = await makeWorld(kind);
         try {
-          const [id] = await world.submit([requestFor(0, l.action)]);
+          const [id] = await world.submit([requestFor(0, l.action, l.mode)]);
           let kills = 0;
           for (let gen = 0; gen < 10 && !(await world.settled()); gen++) {
-            const child = spawnChild(`${kind}/loop/${l.action}/${gen}`, world.childEnv(`looped-${gen}`, { WRIT_KILL_AT: l.point, WRIT_KILL_ALWAYS: "1", WRIT_RECOVERY_MAX_ATTEMPTS: "2", WRIT_LEASE_MS: "300", WRIT_POLL_MS: "20", WRIT_CONCURRENCY: "1" }));
+            const child = spawnChild(`${kind}/loop/${l.action}/${gen}`, world.childEnv(`looped-${gen}`, { WRIT_KILL_AT: l.point, WRIT_KILL_ALWAYS: "1", WRIT_RECOVERY_MAX_ATTEMPTS: "3", WRIT_LEASE_MS: "300", WRIT_POLL_MS: "20", WRIT_CONCURRENCY: "1" }));
             try {
-              await waitFor(async () => !child.alive() || (await world.settled()), 30_000, `child ${gen} to die or the invocation to settle`);
+              await waitFor(async () => !child.alive() || (await world.settled()), 60_000, `child ${gen} to die or the invocation to settle`);
               if (!child.alive()) {
                 expect((await child.exited).signal, child.stderr()).toBe("SIGKILL");
                 kills += 1;
@@ -146,13 +154,58 @@ for (const kind of STORE_KINDS) {
           const view = report.views.get(id!)!;
           expect(kills).toBe(l.kills);
           expect(view.inv.status).toBe("reconciliation_required");
-          expect(view.recs).toEqual([expect.objectContaining({ status: "open", stepIndex: 0, reasonCode: l.reasonCode })]);
-          if (l.reasonCode === "RECOVERY_EXHAUSTED") expect(view.recs[0]!.reason).toBe("recovery attempts exhausted (3/2)");
+          expect(view.recs).toEqual([expect.objectContaining({ status: "open", stepIndex: l.stepIndex, reasonCode: l.reasonCode })]);
+          if (l.reasonCode === "RECOVERY_EXHAUSTED") expect(view.recs[0]!.reason).toBe("recovery attempts exhausted (4/3)");
           expect([view.effects.get(0)?.length ?? 0, view.dedups]).toEqual([l.effects, l.dedups]);
         } finally {
           await world.close();
         }
-      });
+        // Four or more child processes in a row, each starting tsx: minutes on a loaded machine.
+      }, 240_000);
     }
+  });
+}
+
+for (const kind of STORE_KINDS) {
+  describe.concurrent(`a deploy changes the action version on ${kind}`, () => {
+    // Invariant (docs/host.md, Recovery): after a kill with a started step, a host on which the
+    // invocation's action version is no longer registered reconciles it from its checkpoints
+    // (step unknown, ACTION_VERSION_UNAVAILABLE), never a blind failed and never a call; the
+    // invocation of that version with no step started fails with the code.
+    it("idem1 killed after intent, rescued by a host with idem1@2 -> reconciliation_required", async ({ expect }) => {
+      const world = await makeWorld(kind);
+      try {
+        const [started, untouched] = await world.submit([requestFor(0, "idem1"), requestFor(1, "idem1")]);
+        const marker = join(world.dir, "kill-marker");
+        const child = spawnChild(`${kind}/deploy/idem1`, world.childEnv("doomed", { WRIT_KILL_AT: "after-intent", WRIT_MARKER: marker, WRIT_LEASE_MS: "300", WRIT_POLL_MS: "20", WRIT_CONCURRENCY: "1" }));
+        let exit: ChildExit;
+        try {
+          exit = await within(child.exited, 30_000, () => `the child never reached after-intent; stderr: ${child.stderr()}`);
+        } finally {
+          await killChild(child);
+        }
+        expect(exit.signal, child.stderr()).toBe("SIGKILL");
+        const killed = JSON.parse(readFileSync(marker, "utf8")) as { invocationId: string };
+        const other = killed.invocationId === started ? untouched! : started!;
+        const changed = ALL_ACTIONS.map((a) => (a.id === ACTIONS.idem1.id ? { ...a, version: "2" } : a));
+        const host = crashHost({ store: world.store, ledger: world.ledger, worker: "deployed", signingKey: world.key, actions: changed });
+        const w = host.worker({ id: "deployed", leaseMs: 300, pollMs: 20 });
+        await waitFor(async () => (await w.runOnce(), world.settled()), 20_000, "the deployed host to settle both invocations");
+        const report = await world.check([started!, untouched!]);
+        console.log(`[kill-points] ${kind} deploy: ${summary(report)}`);
+        expect(report.violations).toEqual([]);
+        const k = report.views.get(killed.invocationId)!;
+        expect(k.inv.status).toBe("reconciliation_required");
+        expect(k.recs).toEqual([expect.objectContaining({ status: "open", stepIndex: 0, reasonCode: "ACTION_VERSION_UNAVAILABLE" })]);
+        expect(k.steps.map((s) => s.status)).toEqual(["unknown"]);
+        expect(k.effects.get(0)?.length ?? 0).toBe(0);
+        const o = report.views.get(other)!;
+        expect(o.inv.status).toBe("failed");
+        expect(o.inv.lastError).toMatch(/^ACTION_VERSION_UNAVAILABLE: /);
+        expect(world.ledger.entries().filter((e) => e.worker === "deployed")).toEqual([]);
+      } finally {
+        await world.close();
+      }
+    });
   });
 }
