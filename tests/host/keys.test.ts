@@ -179,6 +179,37 @@ for (const factory of allStoreFactories()) {
       await journalOk(b);
     });
 
+    // Invariant (item 7): a key a running host invocation holds is never expired by a bare
+    // execution, however old: the host's lease and recovery own it.
+    it("a key held by a running invocation stays in progress past the bound", async () => {
+      // A store of its own: the dead worker's invocation must not be claimed by the other tests.
+      const own = await factory.make();
+      try {
+        const b = makeHostBench(own.store, { inProgressTimeoutMs: BOUND });
+        await grantAuthority(b);
+        const store = own.store;
+        const hang = defineConnector({ id: "c", operations: { a: () => new Promise(() => undefined) } });
+        const dead = makeHostBench(store, { clock: manualClock(b.clock.now()), connectors: [hang], inProgressTimeoutMs: BOUND });
+        const req = b.request();
+        const { invocation } = await dead.host.submit(req);
+        void dead.host.worker().runOnce(); // a worker that dies mid-call
+        let held: IdempotencyRecord | null = null;
+        for (let i = 0; i < 10_000 && held?.state !== "in_progress"; i++) {
+          held = await idem(b, req);
+          await tick();
+        }
+        expect(held).toMatchObject({ state: "in_progress", invocationId: invocation.invocationId });
+        b.clock.advance(BOUND * 10);
+        const a = await execute(b, req, decisionFor(req, b.clock.now()));
+        expect(a.reasonCode).toBe("EXECUTION_IN_PROGRESS");
+        expect(await idem(b, req)).toEqual(held);
+        const holder = await readCommitted(store, (tx) => tx.getAttempt(b.scope, held!.attemptId));
+        expect(holder?.state).toBe("EXECUTING");
+      } finally {
+        await own.cleanup();
+      }
+    });
+
     // Invariant (item 7): bad resolution input is refused with a clear code and changes nothing.
     it("resolveKey refuses bad input, unknown keys and keys that are not unknown, changing nothing", async () => {
       const b = await bench();
