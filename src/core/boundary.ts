@@ -4,7 +4,7 @@
  * recorded, every attempt (refusals included) recorded in order and journaled.
  */
 import type { ActionDefinition, Connector, ConnectorContext } from "./action.js";
-import { DECISION_CHECKS, Refusal, checkApproval, checkAuthority, checkConnectors, checkIdempotency, checkParses, checkReplay, type CheckEnv, type DecisionSubject, type MaybePromise } from "./checks.js";
+import { DECISION_CHECKS, Refusal, checkApproval, checkAuthority, checkConnectors, checkIdempotency, checkParses, checkReplay, inProgressExpired, type CheckEnv, type DecisionSubject, type MaybePromise } from "./checks.js";
 import { stableId } from "./digest.js";
 import { verifyParsedAsync, type ParsedDecision } from "./decision.js";
 import { WritError, errorMessage, type OutcomeCode } from "./errors.js";
@@ -68,6 +68,16 @@ export interface BoundaryOptions {
   clockSkewSeconds?: number;
   /** Per connector call. @defaultValue 30000 */
   timeoutMs?: number;
+  /**
+   * How long a key may stay `in_progress` under an attempt that never settled (its process died
+   * mid-call) before the next execution on the key closes that attempt UNKNOWN and the key reports
+   * `RECONCILIATION_PENDING` for an operator (docs/boundary.md, "Interrupted executions"). Counted
+   * from the attempt's start, so it must exceed the longest execution (steps × `timeoutMs`). A key
+   * an invocation of the durable host holds while `running` is never expired here: the host's
+   * recovery owns it. An integer from `timeoutMs` to 2147483647.
+   * @defaultValue max(900000 (15 min), 10 × timeoutMs), at most 2147483647
+   */
+  inProgressTimeoutMs?: number;
   clock: Clock;
   crypto: CryptoPort;
   random: Random;
@@ -145,7 +155,7 @@ export interface Boundary {
 }
 
 interface Resolved {
-  cfg: Required<Pick<BoundaryOptions, "maxDecisionAgeSeconds" | "clockSkewSeconds" | "timeoutMs">>;
+  cfg: Required<Pick<BoundaryOptions, "maxDecisionAgeSeconds" | "clockSkewSeconds" | "timeoutMs" | "inProgressTimeoutMs">>;
   actions: Map<string, ActionDefinition<unknown>>;
   connectors: Map<string, Connector>;
 }
@@ -154,6 +164,19 @@ function positive(name: string, v: unknown, dflt: number, allowZero = false, max
   if (v === undefined) return dflt;
   if (typeof v !== "number" || !Number.isFinite(v) || v < 0 || (!allowZero && v === 0) || v > max) {
     throw new WritError("INVALID_OPTION", `createBoundary: ${name} must be a ${allowZero ? "non-negative" : "positive"} number${max < Number.MAX_SAFE_INTEGER ? ` of at most ${max} (what a timer can hold)` : ""}`);
+  }
+  return v;
+}
+
+/**
+ * `inProgressTimeoutMs` (docs/boundary.md, "Interrupted executions"): an integer from `timeoutMs`
+ * (a live call may take that long) to what a timer holds; by default 15 minutes, or ten connector
+ * timeouts when that is longer.
+ */
+export function inProgressTimeoutOf(where: string, v: unknown, timeoutMs: number): number {
+  if (v === undefined) return Math.min(MAX_TIMER_MS, Math.max(900_000, 10 * timeoutMs));
+  if (typeof v !== "number" || !Number.isInteger(v) || v < timeoutMs || v > MAX_TIMER_MS) {
+    throw new WritError("INVALID_OPTION", `${where}: inProgressTimeoutMs must be an integer number of milliseconds from timeoutMs (${timeoutMs}) to ${MAX_TIMER_MS}; got ${typeof v === "number" ? String(v) : typeof v}`);
   }
   return v;
 }
@@ -179,11 +202,13 @@ function resolve(o: BoundaryOptions): Resolved {
     if (connectors.has(c.id)) throw new WritError("INVALID_OPTION", `createBoundary: connector ${c.id} is registered twice`);
     connectors.set(c.id, c);
   }
+  const timeoutMs = positive("timeoutMs", o.timeoutMs, 30_000, false, MAX_TIMER_MS);
   return {
     cfg: {
       maxDecisionAgeSeconds: positive("maxDecisionAgeSeconds", o.maxDecisionAgeSeconds, 300),
       clockSkewSeconds: positive("clockSkewSeconds", o.clockSkewSeconds, 30, true),
-      timeoutMs: positive("timeoutMs", o.timeoutMs, 30_000, false, MAX_TIMER_MS),
+      timeoutMs,
+      inProgressTimeoutMs: inProgressTimeoutOf("createBoundary", o.inProgressTimeoutMs, timeoutMs),
     },
     actions,
     connectors,
@@ -329,6 +354,50 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
     return a;
   }
 
+  /**
+   * An interrupted bare execution (docs/boundary.md, "Interrupted executions"), in one transaction
+   * with its journal entries: the abandoned attempt and its started step become UNKNOWN
+   * (`EXECUTION_INTERRUPTED`), the key `unknown`, and this execution is refused
+   * `RECONCILIATION_PENDING`. Null, nothing written, when the key changed since it was read; a key
+   * a running invocation holds is left to the host's recovery (refused `EXECUTION_IN_PROGRESS`).
+   */
+  async function expireInterrupted(scope: Scope, seenRec: IdempotencyRecord, seenHolder: AttemptRecord, base: AttemptRecord, fence: Fence | undefined): Promise<Attempt | null> {
+    const now = base.startedAt;
+    const events: BoundaryEvent[] = [];
+    const out = await store.transact(async (tx): Promise<Attempt | null> => {
+      // The invocation row first (lock order, docs/stores.md), then the key.
+      if (fence) await tx.assertLease(scope, fence);
+      await tx.lock(scope, [`idem:${seenRec.action}:${seenRec.idempotencyKey}`]);
+      const rec = await tx.getIdempotency(scope, seenRec.action, seenRec.idempotencyKey);
+      if (!rec || rec.state !== "in_progress" || rec.attemptId !== seenRec.attemptId || rec.updatedAt !== seenRec.updatedAt) return null;
+      const holder = await tx.getAttempt(scope, rec.attemptId);
+      if (!holder || !inProgressExpired(rec, holder, now, cfg.inProgressTimeoutMs) || holder.startedAt !== seenHolder.startedAt) return null;
+      const refused = (code: "EXECUTION_IN_PROGRESS" | "RECONCILIATION_PENDING", message: string): AttemptRecord => ({ ...base, state: "REFUSED", reasonCode: code, reason: message, endedAt: now });
+      const owner = await tx.getInvocation(scope, rec.invocationId);
+      if (owner && owner.status === "running") {
+        const a = refused("EXECUTION_IN_PROGRESS", `an execution under this idempotency key is in progress (invocation ${owner.invocationId} holds it; the host's recovery settles it)`);
+        a.seq = await tx.insertAttempt(scope, a);
+        await appendJournal(tx, crypto, scope, [attemptDraft(a, "attempt.refused", now)]);
+        events.push({ type: "attempt.refused", scope, attempt: a });
+        return a;
+      }
+      const reason = `interrupted: attempt ${holder.attemptId} started at ${holder.startedAt} and never settled within inProgressTimeoutMs (${cfg.inProgressTimeoutMs} ms); outcome unknown`;
+      const steps = await tx.getSteps(scope, rec.invocationId);
+      const row = steps.find((s) => s.attemptId === holder.attemptId && s.status === "started");
+      if (row) await tx.putStep(scope, { ...row, status: "unknown", reasonCode: "EXECUTION_INTERRUPTED", reason, endedAt: now });
+      const closed: AttemptRecord = { ...holder, state: "UNKNOWN", reasonCode: "EXECUTION_INTERRUPTED", reason, endedAt: now, ...(row ? { stepIndex: row.stepIndex } : {}) };
+      await tx.updateAttempt(scope, closed);
+      await tx.putIdempotency(scope, { ...rec, state: "unknown", updatedAt: now });
+      const a = refused("RECONCILIATION_PENDING", `the execution under this key was interrupted (attempt ${holder.attemptId}); its outcome awaits an operator's resolution`);
+      a.seq = await tx.insertAttempt(scope, a);
+      await appendJournal(tx, crypto, scope, [attemptDraft(closed, "attempt.settled", now, { interrupted: true }), attemptDraft(a, "attempt.refused", now)]);
+      events.push({ type: "attempt.settled", scope, attempt: closed }, { type: "attempt.refused", scope, attempt: a });
+      return a;
+    });
+    for (const e of events) emit(e);
+    return out;
+  }
+
   async function execute(requestIn: unknown, token: unknown, opts: ExecuteOptions = {}): Promise<Attempt> {
     const now = clock.now();
     const attemptId = newId("att_");
@@ -374,7 +443,11 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
     // already knows (a fresh key, or the host's own read) and lets the store confirm it in the
     // same round trip that consumes the decision; if the store found otherwise, it wrote nothing
     // and the next round decides on what it found.
-    type Verdict = { kind: "refused"; refusal: Refusal } | { kind: "duplicate"; attempt: AttemptRecord } | { kind: "go"; startStep: number; outputs: { [k: string]: Json }; supersede?: AttemptRecord };
+    type Verdict =
+      | { kind: "refused"; refusal: Refusal }
+      | { kind: "duplicate"; attempt: AttemptRecord }
+      | { kind: "expire"; rec: IdempotencyRecord; holder: AttemptRecord }
+      | { kind: "go"; startStep: number; outputs: { [k: string]: Json }; supersede?: AttemptRecord };
     const decide = (seen: BeginFound): Verdict => {
       if (options.standingFromStore) {
         const auth = checkAuthority(seen.authority, req, now);
@@ -387,13 +460,21 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
       }
       // Checks 10-12, in their place (core/checks.ts).
       const rec = seen.idempotency;
-      const idem = checkIdempotency(rec, digest, invocationId, fence);
+      const holder = rec ? seen.attempts.find((x) => x.attemptId === rec.attemptId) : undefined;
+      const failedAt = rec?.state === "failed" ? (holder?.endedAt ?? rec.updatedAt) : undefined;
+      const idem = checkIdempotency(rec, digest, invocationId, fence, { issuedAt: decision.payload.issuedAt, failedAt });
+      if (idem instanceof Refusal && idem.code === "EXECUTION_IN_PROGRESS" && inProgressExpired(rec, holder, now, cfg.inProgressTimeoutMs)) {
+        return { kind: "expire", rec: rec!, holder: holder! };
+      }
       if (idem === "duplicate") {
         const orig = rec?.resultAttemptId ? seen.attempts.find((x) => x.attemptId === rec.resultAttemptId) : undefined;
         const a: AttemptRecord = { ...base, state: "DUPLICATE", endedAt: now };
         if (orig) {
           a.originalAttemptId = orig.attemptId;
+          // An outcome an operator resolved lives on the step row the resolution settled.
+          const resolvedRef = seen.steps.find((s) => s.attemptId === orig.attemptId && s.stepIndex === orig.stepIndex)?.externalRef;
           if (orig.externalRef !== undefined) a.externalRef = orig.externalRef;
+          else if (resolvedRef !== undefined) a.externalRef = resolvedRef;
           if (orig.output !== undefined) a.output = orig.output;
           if (orig.stepIndex !== undefined) a.stepIndex = orig.stepIndex;
         }
@@ -494,6 +575,12 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
         a.seq = await tr.record(scope, { ...(fence ? { fence } : {}), attempt: a, entries: unsealedEntries(scope, [attemptDraft(a, "attempt.duplicate", now)]) });
         emit({ type: "attempt.duplicate", scope, attempt: a });
         return a;
+      }
+      if (v.kind === "expire") {
+        const a = await expireInterrupted(scope, v.rec, v.holder, base, fence);
+        if (a) return a;
+        seen = await readCommitted(store, (tx) => inspectBegin(tx, scope, beginInputFor({ kind: "go", startStep: 0, outputs: {} })));
+        continue;
       }
       if (v.kind === "refused") {
         const a: AttemptRecord = { ...base, state: "REFUSED", reasonCode: v.refusal.code, reason: v.refusal.message, endedAt: now };

@@ -16,7 +16,7 @@ import type { RefusalCode } from "./errors.js";
 import { globsCover } from "./glob.js";
 import type { Keyring } from "./keyring.js";
 import type { CryptoPort } from "./ports.js";
-import type { Approval, Authority, ActionRequest, Fence, IdempotencyRecord, Scope } from "./types.js";
+import type { Approval, AttemptRecord, Authority, ActionRequest, Fence, IdempotencyRecord, Scope } from "./types.js";
 
 export type MaybePromise<T> = T | Promise<T>;
 
@@ -137,9 +137,11 @@ export function checkApproval(ap: Approval | null, ref: string, scope: Scope, di
  * Check 10: what the idempotency record of (scope, action, key) allows. `duplicate` when it already
  * succeeded for this request (the caller answers with the original result); a fenced caller
  * holding the invocation's lease may take over its own interrupted execution; a definite failure
- * does not block.
+ * does not block a retry, but only under a decision issued at or after the failed attempt ended
+ * (`failedAt`): a decision from before the failure is not a new evaluation (docs/boundary.md,
+ * "Retries need a later decision"). Sub-order: conflict, then the record's state.
  */
-export function checkIdempotency(rec: IdempotencyRecord | null, digest: string, invocationId: string, fence: Fence | undefined): Refusal | "duplicate" | null {
+export function checkIdempotency(rec: IdempotencyRecord | null, digest: string, invocationId: string, fence: Fence | undefined, retry?: { issuedAt: number; failedAt: number | undefined }): Refusal | "duplicate" | null {
   if (!rec) return null;
   if (rec.requestDigest !== digest) return new Refusal("IDEMPOTENCY_CONFLICT", "this idempotency key was used with another request");
   if (rec.state === "succeeded") return "duplicate";
@@ -148,7 +150,19 @@ export function checkIdempotency(rec: IdempotencyRecord | null, digest: string, 
     return fence && rec.invocationId === invocationId ? null : new Refusal("EXECUTION_IN_PROGRESS", "an execution under this idempotency key is in progress");
   }
   if (rec.state === "unknown") return new Refusal("RECONCILIATION_PENDING", "an earlier execution under this key has an unknown outcome awaiting reconciliation");
+  if (rec.state === "failed" && retry && retry.failedAt !== undefined && retry.issuedAt < retry.failedAt) {
+    return new Refusal("DECISION_PREDATES_ATTEMPT", `the decision was issued at ${retry.issuedAt}, before the key's last failed attempt ended (${retry.failedAt}): a retry needs a new evaluation`);
+  }
   return null;
+}
+
+/**
+ * An in-progress execution its process abandoned: the key is `in_progress`, the attempt holding it
+ * is still EXECUTING and started more than `boundMs` ago (docs/boundary.md, "Interrupted
+ * executions"). Whether an invocation's lease still owns it is for the store to say.
+ */
+export function inProgressExpired(rec: IdempotencyRecord | null, holder: AttemptRecord | undefined, now: number, boundMs: number): boolean {
+  return rec !== null && rec.state === "in_progress" && holder !== undefined && holder.attemptId === rec.attemptId && holder.state === "EXECUTING" && now - holder.startedAt > boundMs;
 }
 
 /** Check 11: the decision was not consumed before. */
@@ -194,7 +208,7 @@ export const BOUNDARY_CHECKS: readonly BoundaryCheck[] = Object.freeze([
   { n: 7, name: "decision neither in the future nor stale", codes: ["DECISION_IN_FUTURE", "DECISION_STALE"], phase: "decision", run: checkFreshness },
   { n: 8, name: "authority in good standing", codes: ["AUTHORITY_UNKNOWN", "AUTHORITY_SUSPENDED", "AUTHORITY_REVOKED", "AUTHORITY_EXPIRED"], phase: "standing", run: checkAuthority },
   { n: 9, name: "referenced approval holds", codes: ["APPROVAL_NOT_FOUND", "APPROVAL_NOT_GRANTED", "APPROVAL_REVOKED", "APPROVAL_EXPIRED", "APPROVAL_MISMATCH"], phase: "standing", run: checkApproval },
-  { n: 10, name: "idempotency key free for this request", codes: ["IDEMPOTENCY_CONFLICT", "EXECUTION_IN_PROGRESS", "RECONCILIATION_PENDING"], phase: "gate", run: checkIdempotency },
+  { n: 10, name: "idempotency key free for this request (a retry under a later decision)", codes: ["IDEMPOTENCY_CONFLICT", "EXECUTION_IN_PROGRESS", "RECONCILIATION_PENDING", "DECISION_PREDATES_ATTEMPT"], phase: "gate", run: checkIdempotency },
   { n: 11, name: "decision not consumed", codes: ["DECISION_REPLAYED"], phase: "gate", run: checkReplay },
   { n: 12, name: "connectors registered", codes: ["CONNECTOR_NOT_FOUND"], phase: "gate", run: checkConnectors },
 ] satisfies BoundaryCheck[]);

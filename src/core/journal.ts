@@ -43,6 +43,7 @@ export type JournalEntryType =
   | "completion.contradicted"
   | "reconciliation.opened"
   | "reconciliation.resolved"
+  | "key.resolved"
   | `authority.${AuthorityStatus}`
   | "authority.created"
   | "policy.activated"

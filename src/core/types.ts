@@ -5,6 +5,11 @@ import type { OutcomeCode, RefusalCode } from "./errors.js";
 export const SETTLEMENT_CODES = [
   /** An interrupted attempt closed when its execution was taken over (UNKNOWN). */
   "ATTEMPT_SUPERSEDED",
+  /**
+   * A bare execution that stayed in progress longer than the boundary's `inProgressTimeoutMs`
+   * (its process died mid-call): closed UNKNOWN, its key awaiting an operator (docs/boundary.md).
+   */
+  "EXECUTION_INTERRUPTED",
   /** A handed-off step's completion reported a failure. */
   "COMPLETION_FAILURE",
 ] as const;

@@ -23,6 +23,7 @@ import type { HostEvent } from "./events.js";
 import { resolveHostOptions, silentLogger, type HostOptions } from "./options.js";
 import { createWorker, type Worker, type WorkerOptions } from "./worker.js";
 import { createApprovals, type Approvals } from "./approvals.js";
+import { checkResolveInput, resolvedStep, resolveKey, type KeyRef, type KeyResolution, type ResolveInput } from "./key-resolution.js";
 import { authorityCovers, createAuthorities, type Authorities } from "./authorities.js";
 import { complete, completionLockKey, receiveCompletion, sweepOverdue, type CompletionAnswer, type CompletionInput } from "./completions.js";
 import type { PolicyResult } from "../core/policy.js";
@@ -34,12 +35,7 @@ export interface SubmitResult {
   replayed: boolean;
 }
 
-export interface ResolveInput {
-  outcome: "succeeded" | "failed";
-  externalRef?: string;
-  note: string;
-  by: Actor;
-}
+export type { KeyRef, KeyResolution, ResolveInput } from "./key-resolution.js";
 
 /** What a dry run tells: the policy's answer and the authority's standing, nothing written. */
 export interface Preview {
@@ -73,6 +69,11 @@ export interface Host {
     list(scope: Scope, opts?: ListOptions & { status?: ReconciliationStatus }): Promise<ReconciliationRecord[]>;
     /** An operator settles an unknown outcome; journaled with the operator's identity. */
     resolve(scope: Scope, reconciliationId: string, input: ResolveInput): Promise<Invocation>;
+    /**
+     * An operator settles a key a bare boundary execution left unknown (an interrupted execution,
+     * a timeout, an ambiguous reply); journaled with the operator's identity (docs/boundary.md).
+     */
+    resolveKey(scope: Scope, key: KeyRef, input: ResolveInput): Promise<KeyResolution>;
   };
   worker(options?: WorkerOptions): Worker;
   approvals: Approvals;
@@ -120,6 +121,7 @@ export function createHostCore(options: HostOptions): Host {
     acceptedPolicyRefs: (scope) => o.policy.acceptedPolicyRefs(scope),
     maxDecisionAgeSeconds: r.maxDecisionAgeSeconds,
     timeoutMs: r.timeoutMs,
+    inProgressTimeoutMs: r.inProgressTimeoutMs,
     clock: o.clock,
     crypto: o.crypto,
     random: o.random,
@@ -229,14 +231,7 @@ export function createHostCore(options: HostOptions): Host {
   }
 
   async function resolve(scope: Scope, reconciliationId: string, input: ResolveInput): Promise<Invocation> {
-    if (typeof input !== "object" || input === null) throw new WritError("INVALID_ARGUMENT", "resolve needs { outcome, note, by }");
-    if (input.outcome !== "succeeded" && input.outcome !== "failed") throw new WritError("INVALID_ARGUMENT", "outcome must be succeeded or failed");
-    if (typeof input.note !== "string" || input.note.trim().length === 0 || input.note.length > 2000) throw new WritError("INVALID_ARGUMENT", "note must be a non-empty string (at most 2000 characters)");
-    const problems = checkActor(input.by, "by");
-    if (problems.length > 0) throw new WritError("INVALID_ARGUMENT", problems.join("; "));
-    if (input.externalRef !== undefined && (typeof input.externalRef !== "string" || input.externalRef.length === 0 || input.externalRef.length > 512)) {
-      throw new WritError("INVALID_ARGUMENT", "externalRef must be a non-empty string");
-    }
+    checkResolveInput(input);
     let events: HostEvent[] = [];
     const inv = await retryStale(() => {
       events = [];
@@ -274,17 +269,12 @@ export function createHostCore(options: HostOptions): Host {
         }
       }
       if (row && row.status !== "succeeded" && row.status !== "failed") {
-        await tx.putStep(scope, {
-          ...row,
-          status: input.outcome,
-          endedAt: now,
-          ...(input.externalRef !== undefined ? { externalRef: input.externalRef } : {}),
-          reason: `resolved by ${by.type}:${by.id}: ${input.note}`,
-        });
+        await tx.putStep(scope, resolvedStep(row, input, now));
       }
       const last = rec.stepIndex >= action.steps.length - 1;
       const idem = await tx.getIdempotency(scope, cur.action, cur.idempotencyKey);
-      if (idem && (idem.state === "unknown" || idem.state === "in_progress" || idem.state === "handed_off")) {
+      // Only the invocation's own key: one a bare execution holds is resolved as a key (resolveKey).
+      if (idem && idem.invocationId === cur.invocationId && (idem.state === "unknown" || idem.state === "in_progress" || idem.state === "handed_off")) {
         // Succeeded on the last step settles the key; otherwise it no longer blocks a resumption.
         const state = input.outcome === "succeeded" && last ? "succeeded" : "failed";
         await tx.putIdempotency(scope, { ...idem, state, ...(state === "succeeded" && row ? { resultAttemptId: row.attemptId } : {}), updatedAt: now });
@@ -328,6 +318,7 @@ export function createHostCore(options: HostOptions): Host {
     reconcile: {
       list: (scope, opts) => readCommitted(o.store, (tx) => tx.listReconciliations(scope, opts)),
       resolve,
+      resolveKey: (scope, key, input) => resolveKey(ctx, scope, key, input),
     },
     worker: (wo) => createWorker(ctx, wo, sweep),
     approvals,

@@ -1,4 +1,5 @@
 /** Host options: one typed object, defaults in one place, validated at construction. */
+import { inProgressTimeoutOf } from "../core/boundary.js";
 import { MAX_TIMER_MS } from "../core/validate.js";
 import type { DataKeyPort } from "../core/sealing.js";
 import type { ActionDefinition, Connector, RetryPolicy } from "../core/action.js";
@@ -48,6 +49,12 @@ export interface HostOptions {
   random: Random;
   /** Per connector call. @defaultValue 30000 */
   timeoutMs?: number;
+  /**
+   * The boundary's bound on a bare execution left `in_progress` by a crash (docs/boundary.md,
+   * "Interrupted executions"): an integer from `timeoutMs` to 2147483647.
+   * @defaultValue max(900000, 10 × timeoutMs)
+   */
+  inProgressTimeoutMs?: number;
   /** @defaultValue 300 */
   maxDecisionAgeSeconds?: number;
   /**
@@ -83,6 +90,7 @@ export interface HostOptions {
 
 export interface ResolvedHostOptions {
   timeoutMs: number;
+  inProgressTimeoutMs: number;
   maxDecisionAgeSeconds: number;
   recoveryMaxAttempts: number;
   retry: RetryPolicy;
@@ -135,8 +143,10 @@ export function resolveHostOptions(o: HostOptions): ResolvedHostOptions {
     throw new WritError("INVALID_OPTION", "createHost: policy must be a PolicyEngine with evaluate() and acceptedPolicyRefs()");
   }
   const retryMax = num("retry.maxAttempts", o.retry?.maxAttempts, 3, 1);
+  const timeoutMs = num("timeoutMs", o.timeoutMs, 30_000, 1, MAX_TIMER_MS);
   return {
-    timeoutMs: num("timeoutMs", o.timeoutMs, 30_000, 1, MAX_TIMER_MS),
+    timeoutMs,
+    inProgressTimeoutMs: inProgressTimeoutOf("createHost", o.inProgressTimeoutMs, timeoutMs),
     maxDecisionAgeSeconds: num("maxDecisionAgeSeconds", o.maxDecisionAgeSeconds, 300, 1),
     recoveryMaxAttempts: recoveryBudget(o, retryMax),
     retry: {

@@ -197,6 +197,9 @@ async function afterUnsettled(
       case "RECONCILIATION_PENDING":
         return toReconciliation(ctx, tx, inv, fence, doneSteps, code, why, undefined, events);
       case "EXECUTION_IN_PROGRESS": {
+        // Another execution holds the key. A bare one a crash interrupted stops holding it after
+        // the boundary's inProgressTimeoutMs: the next claim is then refused RECONCILIATION_PENDING
+        // and settles above, so this never re-queues without end (docs/boundary.md, Interrupted executions).
         const delay = backoffDelay(1, ctx.r.retry.baseDelayMs, ctx.r.retry.maxDelayMs, unit(ctx));
         return ctx.transition(tx, inv, "queued", { runAt: ctx.o.clock.now() + delay, lastError: why }, { fence, events });
       }

@@ -14,6 +14,7 @@ import {
   ATTEMPT_STATES,
   COMPLETION_DISPOSITIONS,
   DECISION_RESULTS,
+  IDEMPOTENCY_STATES,
   INVOCATION_STATUSES,
   RECONCILIATION_STATUSES,
 } from "../core/types.js";
@@ -330,6 +331,35 @@ export const Attempt = named(
   "one recorded pass through the execution boundary; a refusal is an attempt in state REFUSED",
 );
 export const AttemptAnswer = named("AttemptAnswer", z.object({ attempt: Attempt }));
+
+export const ResolveKeyBody = named(
+  "ResolveKey",
+  z.strictObject({
+    action: Id,
+    idempotencyKey: safeText(z.string().min(1).max(LIMITS.idempotencyKey)),
+    outcome: z.enum(["succeeded", "failed"]),
+    note: z.string().min(1).max(2000).regex(/\S/, "must not be blank"),
+    externalRef: z.string().min(1).max(512).optional().describe("required with succeeded: what a replay of the key returns"),
+  }),
+  "the operator's verdict on a key a bare execution left unknown; the operator is the API key",
+);
+export const IdempotencyKeyRecord = named(
+  "IdempotencyKey",
+  z.object({
+    tenantId: z.string(),
+    spaceId: z.string(),
+    action: z.string(),
+    idempotencyKey: z.string(),
+    requestDigest: z.string(),
+    state: z.enum(IDEMPOTENCY_STATES),
+    invocationId: z.string(),
+    attemptId: z.string(),
+    resultAttemptId: z.string().optional(),
+    updatedAt: Millis,
+  }),
+  "the idempotency record of (scope, action, idempotencyKey)",
+);
+export const KeyResolutionAnswer = named("KeyResolution", z.object({ idempotency: IdempotencyKeyRecord, attempt: Attempt.nullable().describe("the attempt whose outcome was unknown") }));
 
 // Completions -----------------------------------------------------------------------------------
 

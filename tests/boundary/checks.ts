@@ -21,6 +21,8 @@ export interface Spec {
   approval: null | { status: ApprovalStatus; stored: boolean; otherDigest?: boolean; expired?: boolean };
   preIdempotency: null | IdempotencyState | "conflict";
   preConsumed: boolean;
+  /** The key's last attempt failed 1 ms after the decision was issued (a retry under an older decision). */
+  preFailedAfterIssue: boolean;
 }
 
 export interface Breaker {
@@ -52,6 +54,7 @@ export const BREAKERS: Breaker[] = [
   { check: 10, code: "IDEMPOTENCY_CONFLICT", apply: (s) => void (s.preIdempotency = "conflict") },
   { check: 10, code: "EXECUTION_IN_PROGRESS", apply: (s) => void (s.preIdempotency = "in_progress") },
   { check: 10, code: "RECONCILIATION_PENDING", apply: (s) => void (s.preIdempotency = "unknown") },
+  { check: 10, code: "DECISION_PREDATES_ATTEMPT", apply: (s) => void (s.preFailedAfterIssue = true) },
   { check: 11, code: "DECISION_REPLAYED", apply: (s) => void (s.preConsumed = true) },
   { check: 12, code: "CONNECTOR_NOT_FOUND", apply: (s) => void (s.request.action = "ghost.run") },
 ];
@@ -68,6 +71,7 @@ export function baseSpec(b: Bench): Spec {
     approval: null,
     preIdempotency: null,
     preConsumed: false,
+    preFailedAfterIssue: false,
   };
 }
 
@@ -113,6 +117,14 @@ export async function build(s: Spec, b: Bench): Promise<{ request: unknown; toke
   if (s.decisionMalformed) token = "not-a.jws";
   const scope = { tenantId: req.tenantId, spaceId: req.spaceId };
   await b.syncStanding();
+  if (s.preFailedAfterIssue) {
+    const attemptId = uniqueKey("att");
+    const endedAt = p.issuedAt + 1;
+    await b.store.transact(async (tx) => {
+      await tx.insertAttempt(scope, { ...scope, attemptId, seq: 0, state: "FAILED", reasonCode: "CONNECTOR_FAILURE", reason: "failed earlier", action: req.action, idempotencyKey: req.idempotencyKey, requestDigest: digest, startedAt: endedAt - 5, endedAt });
+      await tx.putIdempotency(scope, { ...scope, action: req.action, idempotencyKey: req.idempotencyKey, requestDigest: digest, state: "failed", invocationId: uniqueKey("inv"), attemptId, updatedAt: endedAt });
+    });
+  }
   if (s.preIdempotency || s.preConsumed) {
     await b.store.transact(async (tx) => {
       if (s.preIdempotency) {

@@ -1,4 +1,4 @@
-/** `writ approvals ls|approve|deny|revoke` and `writ reconcile ls|resolve`: the operator's queues. */
+/** `writ approvals ls|approve|deny|revoke` and `writ reconcile ls|resolve|resolve-key`: the operator's queues. */
 import { APPROVAL_STATUSES, RECONCILIATION_STATUSES, type Approval, type ReconciliationRecord } from "../../core/types.js";
 import { intFlag, list, oneOf, required, str } from "../args.js";
 import { AS_OPTION, LIMIT_OPTION, QUIET_OPTION, printList, type Command } from "../command.js";
@@ -6,6 +6,7 @@ import type { CliContext } from "../context.js";
 import { usageError } from "../exit-codes.js";
 import { WritError } from "../../core/errors.js";
 import { brief, time } from "../output.js";
+import type { ResolveInput } from "../../host/key-resolution.js";
 
 function printApprovals(ctx: CliContext, items: readonly Approval[]): void {
   ctx.out.table(items, [
@@ -126,30 +127,63 @@ export const reconcileLs: Command = {
   },
 };
 
+const VERDICT_OPTIONS = {
+  outcome: { type: "string", value: "succeeded|failed", description: "what really happened at the provider" },
+  note: { type: "string", value: "<text>", description: "why you know (required)" },
+  "external-ref": { type: "string", value: "<ref>", description: "the provider's reference for the effect, when it succeeded" },
+  ...AS_OPTION,
+} as const;
+
+/** The operator's verdict from the flags (`reconcile resolve` and `reconcile resolve-key`). */
+function verdictOf(ctx: CliContext, where: string): ResolveInput {
+  const outcome = oneOf(ctx.values, "outcome", ["succeeded", "failed"] as const);
+  if (!outcome) throw usageError(`\`${where}\` needs --outcome succeeded|failed`);
+  const note = required(ctx.values, "note", where);
+  const externalRef = str(ctx.values, "external-ref");
+  return { outcome, note, by: ctx.operator(), ...(externalRef !== undefined ? { externalRef } : {}) };
+}
+
 export const reconcileResolve: Command = {
   name: "reconcile resolve",
   summary: "settle an unknown outcome as succeeded or failed, with a note (journaled with who did it)",
   args: "<reconciliation-id>",
-  options: {
-    outcome: { type: "string", value: "succeeded|failed", description: "what really happened at the provider" },
-    note: { type: "string", value: "<text>", description: "why you know (required)" },
-    "external-ref": { type: "string", value: "<ref>", description: "the provider's reference for the effect, when it succeeded" },
-    ...AS_OPTION,
-  },
+  options: VERDICT_OPTIONS,
   async run(ctx, p) {
-    const where = "writ reconcile resolve";
     const id = p[0]!;
-    const outcome = oneOf(ctx.values, "outcome", ["succeeded", "failed"] as const);
-    if (!outcome) throw usageError(`\`${where}\` needs --outcome succeeded|failed`);
-    const note = required(ctx.values, "note", where);
-    const externalRef = str(ctx.values, "external-ref");
-    const by = ctx.operator();
+    const verdict = verdictOf(ctx, "writ reconcile resolve");
     const rt = await ctx.runtime();
-    const inv = await rt.host.reconcile.resolve(await ctx.scope(), id, { outcome, note, by, ...(externalRef !== undefined ? { externalRef } : {}) });
+    const inv = await rt.host.reconcile.resolve(await ctx.scope(), id, verdict);
     ctx.out.result({ invocation: inv }, () =>
       ctx.out.record([
-        ["reconciliation", `${id} resolved ${outcome}`],
+        ["reconciliation", `${id} resolved ${verdict.outcome}`],
         ["invocation", `${inv.invocationId} (now ${inv.status})`],
+      ]),
+    );
+  },
+};
+
+export const reconcileResolveKey: Command = {
+  name: "reconcile resolve-key",
+  summary: "settle a key a bare boundary execution left unknown (interrupted, timed out), journaled with who did it",
+  options: {
+    action: { type: "string", value: "<action>", description: "the key's action (required)" },
+    key: { type: "string", value: "<idempotency-key>", description: "the idempotency key (required)" },
+    ...VERDICT_OPTIONS,
+  },
+  details: "succeeded needs --external-ref (what a replay of the key returns); failed lets a new decision retry the key. A key an invocation holds is resolved with `writ reconcile resolve`.",
+  async run(ctx) {
+    const where = "writ reconcile resolve-key";
+    const action = required(ctx.values, "action", where);
+    const idempotencyKey = required(ctx.values, "key", where);
+    const verdict = verdictOf(ctx, where);
+    if (verdict.outcome === "succeeded" && verdict.externalRef === undefined) throw usageError(`\`${where} --outcome succeeded\` needs --external-ref (what a replay of the key returns)`);
+    const rt = await ctx.runtime();
+    const r = await rt.host.reconcile.resolveKey(await ctx.scope(), { action, idempotencyKey }, verdict);
+    ctx.out.result(r, () =>
+      ctx.out.record([
+        ["key", `${action}/${idempotencyKey} resolved ${verdict.outcome}`],
+        ["state", r.idempotency.state],
+        ["attempt", r.idempotency.attemptId],
       ]),
     );
   },

@@ -9,7 +9,7 @@ import { parseDecision } from "../../core/decision.js";
 import { ApiError } from "../errors.js";
 import { requestOf, type ServerContext } from "../context.js";
 import { defineRoute, type Route } from "../registry.js";
-import { AttemptAnswer, ExecuteBody, SpacePath } from "../schemas.js";
+import { AttemptAnswer, ErrorBody, ExecuteBody, KeyResolutionAnswer, ResolveKeyBody, SpacePath } from "../schemas.js";
 
 export function boundaryRoutes(s: ServerContext): Route[] {
   const { host } = s.runtime;
@@ -35,6 +35,32 @@ export function boundaryRoutes(s: ServerContext): Route[] {
         if (!parsed.ok) throw new ApiError("VALIDATION_FAILED", `the decision is malformed: ${parsed.message}`);
         const attempt = await host.context.boundary.execute(request, body.decision);
         return { status: 200, body: { attempt } };
+      },
+    }),
+    defineRoute({
+      method: "post",
+      path: "/v1/spaces/{spaceId}/boundary/keys/resolve",
+      operationId: "resolveBoundaryKey",
+      tag: "boundary",
+      summary: "Resolve a key a bare execution left with an unknown outcome",
+      description:
+        "For a key whose execution was interrupted (refused RECONCILIATION_PENDING once inProgressTimeoutMs passed) or timed out or answered ambiguously: `succeeded` (with the externalRef replays return) settles the key, `failed` lets a new decision retry it. Journaled (`key.resolved`) with the operator's identity (the API key as a `user` actor). A key an invocation holds is resolved through its reconciliation.",
+      access: { kind: "key", roles: ["operate"] },
+      params: SpacePath,
+      body: ResolveKeyBody,
+      responses: {
+        200: { description: "the key after the resolution", schema: KeyResolutionAnswer },
+        404: { description: "NOT_FOUND: no such key", schema: ErrorBody },
+        409: { description: "INVALID_STATE: the key is not unknown, or an invocation holds it", schema: ErrorBody },
+      },
+      async handle({ caller, body }) {
+        const r = await host.reconcile.resolveKey(caller.scope, { action: body.action, idempotencyKey: body.idempotencyKey }, {
+          outcome: body.outcome,
+          note: body.note,
+          by: caller.actor,
+          ...(body.externalRef !== undefined ? { externalRef: body.externalRef } : {}),
+        });
+        return { status: 200, body: r };
       },
     }),
   ];
