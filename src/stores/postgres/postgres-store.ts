@@ -1,5 +1,5 @@
 /**
- * `postgresStore`: the production Store (SPEC 5) on PostgreSQL through node-postgres: a pool,
+ * `postgresStore`: the production Store (docs/stores.md) on PostgreSQL through node-postgres: a pool,
  * one real transaction per `transact`, advisory locks, fenced single-statement writes,
  * `FOR UPDATE SKIP LOCKED` claims and a LISTEN/NOTIFY wake-up hint.
  */

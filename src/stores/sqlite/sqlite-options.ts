@@ -4,7 +4,7 @@
 import { WritError } from "../../core/errors.js";
 import type { SqliteDriver } from "./sqlite-driver.js";
 
-/** SQLite `synchronous` levels the store accepts (SPEC 5: FULL by default). */
+/** SQLite `synchronous` levels the store accepts (docs/stores.md: FULL by default). */
 export const SYNCHRONOUS_MODES = ["NORMAL", "FULL", "EXTRA"] as const;
 export type SynchronousMode = (typeof SYNCHRONOUS_MODES)[number];
 

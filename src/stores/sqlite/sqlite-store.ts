@@ -1,5 +1,5 @@
 /**
- * `sqliteStore`: the embedded default Store (SPEC 5) on better-sqlite3: one file under `.writ/`,
+ * `sqliteStore`: the embedded default Store (docs/stores.md) on better-sqlite3: one file under `.writ/`,
  * WAL, `synchronous=FULL`, one connection, group commit.
  */
 import { guardStore } from "../../core/store-guard.js";
