@@ -16,27 +16,62 @@ import type { Clock, CryptoPort, Random } from "./core/ports.js";
 import type { Store } from "./core/store.js";
 import type { DecisionPayload, JournalCheckpoint, Scope } from "./core/types.js";
 import { defaultPorts } from "./node/defaults.js";
-import { createHostCore, type Host } from "./host/host.js";
-import type { HostOptions } from "./host/options.js";
 
-export * from "./core/index.js";
-export type { Host, ResolveInput, SubmitResult } from "./host/host.js";
-export type { Worker, WorkerOptions } from "./host/worker.js";
-export type { HostEvent } from "./host/events.js";
-export type { BreakerOptions, Logger } from "./host/options.js";
-export { memoryStore } from "./stores/memory/index.js";
-export { sqliteStore, type SqliteStore, type SqliteStoreOptions } from "./stores/sqlite/index.js";
-export { postgresStore, type PostgresStore, type PostgresStoreOptions } from "./stores/postgres/index.js";
-export * from "./policy/index.js";
-export * from "./connectors/index.js";
-export { versionedCedarPolicy, type VersionedPolicy } from "./host/policy-versions.js";
+// The public names of `writ`, each named (no `export *`): what README.md and docs/ use, and the
+// types of their options and results. The list and what was left out: docs/architecture.md,
+// "Entries". The subpath entries (package.json "exports": writ/core, writ/sqlite, ...) offer parts alone.
 export { defineConfig, type WritConfig } from "./config/define-config.js";
-export type { Approvals, Approver } from "./host/approvals.js";
-export type { Authorities, AuthorityInput } from "./host/authorities.js";
-export type { CompletionAnswer, CompletionInput, CompletionSecret } from "./host/completions.js";
-export { runStoreConformance, storeConformanceCases } from "./stores/conformance/index.js";
+export { httpConnector } from "./connectors/http/http-connector.js";
+export { defaultStatusOutcome } from "./connectors/http/http-mapping.js";
+export { HTTP_DEFAULTS, HTTP_METHODS, HTTP_STATUS_OUTCOMES, type HttpConnectorOptions, type HttpExternalRef, type HttpHeaders, type HttpMethod, type HttpOperation, type HttpStatusOutcome, type HttpStatusOutcomes } from "./connectors/http/http-options.js";
+export { sqlConnector, type SqlConnector } from "./connectors/sql/sql-connector.js";
+export { SQL_DEFAULTS, type SqlConnectorOptions, type SqliteDatabaseLike, type SqliteStatementLike, type SqlOperation, type SqlParams, type SqlResult, type SqlRow, type SqlTarget } from "./connectors/sql/sql-options.js";
+export { type ActionDefinition, type Connector, type ConnectorContext, type ConnectorOperation, type ConnectorReply, defineAction, defineConnector, type RetryPolicy, type StepDefinition, type StepInputContext } from "./core/action.js";
+export { type Attempt, type Boundary, type BoundaryEvent, type BoundaryOptions, type ExecuteOptions } from "./core/boundary.js";
+export { canonicalize, parseJsonStrict } from "./core/canonical.js";
+export { BOUNDARY_CHECKS } from "./core/checks.js";
+export { DECISION_TYP, MAX_DECISION_LENGTH, type ParsedDecision, parseDecision, type VerifyCode, type VerifyResult } from "./core/decision.js";
+export { base64url, fromBase64url, fromUtf8, utf8 } from "./core/encoding.js";
+export { ERROR_CODES, type ErrorCode, errorMessage, isWritError, LeaseLostError, OUTCOME_CODES, type OutcomeCode, REFUSAL_CODES, type RefusalCode, WritError, type WritErrorOptions } from "./core/errors.js";
+export { appendJournal, entryHash, type JournalDraft, type JournalProblem, type JournalVerification, readWholeJournal, verifyJournal, writeCheckpoint } from "./core/journal.js";
+export { createKeyring, KEY_STATUSES, type Keyring, type KeyringEntry, type KeyStatus, type SigningKey } from "./core/keyring.js";
+export { manualClock, type ManualClock } from "./core/manual-clock.js";
+export { functionPolicy, type PolicyEngine, type PolicyInput, type PolicyResult } from "./core/policy.js";
+export { type Clock, type CryptoPort, type PrivateJwk, type PublicJwk, type Random } from "./core/ports.js";
+export { redact, type RedactContext, REDACTED, type RedactHook } from "./core/redact.js";
+export { type DataKeyPort, type SensitiveMap } from "./core/sealing.js";
+export { DEFAULT_SEAL_WITHIN_MS, MAX_SEAL_WITHIN_MS, type Sequencer } from "./core/sequencer.js";
+export { type InferOutput, type StandardSchemaV1 } from "./core/standard-schema.js";
+export { type ClaimOptions, type InvocationFilter, type ListOptions, type Store, type StoreTx } from "./core/store.js";
+export { type ActionRequest, type Actor, ACTOR_TYPES, type ActorType, API_ROLES, type ApiKeyRecord, type ApiRole, type Approval, APPROVAL_STATUSES, type ApprovalStatus, type ApprovalVote, ATTEMPT_STATES, type AttemptRecord, type AttemptState, type Authority, AUTHORITY_STATUSES, type AuthorityStatus, COMPLETION_DISPOSITIONS, COMPLETION_OUTCOMES, type CompletionDisposition, type CompletionOutcome, type CompletionRecord, type ConsumedDecision, DECISION_RESULTS, type DecisionPayload, type DecisionResult, type Fence, IDEMPOTENCY_STATES, type IdempotencyRecord, type IdempotencyState, type Invocation, INVOCATION_STATUSES, type InvocationStatus, type JournalCheckpoint, type JournalEntry, type Json, POLICY_VERSION_STATUSES, type PolicyVersion, type PolicyVersionStatus, type ReasonCode, RECONCILIATION_CODES, RECONCILIATION_STATUSES, type ReconciliationCode, type ReconciliationRecord, type ReconciliationStatus, type Scope, SETTLEMENT_CODES, type SettlementCode, STEP_STATUSES, type StepCheckpoint, type StepStatus, type Submitter, TERMINAL_INVOCATION_STATUSES, type UnsealedEntry } from "./core/types.js";
+export { signWebhook, verifyWebhook, WEBHOOK_TOLERANCE_SECONDS, type WebhookHeaders } from "./core/webhook.js";
+export { type Approvals, type Approver } from "./host/approvals.js";
+export { type Authorities, type AuthorityInput } from "./host/authorities.js";
+export { type CompletionAnswer, type CompletionInput, type CompletionSecret } from "./host/completions.js";
+export { type HostEvent } from "./host/events.js";
+export { type Host, type ResolveInput, type SubmitResult } from "./host/host.js";
+export { createHost, type CreateHostOptions } from "./host/index.js";
+export { type BreakerOptions, type Logger } from "./host/options.js";
+export { versionedCedarPolicy, type VersionedPolicy } from "./host/policy-versions.js";
+export { type Worker, type WorkerOptions } from "./host/worker.js";
+export { mcpConnector, type McpConnector, type McpConnectorOptions, type McpUpstream } from "./mcp/connector.js";
+export { createMcpServer, type McpGatewayOptions } from "./mcp/gateway.js";
+export { createMcpHttp, type McpHttp, type McpHttpOptions } from "./mcp/http.js";
+export { importMcpTools, type ImportMcpToolsOptions } from "./mcp/import.js";
+export { type WritToolResult } from "./mcp/results.js";
+export { type McpStdioOptions, type RunningMcpStdio, serveMcpStdio } from "./mcp/stdio.js";
 export { systemClock, systemRandom } from "./node/clock.js";
 export { nodeCryptoPort } from "./node/crypto.js";
+export { cedarPolicy, type CedarPolicyEngine, type CedarPolicyOptions } from "./policy/cedar-engine.js";
+export { type CedarEntity, type CedarSchemaInput, policySetRef, prepareCedarPolicySet, type PrepareCedarPolicySetOptions, type PreparedCedarPolicySet } from "./policy/cedar-policy-set.js";
+export { runStoreConformance, storeConformanceCases } from "./stores/conformance/index.js";
+export { memoryStore } from "./stores/memory/memory-store.js";
+export { type PostgresConnection, type PostgresStoreOptions } from "./stores/postgres/postgres-options.js";
+export { type PgDriver, type PgPool } from "./stores/postgres/postgres-driver.js";
+export { postgresStore, type PostgresStore } from "./stores/postgres/postgres-store.js";
+export { type SqliteStoreOptions } from "./stores/sqlite/sqlite-options.js";
+export { type SqliteDriver, type SqliteDriverDatabase, type SqliteDriverStatement } from "./stores/sqlite/sqlite-driver.js";
+export { sqliteStore, type SqliteStore } from "./stores/sqlite/sqlite-store.js";
 
 export type CreateBoundaryOptions = Omit<BoundaryOptions, "clock" | "crypto" | "random"> & {
   /** @defaultValue the system clock */
@@ -56,20 +91,6 @@ export type CreateBoundaryOptions = Omit<BoundaryOptions, "clock" | "crypto" | "
  */
 export function createBoundary(options: CreateBoundaryOptions): Boundary {
   return createBoundaryCore({ ...options, ...defaultPorts(options) });
-}
-
-export type CreateHostOptions = Omit<HostOptions, "clock" | "crypto" | "random"> & { clock?: Clock; crypto?: CryptoPort; random?: Random };
-
-/**
- * Creates the durable host (docs/host.md): admission, workers with leases and fencing, multi-step
- * checkpoints, retries, reconciliation and bounded recovery.
- * @example
- * const host = createHost({ store: sqliteStore(), actions, connectors, policy, signingKey });
- * await host.submit(request);
- * const worker = host.worker({ concurrency: 8 }); worker.start();
- */
-export function createHost(options: CreateHostOptions): Host {
-  return createHostCore({ ...options, ...defaultPorts(options) });
 }
 
 /** Generates an Ed25519 signing key for decisions; `kid` defaults to a random id. */
@@ -152,4 +173,3 @@ export async function verifyJournalIn(store: Store, keyring: Keyring, scope: Sco
   const sealWithinMs = checkSealWithinMs("verifyJournalIn", ports.sealWithinMs);
   return verifyStoredJournal(store, crypto, keyring, scope, { now: clock.now(), sealWithinMs });
 }
-export * from "./mcp/index.js";

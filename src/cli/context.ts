@@ -153,9 +153,8 @@ export class CliContext {
   config(): Promise<{ path: string; config: WritConfig }> {
     this.loaded ??= (async () => {
       const { path } = await this.findConfigFile();
-      // Imported on demand: loading a config brings in tsx, which `writ --help` does without.
       const { loadConfig } = await import("../config/load-config.js");
-      return { path, config: await loadConfig(path) };
+      return { path, config: await loadConfig(path, { cacheDir: join(this.cwd, ".writ", "cache") }) };
     })();
     return this.loaded;
   }

@@ -12,8 +12,8 @@ import type { Store } from "../core/store.js";
 import { errorMessage, isWritError } from "../core/errors.js";
 import { readKeyFile } from "../runtime/key-files.js";
 import { policyFromConfig, storeFromConfig } from "../runtime/runtime.js";
-import { POSTGRES_SCHEMA_VERSION } from "../stores/postgres/index.js";
-import { SQLITE_SCHEMA_VERSION } from "../stores/sqlite/index.js";
+import { POSTGRES_SCHEMA_VERSION } from "../stores/postgres/postgres-migrations.js";
+import { SQLITE_SCHEMA_VERSION } from "../stores/sqlite/sqlite-migrations.js";
 import { EXIT, type ExitCode } from "./exit-codes.js";
 
 export interface DoctorCheck {
@@ -47,7 +47,7 @@ export async function diagnose(options: DoctorOptions): Promise<DoctorReport> {
   let config: WritConfig;
   try {
     configPath = await options.findConfigPath();
-    config = await loadConfig(configPath);
+    config = await loadConfig(configPath, { cacheDir: join(options.cwd, ".writ", "cache") });
     checks.push({ name: "config", status: "ok", detail: `${configPath} loads: ${config.actions.length} action(s), ${config.connectors.length} connector(s)` });
   } catch (e) {
     checks.push({ name: "config", status: "problem", detail: errorMessage(e), fix: "pass --config <file> (or set WRIT_CONFIG, or a writ.config field in package.json) to a file whose default export is defineConfig({...}); see docs/cli.md" });
@@ -156,7 +156,7 @@ async function checkStore(config: WritConfig, cwd: string): Promise<{ check: Doc
   }
   let store: Store;
   try {
-    store = storeFromConfig(config, cwd);
+    store = await storeFromConfig(config, cwd);
   } catch (e) {
     return { check: { name: "store", status: "problem", detail: `cannot open the ${kind} store: ${errorMessage(e)}`, fix: "check the store settings in the config and that the database is reachable" }, unreachable: true };
   }

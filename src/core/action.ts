@@ -1,4 +1,4 @@
-/** Action and connector definitions (SPEC 2). */
+/** Action and connector definitions (docs/concepts.md). */
 import type { RedactHook } from "./redact.js";
 import { WritError } from "./errors.js";
 import type { StandardSchemaV1 } from "./standard-schema.js";
@@ -102,7 +102,7 @@ export function defineAction<P>(def: ActionDefinition<P>): ActionDefinition<P> {
   return def;
 }
 
-/** A connector reply (SPEC 3.2). */
+/** A connector reply (docs/connectors.md, The reply contract). */
 export type ConnectorReply =
   | { outcome: "success"; externalRef: string; output?: Json }
   | { outcome: "permanent_failure"; reason: string }

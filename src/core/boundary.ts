@@ -1,5 +1,5 @@
 /**
- * The execution boundary (SPEC 3): the only door to connectors. Twelve checks in a fixed order,
+ * The execution boundary (docs/boundary.md): the only door to connectors. Twelve checks in a fixed order,
  * consumption and in-progress marking in one transaction before any connector runs, every outcome
  * recorded, every attempt (refusals included) recorded in order and journaled.
  */

@@ -1,5 +1,5 @@
 /**
- * Decisions as JWS compact tokens, EdDSA / Ed25519 (SPEC 2). Any JOSE library verifies one with the
+ * Decisions as JWS compact tokens, EdDSA / Ed25519 (docs/concepts.md). Any JOSE library verifies one with the
  * key from the host's JWKS; Writ verifies tokens minted by any JOSE library with the same header.
  */
 import { parseJsonStrict } from "./canonical.js";
@@ -79,7 +79,7 @@ function parseHeader(h: string): { ok: true; header: Record<string, unknown> } |
   return out;
 }
 
-/** Parses a token without verifying it (check 1 of SPEC 3.1). */
+/** Parses a token without verifying it (check 1 in docs/boundary.md, Checks, in order). */
 export function parseDecision(token: unknown): ParseResult {
   if (typeof token !== "string") return { ok: false, message: "decision must be a string (JWS compact)" };
   if (token.length > MAX_DECISION_LENGTH) return { ok: false, message: `decision is longer than ${MAX_DECISION_LENGTH} characters` };
@@ -123,7 +123,7 @@ export function signDecisionWith(crypto: CryptoPort, key: SigningKey, payload: D
 export type VerifyCode = "DECISION_MALFORMED" | "DECISION_KEY_UNKNOWN" | "DECISION_KEY_REVOKED" | "DECISION_SIGNATURE_INVALID";
 export type VerifyResult = { ok: true; decision: ParsedDecision } | { ok: false; code: VerifyCode; message: string };
 
-/** Checks 1-3 of SPEC 3.1 for the decision: parses, key trusted and not revoked, signature valid. */
+/** Checks 1-3 (docs/boundary.md, Checks, in order) for the decision: parses, key trusted and not revoked, signature valid. */
 export function verifyDecisionWith(crypto: CryptoPort, keyring: Keyring, token: unknown): VerifyResult {
   const parsed = parseDecision(token);
   if (!parsed.ok) return { ok: false, code: "DECISION_MALFORMED", message: parsed.message };

@@ -2,7 +2,7 @@
  * Stable string codes. Tests and callers switch on `code`, never on message text.
  */
 
-/** Boundary refusal reason codes (SPEC 3.1), in check order. */
+/** Boundary refusal reason codes (docs/boundary.md, Checks, in order), in check order. */
 export const REFUSAL_CODES = [
   "REQUEST_MALFORMED",
   "DECISION_MALFORMED",
@@ -32,7 +32,7 @@ export const REFUSAL_CODES = [
 ] as const;
 export type RefusalCode = (typeof REFUSAL_CODES)[number];
 
-/** Outcome reason codes recorded on executed attempts (SPEC 3.2). */
+/** Outcome reason codes recorded on executed attempts (docs/boundary.md, Outcomes). */
 export const OUTCOME_CODES = ["CONNECTOR_ERROR", "EXECUTION_TIMEOUT", "OUTCOME_AMBIGUOUS", "CONNECTOR_FAILURE", "CONNECTOR_TRANSIENT_FAILURE"] as const;
 export type OutcomeCode = (typeof OUTCOME_CODES)[number];
 

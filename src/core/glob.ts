@@ -1,5 +1,5 @@
 /**
- * Action globs of an authority (SPEC 2: "allowed actions (glob list)"): `*` matches any run of
+ * Action globs of an authority (docs/approvals.md, Authorities): `*` matches any run of
  * characters, dots included (`payments.*` covers `payments.refund` and `payments.refund.partial`;
  * `*` alone covers every action). Every other character matches itself; there is no escaping.
  */

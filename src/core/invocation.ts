@@ -1,8 +1,8 @@
-/** The invocation state machine (SPEC 4.1): which transitions exist, checked in one place. */
+/** The invocation state machine (docs/host.md): which transitions exist, checked in one place. */
 import { WritError } from "./errors.js";
 import type { InvocationStatus } from "./types.js";
 
-// A contradictory external completion (SPEC 4.7) sends even a settled invocation back to a human:
+// A contradictory external completion (docs/completions.md) sends even a settled invocation back to a human:
 // that is the only way out of succeeded / failed.
 const TRANSITIONS: Record<InvocationStatus, readonly InvocationStatus[]> = {
   queued: ["running", "cancelled", "reconciliation_required"],

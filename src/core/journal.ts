@@ -1,5 +1,5 @@
 /**
- * The per-scope hash-chained journal (SPEC 6). `hash = sha256(JCS(entry without hash))`; each
+ * The per-scope hash-chained journal (docs/journal.md). `hash = sha256(JCS(entry without hash))`; each
  * entry's `prevHash` is the previous entry's hash (null for the first). Deterministic entry ids
  * make repeated writes idempotent. Signed checkpoints of (scope, seq, head hash) let an auditor
  * detect truncation as well as tampering.

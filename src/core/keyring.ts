@@ -1,4 +1,4 @@
-/** Trusted decision-verification keys (SPEC 2): active and retired keys verify, revoked never do. */
+/** Trusted decision-verification keys (docs/runbooks.md, Rotating the decision signing key): active and retired keys verify, revoked never do. */
 import { WritError } from "./errors.js";
 import type { PrivateJwk, PublicJwk } from "./ports.js";
 

@@ -1,4 +1,4 @@
-/** The PolicyEngine port (SPEC 7): evaluates a request under an authority (and approval, if any). */
+/** The PolicyEngine port (docs/approvals.md, Policy engine): evaluates a request under an authority (and approval, if any). */
 import type { ActionRequest, Approval, Authority, DecisionResult, Scope } from "./types.js";
 import type { MaybePromise } from "./boundary.js";
 

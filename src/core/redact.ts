@@ -1,4 +1,4 @@
-/** Redaction of sensitive values (SPEC 4.9): JSON pointers replaced by "[REDACTED]" in copies. */
+/** Redaction of sensitive values (docs/host.md, Redaction and telemetry): JSON pointers replaced by "[REDACTED]" in copies. */
 import type { Json } from "./types.js";
 
 export const REDACTED = "[REDACTED]";

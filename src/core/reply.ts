@@ -1,4 +1,4 @@
-/** Interpreting connector replies (SPEC 3.2): copy the fields once, then decide; never trust shape. */
+/** Interpreting connector replies (docs/connectors.md, The reply contract): copy the fields once, then decide; never trust shape. */
 import { canonicalize } from "./canonical.js";
 import type { Json } from "./types.js";
 

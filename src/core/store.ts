@@ -1,5 +1,5 @@
 /**
- * The Store port (SPEC 5). One contract, three implementations (memory, sqlite, postgres), one
+ * The Store port (docs/stores.md). One contract, three implementations (memory, sqlite, postgres), one
  * conformance suite (`runStoreConformance`).
  *
  * Rules every implementation keeps:
@@ -228,13 +228,13 @@ export interface StoreTx {
   getApproval(scope: Scope, approvalId: string): Promise<Approval | null>;
   listApprovals(scope: Scope, opts?: ListOptions & { status?: Approval["status"] }): Promise<Approval[]>;
 
-  // policy versions (SPEC 7)
+  // policy versions (docs/approvals.md, Versions per scope)
   /** Inserts or replaces the version (scope, version). */
   putPolicyVersion(scope: Scope, v: PolicyVersion): Promise<void>;
   /** Ascending by version. */
   listPolicyVersions(scope: Scope): Promise<PolicyVersion[]>;
 
-  // external completions (SPEC 4.7)
+  // external completions (docs/completions.md)
   /** Inserts; CONFLICT if (scope, connector, completionId) exists. */
   insertCompletion(scope: Scope, c: CompletionRecord): Promise<void>;
   /** Replaces an existing completion (matched by connector and completionId); NOT_FOUND otherwise. */

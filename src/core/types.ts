@@ -1,4 +1,4 @@
-/** Core data types (SPEC section 2). Every stored record carries its scope. */
+/** Core data types (docs/concepts.md). Every stored record carries its scope. */
 import type { OutcomeCode, RefusalCode } from "./errors.js";
 
 /** Codes stored on attempts the boundary or the host settles without a connector's answer. */
@@ -59,7 +59,7 @@ export interface Submitter {
 /** JSON data as stored and hashed. */
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
-/** A request to run one action (SPEC 2). Its digest binds a decision to it. */
+/** A request to run one action (docs/concepts.md). Its digest binds a decision to it. */
 export interface ActionRequest {
   tenantId: string;
   spaceId: string;
@@ -147,7 +147,7 @@ export interface Approval {
   rev?: number;
 }
 
-/** States of a boundary attempt (SPEC 3). `EXECUTING` is the in-flight state before settlement. */
+/** States of a boundary attempt (docs/boundary.md). `EXECUTING` is the in-flight state before settlement. */
 export const ATTEMPT_STATES = ["REFUSED", "DUPLICATE", "EXECUTING", "SUCCEEDED", "FAILED", "TIMED_OUT", "UNKNOWN", "HANDED_OFF"] as const;
 export type AttemptState = (typeof ATTEMPT_STATES)[number];
 
@@ -248,7 +248,7 @@ export type InvocationStatus = (typeof INVOCATION_STATUSES)[number];
 
 export const TERMINAL_INVOCATION_STATUSES: readonly InvocationStatus[] = ["succeeded", "failed", "denied", "cancelled"];
 
-/** The durable unit of work for one request (SPEC 4). */
+/** The durable unit of work for one request (docs/host.md). */
 export interface Invocation {
   tenantId: string;
   spaceId: string;
@@ -329,7 +329,7 @@ export interface ReconciliationRecord {
   rev?: number;
 }
 
-/** One hash-chained journal entry (SPEC 6). */
+/** One hash-chained journal entry (docs/journal.md). */
 export interface JournalEntry {
   tenantId: string;
   spaceId: string;
@@ -364,7 +364,7 @@ export interface JournalCheckpoint {
 export const POLICY_VERSION_STATUSES = ["active", "grace", "retired"] as const;
 export type PolicyVersionStatus = (typeof POLICY_VERSION_STATUSES)[number];
 
-/** One version of a scope's policy set (SPEC 7). Exactly one is active; `grace` ones stay accepted until `graceUntil`. */
+/** One version of a scope's policy set (docs/approvals.md, Versions per scope). Exactly one is active; `grace` ones stay accepted until `graceUntil`. */
 export interface PolicyVersion {
   tenantId: string;
   spaceId: string;
@@ -387,7 +387,7 @@ export type CompletionOutcome = (typeof COMPLETION_OUTCOMES)[number];
 export const COMPLETION_DISPOSITIONS = ["applied", "early", "duplicate", "contradictory", "late"] as const;
 export type CompletionDisposition = (typeof COMPLETION_DISPOSITIONS)[number];
 
-/** A completion of a long-running outside operation (SPEC 4.7), as received. */
+/** A completion of a long-running outside operation (docs/completions.md), as received. */
 export interface CompletionRecord {
   tenantId: string;
   spaceId: string;
@@ -417,7 +417,7 @@ export interface CompletionRecord {
 export const API_ROLES = ["submit", "approve", "operate", "admin"] as const;
 export type ApiRole = (typeof API_ROLES)[number];
 
-/** An API key of one tenant (SPEC 8). Only a hash of the secret is stored. */
+/** An API key of one tenant (docs/http-api.md, Authentication and roles). Only a hash of the secret is stored. */
 export interface ApiKeyRecord {
   /** Public id, part of the key text (`writ_<keyId>_<secret>`). */
   keyId: string;

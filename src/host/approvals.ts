@@ -1,5 +1,5 @@
 /**
- * The approval workflow (SPEC 4.8): bound to the request digest, approvers by role, quorum N of M,
+ * The approval workflow (docs/approvals.md, Approvals): bound to the request digest, approvers by role, quorum N of M,
  * no self-approval, deny, revoke, expiry by a sweep. Every change locks the approval so a decision
  * recorded while a worker is mid-way is never lost (the worker re-reads it under the same lock).
  */

@@ -1,5 +1,5 @@
 /**
- * Authorities in the store (SPEC 2): standing grants under which actors act. Created, suspended,
+ * Authorities in the store (docs/approvals.md, Authorities): standing grants under which actors act. Created, suspended,
  * reinstated, revoked (final); expiry is a field. Given to policy at evaluation and checked again by
  * the boundary at execution. Every change is journaled with who made it.
  */

@@ -1,5 +1,5 @@
 /**
- * Compensation (SPEC 4.5): after a permanent failure, the `compensate` steps of the steps that
+ * Compensation (docs/host.md, Outcomes): after a permanent failure, the `compensate` steps of the steps that
  * succeeded run in reverse order. Each is its own governed execution through the boundary (a
  * derived single-step action `<action>:undo:<step>`, evaluated by policy, under a fresh decision and
  * a stable idempotency key), so a crash mid-way resumes without repeating a finished undo.

@@ -1,5 +1,5 @@
 /**
- * External completion of long-running operations (SPEC 4.7): a step that replied `accepted` is
+ * External completion of long-running operations (docs/completions.md): a step that replied `accepted` is
  * `handed_off` and its invocation `parked`; a signed completion later settles it. Identical repeats
  * are absorbed; contradictions keep the first, record the second and go to a human; completions
  * that arrive before parking are kept and applied at parking; overdue handoffs are swept to

@@ -1,5 +1,5 @@
 /**
- * The durable host (SPEC 4): admission, queries, cancellation, reconciliation by operators, and
+ * The durable host (docs/host.md): admission, queries, cancellation, reconciliation by operators, and
  * workers. Every state change is one transaction with its journal entries.
  */
 import { admitRequest } from "../core/admission.js";
@@ -78,7 +78,7 @@ export interface Host {
   worker(options?: WorkerOptions): Worker;
   approvals: Approvals;
   authorities: Authorities;
-  /** Applies a completion of a long-running operation in `scope` (SPEC 4.7). */
+  /** Applies a completion of a long-running operation in `scope` (docs/completions.md). */
   complete(scope: Scope, input: CompletionInput): Promise<CompletionAnswer>;
   /** Verifies a signed completion delivery (Standard Webhooks) and applies it in the secret's scope. */
   receiveCompletion(connector: string, headers: WebhookHeaders, rawBody: string): Promise<CompletionAnswer & { scope: Scope }>;

@@ -76,7 +76,7 @@ export interface HostOptions {
   onEvent?: (event: HostEvent) => void;
   /** @defaultValue a silent logger */
   logger?: Logger;
-  /** Secrets that sign completion callbacks, per scope and connector (SPEC 4.7). */
+  /** Secrets that sign completion callbacks, per scope and connector (docs/completions.md). */
   completionSecrets?: CompletionSecret[];
   /** How often a worker runs the sweeps (overdue handoffs, expired approvals). @defaultValue 1000 */
   sweepMs?: number;

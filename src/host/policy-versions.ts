@@ -1,5 +1,5 @@
 /**
- * Policy versions per scope (SPEC 7, issue: policy versions): activating a new version changes the
+ * Policy versions per scope (docs/approvals.md, Versions per scope): activating a new version changes the
  * policyRef the boundary accepts for that scope, with an optional grace period for the previous
  * one, so decisions minted under an old policy are refused with DECISION_REF_MISMATCH. Prepared
  * Cedar sets are cached by policyRef; the active version is read from the store on every call so

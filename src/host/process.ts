@@ -1,5 +1,5 @@
 /**
- * Processing one claimed invocation (SPEC 4.4-4.6): bounded recovery, the idempotent and
+ * Processing one claimed invocation (docs/host.md, Durability rules, Outcomes and Recovery): bounded recovery, the idempotent and
  * non-idempotent resume rules, evaluation and signing, execution through the boundary, and
  * settlement of every outcome in the same fenced transaction as the step outcome.
  */

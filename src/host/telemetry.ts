@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry spans and metrics (SPEC 4.9) through the OpenTelemetry API: no-ops unless the
+ * OpenTelemetry spans and metrics (docs/host.md, Redaction and telemetry) through the OpenTelemetry API: no-ops unless the
  * application installs an SDK. Span and metric names are stable: `writ.invocation.process`,
  * `writ.worker.claim`; `writ.invocation.transitions` (counter, by `to` status).
  */

@@ -1,5 +1,5 @@
 /**
- * The worker pool (SPEC 4.3): claims runnable invocations in batches, heartbeats per worker (not
+ * The worker pool (docs/host.md, Workers, leases, fencing): claims runnable invocations in batches, heartbeats per worker (not
  * per invocation), processes up to `concurrency` at once, and stops gracefully (drains in-flight
  * work) or at once. Polling always continues; the store's wake-up hint only shortens the wait.
  */

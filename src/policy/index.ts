@@ -1,4 +1,4 @@
-/** The built-in Cedar policy engine (docs/policy.md). */
+/** `writ/cedar`: the built-in Cedar policy engine (docs/policy.md); the wasm loads on first use. */
 export { cedarPolicy, type CedarPolicyEngine, type CedarPolicyOptions } from "./cedar-engine.js";
 export {
   policySetRef,

@@ -12,9 +12,6 @@ import { sequencerFor } from "../core/sequencer.js";
 import { cedarPolicy } from "../policy/cedar-engine.js";
 import { systemClock, systemRandom } from "../node/clock.js";
 import { defaultCrypto } from "../node/defaults.js";
-import { memoryStore } from "../stores/memory/index.js";
-import { postgresStore } from "../stores/postgres/index.js";
-import { sqliteStore } from "../stores/sqlite/index.js";
 import { localDataKey } from "./data-key-file.js";
 import { loadKeyring, loadSigningKey } from "./key-files.js";
 import type { Logger } from "../host/options.js";
@@ -40,18 +37,19 @@ export interface OpenRuntimeOptions {
   migrate?: boolean;
 }
 
-export function storeFromConfig(config: WritConfig, cwd: string): Store {
+/** The config's store. Only the module of that kind is imported (a SQLite CLI never loads PostgreSQL's). */
+export async function storeFromConfig(config: WritConfig, cwd: string): Promise<Store> {
   const s = config.store ?? { kind: "sqlite" as const };
   switch (s.kind) {
     case "memory":
-      return memoryStore();
+      return (await import("../stores/memory/index.js")).memoryStore();
     case "custom":
       return s.store;
     case "postgres":
-      return postgresStore({ url: s.url }, s.poolSize !== undefined ? { max: s.poolSize } : {});
+      return (await import("../stores/postgres/index.js")).postgresStore({ url: s.url }, s.poolSize !== undefined ? { max: s.poolSize } : {});
     case "sqlite": {
       const path = s.path ?? ".writ/writ.db";
-      return sqliteStore({ path: path === ":memory:" || isAbsolute(path) ? path : join(cwd, path) });
+      return (await import("../stores/sqlite/index.js")).sqliteStore({ path: path === ":memory:" || isAbsolute(path) ? path : join(cwd, path) });
     }
   }
 }
@@ -68,7 +66,7 @@ export async function openRuntime(config: WritConfig, options: OpenRuntimeOption
   const signingKey = loadSigningKey(keysDir, { create: options.createKey ?? true });
   const keyring = loadKeyring(keysDir);
   const policy = policyFromConfig(config);
-  const store = storeFromConfig(config, cwd);
+  const store = await storeFromConfig(config, cwd);
   if (options.migrate ?? true) await store.migrate();
   const host = createHostCore({
     store,

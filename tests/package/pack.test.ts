@@ -64,6 +64,28 @@ describe("the packed package", () => {
     expect(out).toMatch(/^SUCCEEDED re_/m);
   }, TIMEOUT);
 
+  it("every subpath entry imports by its package name, with the names it documents", () => {
+    const expected: Record<string, string[]> = {
+      writ: ["createBoundary", "createHost", "sqliteStore", "postgresStore", "cedarPolicy", "defineConfig"],
+      "writ/core": ["createBoundaryCore", "memoryStore", "signDecisionWith", "appendJournal", "WritError"],
+      "writ/sqlite": ["sqliteStore", "SQLITE_SCHEMA_VERSION"],
+      "writ/postgres": ["postgresStore", "POSTGRES_SCHEMA_VERSION"],
+      "writ/cedar": ["cedarPolicy", "prepareCedarPolicySet"],
+      "writ/host": ["createHost", "createHostCore", "versionedCedarPolicy"],
+      "writ/server": ["createApp", "startServer", "openRuntime"],
+      "writ/node": ["nodeCryptoPort", "systemClock", "systemRandom", "defaultPorts"],
+    };
+    const script = `const want = ${JSON.stringify(expected)};
+const missing = [];
+for (const [entry, names] of Object.entries(want)) {
+  const m = await import(entry);
+  for (const n of names) if (typeof m[n] === "undefined") missing.push(entry + " " + n);
+}
+console.log(JSON.stringify(missing));`;
+    writeFileSync(join(project, "entries.mjs"), script);
+    expect(JSON.parse(run(process.execPath, ["entries.mjs"], project))).toEqual([]);
+  }, TIMEOUT);
+
   it("`npx writ --help` answers from the compiled CLI, exit 0", () => {
     const out = run("npx", ["--no-install", "writ", "--help"], project);
     expect(out).toContain("Usage: writ <command> [flags]");

@@ -204,7 +204,7 @@ export const migrate: Command = {
   async run(ctx) {
     const { config } = await ctx.config();
     const { storeFromConfig } = await import("../../runtime/runtime.js");
-    const store = storeFromConfig(config, ctx.cwd);
+    const store = await storeFromConfig(config, ctx.cwd);
     try {
       await store.migrate();
       const version = "schemaVersion" in store && typeof store.schemaVersion === "function" ? await (store.schemaVersion as () => Promise<number>)() : undefined;

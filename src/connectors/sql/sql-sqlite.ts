@@ -4,7 +4,7 @@
  * write lock across an event-loop turn, so calls on one connection cannot interleave, and another
  * connection in the same process never waits (blocking the thread) on a lock this one holds.
  */
-import Database from "better-sqlite3";
+import { defaultSqliteDriver, sqliteCodeOf } from "../../stores/sqlite/sqlite-driver.js";
 import { errorMessage } from "../../core/errors.js";
 import type { DedupeRow, SqlDialect, SqlFailure, StepOutcome, StepPlan } from "./sql-dialect.js";
 import { toRow } from "./sql-json.js";
@@ -13,10 +13,8 @@ import type { ResolvedSqlTarget, SqlParams, SqlResult, SqliteDatabaseLike, Sqlit
 /** Result codes (prefixes of extended codes) where running again may succeed. */
 const TRANSIENT_CODES = ["SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_IOERR", "SQLITE_FULL", "SQLITE_CANTOPEN", "SQLITE_PROTOCOL", "SQLITE_NOMEM", "SQLITE_INTERRUPT"];
 
-function sqliteCodeOf(e: unknown): string | undefined {
-  const code = (e as { code?: unknown } | null)?.code;
-  return typeof code === "string" && code.startsWith("SQLITE_") ? code : undefined;
-}
+/** A database the connector opened itself (and so closes). */
+type OwnedDatabase = SqliteDatabaseLike & { pragma(source: string): unknown; close(): unknown };
 
 /** Arguments of run/all: positional values spread, named ones as one object. */
 function bind(params: SqlParams): unknown[] {
@@ -51,11 +49,13 @@ function transaction(stmt: Prepare, table: string, plan: StepPlan): StepOutcome 
 
 /** The SQLite dialect on `target`. */
 export function sqliteDialect(target: Extract<ResolvedSqlTarget, { kind: "sqlite" }>, table: string): SqlDialect {
-  let opened: Database.Database | undefined;
+  let opened: OwnedDatabase | undefined;
   const db = (): SqliteDatabaseLike => {
     if ("database" in target) return target.database;
     if (opened === undefined) {
-      opened = new Database(target.path);
+      // better-sqlite3 is loaded on the first step, not when the connector module is imported.
+      const Driver = defaultSqliteDriver();
+      opened = new Driver(target.path) as unknown as OwnedDatabase;
       opened.pragma(`busy_timeout = ${target.busyTimeoutMs}`);
     }
     return opened;

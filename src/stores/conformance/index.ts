@@ -1,5 +1,5 @@
 /**
- * The one Store conformance suite (SPEC 5), exported so a custom store can run it. Independent of
+ * The one Store conformance suite (docs/stores.md, Conformance suite), exported so a custom store can run it. Independent of
  * any test framework: each case throws (node:assert) on a violation.
  *
  * @example

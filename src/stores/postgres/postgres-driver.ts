@@ -1,10 +1,11 @@
 /**
  * The slice of node-postgres (`pg`) the store calls. A pool passed in by the application only has
- * to offer this much; the store builds its own `pg.Pool` from a URL otherwise.
+ * to offer this much; the store builds its own pool from a URL otherwise, with an injected driver
+ * (`PgDriver`) or `pg`, loaded on the store's first use (docs/stores.md, Drivers).
  *
  * Why `pg` and not postgres.js: see docs/postgres-driver.md (measured with bench/pg-driver.ts).
  */
-import pg from "pg";
+import { createRequire } from "node:module";
 import type { ResolvedPostgresOptions } from "./postgres-options.js";
 
 /** A statement to run: `name` makes it a prepared statement, parsed once per connection. */
@@ -57,18 +58,49 @@ export interface PgStandaloneConnection extends PgConnection {
   end(): Promise<void>;
 }
 
-function clientConfig(url: string, opts: ResolvedPostgresOptions): pg.ClientConfig {
+/** The connection settings the store passes to the driver's constructors (node-postgres names). */
+export interface PgClientConfig {
+  connectionString: string;
+  connectionTimeoutMillis: number;
+  application_name: string;
+}
+
+/** The pool settings: the client's plus the pool's own. */
+export interface PgPoolConfig extends PgClientConfig {
+  max: number;
+  idleTimeoutMillis: number;
+  allowExitOnIdle: boolean;
+}
+
+/**
+ * The slice of the `pg` module the store calls when it builds its own pool from a URL: `Pool`,
+ * and `Client` for the wake-up listener's connection outside the pool (without it, the listener
+ * borrows a pooled connection). `import pg from "pg"` fits: `postgresStore({ url, pg })`.
+ */
+export interface PgDriver {
+  Pool: new (config: PgPoolConfig) => OwnedPgPool;
+  Client?: new (config: PgClientConfig) => PgStandaloneConnection;
+}
+
+let loaded: PgDriver | undefined;
+
+/** node-postgres, required on first use (not when this module is imported). */
+export function defaultPgDriver(): PgDriver {
+  return (loaded ??= createRequire(import.meta.url)("pg") as PgDriver);
+}
+
+function clientConfig(url: string, opts: ResolvedPostgresOptions): PgClientConfig {
   return { connectionString: url, connectionTimeoutMillis: opts.connectionTimeoutMs, application_name: opts.applicationName };
 }
 
-/** A `pg.Pool` for `url`. Idle-connection errors are absorbed (the pool drops such connections). */
-export function createPool(url: string, opts: ResolvedPostgresOptions): OwnedPgPool {
-  const pool = new pg.Pool({ ...clientConfig(url, opts), max: opts.max, idleTimeoutMillis: opts.idleTimeoutMs, allowExitOnIdle: true });
+/** A pool for `url`. Idle-connection errors are absorbed (the pool drops such connections). */
+export function createPool(url: string, opts: ResolvedPostgresOptions, driver: PgDriver = defaultPgDriver()): OwnedPgPool {
+  const pool = new driver.Pool({ ...clientConfig(url, opts), max: opts.max, idleTimeoutMillis: opts.idleTimeoutMs, allowExitOnIdle: true });
   pool.on("error", () => undefined);
   return pool;
 }
 
-/** A connection outside the pool, not yet connected. */
-export function createConnection(url: string, opts: ResolvedPostgresOptions): PgStandaloneConnection {
-  return new pg.Client(clientConfig(url, opts));
+/** A connection outside the pool, not yet connected; null when the driver has no `Client`. */
+export function createConnection(url: string, opts: ResolvedPostgresOptions, driver: PgDriver = defaultPgDriver()): PgStandaloneConnection | null {
+  return driver.Client === undefined ? null : new driver.Client(clientConfig(url, opts));
 }

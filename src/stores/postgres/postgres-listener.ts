@@ -1,5 +1,5 @@
 /**
- * The wake-up hint (SPEC 4.3): LISTEN on a dedicated connection while anyone subscribes. It is a
+ * The wake-up hint (docs/host.md, Workers, leases, fencing): LISTEN on a dedicated connection while anyone subscribes. It is a
  * hint only: workers keep polling. If the connection drops, it reconnects after a pause and then
  * wakes every subscriber once, since notifications sent meanwhile are lost.
  */

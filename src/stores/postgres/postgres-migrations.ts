@@ -182,7 +182,7 @@ CREATE TRIGGER writ_invocations_wake
 `;
 
 /**
- * External completions (SPEC 4.7), webhook delivery ids, policy versions (SPEC 7), and the
+ * External completions (docs/completions.md), webhook delivery ids, policy versions (docs/approvals.md, Versions per scope), and the
  * columns the sweeps and completion matching search by. Existing rows get the new columns from
  * their documents.
  */
@@ -233,7 +233,7 @@ ALTER TABLE writ_approvals ALTER COLUMN expires_at SET NOT NULL;
 CREATE INDEX writ_approvals_pending ON writ_approvals (expires_at, created_at, approval_id) WHERE status = 'pending';
 `;
 
-/** Tenant-level API keys (SPEC 8), found by key id; only a hash of the secret is stored. */
+/** Tenant-level API keys (docs/http-api.md, Authentication and roles), found by key id; only a hash of the secret is stored. */
 const API_KEYS = `
 CREATE TABLE writ_api_keys (
   key_id text COLLATE "C" PRIMARY KEY,

@@ -2,13 +2,19 @@
  * Options of `postgresStore`, their defaults (in one place) and their validation.
  */
 import { WritError } from "../../core/errors.js";
-import type { PgPool } from "./postgres-driver.js";
+import type { PgDriver, PgPool } from "./postgres-driver.js";
 
 /** Where the store's connections come from: a URL (the store owns its pool) or a pool you own. */
 export type PostgresConnection =
   | {
       /** `postgres://user:password@host:port/database?…`; never echoed in errors. */
       url: string;
+      /**
+       * The driver the store builds its pool with: `Pool` (and `Client`, for the wake-up
+       * listener) with the calls of {@link PgDriver}; `import pg from "pg"` fits.
+       * @defaultValue `pg`, loaded on the store's first use
+       */
+      pg?: PgDriver;
       pool?: never;
     }
   | {
@@ -18,6 +24,7 @@ export type PostgresConnection =
        */
       pool: PgPool;
       url?: never;
+      pg?: never;
     };
 
 /** Options of {@link postgresStore}. */
@@ -112,8 +119,13 @@ function boolOption(option: string, v: unknown, fallback: boolean): boolean {
 /** Checks the connection argument; throws `INVALID_OPTION` (never echoing the URL). */
 export function checkConnection(conn: PostgresConnection): void {
   if (typeof conn !== "object" || conn === null) throw invalid("connection", "must be { url } or { pool }");
-  const { url, pool } = conn as { url?: unknown; pool?: unknown };
+  const { url, pool, pg } = conn as { url?: unknown; pool?: unknown; pg?: unknown };
   if (url !== undefined && pool !== undefined) throw invalid("connection", "takes either `url` or `pool`, not both");
+  if (pool !== undefined && pg !== undefined) throw invalid("pg", "is for building a pool from `url`; with `pool` the store uses that pool");
+  if (pg !== undefined) {
+    const { Pool, Client } = (typeof pg === "object" && pg !== null ? pg : {}) as { Pool?: unknown; Client?: unknown };
+    if (typeof Pool !== "function" || (Client !== undefined && typeof Client !== "function")) throw invalid("pg", "must be { Pool, Client? } with constructors (the pg module fits)");
+  }
   if (pool !== undefined) {
     if (typeof pool !== "object" || pool === null || typeof (pool as { connect?: unknown }).connect !== "function") {
       throw invalid("pool", "must be a pg.Pool (an object with connect())");

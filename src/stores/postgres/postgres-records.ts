@@ -6,11 +6,11 @@
  *
  * Reconciliations: outcomes Writ cannot know, waiting for an operator.
  *
- * External completions (SPEC 4.7) and the webhook delivery ids already seen.
+ * External completions (docs/completions.md) and the webhook delivery ids already seen.
  *
- * Policy versions (SPEC 7): one row per (scope, version).
+ * Policy versions (docs/approvals.md, Versions per scope): one row per (scope, version).
  *
- * API keys (SPEC 8): per tenant, looked up by key id when a request arrives (before any scope is
+ * API keys (docs/http-api.md, Authentication and roles): per tenant, looked up by key id when a request arrives (before any scope is
  * known), so the key id is unique across tenants and a key never moves to another tenant.
  */
 import { WritError } from "../../core/errors.js";

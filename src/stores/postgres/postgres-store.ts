@@ -1,5 +1,5 @@
 /**
- * `postgresStore`: the production Store (SPEC 5) on PostgreSQL through node-postgres: a pool,
+ * `postgresStore`: the production Store (docs/stores.md) on PostgreSQL through node-postgres: a pool,
  * one real transaction per `transact`, advisory locks, fenced single-statement writes,
  * `FOR UPDATE SKIP LOCKED` claims and a LISTEN/NOTIFY wake-up hint.
  */
@@ -7,7 +7,7 @@ import { guardStore } from "../../core/store-guard.js";
 import { WritError } from "../../core/errors.js";
 import type { Store, StoreTx } from "../../core/store.js";
 import type { Scope } from "../../core/types.js";
-import { createConnection, createPool, type OwnedPgPool, type PgPool, type PgPooledConnection } from "./postgres-driver.js";
+import { createConnection, createPool, defaultPgDriver, type OwnedPgPool, type PgPool, type PgPooledConnection } from "./postgres-driver.js";
 import { passwordOf, toWritError } from "./postgres-errors.js";
 import { ConnectionExec, type Exec } from "./postgres-exec.js";
 import { postgresTransitions } from "./postgres-transitions.js";
@@ -57,12 +57,18 @@ function pooling(conn: PostgresConnection, opts: ResolvedPostgresOptions): Pooli
     };
   }
   const url = conn.url;
-  const pool: OwnedPgPool = createPool(url, opts);
+  const driver = conn.pg ?? defaultPgDriver();
+  const pool: OwnedPgPool = createPool(url, opts, driver);
   return {
     pool,
     end: () => pool.end(),
     listenConnection: async () => {
-      const c = createConnection(url, opts);
+      const c = createConnection(url, opts, driver);
+      if (c === null) {
+        // A driver without `Client`: the listener holds a pooled connection while someone listens.
+        const pooled = await pool.connect();
+        return { conn: pooled, done: async () => pooled.release(true) };
+      }
       c.on("error", () => undefined);
       try {
         await c.connect();

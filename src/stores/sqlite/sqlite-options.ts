@@ -2,8 +2,9 @@
  * Options of `sqliteStore`, their defaults (in one place) and their validation.
  */
 import { WritError } from "../../core/errors.js";
+import type { SqliteDriver } from "./sqlite-driver.js";
 
-/** SQLite `synchronous` levels the store accepts (SPEC 5: FULL by default). */
+/** SQLite `synchronous` levels the store accepts (docs/stores.md: FULL by default). */
 export const SYNCHRONOUS_MODES = ["NORMAL", "FULL", "EXTRA"] as const;
 export type SynchronousMode = (typeof SYNCHRONOUS_MODES)[number];
 
@@ -47,6 +48,12 @@ export interface SqliteStoreOptions {
    * @defaultValue 5000
    */
   busyTimeoutMs?: number;
+  /**
+   * The SQLite driver: a constructor with the calls of {@link SqliteDriver} (better-sqlite3's
+   * default export fits: `sqliteStore({ driver: Database })`).
+   * @defaultValue better-sqlite3, loaded when the store opens
+   */
+  driver?: SqliteDriver;
 }
 
 /** Options after defaults; `maxBatch` 1 means no group commit. */
@@ -98,5 +105,6 @@ export function resolveSqliteOptions(opts: SqliteStoreOptions = {}): ResolvedSql
     throw invalid("groupCommit", "must be a boolean or { maxBatch?, maxBatchMs? }");
   }
   const busyTimeoutMs = intOption("busyTimeoutMs", opts.busyTimeoutMs, SQLITE_DEFAULTS.busyTimeoutMs, 0);
+  if (opts.driver !== undefined && typeof opts.driver !== "function") throw invalid("driver", "must be a database constructor (better-sqlite3's default export fits)");
   return { path, synchronous, maxBatch, maxBatchMs, busyTimeoutMs };
 }

@@ -1,14 +1,15 @@
 /**
- * `sqliteStore`: the embedded default Store (SPEC 5) on better-sqlite3: one file under `.writ/`,
+ * `sqliteStore`: the embedded default Store (docs/stores.md) on better-sqlite3: one file under `.writ/`,
  * WAL, `synchronous=FULL`, one connection, group commit.
  */
 import { guardStore } from "../../core/store-guard.js";
-import Database from "better-sqlite3";
+import type Database from "better-sqlite3";
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, realpathSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { WritError } from "../../core/errors.js";
 import type { Store, StoreTx } from "../../core/store.js";
 import type { Scope } from "../../core/types.js";
+import { defaultSqliteDriver, sqliteCodeOf, type SqliteDriver } from "./sqlite-driver.js";
 import { closeFileLock, openFileLock } from "./sqlite-file-lock.js";
 import { GroupCommitter, type GroupCommitStats } from "./sqlite-group-commit.js";
 import { migrateSqlite, sqliteSchemaVersion } from "./sqlite-migrate.js";
@@ -42,7 +43,8 @@ function closedError(): WritError {
 
 /** Maps driver errors to `STORE_ERROR`; Writ's own errors and the caller's pass through. */
 function mapError(e: unknown): unknown {
-  if (e instanceof Database.SqliteError) return new WritError("STORE_ERROR", `sqlite: ${e.message}`, { cause: e, details: { sqliteCode: e.code } });
+  const sqliteCode = sqliteCodeOf(e);
+  if (sqliteCode !== undefined) return new WritError("STORE_ERROR", `sqlite: ${(e as Error).message}`, { cause: e, details: { sqliteCode } });
   return e;
 }
 
@@ -64,7 +66,7 @@ function enableWal(db: Database.Database, path: string, busyTimeoutMs: number): 
       if (mode !== "wal" && !isMemoryPath(path)) throw new Error(`journal_mode is ${String(mode)}, WAL is required`);
       return;
     } catch (e) {
-      if (!(e instanceof Database.SqliteError && e.code === "SQLITE_BUSY") || Date.now() >= deadline) throw e;
+      if (sqliteCodeOf(e) !== "SQLITE_BUSY" || Date.now() >= deadline) throw e;
       sleepSync(delay);
     }
   }
@@ -98,9 +100,17 @@ function tightenSidecars(path: string): void {
   }
 }
 
-function openDatabase(path: string, synchronous: string, busyTimeoutMs: number): Database.Database {
+/**
+ * The internals are typed with better-sqlite3's declarations; an injected driver offers the
+ * calls of `SqliteDriverDatabase`, which are all the store makes.
+ */
+function openWith(driver: SqliteDriver, path: string, options?: { readonly?: boolean; fileMustExist?: boolean }): Database.Database {
+  return new driver(path, options) as unknown as Database.Database;
+}
+
+function openDatabase(driver: SqliteDriver, path: string, synchronous: string, busyTimeoutMs: number): Database.Database {
   if (!isMemoryPath(path)) createPrivately(path);
-  const db = new Database(path);
+  const db = openWith(driver, path);
   try {
     // busy_timeout first: the migration lock may wait for other processes.
     db.pragma(`busy_timeout = ${busyTimeoutMs}`);
@@ -130,8 +140,10 @@ function openDatabase(path: string, synchronous: string, busyTimeoutMs: number):
 export function sqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
   const opts = resolveSqliteOptions(options);
   let db: Database.Database;
+  let driver: SqliteDriver;
   try {
-    db = openDatabase(opts.path, opts.synchronous, opts.busyTimeoutMs);
+    driver = options.driver ?? defaultSqliteDriver();
+    db = openDatabase(driver, opts.path, opts.synchronous, opts.busyTimeoutMs);
   } catch (e) {
     throw new WritError("STORE_ERROR", `cannot open sqlite database ${opts.path}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
@@ -215,7 +227,7 @@ export function sqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
     }
     try {
       if (reader === undefined) {
-        const rdb = new Database(opts.path, { readonly: true, fileMustExist: true });
+        const rdb = openWith(driver, opts.path, { readonly: true, fileMustExist: true });
         rdb.pragma(`busy_timeout = ${opts.busyTimeoutMs}`);
         reader = { db: rdb, ctx: { stmts: prepareStatements(rdb), lists: new ListStatements(rdb), onRunnable: () => undefined } };
       }

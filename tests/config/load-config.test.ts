@@ -1,0 +1,66 @@
+/**
+ * Loading a TypeScript config without tsx (src/config/load-config.ts): the config and its local
+ * imports are bundled once into the cache and reused while every input is unchanged; an edit to an
+ * imported file rebuilds; `import.meta.url` keeps naming each file; errors name file:line:col.
+ */
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config/load-config.js";
+import { REPO } from "../cli/helpers.js";
+
+const dir = mkdtempSync(join(tmpdir(), "writ-load-config-"));
+const cacheDir = join(dir, "state", "cache");
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const defineConfig = JSON.stringify(join(REPO, "src/config/define-config.ts"));
+const memoryPolicy = `{ evaluate: () => ({ result: "ALLOW", reasons: [], policyRef: "p" }), acceptedPolicyRefs: () => ["p"] }`;
+
+function write(name: string, text: string): string {
+  const p = join(dir, name);
+  writeFileSync(p, text);
+  return p;
+}
+
+describe("loadConfig", () => {
+  it("bundles a TypeScript config with its local imports, caches it, and rebuilds when an input changes", async () => {
+    write("part.ts", `export const port: number = 1111;\nexport const here: string = import.meta.url;\n`);
+    const path = write(
+      "writ.config.ts",
+      `import { defineConfig } from ${defineConfig};\nimport { port, here } from "./part.js";\ninterface T { n: number }\nconst t: T = { n: port };\nexport default defineConfig({ actions: [], connectors: [], policy: ${memoryPolicy}, server: { port: t.n, host: here } });\n`,
+    );
+    const first = await loadConfig(path, { cacheDir });
+    expect(first.server?.port).toBe(1111);
+    // import.meta.url inside the imported file names that file, not the bundle in the cache.
+    expect(first.server?.host).toBe(`file://${join(dir, "part.ts")}`);
+    const cached = join(cacheDir, "config");
+    const bundles = readdirSync(cached).filter((f) => f.endsWith(".mjs"));
+    expect(bundles).toHaveLength(1);
+    const mtime = statSync(join(cached, bundles[0]!)).mtimeMs;
+    await loadConfig(path, { cacheDir });
+    // Reused: no second bundle, the first untouched.
+    expect(readdirSync(cached).filter((f) => f.endsWith(".mjs"))).toEqual(bundles);
+    expect(statSync(join(cached, bundles[0]!)).mtimeMs).toBe(mtime);
+    // An imported file changes (the config itself does not): rebuilt, and the new value is seen.
+    write("part.ts", `export const port: number = 2222;\nexport const here: string = import.meta.url;\n`);
+    const second = await loadConfig(path, { cacheDir });
+    expect(second.server?.port).toBe(2222);
+    expect(readdirSync(cached).filter((f) => f.endsWith(".mjs"))).toHaveLength(2);
+  });
+
+  it("a syntax error is named with file:line:column", async () => {
+    const path = write("broken.config.ts", `const a = 1;\nexport default defineConfig({ actions: [] );\n`);
+    await expect(loadConfig(path, { cacheDir })).rejects.toThrow(`config ${path} failed to load: ${path}:2:43: Expected "}" but found ")"`);
+  });
+
+  it("an error thrown while the config runs is named with the line of the throw", async () => {
+    const path = write("throws.config.ts", `const x: number = 1;\nfunction f(): void {\n  throw new Error("boom " + x);\n}\nf();\nexport default {};\n`);
+    await expect(loadConfig(path, { cacheDir })).rejects.toThrow(`config ${path} failed to load: boom 1 (at ${path}:3:9)`);
+  });
+
+  it("a config whose default export is not a config is refused as before", async () => {
+    const path = write("empty.config.ts", `export default { actions: "none" };\n`);
+    await expect(loadConfig(path, { cacheDir })).rejects.toMatchObject({ code: "INVALID_OPTION" });
+  });
+});
