@@ -1,4 +1,5 @@
-/** The built-in Cedar policy engine (docs/policy.md). */
+/** The built-in Cedar policy engine (docs/policy.md), on cedar-wasm's Node build. */
+import "./cedar-wasm-node.js";
 export { cedarPolicy, type CedarPolicyEngine, type CedarPolicyOptions } from "./cedar-engine.js";
 export {
   policySetRef,
