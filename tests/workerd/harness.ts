@@ -11,6 +11,8 @@ import { fileURLToPath } from "node:url";
 import { build, type Metafile } from "esbuild";
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+let lock: { packages: Record<string, { version?: string }> } | undefined;
+
 export const WORKERD_BIN = path.join(REPO, "node_modules/.bin/workerd");
 export const CEDAR_WASM = path.join(REPO, "node_modules/@cedar-policy/cedar-wasm/web/cedar_wasm_bg.wasm");
 
@@ -26,8 +28,9 @@ export const ALLOWED_PACKAGES: Readonly<Record<string, string>> = {
 /** Allowed in the vector worker only, never in the production entry: the bench's action schemas. */
 export const TEST_ONLY_PACKAGES: Readonly<Record<string, string>> = { zod: lockedVersion("zod") ?? "?" };
 
+/** The version package-lock.json installs of a top-level package. */
 export function lockedVersion(name: string): string | undefined {
-  const lock = JSON.parse(fs.readFileSync(path.join(REPO, "package-lock.json"), "utf8")) as { packages: Record<string, { version?: string }> };
+  lock ??= JSON.parse(fs.readFileSync(path.join(REPO, "package-lock.json"), "utf8")) as { packages: Record<string, { version?: string }> };
   return lock.packages[`node_modules/${name}`]?.version;
 }
 
