@@ -13,6 +13,7 @@ import { readCommitted, type Store } from "../core/store.js";
 import type { Actor, PolicyVersion, Scope } from "../core/types.js";
 import { checkActor } from "../core/validate.js";
 import { prepareCedarPolicySet, type PreparedCedarPolicySet } from "../policy/cedar-policy-set.js";
+import "../policy/cedar-wasm-node.js";
 
 export interface ActivateInput {
   policies: string;

@@ -1,5 +1,6 @@
 /** The CryptoPort on node:crypto. Imported key objects are cached (import costs more than verify). */
 import nodeCrypto, { type KeyObject } from "node:crypto";
+import { cachedIn } from "../core/bounded-cache.js";
 import type { CryptoPort, PrivateJwk, PublicJwk } from "../core/ports.js";
 
 const MAX_CACHED = 1024;
@@ -7,14 +8,7 @@ const MAX_CACHED = 1024;
 // crypto.hash (Node >= 20.12) skips the Hash object: measurably cheaper for small inputs.
 const oneShotHash = (nodeCrypto as { hash?: (alg: string, data: Uint8Array | string, enc: "buffer") => Buffer }).hash;
 
-function cached<K, V>(map: Map<K, V>, k: K, make: () => V): V {
-  const hit = map.get(k);
-  if (hit !== undefined) return hit;
-  const v = make();
-  if (map.size >= MAX_CACHED) map.delete(map.keys().next().value as K);
-  map.set(k, v);
-  return v;
-}
+const cached = <K, V>(map: Map<K, V>, k: K, make: () => V): V => cachedIn(map, MAX_CACHED, k, make);
 
 /** Creates the Node implementation of the CryptoPort. */
 export function nodeCryptoPort(): CryptoPort {

@@ -25,7 +25,7 @@ export interface CedarPolicyOptions {
    * @defaultValue []
    */
   entities?: readonly CedarEntity[] | ((input: PolicyInput) => MaybePromise<readonly CedarEntity[]>);
-  /** Hashes the policyRef and request digests for approvals. @defaultValue node:crypto */
+  /** Hashes the policyRef and request digests for approvals. @defaultValue the installed Cedar runtime's (Node: node:crypto) */
   crypto?: CryptoPort;
 }
 

@@ -9,13 +9,13 @@ import { WritError, errorMessage, isWritError } from "../core/errors.js";
 import type { PolicyInput, PolicyResult } from "../core/policy.js";
 import type { CryptoPort } from "../core/ports.js";
 import type { Approval } from "../core/types.js";
-import { defaultCrypto } from "../node/defaults.js";
 import { mergeApprovalSpecs, readMeta, type ApprovalSpec, type PolicyMeta } from "./cedar-annotations.js";
 import { actionEntity, actorEntity, approvalGranted, authorityBelongs, buildContext, scopeEntities, spaceEntity } from "./cedar-request.js";
 import { MAX_REASON, fmtError, fmtParseError, invalid } from "./cedar-diagnostics.js";
 import { checkSchemaDeclarations, normalSchema, type NormalSchema } from "./cedar-schema.js";
 import { CedarValueError } from "./cedar-values.js";
 import {
+  cedarDefaultCrypto,
   policySetTextToParts,
   policyToJson,
   preparsePolicySet,
@@ -45,7 +45,7 @@ export interface PrepareCedarPolicySetOptions {
    * @defaultValue none: no validation
    */
   schema?: CedarSchemaInput;
-  /** Hashes the policyRef and request digests for approvals. @defaultValue node:crypto */
+  /** Hashes the policyRef and request digests for approvals. @defaultValue the installed Cedar runtime's (Node: node:crypto) */
   crypto?: CryptoPort;
 }
 
@@ -85,7 +85,7 @@ function hashRef(crypto: CryptoPort, prefix: string, value: unknown): string {
  * @example
  * policySetRef('permit(principal, action, resource);') // "cedar:sha256:…"
  */
-export function policySetRef(policies: string, schema?: CedarSchemaInput, crypto: CryptoPort = defaultCrypto()): string {
+export function policySetRef(policies: string, schema?: CedarSchemaInput, crypto: CryptoPort = cedarDefaultCrypto()): string {
   return refOf(policies, normalSchema(schema), crypto);
 }
 
@@ -145,7 +145,7 @@ function parsePolicies(policies: string): { texts: Record<string, string>; metas
  */
 export function prepareCedarPolicySet(options: PrepareCedarPolicySetOptions): PreparedCedarPolicySet {
   if (typeof options !== "object" || options === null) throw new WritError("INVALID_OPTION", "cedar policy: options must be an object");
-  const crypto = options.crypto ?? defaultCrypto();
+  const crypto = options.crypto ?? cedarDefaultCrypto();
   const schema = normalSchema(options.schema);
   const policyRef = refOf(options.policies, schema, crypto);
   const { texts, metas } = parsePolicies(options.policies);

@@ -1,4 +1,5 @@
-/** `writ/cedar`: the built-in Cedar policy engine (docs/policy.md); the wasm loads on first use. */
+/** `writ/cedar`: the built-in Cedar policy engine (docs/policy.md), on cedar-wasm's Node build (loaded on first use). */
+import "./cedar-wasm-node.js";
 export { cedarPolicy, type CedarPolicyEngine, type CedarPolicyOptions } from "./cedar-engine.js";
 export {
   policySetRef,

@@ -10,6 +10,7 @@ import type { WritConfig } from "../config/define-config.js";
 import { createHostCore, type Host } from "../host/host.js";
 import { sequencerFor } from "../core/sequencer.js";
 import { cedarPolicy } from "../policy/cedar-engine.js";
+import "../policy/cedar-wasm-node.js";
 import { systemClock, systemRandom } from "../node/clock.js";
 import { defaultCrypto } from "../node/defaults.js";
 import { localDataKey } from "./data-key-file.js";

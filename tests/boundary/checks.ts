@@ -7,7 +7,7 @@ import type { RefusalCode } from "../../src/core/errors.js";
 import { signDecisionWith } from "../../src/core/decision.js";
 import { computeRequestDigest } from "../../src/core/digest.js";
 import type { ActionRequest, ApprovalStatus, DecisionPayload, IdempotencyState } from "../../src/core/types.js";
-import { AUTH_REF, KEYS, crypto, uniqueKey, type Bench } from "./fixture.js";
+import { AUTH_REF, type Bench } from "./bench.js";
 
 export interface Spec {
   request: ActionRequest;
@@ -34,8 +34,8 @@ export interface Breaker {
 export const BREAKERS: Breaker[] = [
   { check: 1, code: "REQUEST_MALFORMED", apply: (s) => void (s.requestMalformed = true) },
   { check: 1, code: "DECISION_MALFORMED", apply: (s) => void (s.decisionMalformed = true) },
-  { check: 2, code: "DECISION_KEY_UNKNOWN", apply: (s) => void (s.key = KEYS.stranger) },
-  { check: 2, code: "DECISION_KEY_REVOKED", apply: (s) => void (s.key = KEYS.revoked) },
+  { check: 2, code: "DECISION_KEY_UNKNOWN", apply: (s, b) => void (s.key = b.env.keys.stranger) },
+  { check: 2, code: "DECISION_KEY_REVOKED", apply: (s, b) => void (s.key = b.env.keys.revoked) },
   { check: 3, code: "DECISION_SIGNATURE_INVALID", apply: (s) => void (s.badSignature = true) },
   { check: 4, code: "DECISION_NOT_ALLOW", apply: (s) => void (s.payload.result = "DENY") },
   { check: 5, code: "REQUEST_DIGEST_MISMATCH", apply: (s) => void (s.digestOverride = "sha256:" + "A".repeat(43)) },
@@ -64,7 +64,7 @@ export function baseSpec(b: Bench): Spec {
     request: b.request(),
     requestMalformed: false,
     decisionMalformed: false,
-    key: KEYS.trusted,
+    key: b.env.keys.trusted,
     badSignature: false,
     payload: {},
     authority: "ok",
@@ -77,6 +77,7 @@ export function baseSpec(b: Bench): Spec {
 
 /** Materialises a spec: registers authority/approval state, pre-writes store state, signs the token. */
 export async function build(s: Spec, b: Bench): Promise<{ request: unknown; token: string }> {
+  const { crypto, uniqueKey } = b.env;
   const now = b.clock.now();
   const req = s.request;
   const request: unknown = s.requestMalformed ? { ...req, idempotencyKey: "" } : req;

@@ -1,24 +1,17 @@
 /**
- * A boundary test bench: keys, keyring, an authority and approval registry, a recording connector,
- * a manual clock, and helpers to mint requests and decisions. Shared by every boundary suite.
+ * The boundary bench on Node (bench.ts with node:crypto, the system random pool and keys made once
+ * per process). Shared by every boundary suite.
  */
-import { z } from "zod";
-import { createBoundaryCore, type Boundary, type BoundaryOptions, type ExecuteOptions } from "../../src/core/boundary.js";
-import { defineAction, defineConnector, type ConnectorContext, type ConnectorReply } from "../../src/core/action.js";
-import { signDecisionWith } from "../../src/core/decision.js";
-import { computeRequestDigest } from "../../src/core/digest.js";
-import { base64url } from "../../src/core/encoding.js";
-import { createKeyring, type Keyring, type SigningKey } from "../../src/core/keyring.js";
-import { manualClock, type ManualClock } from "../../src/core/manual-clock.js";
+import type { SigningKey } from "../../src/core/keyring.js";
 import type { Store } from "../../src/core/store.js";
-import type { ActionRequest, Approval, Authority, DecisionPayload, Scope } from "../../src/core/types.js";
+import { base64url } from "../../src/core/encoding.js";
 import { systemRandom } from "../../src/node/clock.js";
 import { defaultCrypto } from "../../src/node/defaults.js";
+import { makeBenchIn, type Bench, type BenchEnv } from "./bench.js";
+
+export { AUTH_REF, POLICY_REF, SCOPE, ghost, refund, twoStep, type Bench, type BenchEnv, type ConnectorMode } from "./bench.js";
 
 export const crypto = defaultCrypto();
-export const SCOPE: Scope = { tenantId: "t1", spaceId: "s1" };
-export const POLICY_REF = "policy:v1";
-export const AUTH_REF = "auth-1";
 
 export function makeKey(kid: string): SigningKey {
   const { privateJwk, publicJwk } = crypto.generateEd25519();
@@ -28,162 +21,13 @@ export function makeKey(kid: string): SigningKey {
 /** Keys made once per process (key generation is not what these tests measure). */
 export const KEYS = { trusted: makeKey("k-trusted"), revoked: makeKey("k-revoked"), stranger: makeKey("k-stranger") };
 
-export type ConnectorMode = ConnectorReply | "throw" | "hang" | ((ctx: ConnectorContext) => unknown);
-
-export interface Bench {
-  store: Store;
-  clock: ManualClock;
-  /** The scope requests use. */
-  scope: Scope;
-  /** With `fromStore`: writes the authority and approval maps to the store. */
-  syncStanding: () => Promise<void>;
-  keyring: Keyring;
-  authorities: Map<string, Authority>;
-  approvals: Map<string, Approval>;
-  acceptedRefs: string[];
-  calls: ConnectorContext[];
-  /** What the `pay` connector does next; default success. */
-  mode: { current: ConnectorMode };
-  boundary(overrides?: Partial<BoundaryOptions>): Boundary;
-  request(overrides?: Partial<ActionRequest>): ActionRequest;
-  decision(req: ActionRequest, overrides?: Partial<DecisionPayload>, key?: SigningKey): string;
-  payload(req: ActionRequest, overrides?: Partial<DecisionPayload>): DecisionPayload;
-  execute(req: unknown, token: unknown, opts?: ExecuteOptions, overrides?: Partial<BoundaryOptions>): ReturnType<Boundary["execute"]>;
-}
-
-export const refund = defineAction({
-  id: "payments.refund",
-  version: "1",
-  params: z.object({ paymentId: z.string(), amount: z.number() }),
-  idempotent: true,
-  steps: [{ name: "refund", connector: "pay", operation: "refund" }],
-});
-
-export const twoStep = defineAction({
-  id: "orders.fulfil",
-  version: "1",
-  params: z.object({ orderId: z.string() }),
-  idempotent: true,
-  steps: [
-    { name: "reserve", connector: "pay", operation: "refund" },
-    { name: "ship", connector: "pay", operation: "refund", input: ({ params, outputs }) => ({ ...params, reserved: outputs.reserve ?? null }) },
-  ],
-});
-
-export const ghost = defineAction({
-  id: "ghost.run",
-  version: "1",
-  params: z.object({ paymentId: z.string(), amount: z.number() }),
-  idempotent: true,
-  steps: [{ name: "run", connector: "nowhere", operation: "run" }],
-});
-
 let seq = 0;
 export function uniqueKey(prefix = "k"): string {
   return `${prefix}-${process.pid}-${++seq}-${base64url(systemRandom.bytes(4))}`;
 }
 
-/**
- * `fromStore`: the boundary reads authorities and approvals from the store inside its consumption
- * transaction (`standingFromStore`, as the host runs it); the bench then works in a scope of its own
- * and `syncStanding()` writes the maps' contents to the store.
- */
+export const NODE_ENV: BenchEnv = { crypto, random: systemRandom, keys: KEYS, uniqueKey };
+
 export function makeBench(store: Store, opts: { fromStore?: boolean } = {}): Bench {
-  const scope: Scope = opts.fromStore ? { tenantId: uniqueKey("t"), spaceId: "s1" } : SCOPE;
-  const clock = manualClock(1_800_000_000_000);
-  const keyring = createKeyring([
-    { kid: KEYS.trusted.kid, publicJwk: KEYS.trusted.publicJwk },
-    { kid: KEYS.revoked.kid, publicJwk: KEYS.revoked.publicJwk, status: "revoked" },
-  ]);
-  const authorities = new Map<string, Authority>();
-  authorities.set(AUTH_REF, {
-    ...scope,
-    authorityRef: AUTH_REF,
-    principal: { type: "agent", id: "bot-1" },
-    grantor: { type: "user", id: "alice" },
-    actions: ["*"],
-    constraints: {},
-    status: "active",
-    createdAt: 0,
-    updatedAt: 0,
-  });
-  const approvals = new Map<string, Approval>();
-  const acceptedRefs = [POLICY_REF];
-  const calls: ConnectorContext[] = [];
-  const mode: { current: ConnectorMode } = { current: { outcome: "success", externalRef: "ext-1", output: { ok: true } } };
-  const pay = defineConnector({
-    id: "pay",
-    operations: {
-      refund: async (ctx) => {
-        calls.push(ctx);
-        const m = mode.current;
-        if (m === "throw") throw new Error("provider exploded");
-        if (m === "hang") return new Promise<ConnectorReply>(() => undefined);
-        if (typeof m === "function") return (await m(ctx)) as ConnectorReply;
-        return m;
-      },
-    },
-  });
-  const base = (): BoundaryOptions => ({
-    store,
-    keyring,
-    actions: [refund, twoStep, ghost],
-    connectors: [pay],
-    ...(opts.fromStore ? { standingFromStore: true } : { authority: (_s: Scope, ref: string) => authorities.get(ref) ?? null, approval: (_s: Scope, ref: string) => approvals.get(ref) ?? null }),
-    acceptedPolicyRefs: acceptedRefs,
-    timeoutMs: 1000,
-    clock,
-    crypto,
-    random: systemRandom,
-  });
-  const boundary = (overrides: Partial<BoundaryOptions> = {}): Boundary => createBoundaryCore({ ...base(), ...overrides });
-  const shared = boundary();
-  const request = (o: Partial<ActionRequest> = {}): ActionRequest => ({
-    ...scope,
-    action: "payments.refund",
-    actionVersion: "1",
-    actor: { type: "agent", id: "bot-1" },
-    authorityRef: AUTH_REF,
-    params: { paymentId: "pay_1", amount: 10 },
-    idempotencyKey: uniqueKey(),
-    ...o,
-  });
-  const payload = (req: ActionRequest, o: Partial<DecisionPayload> = {}): DecisionPayload => ({
-    v: 1,
-    decisionId: uniqueKey("dec"),
-    result: "ALLOW",
-    requestDigest: computeRequestDigest(crypto, req),
-    tenantId: req.tenantId,
-    spaceId: req.spaceId,
-    authorityRef: req.authorityRef,
-    policyRef: POLICY_REF,
-    issuedAt: clock.now(),
-    reasons: ["test"],
-    ...o,
-  });
-  const decision = (req: ActionRequest, o: Partial<DecisionPayload> = {}, key: SigningKey = KEYS.trusted): string => signDecisionWith(crypto, key, payload(req, o));
-  const syncStanding = async (): Promise<void> => {
-    if (!opts.fromStore) return;
-    await store.transact(async (tx) => {
-      for (const a of authorities.values()) await tx.putAuthority({ tenantId: a.tenantId, spaceId: a.spaceId }, a);
-      for (const a of approvals.values()) await tx.putApproval({ tenantId: a.tenantId, spaceId: a.spaceId }, a);
-    });
-  };
-  return {
-    store,
-    clock,
-    scope,
-    syncStanding,
-    keyring,
-    authorities,
-    approvals,
-    acceptedRefs,
-    calls,
-    mode,
-    boundary,
-    request,
-    decision,
-    payload,
-    execute: (req, token, opts, overrides) => (overrides ? boundary(overrides) : shared).execute(req, token, opts),
-  };
+  return makeBenchIn(NODE_ENV, store, opts);
 }
