@@ -7,6 +7,8 @@ export const SETTLEMENT_CODES = [
   "ATTEMPT_SUPERSEDED",
   /** A handed-off step's completion reported a failure. */
   "COMPLETION_FAILURE",
+  /** The attempt stopped before a step because that step's circuit breaker is open (FAILED; docs/host.md). */
+  "CIRCUIT_OPEN",
 ] as const;
 export type SettlementCode = (typeof SETTLEMENT_CODES)[number];
 
