@@ -8,6 +8,15 @@ import { isWritError } from "./errors.js";
 import { readCommitted, type Store } from "./store.js";
 import type { BreakerRecord, Scope } from "./types.js";
 
+/** A state change a write made (for metrics). */
+export interface BreakerChange {
+  from: BreakerRecord["state"];
+  to: BreakerRecord["state"];
+}
+
+const changeOf = (rec: BreakerRecord | null, write: BreakerRecord | null): BreakerChange | null =>
+  write !== null && (rec?.state ?? "closed") !== write.state ? { from: rec?.state ?? "closed", to: write.state } : null;
+
 /** Which breaker: one per (scope, connector, operation). */
 export type BreakerKey = Scope & { connector: string; operation: string };
 
@@ -115,11 +124,12 @@ export async function mutateBreaker<T>(store: Store, key: BreakerKey, decide: (r
  * the probe slot is free does it write, claiming the slot atomically (of several workers that
  * saw the slot free, exactly one claims it; the others are refused).
  */
-export async function checkBreaker(store: Store, key: BreakerKey, holder: string, now: number, p: BreakerPolicy): Promise<{ gate: BreakerGate; seen: BreakerRecord | null }> {
+export async function checkBreaker(store: Store, key: BreakerKey, holder: string, now: number, p: BreakerPolicy): Promise<{ gate: BreakerGate; seen: BreakerRecord | null; change?: BreakerChange }> {
   const seen = await readCommitted(store, (tx) => tx.getBreaker(key, key.connector, key.operation));
   const first = gateBreaker(seen, holder, now, p);
   if (first.kind !== "probe") return { gate: first, seen };
   let claimed: BreakerRecord | null = null;
+  let change: BreakerChange | null = null;
   const contended: BreakerGate = { kind: "refuse", until: now + p.cooldownMs, state: "half_open" };
   const gate = await mutateBreaker<BreakerGate>(
     store,
@@ -127,20 +137,29 @@ export async function checkBreaker(store: Store, key: BreakerKey, holder: string
     (rec) => {
       const g = gateBreaker(rec, holder, now, p);
       claimed = g.kind === "probe" ? g.write : rec;
+      change = g.kind === "probe" ? changeOf(rec, g.write) : null;
       return { answer: g, write: g.kind === "probe" ? g.write : null };
     },
     contended,
   );
-  return { gate, seen: claimed };
+  return { gate, seen: claimed, ...(change !== null && gate.kind === "probe" ? { change } : {}) };
 }
 
 /**
  * Records a call's outcome. `seen` is what the check before the call read: a success on a breaker
  * that was closed with no failures writes nothing and reads nothing more (the common case).
  */
-export async function recordBreaker(store: Store, key: BreakerKey, outcome: BreakerOutcome, holder: string, seen: BreakerRecord | null | undefined, now: number, p: BreakerPolicy): Promise<void> {
-  if (outcome === "success" && seen !== undefined && breakerAfter(seen, key, "success", holder, now, p) === null) return;
-  await mutateBreaker(store, key, (rec) => ({ answer: undefined, write: breakerAfter(rec, key, outcome, holder, now, p) }), undefined);
+export async function recordBreaker(store: Store, key: BreakerKey, outcome: BreakerOutcome, holder: string, seen: BreakerRecord | null | undefined, now: number, p: BreakerPolicy): Promise<BreakerChange | null> {
+  if (outcome === "success" && seen !== undefined && breakerAfter(seen, key, "success", holder, now, p) === null) return null;
+  return mutateBreaker<BreakerChange | null>(
+    store,
+    key,
+    (rec) => {
+      const write = breakerAfter(rec, key, outcome, holder, now, p);
+      return { answer: changeOf(rec, write), write };
+    },
+    null,
+  );
 }
 
 /** Gives back a probe slot `holder` claimed and did not use. */

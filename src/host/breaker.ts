@@ -3,7 +3,7 @@
  * breakers"): every worker and host process on the store sees the same state, and it survives
  * restarts. The transitions are core's (`core/breaker.ts`); this module runs them for one attempt.
  */
-import { checkBreaker, recordBreaker, releaseBreaker, type BreakerGate, type BreakerKey, type BreakerOutcome, type BreakerPolicy } from "../core/breaker.js";
+import { checkBreaker, recordBreaker, releaseBreaker, type BreakerChange, type BreakerGate, type BreakerKey, type BreakerOutcome, type BreakerPolicy } from "../core/breaker.js";
 import { errorMessage } from "../core/errors.js";
 import { readCommitted, type Store } from "../core/store.js";
 import type { Clock } from "../core/ports.js";
@@ -39,8 +39,16 @@ export interface AttemptBreakers {
   releaseUnused(): Promise<void>;
 }
 
+/** A state change this process wrote (another process's changes are not reported here). */
+export interface BreakerTransition extends BreakerChange {
+  connector: string;
+  operation: string;
+}
+
 export interface Breakers {
   readonly policy: BreakerPolicy;
+  /** Runs `cb` after each state change this process writes (metrics); returns an unsubscribe function. */
+  onChange(cb: (t: BreakerTransition) => void): () => void;
   /** `holder` names the attempt across the fleet (the invocation and its lease token). */
   forAttempt(scope: Scope, holder: string): AttemptBreakers;
   /** The scope's breakers, for operators (host API, console, metrics). */
@@ -54,8 +62,23 @@ export function viewOf(b: BreakerRecord): BreakerView {
 }
 
 export function createBreakers(store: Store, clock: Clock, policy: BreakerPolicy, log: Logger): Breakers {
+  const listeners = new Set<(t: BreakerTransition) => void>();
+  const changed = (t: BreakerTarget, c: BreakerChange | null | undefined): void => {
+    if (!c) return;
+    for (const cb of listeners) {
+      try {
+        cb({ connector: t.connector, operation: t.operation, ...c });
+      } catch {
+        /* a metrics hook never changes an outcome */
+      }
+    }
+  };
   return {
     policy,
+    onChange(cb) {
+      listeners.add(cb);
+      return () => listeners.delete(cb);
+    },
     forAttempt(scope, holder) {
       const keyOf = (t: BreakerTarget): BreakerKey => ({ tenantId: scope.tenantId, spaceId: scope.spaceId, connector: t.connector, operation: t.operation });
       const id = (t: BreakerTarget): string => `${t.connector}\u0000${t.operation}`;
@@ -65,6 +88,7 @@ export function createBreakers(store: Store, clock: Clock, policy: BreakerPolicy
       return {
         async check(t) {
           const r = await checkBreaker(store, keyOf(t), holder, clock.now(), policy);
+          changed(t, r.change);
           seen.set(id(t), r.seen);
           if (r.gate.kind === "probe") claimed.set(id(t), t);
           return r.gate;
@@ -72,7 +96,7 @@ export function createBreakers(store: Store, clock: Clock, policy: BreakerPolicy
         async outcome(t, outcome) {
           claimed.delete(id(t));
           try {
-            await recordBreaker(store, keyOf(t), outcome, holder, seen.get(id(t)), clock.now(), policy);
+            changed(t, await recordBreaker(store, keyOf(t), outcome, holder, seen.get(id(t)), clock.now(), policy));
             seen.delete(id(t));
           } catch (e) {
             log.warn({ connector: t.connector, operation: t.operation, err: errorMessage(e) }, "circuit breaker update lost; the breaker catches up on the next outcome");
