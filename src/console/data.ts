@@ -40,7 +40,8 @@ export interface ConsoleData {
   verifyJournal(scope: Scope): Promise<JournalVerification>;
   action(id: string): ActionDefinition<unknown> | undefined;
   connectors(): Array<{ id: string; operations: string[] }>;
-  breakers(): ReturnType<Runtime["host"]["breakers"]>;
+  /** The space's circuit breakers, as the store holds them. */
+  breakers(scope: Scope): ReturnType<Runtime["host"]["breakers"]>;
 }
 
 const PAGE = 500;
@@ -116,6 +117,6 @@ export function consoleData(runtime: Runtime): ConsoleData {
     verifyJournal: (scope) => verifyStoredJournal(store, host.context.o.crypto, runtime.keyring, scope),
     action: (id) => actions.get(id),
     connectors: () => runtime.config.connectors.map((c) => ({ id: c.id, operations: Object.keys(c.operations) })),
-    breakers: () => host.breakers(),
+    breakers: (scope) => host.breakers(scope),
   };
 }

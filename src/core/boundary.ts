@@ -28,6 +28,7 @@ import type {
   IdempotencyState,
   Invocation,
   Json,
+  ReasonCode,
   ReconciliationRecord,
   Scope,
   StepCheckpoint,
@@ -105,6 +106,16 @@ export interface SettlementInfo {
   outputs: { [name: string]: Json };
   /** The step's settled row, as it is written. */
   step: StepCheckpoint;
+  /** Set when `beforeStep` vetoed step `stepIndex + 1`: the attempt ended after `stepIndex` succeeded. */
+  veto?: StepVeto;
+}
+
+/** Why `ExecuteOptions.beforeStep` stops an attempt before a step (docs/boundary.md, "Multi-step actions"). */
+export interface StepVeto {
+  reasonCode: ReasonCode;
+  reason: string;
+  /** When the caller means to try the step again (informational: the caller re-queues). */
+  retryAt?: number;
 }
 
 /** The caller's part of the final settlement, written in the same transition as the boundary's. */
@@ -137,6 +148,14 @@ export interface ExecuteOptions {
   known?: { steps: StepCheckpoint[]; authority?: Authority | null; approval?: Approval | null; idempotency?: IdempotencyRecord | null };
   /** Plans the caller's writes of the final settlement (hosted execution). */
   settle?: (info: SettlementInfo) => SettlementPlan;
+  /**
+   * Asked before each step after the first one this attempt runs, once the previous step
+   * succeeded and before the step's intent is recorded. A veto ends the attempt there, in one
+   * settle transition: the previous step's outcome is durable, the vetoed step never started, the
+   * attempt is `FAILED` with the veto's code and the key is `failed` (a later attempt, under a new
+   * decision, resumes at the vetoed step). The host checks circuit breakers here.
+   */
+  beforeStep?: (stepIndex: number) => Promise<StepVeto | undefined>;
 }
 
 /** A recorded attempt, plus for executions the raw outputs of the steps that ran. */
@@ -638,22 +657,27 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
         row.reasonCode = reasonCodeOf(interpreted);
       }
       const last = i === action.steps.length - 1;
-      if (interpreted.kind === "success" && !last) {
+      const succeededEntry = (): JournalDraft =>
+        draft("step.succeeded", [invocationId, i, attemptId], ended, { attemptId, invocationId }, { stepIndex: i, stepName: step.name, externalRef: row.externalRef ?? null, output: redactOutputs({ [step.name]: outputs[step.name]! }) });
+      // The caller's say before the next step (docs/boundary.md, "Multi-step actions").
+      const veto = interpreted.kind === "success" && !last && opts.beforeStep ? await opts.beforeStep(i + 1) : undefined;
+      if (interpreted.kind === "success" && !last && veto === undefined) {
         // Outcome before next step, and intent before effect for the next one: one fenced transition.
         await tr.advance(scope, {
           ...(fence ? { fence } : {}),
           done: row,
           next: stepRow(scope, invocationId, i + 1, attemptId, ended),
-          entries: unsealedEntries(scope, [
-            draft("step.succeeded", [invocationId, i, attemptId], ended, { attemptId, invocationId }, { stepIndex: i, stepName: step.name, externalRef: interpreted.externalRef, output: redactOutputs({ [step.name]: outputs[step.name]! }) }),
-          ]),
+          entries: unsealedEntries(scope, [succeededEntry()]),
         });
         emit({ type: "step.settled", scope, attempt: attempt!, stepIndex: i });
         continue;
       }
-      const state = attemptStateOf(interpreted);
+      const state = veto ? "FAILED" : attemptStateOf(interpreted);
       const final: Attempt = { ...attempt!, state, stepIndex: i, endedAt: ended };
-      if (interpreted.kind === "success" || interpreted.kind === "accepted") final.externalRef = interpreted.externalRef;
+      if (veto) {
+        final.reasonCode = veto.reasonCode;
+        final.reason = veto.reason;
+      } else if (interpreted.kind === "success" || interpreted.kind === "accepted") final.externalRef = interpreted.externalRef;
       else {
         final.reasonCode = row.reasonCode!;
         final.reason = row.reason!;
@@ -661,7 +685,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
       if (Object.keys(outputs).length > 0) final.output = redactOutputs(outputs);
       if (interpreted.kind === "transient_failure") final.transient = true;
       const { transient: _t, ...stored } = final;
-      const plan = opts.settle?.({ attempt: stored, interpreted, stepIndex: i, outputs, step: row });
+      const plan = opts.settle?.({ attempt: stored, interpreted, stepIndex: i, outputs, step: row, ...(veto ? { veto } : {}) });
       await tr.settle(scope, {
         ...(fence ? { fence } : {}),
         ...(plan?.locks && plan.locks.length > 0 ? { locks: plan.locks } : {}),
@@ -681,7 +705,11 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
         },
         ...(plan?.invocation ? { invocation: plan.invocation } : {}),
         ...(plan?.reconciliation ? { reconciliation: plan.reconciliation } : {}),
-        entries: unsealedEntries(scope, [attemptDraft(final, "attempt.settled", ended, { stepName: step.name }), ...(plan?.entries ?? [])]),
+        entries: unsealedEntries(scope, [
+          ...(veto ? [succeededEntry()] : []),
+          attemptDraft(final, "attempt.settled", ended, { stepName: step.name, ...(veto ? { vetoedStep: i + 1 } : {}) }),
+          ...(plan?.entries ?? []),
+        ]),
         ...(plan?.within ? { within: plan.within } : {}),
       });
       emit({ type: "attempt.settled", scope, attempt: final, stepIndex: i });

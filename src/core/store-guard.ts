@@ -20,7 +20,8 @@
  *   2. logical keys (`lock` with keys other than `journal`),
  *   3. the scope's attempt counter (`insertAttempt`),
  *   4. the scope's journal (`lock(["journal"])`, `insertJournal`, `sealJournal`; writing
- *      unsealed entries takes no lock).
+ *      unsealed entries takes no lock),
+ *   5. circuit breaker rows (`putBreaker`; docs/host.md, "Circuit breakers").
  * Within one class a transaction may take several locks; a wait-for cycle needs two transactions
  * each holding a later class while waiting for an earlier one, which this wrapper refuses.
  */
@@ -29,6 +30,7 @@ import type { ClaimOptions, InvocationFilter, ListOptions, Store, StoreTx } from
 import { advanceWrites, beginWrites, recordWrites, settleWrites, type StoreTransitions } from "./transitions.js";
 import type {
   ApiKeyRecord,
+  BreakerRecord,
   Approval,
   AttemptRecord,
   Authority,
@@ -46,6 +48,7 @@ import type {
   StepCheckpoint,
   UnsealedEntry,
 } from "./types.js";
+import { BREAKER_STATES } from "./types.js";
 
 /** Bounds of the shared input rules. */
 export const STORE_LIMITS = {
@@ -58,7 +61,7 @@ export const STORE_LIMITS = {
 } as const;
 
 /** The lock classes, in the one order a transaction may take them. */
-export const LOCK_CLASSES = ["invocation rows", "keys", "attempt counter", "journal"] as const;
+export const LOCK_CLASSES = ["invocation rows", "keys", "attempt counter", "journal", "breakers"] as const;
 export type LockClass = (typeof LOCK_CLASSES)[number];
 
 function bad(message: string): WritError {
@@ -526,6 +529,33 @@ class GuardedTx implements StoreTx {
   async listApiKeys(tenantId: string): Promise<ApiKeyRecord[]> {
     id(tenantId, "tenantId");
     return this.#tx.listApiKeys(tenantId);
+  }
+
+  async getBreaker(scope: Scope, connector: string, operation: string): Promise<BreakerRecord | null> {
+    checkStoreScope(scope);
+    id(connector, "connector");
+    id(operation, "operation");
+    return this.#tx.getBreaker(scope, connector, operation);
+  }
+
+  async putBreaker(scope: Scope, rec: BreakerRecord): Promise<void> {
+    checkStoreScope(scope);
+    record(scope, rec, "breaker");
+    id(rec.connector, "connector");
+    id(rec.operation, "operation");
+    if (!BREAKER_STATES.includes(rec.state)) throw bad(`breaker state must be one of ${BREAKER_STATES.join(", ")}`);
+    nonNegInt(rec.failures, "breaker failures");
+    optId(rec.probeHolder, "probeHolder");
+    revOf(rec, "a breaker");
+    // The breaker row is its own lock class, the last: nothing is locked after it.
+    this.#locks.take("breakers", "putBreaker");
+    return this.#tx.putBreaker(scope, rec);
+  }
+
+  async listBreakers(scope: Scope, opts?: ListOptions): Promise<BreakerRecord[]> {
+    checkStoreScope(scope);
+    limit(opts);
+    return this.#tx.listBreakers(scope, opts);
   }
 
   async listOverdueParked(now: number, max: number): Promise<Invocation[]> {

@@ -20,6 +20,7 @@ import type { StoreTransitions } from "./transitions.js";
 import type {
   ApiKeyRecord,
   Approval,
+  BreakerRecord,
   AttemptRecord,
   Authority,
   CompletionRecord,
@@ -252,6 +253,17 @@ export interface StoreTx {
   getApiKey(keyId: string): Promise<ApiKeyRecord | null>;
   /** The tenant's keys, oldest first. */
   listApiKeys(tenantId: string): Promise<ApiKeyRecord[]>;
+
+  // circuit breakers (docs/host.md, "Circuit breakers"): one row per (scope, connector, operation)
+  getBreaker(scope: Scope, connector: string, operation: string): Promise<BreakerRecord | null>;
+  /**
+   * Without a `rev`, inserts (`CONFLICT` when the row exists); with one, replaces the row only
+   * while it still has that rev (`STALE` otherwise, `NOT_FOUND` when there is none). Stamps the
+   * new rev on `rec`. Two writers that read the same row: exactly one wins.
+   */
+  putBreaker(scope: Scope, rec: BreakerRecord): Promise<void>;
+  /** The scope's breakers, ordered by connector then operation. */
+  listBreakers(scope: Scope, opts?: ListOptions): Promise<BreakerRecord[]>;
 
   // sweeps (across scopes, like claims)
   /** `parked` invocations whose deadlineAt <= now and overdueAt unset, oldest deadline first. */

@@ -12,6 +12,8 @@ export const SETTLEMENT_CODES = [
   "EXECUTION_INTERRUPTED",
   /** A handed-off step's completion reported a failure. */
   "COMPLETION_FAILURE",
+  /** The attempt stopped before a step because that step's circuit breaker is open (FAILED; docs/host.md). */
+  "CIRCUIT_OPEN",
 ] as const;
 export type SettlementCode = (typeof SETTLEMENT_CODES)[number];
 
@@ -416,6 +418,33 @@ export interface CompletionRecord {
 
 export const API_ROLES = ["submit", "approve", "operate", "admin"] as const;
 export type ApiRole = (typeof API_ROLES)[number];
+
+export const BREAKER_STATES = ["closed", "open", "half_open"] as const;
+export type BreakerState = (typeof BREAKER_STATES)[number];
+
+/**
+ * A circuit breaker of one (connector, operation) in one scope (docs/host.md, "Circuit
+ * breakers"), held in the store so that every worker and process shares it.
+ */
+export interface BreakerRecord {
+  tenantId: string;
+  spaceId: string;
+  connector: string;
+  operation: string;
+  state: BreakerState;
+  /** Consecutive transient failures and timeouts recorded since the last success. */
+  failures: number;
+  /** When the breaker last opened (0 when it never did). */
+  openedAt: number;
+  /** Open: calls are refused until then. 0 when closed. */
+  openUntil: number;
+  /** Half-open: who holds the one probe slot (an attempt's holder id) and until when. */
+  probeHolder?: string;
+  probeUntil?: number;
+  updatedAt: number;
+  /** The row revision, owned by the store (docs/stores.md, "Conditional writes"). */
+  rev?: number;
+}
 
 /** An API key of one tenant (docs/http-api.md, Authentication and roles). Only a hash of the secret is stored. */
 export interface ApiKeyRecord {

@@ -1,58 +1,121 @@
-/** Circuit breakers per (connector, operation): open after N consecutive transient failures. */
-import type { BreakerOptions } from "./options.js";
+/**
+ * Circuit breakers per (scope, connector, operation), held in the store (docs/host.md, "Circuit
+ * breakers"): every worker and host process on the store sees the same state, and it survives
+ * restarts. The transitions are core's (`core/breaker.ts`); this module runs them for one attempt.
+ */
+import { checkBreaker, recordBreaker, releaseBreaker, type BreakerChange, type BreakerGate, type BreakerKey, type BreakerOutcome, type BreakerPolicy } from "../core/breaker.js";
+import { errorMessage } from "../core/errors.js";
+import { readCommitted, type Store } from "../core/store.js";
+import type { Clock } from "../core/ports.js";
+import type { BreakerRecord, BreakerState, Scope } from "../core/types.js";
+import type { Logger } from "./options.js";
 
-interface State {
+/** A breaker as operators see it. */
+export interface BreakerView {
+  connector: string;
+  operation: string;
+  state: BreakerState;
   failures: number;
+  /** Open: refused until then (0 when closed). */
   openUntil: number;
-  halfOpen: boolean;
+  /** Half-open with a probe in flight: its slot expires then. */
+  probeUntil?: number;
+  updatedAt: number;
+}
+
+/** The steps' (connector, operation), as the breakers key them. */
+export interface BreakerTarget {
+  connector: string;
+  operation: string;
+}
+
+/** The breakers of one attempt: what its checks read, the probe slots it claimed. */
+export interface AttemptBreakers {
+  /** Before a call to `t`: one read; a claim of the probe slot when the cooldown is over. */
+  check(t: BreakerTarget): Promise<BreakerGate>;
+  /** After a call to `t` answered. Never throws: a lost breaker update only delays a state change. */
+  outcome(t: BreakerTarget, outcome: BreakerOutcome): Promise<void>;
+  /** Gives back every probe slot this attempt claimed and did not use (denied, parked, refused, vetoed). */
+  releaseUnused(): Promise<void>;
+}
+
+/** A state change this process wrote (another process's changes are not reported here). */
+export interface BreakerTransition extends BreakerChange {
+  connector: string;
+  operation: string;
 }
 
 export interface Breakers {
-  /** Epoch ms until which calls are refused, or 0 when a call may go through (closed or half-open). */
-  blockedUntil(connector: string, operation: string, now: number): number;
-  success(connector: string, operation: string): void;
-  failure(connector: string, operation: string, now: number): void;
-  snapshot(): Array<{ connector: string; operation: string; state: "closed" | "open" | "half_open"; failures: number; openUntil: number }>;
+  readonly policy: BreakerPolicy;
+  /** Runs `cb` after each state change this process writes (metrics); returns an unsubscribe function. */
+  onChange(cb: (t: BreakerTransition) => void): () => void;
+  /** `holder` names the attempt across the fleet (the invocation and its lease token). */
+  forAttempt(scope: Scope, holder: string): AttemptBreakers;
+  /** The scope's breakers, for operators (host API, console, metrics). */
+  list(scope: Scope): Promise<BreakerView[]>;
 }
 
-export function createBreakers(o: BreakerOptions): Breakers {
-  const states = new Map<string, State>();
-  const key = (c: string, op: string): string => `${c}\u0000${op}`;
-  const get = (c: string, op: string): State => {
-    let s = states.get(key(c, op));
-    if (!s) states.set(key(c, op), (s = { failures: 0, openUntil: 0, halfOpen: false }));
-    return s;
+export function viewOf(b: BreakerRecord): BreakerView {
+  const v: BreakerView = { connector: b.connector, operation: b.operation, state: b.state, failures: b.failures, openUntil: b.openUntil, updatedAt: b.updatedAt };
+  if (b.state === "half_open" && b.probeUntil !== undefined && b.probeHolder !== undefined) v.probeUntil = b.probeUntil;
+  return v;
+}
+
+export function createBreakers(store: Store, clock: Clock, policy: BreakerPolicy, log: Logger): Breakers {
+  const listeners = new Set<(t: BreakerTransition) => void>();
+  const changed = (t: BreakerTarget, c: BreakerChange | null | undefined): void => {
+    if (!c) return;
+    for (const cb of listeners) {
+      try {
+        cb({ connector: t.connector, operation: t.operation, ...c });
+      } catch {
+        /* a metrics hook never changes an outcome */
+      }
+    }
   };
   return {
-    blockedUntil(c, op, now) {
-      const s = states.get(key(c, op));
-      if (!s || s.openUntil === 0) return 0;
-      if (now < s.openUntil) return s.openUntil;
-      // One probe at a time; a probe that never reported (its worker died) is replaced after a cooldown.
-      if (s.halfOpen && now < s.openUntil + o.cooldownMs) return s.openUntil + o.cooldownMs;
-      s.halfOpen = true; // cooldown over: let one call through
-      return 0;
+    policy,
+    onChange(cb) {
+      listeners.add(cb);
+      return () => listeners.delete(cb);
     },
-    success(c, op) {
-      const s = get(c, op);
-      s.failures = 0;
-      s.openUntil = 0;
-      s.halfOpen = false;
+    forAttempt(scope, holder) {
+      const keyOf = (t: BreakerTarget): BreakerKey => ({ tenantId: scope.tenantId, spaceId: scope.spaceId, connector: t.connector, operation: t.operation });
+      const id = (t: BreakerTarget): string => `${t.connector}\u0000${t.operation}`;
+      // What each check read (a success on a clean breaker then writes nothing), and the probes claimed.
+      const seen = new Map<string, BreakerRecord | null>();
+      const claimed = new Map<string, BreakerTarget>();
+      return {
+        async check(t) {
+          const r = await checkBreaker(store, keyOf(t), holder, clock.now(), policy);
+          changed(t, r.change);
+          seen.set(id(t), r.seen);
+          if (r.gate.kind === "probe") claimed.set(id(t), t);
+          return r.gate;
+        },
+        async outcome(t, outcome) {
+          claimed.delete(id(t));
+          try {
+            changed(t, await recordBreaker(store, keyOf(t), outcome, holder, seen.get(id(t)), clock.now(), policy));
+            seen.delete(id(t));
+          } catch (e) {
+            log.warn({ connector: t.connector, operation: t.operation, err: errorMessage(e) }, "circuit breaker update lost; the breaker catches up on the next outcome");
+          }
+        },
+        async releaseUnused() {
+          for (const t of [...claimed.values()]) {
+            claimed.delete(id(t));
+            try {
+              await releaseBreaker(store, keyOf(t), holder, clock.now());
+            } catch (e) {
+              log.warn({ connector: t.connector, operation: t.operation, err: errorMessage(e) }, "probe slot not released; it expires after probeTimeoutMs");
+            }
+          }
+        },
+      };
     },
-    failure(c, op, now) {
-      const s = get(c, op);
-      s.failures += 1;
-      if (s.halfOpen || s.failures >= o.failureThreshold) {
-        s.openUntil = now + o.cooldownMs;
-        s.halfOpen = false;
-      }
-    },
-    snapshot() {
-      return [...states].map(([k, s]) => {
-        const [connector, operation] = k.split("\u0000") as [string, string];
-        const state = s.openUntil === 0 ? "closed" : s.halfOpen ? "half_open" : "open";
-        return { connector, operation, state, failures: s.failures, openUntil: s.openUntil };
-      });
+    async list(scope) {
+      return (await readCommitted(store, (tx) => tx.listBreakers(scope, { limit: 1000 }))).map(viewOf);
     },
   };
 }

@@ -16,7 +16,7 @@ import { readCommitted, type InvocationFilter, type ListOptions } from "../core/
 import type { ActionDefinition } from "../core/action.js";
 import type { ActionRequest, Actor, Authority, Invocation, Json, ReconciliationRecord, ReconciliationStatus, Scope, Submitter } from "../core/types.js";
 import { checkActor } from "../core/validate.js";
-import { createBreakers, type Breakers } from "./breaker.js";
+import { createBreakers, type BreakerView } from "./breaker.js";
 import { compensationActions } from "./compensation.js";
 import { makeContext, retryStale, scopeOf, type HostContext } from "./context.js";
 import type { HostEvent } from "./events.js";
@@ -86,7 +86,8 @@ export interface Host {
   sweep(): Promise<{ overdue: number; approvalsExpired: number }>;
   /** Dry run: validates and evaluates a request without signing, consuming or executing anything. */
   preview(request: unknown): Promise<Preview>;
-  breakers(): ReturnType<Breakers["snapshot"]>;
+  /** The scope's circuit breakers as the store holds them (shared by every worker; docs/host.md). */
+  breakers(scope: Scope): Promise<BreakerView[]>;
   /** The context shared by the host's parts (for the policy/approval and completion modules). */
   readonly context: HostContext;
 }
@@ -127,7 +128,7 @@ export function createHostCore(options: HostOptions): Host {
     random: o.random,
     ...(o.redactErrorText ? { redactErrorText: o.redactErrorText } : {}),
   });
-  const ctx = makeContext(o, r, boundary, createBreakers(r.breaker), log);
+  const ctx = makeContext(o, r, boundary, createBreakers(o.store, o.clock, r.breaker, log), log);
   for (const s of o.completionSecrets ?? []) for (const secret of s.secrets) webhookSecretBytes(secret);
   const approvals = createApprovals(ctx);
   const authorities = createAuthorities(ctx);
@@ -343,7 +344,7 @@ export function createHostCore(options: HostOptions): Host {
       if (verdict.approval) out.approval = verdict.approval;
       return out;
     },
-    breakers: () => ctx.breakers.snapshot(),
+    breakers: (scope) => ctx.breakers.list(scope),
     context: ctx,
   };
 }

@@ -22,10 +22,16 @@ export interface Logger {
 }
 
 export interface BreakerOptions {
-  /** Consecutive transient failures or timeouts that open the breaker. @defaultValue 5 */
+  /** Consecutive transient failures or timeouts that open the breaker: an integer >= 1. @defaultValue 5 */
   failureThreshold: number;
-  /** How long an open breaker refuses calls before letting one through. @defaultValue 30000 */
+  /** How long an open breaker refuses calls before letting one through: an integer number of ms, 1 to 2147483647. @defaultValue 30000 */
   cooldownMs: number;
+  /**
+   * How long the one probe of a half-open breaker holds its slot without an outcome (its worker
+   * died) before another call may probe: an integer number of ms, at least `timeoutMs` (a live
+   * probe's call may last that long). @defaultValue timeoutMs + 10000
+   */
+  probeTimeoutMs: number;
 }
 
 export interface HostOptions {
@@ -154,14 +160,28 @@ export function resolveHostOptions(o: HostOptions): ResolvedHostOptions {
       baseDelayMs: num("retry.baseDelayMs", o.retry?.baseDelayMs, 1000, 0, MAX_TIMER_MS),
       maxDelayMs: num("retry.maxDelayMs", o.retry?.maxDelayMs, 60_000, 0, MAX_TIMER_MS),
     },
-    breaker: {
-      failureThreshold: num("breaker.failureThreshold", o.breaker?.failureThreshold, 5, 1),
-      cooldownMs: num("breaker.cooldownMs", o.breaker?.cooldownMs, 30_000, 0, MAX_TIMER_MS),
-    },
+    breaker: breakerOptions(o.breaker, timeoutMs),
     approvalTtlMs: num("approvalTtlMs", o.approvalTtlMs, 86_400_000, 1),
     sweepMs: num("sweepMs", o.sweepMs, 1000, 1, MAX_TIMER_MS),
     sealWithinMs: checkSealWithinMs("createHost", o.sealWithinMs),
   };
+}
+
+/** The breaker options, validated (docs/host.md, "Circuit breakers"). */
+function breakerOptions(b: Partial<BreakerOptions> | undefined, timeoutMs: number): BreakerOptions {
+  if (b !== undefined && (typeof b !== "object" || b === null)) throw new WritError("INVALID_OPTION", "createHost: breaker must be an object { failureThreshold?, cooldownMs?, probeTimeoutMs? }");
+  const int = (name: keyof BreakerOptions, dflt: number, min: number, max: number): number => {
+    const v = num(`breaker.${name}`, b?.[name], dflt, min, max);
+    if (!Number.isInteger(v)) throw new WritError("INVALID_OPTION", `createHost: breaker.${name} must be an integer (got ${v})`);
+    return v;
+  };
+  const failureThreshold = int("failureThreshold", 5, 1, Number.MAX_SAFE_INTEGER);
+  const cooldownMs = int("cooldownMs", 30_000, 1, MAX_TIMER_MS);
+  const probeTimeoutMs = int("probeTimeoutMs", Math.min(timeoutMs + 10_000, MAX_TIMER_MS), 1, MAX_TIMER_MS);
+  if (probeTimeoutMs < timeoutMs) {
+    throw new WritError("INVALID_OPTION", `createHost: breaker.probeTimeoutMs (${probeTimeoutMs}) must be at least timeoutMs (${timeoutMs}): a live probe's call may last that long`);
+  }
+  return { failureThreshold, cooldownMs, probeTimeoutMs };
 }
 
 export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };

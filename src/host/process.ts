@@ -4,7 +4,8 @@
  * settlement of every outcome in the same fenced transaction as the step outcome.
  */
 import type { ActionDefinition } from "../core/action.js";
-import type { SettlementInfo, SettlementPlan } from "../core/boundary.js";
+import type { SettlementInfo, SettlementPlan, StepVeto } from "../core/boundary.js";
+import type { BreakerGate, BreakerOutcome } from "../core/breaker.js";
 import { signDecisionWith } from "../core/decision.js";
 import { computeRequestDigest } from "../core/digest.js";
 import { LeaseLostError, errorMessage, isWritError } from "../core/errors.js";
@@ -14,6 +15,7 @@ import type { StoreTx } from "../core/store.js";
 import { transitionsOf } from "../core/transitions.js";
 import type { Approval, AttemptRecord, Fence, Invocation, InvocationStatus, Json } from "../core/types.js";
 import { approvalLockKey } from "./approvals.js";
+import type { AttemptBreakers, BreakerTarget } from "./breaker.js";
 import { compensate } from "./compensation.js";
 import { applyEarlyCompletions, completionLockKey } from "./completions.js";
 import { scopeOf, type HostContext } from "./context.js";
@@ -36,8 +38,10 @@ export async function processInvocation(ctx: HostContext, inv: Invocation, signa
 
 async function processGuarded(ctx: HostContext, inv: Invocation, signal: AbortSignal): Promise<ProcessResult> {
   const fence: Fence = { invocationId: inv.invocationId, owner: inv.leaseOwner!, token: inv.leaseToken! };
+  // The breakers this claim checks; the holder id names it across the fleet (docs/host.md, "Circuit breakers").
+  const breakers = ctx.breakers.forAttempt(scopeOf(inv), `${inv.invocationId}/${fence.token}`);
   try {
-    return await run(ctx, inv, fence, signal);
+    return await run(ctx, inv, fence, signal, breakers);
   } catch (e) {
     if (e instanceof LeaseLostError || isWritError(e, "LEASE_LOST")) {
       ctx.log.warn({ invocationId: inv.invocationId }, "lease lost: stopping work on this invocation");
@@ -47,10 +51,17 @@ async function processGuarded(ctx: HostContext, inv: Invocation, signal: AbortSi
     // failed: abandon it; the lease expires and recovery repairs it from its checkpoints.
     ctx.log.error({ invocationId: inv.invocationId, err: errorMessage(e) }, "abandoning invocation after an error; recovery will resume it");
     return "abandoned";
+  } finally {
+    await breakers.releaseUnused();
   }
 }
 
-async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: AbortSignal): Promise<ProcessResult> {
+/** Why a breaker refused a call, for `lastError` and the veto. */
+function circuitReason(t: BreakerTarget, g: BreakerGate & { kind: "refuse" }): string {
+  return g.state === "open" ? `circuit open for ${t.connector}.${t.operation}` : `circuit half-open for ${t.connector}.${t.operation}: another call is probing`;
+}
+
+async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: AbortSignal, breakers: AttemptBreakers): Promise<ProcessResult> {
   const { o, r } = ctx;
   const store = o.store;
   const scope = scopeOf(inv);
@@ -116,15 +127,14 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
     return settle((tx) => ctx.transition(tx, inv, "succeeded", { nextStep: doneSteps }, { fence, events }));
   }
 
-  // Circuit breaker for the next call: refused before the provider is reached, re-queued for later.
-  // This claim evaluated nothing and called nothing, and it hands the lease back cleanly: it is
-  // not counted (docs/host.md, "What counts as an attempt"), so a long outage cannot spend the budget.
+  // Circuit breaker for the next call (the store's, shared by the fleet): refused before the
+  // provider is reached, re-queued for later. Later steps are checked in `beforeStep`. This claim
+  // evaluated nothing and called nothing, and it hands the lease back cleanly: it is not counted
+  // (docs/host.md, "What counts as an attempt"), so a long outage cannot spend the budget.
   const next = action.steps[doneSteps]!;
-  const blockedUntil = ctx.breakers.blockedUntil(next.connector, next.operation, o.clock.now());
-  if (blockedUntil > 0) {
-    return settle((tx) =>
-      ctx.transition(tx, inv, "queued", { runAt: blockedUntil, attemptCount: inv.attemptCount - 1, nextStep: doneSteps, lastError: `circuit open for ${next.connector}.${next.operation}` }, { fence, events }),
-    );
+  const gate = await breakers.check(next);
+  if (gate.kind === "refuse") {
+    return settle((tx) => ctx.transition(tx, inv, "queued", { runAt: gate.until, attemptCount: inv.attemptCount - 1, nextStep: doneSteps, lastError: circuitReason(next, gate) }, { fence, events }));
   }
   if (signal.aborted) return "abandoned";
 
@@ -156,17 +166,22 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
     reasons: verdict.reasons,
   });
   let settled: Invocation | null = null;
+  const said: { outcome?: BreakerOutcome; step?: number } = {};
   const attempt = await ctx.boundary.execute(inv.request, token, {
     fence,
     invocationId: inv.invocationId,
     known: { steps, authority, approval },
+    beforeStep: (i) => beforeStep(ctx, breakers, action, i),
     settle: (info) => {
-      const { next: planned, within, ...plan } = planSettlement(ctx, inv, action, info, events);
+      const { next: planned, within, breaker, ...plan } = planSettlement(ctx, inv, action, info, events);
       settled = planned;
+      if (breaker) Object.assign(said, { outcome: breaker, step: info.stepIndex });
       return within ? { ...plan, within: async (tx: StoreTx) => void (settled = await within(tx)) } : plan;
     },
   });
   flush();
+  // The outcome reaches the breaker right after the settlement, in its own transaction (docs/host.md).
+  if (said.outcome !== undefined) await breakers.outcome(action.steps[said.step!]!, said.outcome);
   const s = settled as Invocation | null;
   if (s?.status === "running" && s.compensating) {
     const done = await compensate(ctx, s, fence, events);
@@ -220,12 +235,33 @@ function unit(ctx: HostContext): number {
   return (((b[0]! << 24) | (b[1]! << 16) | (b[2]! << 8) | b[3]!) >>> 0) / 2 ** 32;
 }
 
+/**
+ * Before step `i` (after step `i - 1` succeeded in this attempt): the previous step's success
+ * reaches its breaker, then step `i`'s breaker is checked; an open one vetoes the step and the
+ * invocation is re-queued at it (`planSettlement`). A breaker the store cannot answer for lets
+ * the step go (the breaker only ever refuses calls: failing open keeps every other rule).
+ */
+async function beforeStep(ctx: HostContext, breakers: AttemptBreakers, action: ActionDefinition<unknown>, i: number): Promise<StepVeto | undefined> {
+  await breakers.outcome(action.steps[i - 1]!, "success");
+  const step = action.steps[i]!;
+  let gate: BreakerGate;
+  try {
+    gate = await breakers.check(step);
+  } catch (e) {
+    ctx.log.warn({ connector: step.connector, operation: step.operation, err: errorMessage(e) }, "circuit breaker unreadable; the step goes ahead");
+    return undefined;
+  }
+  return gate.kind === "refuse" ? { reasonCode: "CIRCUIT_OPEN", reason: circuitReason(step, gate), retryAt: gate.until } : undefined;
+}
+
 /** The host's part of a settlement, planned for the boundary's one settle transition. */
 interface HostSettlement extends Omit<SettlementPlan, "within"> {
   /** The invocation as the settlement leaves it. */
   next: Invocation;
   /** Runs in the same transaction after the writes and returns the final invocation (handoff only). */
   within?: (tx: StoreTx) => Promise<Invocation>;
+  /** What the step's breaker records once the settlement committed. */
+  breaker?: BreakerOutcome;
 }
 
 /** The invocation moves with the step outcome: planned here, written in the boundary's settle transition. */
@@ -234,20 +270,23 @@ function planSettlement(ctx: HostContext, inv: Invocation, action: ActionDefinit
   const a = info.attempt;
   const step = action.steps[info.stepIndex]!;
   const now = o.clock.now();
-  const move = (to: InvocationStatus, patch: Partial<Invocation>, data?: Json): HostSettlement => {
+  const move = (to: InvocationStatus, patch: Partial<Invocation>, data?: Json, breaker?: BreakerOutcome): HostSettlement => {
     const p = ctx.plan(inv, to, patch, { events, ...(data !== undefined ? { data } : {}) });
-    return { next: p.next, invocation: p.next, entries: [p.entry] };
+    return { next: p.next, invocation: p.next, entries: [p.entry], ...(breaker ? { breaker } : {}) };
   };
+  if (info.veto) {
+    // The next step's breaker vetoed it: step `stepIndex` succeeded (its breaker heard so in
+    // `beforeStep`), the next never started; a new claim, a new decision, resumes there.
+    return move("queued", { runAt: info.veto.retryAt ?? now, nextStep: info.stepIndex + 1, lastError: info.veto.reason });
+  }
   switch (a.state) {
     case "SUCCEEDED":
-      ctx.breakers.success(step.connector, step.operation);
-      return move("succeeded", { result: a.output ?? null, nextStep: action.steps.length });
+      return move("succeeded", { result: a.output ?? null, nextStep: action.steps.length }, undefined, "success");
     case "HANDED_OFF": {
-      ctx.breakers.success(step.connector, step.operation);
       const row = info.step;
       const patch: Partial<Invocation> = { nextStep: info.stepIndex };
       if (row.deadlineAt !== undefined) patch.deadlineAt = row.deadlineAt;
-      const parked = move("parked", patch, { externalRef: a.externalRef ?? null });
+      const parked = move("parked", patch, { externalRef: a.externalRef ?? null }, "success");
       // A handoff's settlement takes the completion lock first, like `complete` does: an early
       // completion racing the parking write is then either seen here or sees the parked step.
       const locks = row.externalRef !== undefined ? [completionLockKey(step.connector, row.externalRef)] : [];
@@ -255,26 +294,25 @@ function planSettlement(ctx: HostContext, inv: Invocation, action: ActionDefinit
     }
     case "TIMED_OUT":
     case "UNKNOWN": {
-      if (a.state === "TIMED_OUT") ctx.breakers.failure(step.connector, step.operation, now);
       const p = planReconciliation(ctx, inv, info.stepIndex, a.reasonCode ?? "OUTCOME_AMBIGUOUS", a.reason ?? "outcome unknown", a.externalRef, events);
-      return { next: p.next, invocation: p.next, reconciliation: p.rec, entries: p.entries };
+      return { next: p.next, invocation: p.next, reconciliation: p.rec, entries: p.entries, ...(a.state === "TIMED_OUT" ? { breaker: "failure" as const } : {}) };
     }
     case "FAILED": {
       const transient = a.reasonCode === "CONNECTOR_TRANSIENT_FAILURE";
-      if (transient) ctx.breakers.failure(step.connector, step.operation, now);
-      else ctx.breakers.success(step.connector, step.operation);
+      // A permanent failure is an answer: the provider is up.
+      const heard: BreakerOutcome = transient ? "failure" : "success";
       const policy = { ...r.retry, ...action.retry };
       if (transient && action.idempotent && inv.retryCount + 1 < policy.maxAttempts) {
         const retryCount = inv.retryCount + 1;
         const delay = backoffDelay(retryCount, policy.baseDelayMs, policy.maxDelayMs, unit(ctx));
-        return move("queued", { runAt: now + delay, retryCount, nextStep: info.stepIndex, lastError: a.reason ?? "transient failure" });
+        return move("queued", { runAt: now + delay, retryCount, nextStep: info.stepIndex, lastError: a.reason ?? "transient failure" }, undefined, heard);
       }
       const compensable = action.steps.slice(0, info.stepIndex).some((s) => s.compensate);
       if (compensable) {
         // Compensations run next, under this lease, then the invocation ends failed.
-        return move("running", { compensating: true, nextStep: info.stepIndex, lastError: a.reason ?? a.reasonCode ?? "failed" });
+        return move("running", { compensating: true, nextStep: info.stepIndex, lastError: a.reason ?? a.reasonCode ?? "failed" }, undefined, heard);
       }
-      return move("failed", { lastError: `${a.reasonCode ?? "FAILED"}: ${a.reason ?? ""}`, nextStep: info.stepIndex });
+      return move("failed", { lastError: `${a.reasonCode ?? "FAILED"}: ${a.reason ?? ""}`, nextStep: info.stepIndex }, undefined, heard);
     }
     default:
       return move("failed", { lastError: `unexpected attempt state ${a.state}` });

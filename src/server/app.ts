@@ -26,6 +26,7 @@ import { decisionRoutes } from "./routes/decisions.js";
 import { invocationRoutes } from "./routes/invocations.js";
 import { journalRoutes } from "./routes/journal.js";
 import { reconciliationRoutes } from "./routes/reconciliations.js";
+import { breakerRoutes } from "./routes/breakers.js";
 import { systemRoutes } from "./routes/system.js";
 import { createRateLimiter, type RateLimit } from "./rate-limit.js";
 import { createConsole, type ConsoleOptions } from "../console/index.js";
@@ -105,6 +106,7 @@ export function apiRoutes(s: ServerContext, openapi: () => unknown): Route[] {
     ...invocationRoutes(s),
     ...approvalRoutes(s),
     ...reconciliationRoutes(s),
+    ...breakerRoutes(s),
     ...journalRoutes(s),
     ...decisionRoutes(s),
     ...boundaryRoutes(s),

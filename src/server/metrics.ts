@@ -3,6 +3,7 @@
  * template and status, request durations, and host events by type and transition — fed by the
  * host's `onEvent` hook. Labels are bounded (route templates, statuses, event types), never ids.
  */
+import type { BreakerTransition } from "../host/breaker.js";
 import type { HostEvent } from "../host/events.js";
 import type { Host } from "../host/host.js";
 
@@ -105,10 +106,12 @@ export interface ServerMetrics {
   inFlight(delta: 1 | -1): void;
   /** One host event (what `onEvent` receives). */
   event(e: HostEvent): void;
+  /** A circuit breaker state change this process wrote. */
+  breaker(t: BreakerTransition): void;
   /** The text exposition. */
   render(): string;
   /** A counter's current value (tests). */
-  count(name: "requests" | "events" | "transitions", labels: Labels): number;
+  count(name: "requests" | "events" | "transitions" | "breakers", labels: Labels): number;
 }
 
 export function createMetrics(): ServerMetrics {
@@ -117,6 +120,7 @@ export function createMetrics(): ServerMetrics {
   const inflight = gauge("writ_http_requests_in_flight", "HTTP requests being answered now.");
   const events = counter("writ_host_events_total", "Host events (onEvent), by type.");
   const transitions = counter("writ_invocation_transitions_total", "Invocation state transitions, by source and target status.");
+  const breakers = counter("writ_breaker_transitions_total", "Circuit breaker state changes this process wrote, by connector, operation and new state (closed, open, half_open).");
   return {
     request(method, route, status, seconds) {
       const m = METHODS.has(method) ? method : "OTHER";
@@ -131,13 +135,16 @@ export function createMetrics(): ServerMetrics {
       if (e.status !== undefined && e.from !== undefined) transitions.inc({ from: e.from, to: e.status });
       else if (e.type === "invocation.submitted") transitions.inc({ from: "none", to: "queued" });
     },
+    breaker(t) {
+      breakers.inc({ connector: t.connector, operation: t.operation, to: t.to });
+    },
     render() {
       const out: string[] = [];
-      for (const m of [requests, duration, inflight, events, transitions]) m.render(out);
+      for (const m of [requests, duration, inflight, events, transitions, breakers]) m.render(out);
       return out.join("\n") + "\n";
     },
     count(name, labels) {
-      return (name === "requests" ? requests : name === "events" ? events : transitions).value(labels);
+      return (name === "requests" ? requests : name === "events" ? events : name === "breakers" ? breakers : transitions).value(labels);
     },
   };
 }
@@ -164,6 +171,7 @@ export function metricsFor(host: Host): ServerMetrics {
         }
       }
     : (e) => m.event(e);
+  host.context.breakers.onChange((t) => m.breaker(t));
   byHost.set(host, m);
   return m;
 }

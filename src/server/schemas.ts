@@ -209,6 +209,22 @@ export const Reconciliation = named(
   }),
   "an outcome Writ cannot know, waiting for an operator",
 );
+export const BreakerList = named(
+  "BreakerList",
+  z.object({
+    items: z.array(
+      z.object({
+        connector: z.string(),
+        operation: z.string(),
+        state: z.enum(["closed", "open", "half_open"]),
+        failures: z.number().int().describe("consecutive transient failures and timeouts since the last success"),
+        openUntil: z.number().int().describe("open: calls are refused until then (epoch ms); 0 when closed"),
+        probeUntil: z.number().int().optional().describe("half-open with a probe in flight: when its slot expires (epoch ms)"),
+        updatedAt: z.number().int(),
+      }),
+    ),
+  }),
+);
 export const ReconciliationList = named("ReconciliationList", z.object({ items: z.array(Reconciliation) }));
 export const ReconciliationListQuery = z.strictObject({ status: z.enum(RECONCILIATION_STATUSES).optional(), limit: queryInt(1, 500).optional() });
 export const ResolveBody = named(

@@ -197,11 +197,11 @@ for (const factory of allStoreFactories()) {
       expect(b.calls).toHaveLength(2);
       const q = await b.host.get(b.scope, invocation.invocationId);
       expect(q?.runAt).toBe(b.clock.now() + 10_000);
-      expect(b.host.breakers()[0]).toMatchObject({ connector: "c", operation: "a", state: "open" });
+      expect((await b.host.breakers(b.scope))[0]).toMatchObject({ connector: "c", operation: "a", state: "open" });
       b.replies.delete("a");
       b.clock.advance(10_000);
       expect(await w.runOnce()).toEqual(["succeeded"]);
-      expect(b.host.breakers()[0]?.state).toBe("closed");
+      expect((await b.host.breakers(b.scope))[0]?.state).toBe("closed");
     });
 
     it("cancel: queued -> cancelled; otherwise refused", async () => {

@@ -27,6 +27,7 @@ const EXPECTED_ROUTES = [
   "POST /v1/spaces/{spaceId}/approvals/{approvalId}/revoke",
   "GET /v1/spaces/{spaceId}/reconciliations",
   "POST /v1/spaces/{spaceId}/reconciliations/{reconciliationId}/resolve",
+  "GET /v1/spaces/{spaceId}/breakers",
   "GET /v1/spaces/{spaceId}/journal",
   "GET /v1/spaces/{spaceId}/journal/export",
   "GET /v1/spaces/{spaceId}/journal/verify",

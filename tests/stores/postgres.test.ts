@@ -312,6 +312,7 @@ describe.skipIf(server === null)("postgres store", () => {
           "writ_attempt_seqs",
           "writ_attempts",
           "writ_authorities",
+          "writ_breakers",
           "writ_completions",
           "writ_consumed_decisions",
           "writ_deliveries",

@@ -19,6 +19,7 @@ const TABLES = [
   "approvals",
   "attempts",
   "authorities",
+  "breakers",
   "completions",
   "consumed_decisions",
   "deliveries",

@@ -114,9 +114,9 @@ function verification(v: JournalVerification): H {
 
 export async function healthBody(data: ConsoleData, v: Viewer, query: { verify?: string }, now: number): Promise<H> {
   const sections: H[] = [];
-  const breakers = data.breakers();
   for (const space of v.spacesWith("operate")) {
     const scope = v.scope(space);
+    const breakers = await data.breakers(scope);
     const { entries, truncated } = await lastHour(data, v, space, now);
     const stats = connectorStats(data, entries);
     const connectorRows = data.connectors().flatMap((c) =>

@@ -46,7 +46,7 @@ export function systemRoutes(s: ServerContext, openapi: () => unknown): Route[] 
       operationId: "metrics",
       tag: "system",
       summary: "Prometheus metrics (text exposition 0.0.4)",
-      description: "HTTP requests by route template and status, durations, host events and invocation transitions. Labels carry no tenant data.",
+      description: "HTTP requests by route template and status, durations, host events, invocation transitions and circuit breaker state changes. Labels carry no tenant data.",
       access: { kind: "public" },
       responses: { 200: { description: "metrics", contentType: "text/plain; version=0.0.4" } },
       async handle({ c }) {

@@ -11,6 +11,7 @@
  * storage. Cases use scopes and lease owners of their own, so they do not depend on an empty
  * database; claim cases tolerate (and may claim) invocations other cases left runnable.
  */
+import { breakerCases } from "./cases-breakers.js";
 import { claimCases } from "./cases-claims.js";
 import { extraCases } from "./cases-extras.js";
 import { invocationCases } from "./cases-invocations.js";
@@ -39,6 +40,7 @@ export const storeConformanceCases: StoreConformanceCase[] = [
   ...inputCases,
   ...raceCases,
   ...transitionCases,
+  ...breakerCases,
 ];
 
 /** Options of {@link runStoreConformance}. */

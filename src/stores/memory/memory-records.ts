@@ -1,10 +1,10 @@
 /**
  * Keyed records with no ordering of their own: reconciliations, authorities, approvals, policy
- * versions, external completions, delivery ids and API keys.
+ * versions, external completions, delivery ids, API keys and circuit breakers.
  */
 import { WritError } from "../../core/errors.js";
 import { type ListOptions } from "../../core/store.js";
-import type { ApiKeyRecord, Approval, Authority, CompletionRecord, PolicyVersion, ReconciliationRecord, ReconciliationStatus, Scope } from "../../core/types.js";
+import type { ApiKeyRecord, Approval, BreakerRecord, Authority, CompletionRecord, PolicyVersion, ReconciliationRecord, ReconciliationStatus, Scope } from "../../core/types.js";
 import { copy, copyOrNull } from "./memory-copy.js";
 import { nextRevision } from "../../core/store-guard.js";
 import { findScope, keyOf, limited, scopeFor, setUndoable, type Work } from "./memory-state.js";
@@ -131,6 +131,32 @@ export function getApiKey(w: Work, keyId: string): ApiKeyRecord | null {
 
 export function listApiKeys(w: Work, tenantId: string): ApiKeyRecord[] {
   return [...w.state.apiKeys.values()].filter((k) => k.tenantId === tenantId).sort((a, b) => a.createdAt - b.createdAt).map(copy);
+}
+
+export function getBreaker(w: Work, scope: Scope, connector: string, operation: string): BreakerRecord | null {
+  return copyOrNull(findScope(w.state, scope)?.breakers.get(keyOf(connector, operation)));
+}
+
+export function putBreaker(w: Work, scope: Scope, rec: BreakerRecord): void {
+  const map = scopeFor(w.state, scope).breakers;
+  const k = keyOf(rec.connector, rec.operation);
+  const prev = map.get(k);
+  if (rec.rev === undefined) {
+    if (prev !== undefined) throw new WritError("CONFLICT", `breaker ${rec.connector}.${rec.operation} already exists`);
+    setUndoable(w, map, k, copy({ ...rec, rev: 1 }));
+    rec.rev = 1;
+    return;
+  }
+  const rev = nextRevision(prev === undefined ? undefined : (prev.rev ?? 0), rec.rev, `breaker ${rec.connector}.${rec.operation}`);
+  setUndoable(w, map, k, copy({ ...rec, rev }));
+  rec.rev = rev;
+}
+
+/** Ordered by connector, then operation. */
+export function listBreakers(w: Work, scope: Scope, opts: ListOptions = {}): BreakerRecord[] {
+  const all = [...(findScope(w.state, scope)?.breakers.values() ?? [])];
+  all.sort((a, b) => (a.connector < b.connector ? -1 : a.connector > b.connector ? 1 : a.operation < b.operation ? -1 : a.operation > b.operation ? 1 : 0));
+  return limited(all, opts.limit).map(copy);
 }
 
 /** Copies of the map's values that pass `keep`, in insertion order, at most `limit`. */

@@ -7,6 +7,7 @@
 import { WritError } from "../../core/errors.js";
 import type {
   ApiKeyRecord,
+  BreakerRecord,
   Approval,
   AttemptRecord,
   Authority,
@@ -55,6 +56,8 @@ export interface ScopeData {
   readonly completions: Map<string, CompletionRecord>;
   /** `keyOf(connector, deliveryId)` -> first seen at. */
   readonly deliveries: Map<string, number>;
+  /** `keyOf(connector, operation)` -> circuit breaker. */
+  readonly breakers: Map<string, BreakerRecord>;
 }
 
 /** The whole store. */
@@ -127,6 +130,7 @@ function newScopeData(): ScopeData {
     policyVersions: new Map(),
     completions: new Map(),
     deliveries: new Map(),
+    breakers: new Map(),
   };
 }
 

@@ -7,6 +7,7 @@ import { WritError } from "../../core/errors.js";
 import type { ClaimOptions, InvocationFilter, ListOptions, StoreTx } from "../../core/store.js";
 import type {
   ApiKeyRecord,
+  BreakerRecord,
   Approval,
   AttemptRecord,
   Authority,
@@ -223,6 +224,15 @@ export class MemoryTx implements StoreTx {
   }
   async rememberDelivery(scope: Scope, connector: string, deliveryId: string, at: number): Promise<boolean> {
     return records.rememberDelivery(this.#enter("rememberDelivery"), scope, connector, deliveryId, at);
+  }
+  async getBreaker(scope: Scope, connector: string, operation: string): Promise<BreakerRecord | null> {
+    return records.getBreaker(this.#enter("getBreaker"), scope, connector, operation);
+  }
+  async putBreaker(scope: Scope, rec: BreakerRecord): Promise<void> {
+    records.putBreaker(this.#enter("putBreaker"), scope, rec);
+  }
+  async listBreakers(scope: Scope, opts?: ListOptions): Promise<BreakerRecord[]> {
+    return records.listBreakers(this.#enter("listBreakers"), scope, opts);
   }
   async putApiKey(key: ApiKeyRecord): Promise<void> {
     records.putApiKey(this.#enter("putApiKey"), key);

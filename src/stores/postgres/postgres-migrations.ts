@@ -546,6 +546,19 @@ END
 $$;
 `;
 
+/** Circuit breakers (docs/host.md, "Circuit breakers"): one row per (scope, connector, operation). */
+const BREAKERS = `
+CREATE TABLE writ_breakers (
+  tenant_id text COLLATE "C" NOT NULL,
+  space_id text COLLATE "C" NOT NULL,
+  connector text COLLATE "C" NOT NULL,
+  operation text COLLATE "C" NOT NULL,
+  doc json NOT NULL,
+  rev bigint NOT NULL,
+  PRIMARY KEY (tenant_id, space_id, connector, operation)
+);
+`;
+
 /** All migrations, ascending by version (1, 2, 3, … without gaps). */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, name: "initial_schema", sql: INITIAL_SCHEMA },
@@ -554,6 +567,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 4, name: "unsealed_journal", sql: UNSEALED_JOURNAL },
   { version: 5, name: "row_revisions", sql: ROW_REVISIONS },
   { version: 6, name: "transitions", sql: TRANSITIONS },
+  { version: 7, name: "breakers", sql: BREAKERS },
 ];
 
 /** The schema version this build creates and expects. */

@@ -10,12 +10,15 @@
  *
  * Policy versions (docs/approvals.md, Versions per scope): one row per (scope, version).
  *
+ * Circuit breakers (docs/host.md, "Circuit breakers"): one row per (scope, connector, operation),
+ * written with a conditional rev like approvals.
+ *
  * API keys (docs/http-api.md, Authentication and roles): per tenant, looked up by key id when a request arrives (before any scope is
  * known), so the key id is unique across tenants and a key never moves to another tenant.
  */
 import { WritError } from "../../core/errors.js";
 import type { ListOptions } from "../../core/store.js";
-import type { ApiKeyRecord, Approval, Authority, CompletionRecord, PolicyVersion, ReconciliationRecord, ReconciliationStatus, Scope } from "../../core/types.js";
+import type { ApiKeyRecord, Approval, BreakerRecord, Authority, CompletionRecord, PolicyVersion, ReconciliationRecord, ReconciliationStatus, Scope } from "../../core/types.js";
 import { statement, type Exec } from "./postgres-exec.js";
 import { docOf, limitParam, type DocRow } from "./postgres-rows.js";
 
@@ -233,4 +236,47 @@ export async function getApiKey(x: Exec, keyId: string): Promise<ApiKeyRecord | 
 /** The tenant's keys, oldest first. */
 export async function listApiKeys(x: Exec, tenantId: string): Promise<ApiKeyRecord[]> {
   return (await x.rows<DocRow<ApiKeyRecord>>(LIST_API_KEYS, [tenantId])).map((r) => r.doc);
+}
+
+const INSERT_BREAKER = statement(
+  "insert_breaker",
+  "INSERT INTO writ_breakers (tenant_id, space_id, connector, operation, doc, rev) VALUES ($1, $2, $3, $4, $5, 1) ON CONFLICT DO NOTHING",
+);
+// Conditional on the revision the writer read ($6): of two writers that read the same row, the
+// second waits for the first's row lock, re-checks, and matches nothing.
+const UPDATE_BREAKER = statement(
+  "update_breaker",
+  "UPDATE writ_breakers SET doc = $5, rev = rev + 1 WHERE tenant_id = $1 AND space_id = $2 AND connector = $3 AND operation = $4 AND rev = $6",
+);
+const BREAKER_EXISTS = statement("breaker_exists", "SELECT 1 FROM writ_breakers WHERE tenant_id = $1 AND space_id = $2 AND connector = $3 AND operation = $4");
+const GET_BREAKER = statement("get_breaker", "SELECT doc FROM writ_breakers WHERE tenant_id = $1 AND space_id = $2 AND connector = $3 AND operation = $4");
+const LIST_BREAKERS = statement(
+  "list_breakers",
+  "SELECT doc FROM writ_breakers WHERE tenant_id = $1 AND space_id = $2 ORDER BY connector, operation LIMIT $3",
+);
+
+export async function getBreaker(x: Exec, scope: Scope, connector: string, operation: string): Promise<BreakerRecord | null> {
+  const [row] = await x.rows<DocRow<BreakerRecord>>(GET_BREAKER, [scope.tenantId, scope.spaceId, connector, operation]);
+  return row?.doc ?? null;
+}
+
+/** Inserts (no rev; CONFLICT when it exists) or replaces while the stored rev is the one read (STALE otherwise). */
+export async function putBreaker(x: Exec, scope: Scope, rec: BreakerRecord): Promise<void> {
+  const key = [scope.tenantId, scope.spaceId, rec.connector, rec.operation];
+  const what = `breaker ${rec.connector}.${rec.operation}`;
+  if (rec.rev === undefined) {
+    if ((await x.count(INSERT_BREAKER, [...key, docOf({ ...rec, rev: 1 })])) === 0) throw new WritError("CONFLICT", `${what} already exists`);
+    rec.rev = 1;
+    return;
+  }
+  if ((await x.count(UPDATE_BREAKER, [...key, docOf({ ...rec, rev: rec.rev + 1 }), rec.rev])) === 0) {
+    if ((await x.rows(BREAKER_EXISTS, key)).length === 0) throw new WritError("NOT_FOUND", `no ${what} in this scope`);
+    throw new WritError("STALE", `${what} changed since it was read (rev ${rec.rev})`);
+  }
+  rec.rev += 1;
+}
+
+/** By connector, then operation. */
+export async function listBreakers(x: Exec, scope: Scope, opts: ListOptions = {}): Promise<BreakerRecord[]> {
+  return (await x.rows<DocRow<BreakerRecord>>(LIST_BREAKERS, [scope.tenantId, scope.spaceId, limitParam(opts.limit)])).map((r) => r.doc);
 }

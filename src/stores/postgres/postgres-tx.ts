@@ -6,6 +6,7 @@ import { WritError } from "../../core/errors.js";
 import { assertScope, type ClaimOptions, type InvocationFilter, type ListOptions, type StoreTx } from "../../core/store.js";
 import type {
   ApiKeyRecord,
+  BreakerRecord,
   Approval,
   AttemptRecord,
   Authority,
@@ -287,6 +288,18 @@ export class PostgresTx implements StoreTx {
 
   async rememberDelivery(scope: Scope, connector: string, deliveryId: string, at: number): Promise<boolean> {
     return records.rememberDelivery(this.#in(scope), scope, connector, deliveryId, at);
+  }
+
+  async getBreaker(scope: Scope, connector: string, operation: string): Promise<BreakerRecord | null> {
+    return records.getBreaker(this.#in(scope), scope, connector, operation);
+  }
+
+  async putBreaker(scope: Scope, rec: BreakerRecord): Promise<void> {
+    return records.putBreaker(this.#in(scope), scope, rec);
+  }
+
+  async listBreakers(scope: Scope, opts?: ListOptions): Promise<BreakerRecord[]> {
+    return records.listBreakers(this.#in(scope), scope, opts);
   }
 
   async putApiKey(key: ApiKeyRecord): Promise<void> {

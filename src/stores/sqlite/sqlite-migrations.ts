@@ -239,6 +239,23 @@ ALTER TABLE reconciliations ADD COLUMN rev INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE completions ADD COLUMN rev INTEGER NOT NULL DEFAULT 0;
 `,
   },
+  {
+    version: 6,
+    name: "breakers",
+    sql: `
+-- Circuit breakers (docs/host.md, "Circuit breakers"): one row per (scope, connector, operation),
+-- shared by every worker and process on this file; written only with a conditional rev.
+CREATE TABLE breakers (
+  tenant_id TEXT NOT NULL,
+  space_id TEXT NOT NULL,
+  connector TEXT NOT NULL,
+  operation TEXT NOT NULL,
+  doc TEXT NOT NULL,
+  rev INTEGER NOT NULL,
+  PRIMARY KEY (tenant_id, space_id, connector, operation)
+);
+`,
+  },
 ];
 
 /** The schema version this build creates and expects. */

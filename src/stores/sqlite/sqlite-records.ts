@@ -1,6 +1,6 @@
 /**
  * Record statements: reconciliations, authorities, approvals, policy versions, external completions
- * and delivery ids, API keys. Lists that vary with their filters: {@link reconciliationListSql},
+ * and delivery ids, API keys, circuit breakers. Lists that vary with their filters: {@link reconciliationListSql},
  * {@link approvalListSql}.
  */
 import type Database from "better-sqlite3";
@@ -30,6 +30,11 @@ export interface SqliteRecordStatements {
   putApiKey: Database.Statement;
   getApiKey: Database.Statement;
   listApiKeys: Database.Statement;
+  insertBreaker: Database.Statement;
+  updateBreaker: Database.Statement;
+  breakerRev: Database.Statement;
+  getBreaker: Database.Statement;
+  listBreakers: Database.Statement;
 }
 
 /** Prepares the record statements; the schema must be migrated first. */
@@ -77,6 +82,11 @@ export function prepareRecordStatements(p: Prepare): SqliteRecordStatements {
     ),
     getApiKey: p("SELECT doc FROM api_keys WHERE key_id = @id").pluck(),
     listApiKeys: p("SELECT doc FROM api_keys WHERE tenant_id = @tenant ORDER BY created_at, key_id").pluck(),
+    insertBreaker: p("INSERT INTO breakers (tenant_id, space_id, connector, operation, doc, rev) VALUES (@t, @s, @connector, @operation, @doc, 1)"),
+    updateBreaker: p(`UPDATE breakers SET doc = @doc, rev = @rev WHERE ${SCOPE} AND connector = @connector AND operation = @operation AND rev = @expected`),
+    breakerRev: p(`SELECT rev FROM breakers WHERE ${SCOPE} AND connector = @connector AND operation = @operation`).pluck(),
+    getBreaker: p(`SELECT doc FROM breakers WHERE ${SCOPE} AND connector = @connector AND operation = @operation`).pluck(),
+    listBreakers: p(`SELECT doc FROM breakers WHERE ${SCOPE} ORDER BY connector, operation LIMIT @limit`).pluck(),
   };
 }
 

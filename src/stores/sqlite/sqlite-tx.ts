@@ -8,6 +8,7 @@ import { nextRevision } from "../../core/store-guard.js";
 import { assertScope, type ClaimOptions, type InvocationFilter, type ListOptions, type StoreTx } from "../../core/store.js";
 import type {
   ApiKeyRecord,
+  BreakerRecord,
   Approval,
   AttemptRecord,
   Authority,
@@ -552,6 +553,28 @@ export class SqliteTx implements StoreTx {
   }
 
   // API keys (tenant-level)
+
+  async getBreaker(scope: Scope, connector: string, operation: string): Promise<BreakerRecord | null> {
+    return one(this.#q.getBreaker, { ...this.#sp(scope), connector, operation });
+  }
+
+  async putBreaker(scope: Scope, rec: BreakerRecord): Promise<void> {
+    const sp = this.#sp(scope);
+    const key = { ...sp, connector: rec.connector, operation: rec.operation };
+    const what = `breaker ${rec.connector}.${rec.operation}`;
+    if (rec.rev === undefined) {
+      insertOrConflict(what, () => this.#q.insertBreaker.run({ ...key, doc: JSON.stringify({ ...rec, rev: 1 }) }));
+      rec.rev = 1;
+      return;
+    }
+    const rev = nextRev(this.#q.breakerRev.get(key), rec.rev, what);
+    if (this.#q.updateBreaker.run({ ...key, doc: JSON.stringify({ ...rec, rev }), rev, expected: rev - 1 }).changes === 0) throw new WritError("STALE", `${what} changed since it was read`);
+    rec.rev = rev;
+  }
+
+  async listBreakers(scope: Scope, opts: ListOptions = {}): Promise<BreakerRecord[]> {
+    return (this.#q.listBreakers.all({ ...this.#sp(scope), limit: limitParam(opts.limit) }) as string[]).map((d) => parse<BreakerRecord>(d));
+  }
 
   async putApiKey(key: ApiKeyRecord): Promise<void> {
     this.#checkOpen();
