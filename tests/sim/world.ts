@@ -28,7 +28,7 @@ import { simStore, type Committed, type StoreFault } from "./sim-store.js";
 export const SCOPE: Scope = { tenantId: "sim", spaceId: "s" };
 export const HOST_LIMITS = {
   timeoutMs: 3000,
-  recoveryMaxAttempts: 3,
+  recoveryMaxAttempts: 2,
   breaker: { failureThreshold: 2, cooldownMs: 5000 },
   approvalTtlMs: 30_000,
   leaseMs: 10_000,
@@ -636,19 +636,26 @@ export class World {
     const key = `bare-${++this.#bareSeq}`;
     const req = this.request(plan.def.id, key, this.#bareSeq);
     const token = this.sign(req);
+    // A caller that keeps a second decision it got earlier and retries a failure with it (item 8).
+    const spare = this.rng.chance(0.5) ? this.sign(req, -1000) : null;
     const entry = { action: plan.def.id, key };
     this.bareRunning.add(entry);
-    this.sim.trace(`bare ${plan.def.id} ${key}`);
+    this.sim.trace(`bare ${plan.def.id} ${key}${spare ? " (with a spare decision)" : ""}`);
     this.flow(
       `bare ${key}`,
-      boundary.execute(req, token).then((a) => {
+      boundary.execute(req, token).then(async (a) => {
+        if (a.state === "FAILED" && spare) {
+          this.sim.trace(`bare ${key} retried under the spare decision`);
+          a = await boundary.execute(req, spare);
+        }
         this.bareRunning.delete(entry);
         return a.state;
       }),
     );
   }
 
-  sign(req: ActionRequest): string {
+  /** A decision for a bare request, issued `ageMs` from now (negative: in the past). */
+  sign(req: ActionRequest, ageMs = 0): string {
     return signDecisionWith(this.crypto, KEYS.trusted, {
       v: 1,
       decisionId: `dec_sim_${this.sim.now}_${++this.#bareSeq}`,
@@ -657,7 +664,7 @@ export class World {
       ...SCOPE,
       authorityRef: req.authorityRef,
       policyRef: "sim:v1",
-      issuedAt: this.sim.now,
+      issuedAt: this.sim.now + ageMs,
       reasons: ["sim: bare caller"],
     });
   }
