@@ -231,7 +231,7 @@ export class World {
   storeFault(node: SimNode): StoreFault {
     if (this.draining || node === this.env) return "none";
     const r = this.rng.float();
-    const f: StoreFault = this.on("storeThrow") && r < 0.015 ? "throw" : this.on("storeLostAck") && r > 0.985 ? "lost-ack" : "none";
+    const f: StoreFault = this.on("storeThrow") && r < 0.03 ? "throw" : this.on("storeLostAck") && r > 0.98 ? "lost-ack" : "none";
     if (f !== "none") this.sim.trace(`fault ${node.name} ${f}`);
     return f;
   }
@@ -360,7 +360,8 @@ export class World {
       permanent: f("connectorFail", 6),
       transient: f("connectorFail", 12),
       hang: f("connectorHang", 4),
-      late: f("connectorLate", 6),
+      // Compensations answer late more often: a window for crashes mid-compensation (item 1).
+      late: f("connectorLate", call.compensation ? 40 : 6),
       ambiguous: f("connectorAmbiguous", 5),
       accepted: call.compensation ? 0 : f("handoff", 10),
     });
@@ -372,7 +373,13 @@ export class World {
       if (!prior) this.applyEffect(ctx, call);
     };
     const ref = `ref-${call.n}`;
-    const reply = (r: ConnectorReply): Promise<ConnectorReply> => node.op("reply", async () => r);
+    // Nodes in the middle of a compensation call: crashes favour them (recovery loops, item 1).
+    if (call.compensation) this.compensating.add(node);
+    const reply = (r: ConnectorReply): Promise<ConnectorReply> =>
+      node.op("reply", async () => {
+        this.compensating.delete(node);
+        return r;
+      });
     switch (behaviour) {
       case "success":
         effect();
@@ -609,7 +616,9 @@ export class World {
   crashEvent(): void {
     const live = [...this.workers.filter((w) => w.node.alive).map((w) => w.node), ...(this.bare?.node.alive ? [this.bare.node] : [])];
     if (live.length === 0) return;
-    const node = this.rng.pick(live);
+    const busy = live.filter((n) => this.compensating.has(n));
+    const node = busy.length > 0 && this.rng.chance(0.8) ? this.rng.pick(busy) : this.rng.pick(live);
+    this.compensating.delete(node);
     node.crash();
     if (node === this.bare?.node) {
       for (const k of this.bareRunning) this.obs.bareInterrupted.push(k);
@@ -626,6 +635,7 @@ export class World {
   }
 
   readonly bareRunning = new Set<{ action: string; key: string }>();
+  readonly compensating = new Set<SimNode>();
   #bareSeq = 0;
 
   /** A bare boundary.execute of a fresh key, under a decision signed for it. */
