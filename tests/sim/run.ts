@@ -72,7 +72,8 @@ export async function dropSharedPostgres(): Promise<void> {
 
 /** The one-line command that replays a seed. */
 export function replayCommand(seed: number, store: SimStoreKind, file = "tests/sim/sim.test.ts"): string {
-  return `WRIT_SIM_SEED=${seed} WRIT_SIM_STORE=${store} npx vitest run ${file}`;
+  const extra = ["WRIT_SIM_INVARIANTS", "WRIT_SIM_FAULTS"].filter((k) => process.env[k] !== undefined).map((k) => `${k}=${process.env[k]} `);
+  return `${extra.join("")}WRIT_SIM_SEED=${seed} WRIT_SIM_STORE=${store} npx vitest run ${file}`;
 }
 
 export async function runSeed(seed: number, kind: SimStoreKind, config: SimConfig = simConfig(), options: WorldOptions = {}): Promise<SimResult> {
