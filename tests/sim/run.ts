@@ -1,0 +1,313 @@
+/**
+ * One seeded run (docs/simulation.md): set up a world on a store, run the main phase (the seed
+ * picks every event), drain (no new faults; time advances, sweeps run), then check invariants.
+ */
+import { sealScopeNow, verifyStoredJournal } from "../../src/core/journal.js";
+import type { Store } from "../../src/core/store.js";
+import { TERMINAL_INVOCATION_STATUSES, type InvocationStatus } from "../../src/core/types.js";
+import { memoryStore } from "../../src/stores/memory/index.js";
+import { sqliteStore } from "../../src/stores/sqlite/index.js";
+import pg from "pg";
+import { postgresStore } from "../../src/stores/postgres/index.js";
+import { freshDatabase, type FreshDatabase } from "../helpers/pg.js";
+import { INVARIANTS, simConfig, type InvariantName, type SimConfig } from "./config.js";
+import { HOST_LIMITS, SCOPE, World, type WorldOptions } from "./world.js";
+
+export type SimStoreKind = "memory" | "sqlite" | "postgres";
+
+export interface Violation {
+  invariant: InvariantName;
+  item: number;
+  message: string;
+}
+
+export interface SimResult {
+  seed: number;
+  store: SimStoreKind;
+  violations: Violation[];
+  traceHash: string;
+  events: number;
+  stats: { invocations: number; statuses: Record<string, number>; calls: number; effects: number; crashes: number; virtualMs: number; drainSteps: number };
+  notes: string[];
+  trace: string[] | null;
+}
+
+/** Makes an empty, migrated store of `kind` (PostgreSQL: a fresh database, dropped at cleanup). */
+export async function makeStore(kind: SimStoreKind): Promise<{ store: Store; cleanup: () => Promise<void> }> {
+  if (kind === "memory") {
+    const store = memoryStore();
+    await store.migrate();
+    return { store, cleanup: () => store.close() };
+  }
+  if (kind === "sqlite") {
+    // One connection and no group commit: no setImmediate or wall-clock batching in the run.
+    const store = sqliteStore({ path: ":memory:", groupCommit: false });
+    await store.migrate();
+    return { store, cleanup: () => store.close() };
+  }
+  // One database per test process, emptied before each seed (creating one per seed is slow).
+  sharedPg ??= freshDatabase();
+  const db = await sharedPg;
+  const admin = new pg.Client({ connectionString: db.url });
+  await admin.connect();
+  try {
+    const store = postgresStore({ url: db.url }, { max: 4 });
+    await store.migrate();
+    const { rows } = await admin.query<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE 'writ_%' AND tablename <> 'writ_migrations'");
+    // DELETE, not TRUNCATE: the tables are small and TRUNCATE costs a second or so per seed.
+    if (rows.length > 0) await admin.query(rows.map((r) => `DELETE FROM "${r.tablename}";`).join(" "));
+    return { store, cleanup: () => store.close() };
+  } finally {
+    await admin.end();
+  }
+}
+
+let sharedPg: Promise<FreshDatabase> | undefined;
+
+/** Drops the shared PostgreSQL database of this process (afterAll of a suite that used it). */
+export async function dropSharedPostgres(): Promise<void> {
+  if (sharedPg) await (await sharedPg).drop();
+  sharedPg = undefined;
+}
+
+/** The one-line command that replays a seed. */
+export function replayCommand(seed: number, store: SimStoreKind, file = "tests/sim/sim.test.ts"): string {
+  const extra = ["WRIT_SIM_INVARIANTS", "WRIT_SIM_FAULTS"].filter((k) => process.env[k] !== undefined).map((k) => `${k}=${process.env[k]} `);
+  return `${extra.join("")}WRIT_SIM_SEED=${seed} WRIT_SIM_STORE=${store} npx vitest run ${file}`;
+}
+
+export async function runSeed(seed: number, kind: SimStoreKind, config: SimConfig = simConfig(), options: WorldOptions = {}): Promise<SimResult> {
+  const { store, cleanup } = await makeStore(kind);
+  try {
+    return await runOn(seed, kind, store, config, options);
+  } finally {
+    await cleanup();
+  }
+}
+
+async function runOn(seed: number, kind: SimStoreKind, inner: Store, config: SimConfig, options: WorldOptions): Promise<SimResult> {
+  const w = new World(seed, inner, config, options);
+  const { sim, rng } = w;
+  await w.setup();
+  const start = sim.now;
+  const mainSteps = rng.int(config.mainSteps[0], config.mainSteps[1]);
+  const total = rng.int(config.invocations[0], config.invocations[1]);
+  let submitted = 0;
+  let crashes = 0;
+  let bares = 0;
+  const on = (f: Parameters<World["on"]>[0]): number => (w.on(f) ? 1 : 0);
+
+  for (let step = 0; step < mainSteps; step++) {
+    await sim.quiesce();
+    const ready = sim.readyCount() > 0;
+    const r = rng.float();
+    if (ready && r < 0.85) {
+      sim.runRandomOp();
+      continue;
+    }
+    if (r < (ready ? 0.93 : 0.3)) {
+      const ev = rng.weighted({
+        submit: submitted < total ? 6 : 0,
+        approval: on("approvals") * 2,
+        cancel: on("cancel") * 0.6,
+        resolve: on("operatorResolve") * 0.6,
+        crash: on("crash") * (w.compensating.size > 0 ? 3 : 0.5),
+        bare: bares < 3 ? on("bare") * 0.6 : 0,
+        nothing: 0.5,
+      });
+      if (ev === "submit") w.submit(submitted++);
+      else if (ev === "approval") w.approvalEvent();
+      else if (ev === "cancel") w.cancelEvent();
+      else if (ev === "resolve") w.resolveEvent();
+      else if (ev === "crash") {
+        crashes++;
+        w.crashEvent();
+      } else if (ev === "bare") {
+        bares++;
+        w.bareEvent();
+      }
+      continue;
+    }
+    if (!sim.fireNextTimer()) sim.runRandomOp();
+  }
+  // Whatever was not submitted yet is submitted now, so every scenario has its invocations.
+  while (submitted < total) w.submit(submitted++);
+
+  // Drain: no more store faults, crashes or client events; dead workers come back; time runs.
+  w.draining = true;
+  sim.trace("drain");
+  if (w.workers.filter((x) => x.node.alive).length < 2) w.startWorker();
+  const drainEnd = sim.now + 150_000;
+  let drainSteps = 0;
+  let settledOk = false;
+  const stepCap = 40_000;
+  let idle = 0;
+  for (; drainSteps < stepCap; drainSteps++) {
+    await sim.quiesce();
+    if (sim.readyCount() > 0) sim.runRandomOp();
+    else {
+      if (idle++ % 4 === 0 && (await w.settled())) {
+        settledOk = true;
+        break;
+      }
+      if (sim.now > drainEnd || !sim.fireNextTimer()) break;
+    }
+  }
+  // Interrupted bare keys are executed again (item 7), then the last seals run.
+  const retries = w.bareRetry();
+  for (let i = 0; i < 2000 && w.obs.bareAfterDrain.length < retries.length; i++) {
+    await sim.quiesce();
+    if (sim.readyCount() > 0) sim.runRandomOp();
+    else if (!sim.fireNextTimer()) break;
+  }
+  await sim.quiesce();
+
+  const violations = await checkInvariants(w, inner, config, { settledOk, drainSteps, stepCap });
+  const invs = await inner.transact((tx) => tx.listInvocations(SCOPE, { limit: 1000 }));
+  const statuses: Record<string, number> = {};
+  for (const i of invs) {
+    statuses[i.status] = (statuses[i.status] ?? 0) + 1;
+    sim.trace(`final ${i.invocationId} ${i.status} attempts ${i.attemptCount}`);
+  }
+  const head = await inner.transact((tx) => tx.journalHead(SCOPE));
+  sim.trace(`journal ${head?.seq ?? 0} ${head?.hash ?? ""}`);
+  const { hash, events } = sim.traceHash();
+  return {
+    seed,
+    store: kind,
+    violations,
+    traceHash: hash,
+    events,
+    stats: { invocations: invs.length, statuses, calls: w.obs.calls.length, effects: w.obs.effects.length, crashes, virtualMs: sim.now - start, drainSteps },
+    notes: w.obs.notes,
+    trace: sim.lines,
+  };
+}
+
+const TERMINAL = new Set<InvocationStatus>(TERMINAL_INVOCATION_STATUSES);
+
+async function checkInvariants(w: World, store: Store, config: SimConfig, drain: { settledOk: boolean; drainSteps: number; stepCap: number }): Promise<Violation[]> {
+  const out: Violation[] = [];
+  const fail = (invariant: InvariantName, message: string): void => {
+    if (config.invariants.has(invariant)) out.push({ invariant, item: INVARIANTS[invariant].item, message });
+  };
+  const { obs } = w;
+  const invs = await store.transact((tx) => tx.listInvocations(SCOPE, { limit: 1000 }));
+  const now = w.sim.now;
+
+  // decisionConsumed: every effect under a decision consumed for that very attempt.
+  for (const e of obs.effects) {
+    const c = await store.transact((tx) => tx.getConsumedDecision(SCOPE, e.call.decisionId));
+    if (!c || c.attemptId !== e.call.attemptId) fail("decisionConsumed", `effect of call #${e.call.n} (${e.key}) under decision ${e.call.decisionId}: ${c ? `consumed by attempt ${c.attemptId}, not ${e.call.attemptId}` : "never consumed"}`);
+  }
+
+  // atMostOnce: one effect per non-idempotent step key.
+  const perKey = new Map<string, number[]>();
+  for (const e of obs.effects) if (!e.idempotent) perKey.set(e.key, [...(perKey.get(e.key) ?? []), e.call.n]);
+  for (const [key, calls] of perKey) if (calls.length > 1) fail("atMostOnce", `non-idempotent step key ${key} took effect ${calls.length} times (calls #${calls.join(", #")})`);
+
+  // settled: terminal, or parked with what justifies it.
+  if (!drain.settledOk && drain.drainSteps >= drain.stepCap) fail("settled", `the drain did not settle within ${drain.stepCap} steps`);
+  for (const inv of invs) {
+    if (TERMINAL.has(inv.status)) continue;
+    const id = inv.invocationId;
+    if (inv.status === "awaiting_approval") {
+      const ap = inv.approvalId ? await store.transact((tx) => tx.getApproval(SCOPE, inv.approvalId!)) : null;
+      if (!ap || ap.status !== "pending" || ap.expiresAt <= now) fail("settled", `${id} awaiting_approval after the drain with approval ${ap ? `${ap.status}, expires ${ap.expiresAt}` : "missing"}`);
+    } else if (inv.status === "parked") {
+      const steps = await store.transact((tx) => tx.getSteps(SCOPE, id));
+      const handed = steps.find((s) => s.status === "handed_off");
+      if (!handed) fail("settled", `${id} parked without a handed_off step`);
+      else if (inv.deadlineAt !== undefined && inv.deadlineAt <= now) fail("settled", `${id} parked past its completion deadline (${inv.deadlineAt} <= ${now})`);
+    } else if (inv.status === "reconciliation_required") {
+      const recs = await store.transact((tx) => tx.listReconciliations(SCOPE, { invocationId: id, status: "open" }));
+      if (recs.length === 0) fail("settled", `${id} reconciliation_required without an open reconciliation record`);
+    } else fail("settled", `${id} is ${inv.status} after the drain`);
+  }
+
+  // noLostUpdate: acknowledged writes of the API are all in the store.
+  for (const v of obs.votes) {
+    const ap = await store.transact((tx) => tx.getApproval(SCOPE, v.approvalId));
+    if (!ap?.votes.some((x) => x.approver.id === v.approver && x.verdict === v.verdict)) fail("noLostUpdate", `acknowledged ${v.verdict} by ${v.approver} on ${v.approvalId} is not recorded`);
+  }
+  for (const id of obs.revokes) {
+    const ap = await store.transact((tx) => tx.getApproval(SCOPE, id));
+    if (ap?.status !== "revoked") fail("noLostUpdate", `acknowledged revocation of ${id}: approval is ${ap?.status ?? "missing"}`);
+  }
+  for (const [id] of obs.cancels) {
+    const inv = invs.find((i) => i.invocationId === id);
+    if (inv?.status !== "cancelled") fail("noLostUpdate", `acknowledged cancel of ${id}: invocation is ${inv?.status ?? "missing"}`);
+  }
+  for (const id of obs.resolves) {
+    const rec = await store.transact((tx) => tx.getReconciliation(SCOPE, id));
+    if (rec?.status !== "resolved") fail("noLostUpdate", `acknowledged resolution of ${id}: record is ${rec?.status ?? "missing"}`);
+  }
+
+  // journal: sealed and verified in every scope written.
+  const scopes = await store.transact((tx) => tx.unsealedScopes(100));
+  const all = [SCOPE, ...scopes.filter((s) => s.tenantId !== SCOPE.tenantId || s.spaceId !== SCOPE.spaceId)];
+  for (const sc of all) {
+    await sealScopeNow(store, w.crypto, { tenantId: sc.tenantId, spaceId: sc.spaceId });
+    const v = await verifyStoredJournal(store, w.crypto, w.keyring, { tenantId: sc.tenantId, spaceId: sc.spaceId });
+    if (!v.ok) fail("journal", `journal of ${sc.tenantId}/${sc.spaceId} does not verify: ${JSON.stringify(v.problems.slice(0, 3))}`);
+  }
+  const journal = await store.transact((tx) => tx.readJournal(SCOPE, { limit: 100_000 }));
+
+  // budget (item 1): no call under a claim beyond the recovery budget.
+  for (const c of obs.calls) {
+    if (c.attemptCount !== undefined && c.attemptCount > HOST_LIMITS.recoveryMaxAttempts) {
+      fail("budget", `call #${c.n} (${c.compensation ? "compensation" : "step"} ${c.stepIndex} of ${c.invocationId}) under a claim with attemptCount ${c.attemptCount} > ${HOST_LIMITS.recoveryMaxAttempts}`);
+    }
+  }
+
+  // attemptCount (item 2): the stored count is the number of claims observed.
+  for (const inv of invs) {
+    const n = obs.claims.get(inv.invocationId)?.length ?? 0;
+    if (inv.attemptCount !== n) fail("attemptCount", `${inv.invocationId} (${inv.status}) has attemptCount ${inv.attemptCount}, claimed ${n} times`);
+  }
+
+  // versionVanished (item 3): failed never hides a step without a known outcome.
+  for (const inv of invs.filter((i) => i.status === "failed")) {
+    const steps = await store.transact((tx) => tx.getSteps(SCOPE, inv.invocationId));
+    const open = steps.filter((s) => s.status === "started" || s.status === "unknown" || s.status === "handed_off");
+    if (open.length > 0) fail("versionVanished", `${inv.invocationId} ended failed (${inv.lastError ?? ""}) with step(s) ${open.map((s) => `${s.stepIndex}:${s.status}`).join(", ")}`);
+  }
+
+  // cancel (item 4): no call after an accepted cancel; no accepted cancel after a step started.
+  for (const [id, at] of obs.cancels) {
+    const late = obs.calls.filter((c) => c.invocationId === id && c.at >= at);
+    if (late.length > 0) fail("cancel", `${id} was cancelled at ${at}, then called (#${late.map((c) => c.n).join(", #")})`);
+    const steps = await store.transact((tx) => tx.getSteps(SCOPE, id));
+    if (steps.length > 0 || obs.calls.some((c) => c.invocationId === id && !c.compensation)) fail("cancel", `${id} cancel accepted although a step started`);
+  }
+
+  // endedKeepsStatus (item 5): the journal shows no move out of a terminal status.
+  for (const e of journal) {
+    const d = e.data as { from?: string; to?: string } | undefined;
+    if (e.type.startsWith("invocation.") && d?.from !== undefined && TERMINAL.has(d.from as InvocationStatus)) {
+      fail("endedKeepsStatus", `${String(e.refs?.invocationId)} moved ${d.from} -> ${String(d.to)} (journal seq ${e.seq})`);
+    }
+  }
+
+  // breakerFleet (item 6).
+  for (const v of obs.breakerViolations) fail("breakerFleet", v);
+
+  // bareKey (item 7).
+  for (const b of obs.bareAfterDrain) {
+    if (b.reasonCode === "EXECUTION_IN_PROGRESS") fail("bareKey", `bare key ${b.action}/${b.key} interrupted by a crash still answers EXECUTION_IN_PROGRESS after the drain`);
+  }
+
+  // freshDecision (item 8): an attempt that ran was authorised after the key's last failure ended.
+  const attempts = await store.transact((tx) => tx.listAttempts(SCOPE, { limit: 100_000 }));
+  const lastFailed = new Map<string, { endedAt: number; attemptId: string }>();
+  for (const a of attempts) {
+    const key = `${a.action ?? ""}\u0000${a.idempotencyKey ?? ""}`;
+    if (a.state !== "REFUSED" && a.state !== "DUPLICATE" && a.decisionId !== undefined) {
+      const issued = obs.decisions.get(a.decisionId);
+      const prev = lastFailed.get(key);
+      if (issued !== undefined && prev && issued < prev.endedAt) fail("freshDecision", `attempt ${a.attemptId} of ${a.action}/${a.idempotencyKey} ran under decision ${a.decisionId} issued at ${issued}, before attempt ${prev.attemptId} failed at ${prev.endedAt}`);
+    }
+    if (a.state === "FAILED" && a.endedAt !== undefined) lastFailed.set(key, { endedAt: a.endedAt, attemptId: a.attemptId });
+  }
+  return out;
+}
