@@ -67,7 +67,10 @@ export interface Host {
   /** The invocation (sensitive values redacted), or null. */
   get(scope: Scope, invocationId: string): Promise<Invocation | null>;
   list(scope: Scope, filter?: InvocationFilter): Promise<Invocation[]>;
-  /** Cancels an invocation no step of which has started (queued or awaiting approval). */
+  /**
+   * Cancels an invocation no step of which has started (queued, awaiting approval, or running while
+   * its worker still prepares it); STEPS_STARTED once a step started (docs/host.md, Cancellation).
+   */
   cancel(scope: Scope, invocationId: string, by: Actor): Promise<Invocation>;
   reconcile: {
     list(scope: Scope, opts?: ListOptions & { status?: ReconciliationStatus }): Promise<ReconciliationRecord[]>;
@@ -216,11 +219,14 @@ export function createHostCore(options: HostOptions): Host {
       // Locked for the transaction: a claim waits for the cancel (or the cancel sees it running).
       const cur = await tx.getInvocation(scope, invocationId, { forUpdate: true });
       if (!cur) throw new WritError("NOT_FOUND", `no invocation ${invocationId} in this scope`);
-      if (cur.status !== "queued" && cur.status !== "awaiting_approval") {
-        throw new WritError("INVALID_STATE", `invocation ${invocationId} is ${cur.status}: only queued or awaiting_approval invocations can be cancelled`);
+      // A running invocation is cancellable while its worker still prepares it (no step row yet):
+      // the worker rechecks and stops, and its fenced writes are refused (docs/host.md, Cancellation).
+      if (cur.status !== "queued" && cur.status !== "awaiting_approval" && cur.status !== "running") {
+        const started = cur.status === "parked" || cur.status === "reconciliation_required";
+        throw new WritError(started ? "STEPS_STARTED" : "INVALID_STATE", `invocation ${invocationId} is ${cur.status}: only an invocation none of whose steps has started can be cancelled`, { details: { status: cur.status } });
       }
       const steps = await tx.getSteps(scope, invocationId);
-      if (steps.length > 0) throw new WritError("INVALID_STATE", `invocation ${invocationId} has started steps and cannot be cancelled`);
+      if (steps.length > 0) throw new WritError("STEPS_STARTED", `invocation ${invocationId} has started steps (the provider may have acted) and cannot be cancelled`, { details: { status: cur.status, steps: steps.length } });
       return ctx.transition(tx, cur, "cancelled", { reasons: [`cancelled by ${by.type}:${by.id}`] }, { events, data: { by: { type: by.type, id: by.id } } });
       });
     });

@@ -116,6 +116,11 @@ describe("writ CLI end to end", () => {
     const effects = readFileSync(join(ws.dir, ".writ", "provider.jsonl"), "utf8");
     expect(effects).toContain('"ref":"msg_1"');
     const rid = open.items[0]!.reconciliationId;
+    // Its step started (the provider may have acted): too late to cancel, and nothing changes.
+    const [late, lateJson] = await Promise.all([writ(ws.dir, ["cancel", ids.lost!, "--as", "user:alice"]), writ(ws.dir, ["cancel", ids.lost!, "--as", "user:alice", "--json"])]);
+    expect(late.code).toBe(1);
+    expect(late.stderr).toContain("can be cancelled");
+    expect(lateJson.stdout + lateJson.stderr).toContain("STEPS_STARTED");
     const noNote = await writ(ws.dir, ["reconcile", "resolve", rid, "--outcome", "succeeded"]);
     expect(noNote.code).toBe(2);
     expect(noNote.stderr).toContain("needs --note");

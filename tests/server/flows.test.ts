@@ -67,6 +67,16 @@ describe("invocations", () => {
     expect(again.json.error.code).toBe("INVALID_STATE");
   });
 
+  it("refuses with 409 STEPS_STARTED a cancel once a step started", async () => {
+    const id = (await call(rig, "POST", INV, { key: "acme.submit", body: refund(7, { mode: "ambiguous" }) })).json.invocation.invocationId;
+    await rig.work();
+    const got = await call(rig, "GET", `${INV}/${id}`, { key: "acme.submit" });
+    const c = await call(rig, "POST", `${INV}/${id}/cancel`, { key: "acme.submit" });
+    expect(c.status).toBe(409);
+    expect(c.json.error.code).toBe("STEPS_STARTED");
+    expect((await call(rig, "GET", `${INV}/${id}`, { key: "acme.submit" })).json.invocation.status).toBe(got.json.invocation.status);
+  });
+
   it("a policy DENY ends denied", async () => {
     const id = (await call(rig, "POST", INV, { key: "acme.submit", body: refund(-5) })).json.invocation.invocationId;
     await rig.work();
