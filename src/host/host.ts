@@ -14,7 +14,7 @@ import { redactFor } from "../core/redact.js";
 import { sealedStore, type SensitiveMap } from "../core/sealing.js";
 import { readCommitted, type InvocationFilter, type ListOptions } from "../core/store.js";
 import type { ActionDefinition } from "../core/action.js";
-import type { ActionRequest, Actor, Authority, Invocation, Json, ReconciliationRecord, ReconciliationStatus, Scope, Submitter } from "../core/types.js";
+import type { ActionRequest, Actor, Authority, CompletionRecord, Invocation, Json, ReconciliationRecord, ReconciliationStatus, Scope, Submitter } from "../core/types.js";
 import { checkActor } from "../core/validate.js";
 import { createBreakers, type Breakers } from "./breaker.js";
 import { compensationActions } from "./compensation.js";
@@ -24,7 +24,7 @@ import { resolveHostOptions, silentLogger, type HostOptions } from "./options.js
 import { createWorker, type Worker, type WorkerOptions } from "./worker.js";
 import { createApprovals, type Approvals } from "./approvals.js";
 import { authorityCovers, createAuthorities, type Authorities } from "./authorities.js";
-import { complete, completionLockKey, receiveCompletion, sweepOverdue, type CompletionAnswer, type CompletionInput } from "./completions.js";
+import { complete, completionLockKey, listEarlyCompletions, receiveCompletion, sweepEarlyCompletions, sweepOverdue, type CompletionAnswer, type CompletionInput } from "./completions.js";
 import type { PolicyResult } from "../core/policy.js";
 import { webhookSecretBytes, type WebhookHeaders } from "../core/webhook.js";
 
@@ -84,8 +84,13 @@ export interface Host {
   complete(scope: Scope, input: CompletionInput): Promise<CompletionAnswer>;
   /** Verifies a signed completion delivery (Standard Webhooks) and applies it in the secret's scope. */
   receiveCompletion(connector: string, headers: WebhookHeaders, rawBody: string): Promise<CompletionAnswer & { scope: Scope }>;
-  /** Runs the sweeps once: overdue handoffs to reconciliation, expired approvals to denied. */
-  sweep(): Promise<{ overdue: number; approvalsExpired: number }>;
+  /**
+   * Early completions of `scope` whose reference has not matched a parked step (yet), oldest
+   * first, results withheld; `limit` 1-1000 (default 100). docs/completions.md, Early completions.
+   */
+  earlyCompletions(scope: Scope, opts?: { limit?: number }): Promise<CompletionRecord[]>;
+  /** Runs the sweeps once: overdue handoffs to reconciliation, expired approvals to denied, early completions past retention expired. */
+  sweep(): Promise<{ overdue: number; approvalsExpired: number; earlyExpired: number }>;
   /** Dry run: validates and evaluates a request without signing, consuming or executing anything. */
   preview(request: unknown): Promise<Preview>;
   breakers(): ReturnType<Breakers["snapshot"]>;
@@ -132,7 +137,11 @@ export function createHostCore(options: HostOptions): Host {
   for (const s of o.completionSecrets ?? []) for (const secret of s.secrets) webhookSecretBytes(secret);
   const approvals = createApprovals(ctx);
   const authorities = createAuthorities(ctx);
-  const sweep = async (): Promise<{ overdue: number; approvalsExpired: number }> => ({ overdue: await sweepOverdue(ctx), approvalsExpired: await approvals.sweep() });
+  const sweep = async (): Promise<{ overdue: number; approvalsExpired: number; earlyExpired: number }> => ({
+    overdue: await sweepOverdue(ctx),
+    approvalsExpired: await approvals.sweep(),
+    earlyExpired: await sweepEarlyCompletions(ctx),
+  });
 
   /** Validation shared by submit and preview: shape, action, version, params schema, digest. */
   async function validate(input: unknown): Promise<{ req: ActionRequest; action: ActionDefinition<unknown>; digest: string }> {
@@ -339,6 +348,7 @@ export function createHostCore(options: HostOptions): Host {
     authorities,
     complete: (scope, input) => complete(ctx, scope, input),
     receiveCompletion: (connector, headers, body) => receiveCompletion(ctx, o.completionSecrets ?? [], connector, headers, body),
+    earlyCompletions: (scope, opts) => listEarlyCompletions(ctx, scope, opts),
     sweep,
     async preview(input) {
       const { req, digest } = await validate(input);

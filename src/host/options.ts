@@ -66,7 +66,13 @@ export interface HostOptions {
   logger?: Logger;
   /** Secrets that sign completion callbacks, per scope and connector (SPEC 4.7). */
   completionSecrets?: CompletionSecret[];
-  /** How often a worker runs the sweeps (overdue handoffs, expired approvals). @defaultValue 1000 */
+  /**
+   * How long an early completion whose reference never matched a parked step is kept as `early`
+   * (listed for operators, applied if the step parks) before the sweep expires it, journaled
+   * (docs/completions.md, Retention). An integer number of ms, at least 1. @defaultValue 604800000 (7 days)
+   */
+  earlyCompletionRetentionMs?: number;
+  /** How often a worker runs the sweeps (overdue handoffs, expired approvals, early completions). @defaultValue 1000 */
   sweepMs?: number;
   /**
    * The bound between a transition's commit and the seal of its journal entries (docs/journal.md):
@@ -83,6 +89,7 @@ export interface ResolvedHostOptions {
   retry: RetryPolicy;
   breaker: BreakerOptions;
   approvalTtlMs: number;
+  earlyCompletionRetentionMs: number;
   sweepMs: number;
   sealWithinMs: number;
 }
@@ -92,6 +99,12 @@ function num(name: string, v: unknown, dflt: number, min: number, max = Number.M
   if (typeof v !== "number" || !Number.isFinite(v) || v < min || v > max) {
     throw new WritError("INVALID_OPTION", `createHost: ${name} must be a number >= ${min}${max < Number.MAX_SAFE_INTEGER ? ` and <= ${max} (what a timer can hold)` : ""}`);
   }
+  return v;
+}
+
+function integerMs(name: string, v: unknown, dflt: number): number {
+  if (v === undefined) return dflt;
+  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1) throw new WritError("INVALID_OPTION", `createHost: ${name} must be a whole number of milliseconds >= 1`);
   return v;
 }
 
@@ -117,6 +130,7 @@ export function resolveHostOptions(o: HostOptions): ResolvedHostOptions {
       cooldownMs: num("breaker.cooldownMs", o.breaker?.cooldownMs, 30_000, 0, MAX_TIMER_MS),
     },
     approvalTtlMs: num("approvalTtlMs", o.approvalTtlMs, 86_400_000, 1),
+    earlyCompletionRetentionMs: integerMs("earlyCompletionRetentionMs", o.earlyCompletionRetentionMs, 604_800_000),
     sweepMs: num("sweepMs", o.sweepMs, 1000, 1, MAX_TIMER_MS),
     sealWithinMs: checkSealWithinMs("createHost", o.sealWithinMs),
   };
