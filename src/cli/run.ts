@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { errorMessage } from "../core/errors.js";
 import { GLOBAL_OPTIONS, flag, leadingWords, parseFlags, valueFlags, type OptionSpecs } from "./args.js";
 import type { Command } from "./command.js";
-import { approvalsApprove, approvalsDeny, approvalsLs, approvalsRevoke, reconcileLs, reconcileResolve } from "./commands/approvals.js";
+import { approvalsApprove, approvalsDeny, approvalsLs, approvalsRevoke, completionsEarly, reconcileLs, reconcileResolve } from "./commands/approvals.js";
 import { authoritiesCreate, authoritiesLs, authoritiesReinstate, authoritiesRevoke, authoritiesSuspend } from "./commands/authorities.js";
 import { doctor } from "./commands/doctor.js";
 import { cancel, get, ls, submit } from "./commands/invocations.js";
@@ -34,6 +34,7 @@ export const COMMANDS: readonly Command[] = [
   approvalsRevoke,
   reconcileLs,
   reconcileResolve,
+  completionsEarly,
   journalVerify,
   journalExport,
   journalCheckpoint,

@@ -132,6 +132,24 @@ describe("writ CLI end to end", () => {
     expect(twice.stderr).toContain("already resolved");
   });
 
+  it("lists early completions (results withheld); a bad limit is a usage error", async () => {
+    const empty = await writ(ws.dir, ["completions", "early", "--json"]);
+    expect(empty.code).toBe(0);
+    expect(json<{ items: unknown[] }>(empty).items).toEqual([]);
+    const doc = { tenantId: "acme", spaceId: "prod", completionId: "cmp_cli_early", connector: "demo-messages", externalRef: "msg_unmatched", outcome: "success", result: { secret: "s3cr3t" }, contentDigest: "d", disposition: "early", receivedAt: 5, rev: 1 };
+    const db = new Database(join(ws.dir, ".writ", "writ.db"));
+    try {
+      db.prepare("INSERT INTO completions (tenant_id, space_id, connector, completion_id, external_ref, received_at, doc, rev) VALUES ('acme', 'prod', 'demo-messages', 'cmp_cli_early', 'msg_unmatched', 5, ?, 1)").run(JSON.stringify(doc));
+    } finally {
+      db.close();
+    }
+    const [listed, quiet, bad] = await Promise.all([writ(ws.dir, ["completions", "early", "--json"]), writ(ws.dir, ["completions", "early", "-q"]), writ(ws.dir, ["completions", "early", "--limit", "0"])]);
+    expect(json<{ items: Array<{ completionId: string; disposition: string }> }>(listed).items).toEqual([expect.objectContaining({ completionId: "cmp_cli_early", disposition: "early" })]);
+    expect(listed.stdout).not.toContain("s3cr3t");
+    expect(quiet.stdout.trim()).toBe("cmp_cli_early");
+    expect(bad.code).toBe(2);
+  });
+
   it("creates, lists and revokes API keys; the key is printed once and never listed", async () => {
     const [created, badRole] = await Promise.all([writ(ws.dir, ["api-keys", "create", "--name", "ci", "--role", "submit", "--json"]), writ(ws.dir, ["api-keys", "create", "--role", "root"])]);
     expect(created.code).toBe(0);
