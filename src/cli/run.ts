@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { errorMessage } from "../core/errors.js";
 import { GLOBAL_OPTIONS, flag, leadingWords, parseFlags, valueFlags, type OptionSpecs } from "./args.js";
 import type { Command } from "./command.js";
-import { approvalsApprove, approvalsDeny, approvalsLs, approvalsRevoke, reconcileLs, reconcileResolve, reconcileResolveKey } from "./commands/approvals.js";
+import { approvalsApprove, approvalsDeny, approvalsLs, approvalsRevoke, reconcileLs, reconcileResolve, reconcileResolveKey, completionsEarly } from "./commands/approvals.js";
 import { authoritiesCreate, authoritiesLs, authoritiesReinstate, authoritiesRevoke, authoritiesSuspend } from "./commands/authorities.js";
 import { doctor } from "./commands/doctor.js";
 import { cancel, get, ls, submit } from "./commands/invocations.js";
@@ -35,6 +35,7 @@ export const COMMANDS: readonly Command[] = [
   reconcileLs,
   reconcileResolve,
   reconcileResolveKey,
+  completionsEarly,
   journalVerify,
   journalExport,
   journalCheckpoint,

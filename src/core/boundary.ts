@@ -156,6 +156,14 @@ export interface ExecuteOptions {
    * decision, resumes at the vetoed step). The host checks circuit breakers here.
    */
   beforeStep?: (stepIndex: number) => Promise<StepVeto | undefined>;
+  /**
+   * Stops the execution (docs/boundary.md, Aborting an execution): aborted before the first
+   * step's intent is recorded, nothing is written and `ABORTED` is thrown; aborted between steps,
+   * the finished step's outcome is recorded, no further step starts and `ABORTED` is thrown;
+   * aborted during a connector call, the call's `ctx.signal` aborts and the connector decides: a
+   * reply it still gives is recorded, a throw is an unknown outcome (never retried blindly).
+   */
+  signal?: AbortSignal;
 }
 
 /** A recorded attempt, plus for executions the raw outputs of the steps that ran. */
@@ -580,6 +588,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
 
     let go: (Verdict & { kind: "go" }) | null = null;
     let attempt: Attempt | null = null;
+    const stopped = opts.signal;
     for (let round = 0; go === null; round++) {
       if (round >= 5) throw new WritError("STALE", "the key's records kept changing while this execution started");
       const v = decide(seen);
@@ -607,6 +616,8 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
         emit({ type: "attempt.refused", scope, attempt: a });
         return a;
       }
+      // Immediately before dispatch: an aborted caller records no intent and consumes nothing.
+      if (stopped?.aborted) throw abortedError("before its first step");
       const input = beginInputFor(v);
       const r = await tr.begin(scope, input);
       if (r.started) {
@@ -632,7 +643,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
         input = null;
       }
 
-      interpreted ??= await callConnector(connectors.get(step.connector)!, step.operation, {
+      interpreted ??= await callConnector(connectors.get(step.connector)!, step.operation, stopped, {
         request: req,
         operation: step.operation,
         input: input,
@@ -659,6 +670,18 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
       const last = i === action.steps.length - 1;
       const succeededEntry = (): JournalDraft =>
         draft("step.succeeded", [invocationId, i, attemptId], ended, { attemptId, invocationId }, { stepIndex: i, stepName: step.name, externalRef: row.externalRef ?? null, output: redactOutputs({ [step.name]: outputs[step.name]! }) });
+      if (interpreted.kind === "success" && !last && stopped?.aborted) {
+        // Aborted between steps: this step's outcome is recorded, the next one never starts.
+        const done = row;
+        const entry = succeededEntry();
+        await store.transact(async (tx) => {
+          if (fence) await tx.assertLease(scope, fence);
+          await tx.putStep(scope, done, fence);
+          await appendJournal(tx, crypto, scope, [entry]);
+        });
+        emit({ type: "step.settled", scope, attempt: attempt!, stepIndex: i });
+        throw abortedError(`after step ${i} (${step.name})`);
+      }
       // The caller's say before the next step (docs/boundary.md, "Multi-step actions").
       const veto = interpreted.kind === "success" && !last && opts.beforeStep ? await opts.beforeStep(i + 1) : undefined;
       if (interpreted.kind === "success" && !last && veto === undefined) {
@@ -719,21 +742,29 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
   }
 
   /** Calls a connector with a deadline; a late resolution after the timeout is ignored. */
-  async function callConnector(connector: Connector, operation: string, partial: Omit<ConnectorContext, "signal" | "deadline">): Promise<Interpreted> {
+  async function callConnector(connector: Connector, operation: string, stop: AbortSignal | undefined, partial: Omit<ConnectorContext, "signal" | "deadline">): Promise<Interpreted> {
     // The AbortController is made only if the connector reads `signal` (it costs microseconds).
     let controller: AbortController | undefined;
     let aborted = false;
-    const abortReason = (): WritError => new WritError("INVALID_STATE", `execution timeout after ${cfg.timeoutMs} ms`);
+    // Set when the caller's signal (a stopping worker) aborted the call: a throw is then unknown.
+    let stoppedBy: unknown;
+    const abortReason = (): unknown => stoppedBy ?? new WritError("INVALID_STATE", `execution timeout after ${cfg.timeoutMs} ms`);
     const ctx = Object.defineProperty({ ...partial, deadline: clock.now() + cfg.timeoutMs }, "signal", {
       enumerable: true,
       get(): AbortSignal {
         if (!controller) {
           controller = new AbortController();
-          if (aborted) controller.abort(abortReason());
+          if (aborted || stoppedBy !== undefined) controller.abort(abortReason());
         }
         return controller.signal;
       },
     }) as ConnectorContext;
+    const onStop = (): void => {
+      stoppedBy = abortedError("while its connector call was in flight");
+      controller?.abort(stoppedBy);
+    };
+    if (stop?.aborted) onStop();
+    else stop?.addEventListener("abort", onStop, { once: true });
     let cancelTimer: (() => void) | undefined;
     const timedOut = new Promise<Interpreted>((resolveTimeout) => {
       cancelTimer = clock.setTimer(cfg.timeoutMs, () => {
@@ -746,6 +777,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
       const r = await settleReply(() => connector.operations[operation]!(ctx));
       if (r.kind === "threw") {
         if (aborted) return { kind: "timeout", reason: `no reply within ${cfg.timeoutMs} ms` };
+        if (stoppedBy !== undefined) return { kind: "ambiguous", reason: `aborted while in flight (the host stopped): the provider may have acted: ${errorMessage(r.error)}` };
         return { kind: "permanent_failure", reason: `connector threw: ${errorMessage(r.error)}`, thrown: true };
       }
       if (r.kind === "unreadable") return { kind: "ambiguous", reason: `uninterpretable reply: ${r.what}` };
@@ -756,10 +788,15 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
       return aborted ? { kind: "timeout", reason: `no reply within ${cfg.timeoutMs} ms` } : r;
     } finally {
       cancelTimer?.();
+      stop?.removeEventListener("abort", onStop);
     }
   }
 
   return { execute, stepKey, invocationIdFor };
+}
+
+function abortedError(when: string): WritError {
+  return new WritError("ABORTED", `the execution was aborted ${when}; nothing further runs`);
 }
 
 type Settled = { kind: "value"; value: unknown } | { kind: "threw"; error: unknown } | { kind: "unreadable"; what: string };

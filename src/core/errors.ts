@@ -61,6 +61,10 @@ export const ERROR_CODES = [
   "WEBHOOK_TIMESTAMP_STALE",
   "WEBHOOK_REPLAYED",
   "COMPLETION_UNKNOWN_REFERENCE",
+  /** A cancel arrived after a step of the invocation started (docs/host.md, Cancellation). */
+  "STEPS_STARTED",
+  /** The caller's abort signal stopped an execution before its next step (docs/boundary.md). */
+  "ABORTED",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

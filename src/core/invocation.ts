@@ -6,7 +6,8 @@ import type { InvocationStatus } from "./types.js";
 // that is the only way out of succeeded / failed.
 const TRANSITIONS: Record<InvocationStatus, readonly InvocationStatus[]> = {
   queued: ["running", "cancelled", "reconciliation_required"],
-  running: ["succeeded", "failed", "denied", "awaiting_approval", "parked", "reconciliation_required", "queued", "running"],
+  // running -> cancelled: a cancel accepted while the worker still prepares (no step started).
+  running: ["succeeded", "failed", "denied", "awaiting_approval", "parked", "reconciliation_required", "queued", "running", "cancelled"],
   awaiting_approval: ["queued", "denied", "cancelled"],
   parked: ["succeeded", "failed", "queued", "reconciliation_required"],
   reconciliation_required: ["succeeded", "failed", "queued"],

@@ -41,6 +41,8 @@ export type JournalEntryType =
   | "completion.applied"
   | "completion.early"
   | "completion.contradicted"
+  | "completion.evidence"
+  | "completion.expired"
   | "reconciliation.opened"
   | "reconciliation.resolved"
   | "key.resolved"

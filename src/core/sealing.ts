@@ -147,6 +147,11 @@ export function sealedStore(inner: Store, port: DataKeyPort, sensitive: Sensitiv
     };
     const completionAction = (c: CompletionRecord): Promise<string | undefined> =>
       c.invocationId === undefined ? Promise.resolve(undefined) : stepAction({ tenantId: c.tenantId, spaceId: c.spaceId, invocationId: c.invocationId });
+    const openCompletions = async (cs: CompletionRecord[]): Promise<CompletionRecord[]> => {
+      const out: CompletionRecord[] = [];
+      for (const c of cs) out.push(mapCompletion(c, await completionAction(c), sensitive, openAt, port));
+      return out;
+    };
     const overrides: Partial<StoreTx> = {
       // Every argument beyond the ones mapped is passed through (fences, row-lock options).
       insertInvocation: (scope, inv, ...rest: unknown[]) => (note(inv), write(inv, mapInvocation(inv, sensitive.get(inv.action), sealAt, port), (x) => (tx.insertInvocation as (...a: unknown[]) => Promise<void>)(scope, x, ...rest))),
@@ -168,12 +173,8 @@ export function sealedStore(inner: Store, port: DataKeyPort, sensitive: Sensitiv
       },
       insertCompletion: async (scope, c, ...rest: unknown[]) => write(c, mapCompletion(c, await completionAction(c), sensitive, sealAt, port), (x) => (tx.insertCompletion as (...a: unknown[]) => Promise<void>)(scope, x, ...rest)),
       updateCompletion: async (scope, c, ...rest: unknown[]) => write(c, mapCompletion(c, await completionAction(c), sensitive, sealAt, port), (x) => (tx.updateCompletion as (...a: unknown[]) => Promise<void>)(scope, x, ...rest)),
-      listCompletions: async (...a: unknown[]) => {
-        const cs = await (tx.listCompletions as (...x: unknown[]) => Promise<CompletionRecord[]>)(...a);
-        const out: CompletionRecord[] = [];
-        for (const c of cs) out.push(mapCompletion(c, await completionAction(c), sensitive, openAt, port));
-        return out;
-      },
+      listCompletions: async (...a: unknown[]) => openCompletions(await (tx.listCompletions as (...x: unknown[]) => Promise<CompletionRecord[]>)(...a)),
+      listEarlyCompletions: async (...a: unknown[]) => openCompletions(await (tx.listEarlyCompletions as (...x: unknown[]) => Promise<CompletionRecord[]>)(...a)),
     };
     return new Proxy(tx, {
       get(target, prop, receiver) {

@@ -567,6 +567,13 @@ class GuardedTx implements StoreTx {
     nonNegInt(max, "limit");
     return this.#tx.listExpiredPendingApprovals(now, max);
   }
+
+  async listEarlyCompletions(receivedBefore: number, max: number, scope?: Scope): Promise<CompletionRecord[]> {
+    nonNegInt(receivedBefore, "receivedBefore");
+    nonNegInt(max, "limit");
+    if (scope !== undefined) checkStoreScope(scope);
+    return this.#tx.listEarlyCompletions(receivedBefore, max, scope);
+  }
 }
 
 const GUARDED = Symbol.for("writ.store.guarded");

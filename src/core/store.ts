@@ -270,6 +270,12 @@ export interface StoreTx {
   listOverdueParked(now: number, limit: number): Promise<Invocation[]>;
   /** `pending` approvals whose expiresAt <= now, oldest first. */
   listExpiredPendingApprovals(now: number, limit: number): Promise<Approval[]>;
+  /**
+   * Completions still `early` (their reference never matched a parked step) received before
+   * `receivedBefore`, oldest first: in `scope` (operators' list) or, without it, across all scopes
+   * (the retention sweep).
+   */
+  listEarlyCompletions(receivedBefore: number, limit: number, scope?: Scope): Promise<CompletionRecord[]>;
 }
 
 /** Runs read-only `fn` on the store's read path when it has one (`Store.read`), else in a transaction. */

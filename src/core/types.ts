@@ -386,7 +386,11 @@ export interface PolicyVersion {
 
 export const COMPLETION_OUTCOMES = ["success", "failure"] as const;
 export type CompletionOutcome = (typeof COMPLETION_OUTCOMES)[number];
-export const COMPLETION_DISPOSITIONS = ["applied", "early", "duplicate", "contradictory", "late"] as const;
+/**
+ * `evidence`: received for an invocation that had already ended, recorded without changing it;
+ * `expired`: an early completion whose reference never matched within the retention period.
+ */
+export const COMPLETION_DISPOSITIONS = ["applied", "early", "duplicate", "contradictory", "late", "evidence", "expired"] as const;
 export type CompletionDisposition = (typeof COMPLETION_DISPOSITIONS)[number];
 
 /** A completion of a long-running outside operation (docs/completions.md), as received. */
@@ -409,6 +413,8 @@ export interface CompletionRecord {
   receivedAt: number;
   /** For `early` completions: set once applied at parking. */
   appliedAt?: number;
+  /** For `expired` completions: when the retention sweep expired it. */
+  expiredAt?: number;
   /**
    * The row revision, owned by the store: set on insert, moved on by every write; an update is
    * applied only while the stored row still has the rev the writer read (docs/stores.md).

@@ -10,7 +10,7 @@ import { digestOf } from "../core/digest.js";
 import { WritError, errorMessage } from "../core/errors.js";
 import { appendJournal, draft } from "../core/journal.js";
 import { redactFor, type ErrorTextContext } from "../core/redact.js";
-import type { StoreTx } from "../core/store.js";
+import { readCommitted, type StoreTx } from "../core/store.js";
 import { COMPLETION_OUTCOMES, type CompletionDisposition, type CompletionRecord, type Invocation, type Json, type Scope, type StepCheckpoint } from "../core/types.js";
 import { verifyWebhook, webhookSecretBytes, type WebhookHeaders } from "../core/webhook.js";
 import { retryStale, scopeOf, type HostContext } from "./context.js";
@@ -119,8 +119,10 @@ function redactedFor(ctx: HostContext, inv: Invocation | null, step: StepCheckpo
   return out;
 }
 
-function journalCompletion(ctx: HostContext, tx: StoreTx, scope: Scope, c: CompletionRecord, type: "completion.applied" | "completion.early" | "completion.contradicted"): Promise<unknown> {
-  const data: { [k: string]: Json } = { connector: c.connector, externalRef: c.externalRef, outcome: c.outcome, disposition: c.disposition, contentDigest: c.contentDigest };
+type CompletionEntry = "completion.applied" | "completion.early" | "completion.contradicted" | "completion.evidence" | "completion.expired";
+
+function journalCompletion(ctx: HostContext, tx: StoreTx, scope: Scope, c: CompletionRecord, type: CompletionEntry, extra: { [k: string]: Json } = {}): Promise<unknown> {
+  const data: { [k: string]: Json } = { connector: c.connector, externalRef: c.externalRef, outcome: c.outcome, disposition: c.disposition, contentDigest: c.contentDigest, ...extra };
   if (c.result !== undefined) data.result = c.result;
   if (c.error !== undefined) data.error = c.error;
   if (c.evidence !== undefined) data.evidence = c.evidence;
@@ -179,14 +181,16 @@ async function completeIn(ctx: HostContext, tx: StoreTx, scope: Scope, input: Co
   if (step && step.invocationId !== seen?.invocationId) throw new WritError("STALE", `operation ${input.externalRef} was handed off while this completion was applied`);
   const inv = step ? await tx.getInvocation(scope, step.invocationId) : null;
   const prior = await tx.listCompletions(scope, input.connector, input.externalRef);
-  const first = prior.find((c) => c.disposition !== "contradictory");
+  // An expired early completion no longer stands for the reference (docs/completions.md, Retention).
+  const first = prior.find((c) => c.disposition !== "contradictory" && c.disposition !== "expired");
   if (first) {
     if (first.contentDigest === contentDigest) return { disposition: "duplicate", ...(first.invocationId ? { invocationId: first.invocationId } : {}) };
     const rec: CompletionRecord = redactedFor(ctx, inv, step, { ...base, disposition: "contradictory", ...(inv ? { invocationId: inv.invocationId, stepIndex: step!.stepIndex } : {}) });
     await tx.insertCompletion(scope, rec);
     await journalCompletion(ctx, tx, scope, rec, "completion.contradicted");
     events.push({ type: "ExternalOperationContradicted", scope, invocationId: inv?.invocationId ?? "", at: now, data: { connector: rec.connector, externalRef: rec.externalRef, first: first.completionId, second: rec.completionId } });
-    if (inv && inv.status !== "reconciliation_required") {
+    // An ended invocation whose first completion was only evidence keeps its status (see asEvidence).
+    if (inv && inv.status !== "reconciliation_required" && !(ENDED.has(inv.status) && first.disposition === "evidence")) {
       const why = `contradictory completions for ${input.connector} ${input.externalRef}: kept ${first.completionId} (${first.outcome}), received ${rec.completionId} (${rec.outcome})`;
       const next = await toReconciliation(ctx, tx, inv, undefined, step!.stepIndex, "COMPLETION_CONTRADICTED", why, input.externalRef, events);
       return { disposition: "contradictory", invocationId: inv.invocationId, status: next.status };
@@ -205,6 +209,7 @@ async function completeIn(ctx: HostContext, tx: StoreTx, scope: Scope, input: Co
     }
     throw new WritError("COMPLETION_UNKNOWN_REFERENCE", `no operation ${input.externalRef} of ${input.connector} is waiting in this scope; retry later if it was just started`);
   }
+  if (ENDED.has(inv.status)) return asEvidence(ctx, tx, inv, step, base, events);
   const late = inv.status === "reconciliation_required" && inv.overdueAt !== undefined;
   if (step.status !== "handed_off" || (inv.status !== "parked" && !late)) {
     throw new WritError("INVALID_STATE", `operation ${input.externalRef} is no longer waiting for a completion (step ${step.status}, invocation ${inv.status})`);
@@ -214,6 +219,38 @@ async function completeIn(ctx: HostContext, tx: StoreTx, scope: Scope, input: Co
   await journalCompletion(ctx, tx, scope, redactedFor(ctx, inv, step, rec), "completion.applied");
   const next = await apply(ctx, tx, inv, step, rec, late, events);
   return { disposition: rec.disposition, invocationId: inv.invocationId, status: next.status };
+}
+
+/** Statuses an invocation ends in: a completion for one changes nothing but the record. */
+const ENDED: ReadonlySet<Invocation["status"]> = new Set(["succeeded", "failed", "denied", "cancelled"]);
+
+/**
+ * A completion for an invocation that already ended (docs/completions.md, After the end): the
+ * invocation keeps its status; the completion is recorded as evidence and journaled. When it
+ * contradicts what is on record for the step (its settled outcome, or an operator's resolution),
+ * it is recorded as contradictory and `ExternalOperationContradicted` is raised for an operator.
+ */
+async function asEvidence(ctx: HostContext, tx: StoreTx, inv: Invocation, step: StepCheckpoint, base: CompletionRecord, events: HostEvent[]): Promise<CompletionAnswer> {
+  const scope = scopeOf(inv);
+  const resolved = (await tx.listReconciliations(scope, { invocationId: inv.invocationId, status: "resolved" })).filter((r) => r.stepIndex === step.stepIndex && r.resolution);
+  const resolution = resolved[resolved.length - 1]?.resolution;
+  const recorded: "success" | "failure" | null =
+    step.status === "succeeded" ? "success" : step.status === "failed" ? "failure" : resolution ? (resolution.outcome === "succeeded" ? "success" : "failure") : null;
+  const contradicts = recorded !== null && recorded !== base.outcome;
+  const rec: CompletionRecord = redactedFor(ctx, inv, step, { ...base, disposition: contradicts ? "contradictory" : "evidence", invocationId: inv.invocationId, stepIndex: step.stepIndex });
+  await tx.insertCompletion(scope, rec);
+  await journalCompletion(ctx, tx, scope, rec, contradicts ? "completion.contradicted" : "completion.evidence", { invocationStatus: inv.status, recorded, ...(resolution ? { resolvedBy: { ...resolution.by } } : {}) });
+  if (contradicts) {
+    events.push({
+      type: "ExternalOperationContradicted",
+      scope,
+      invocationId: inv.invocationId,
+      at: base.receivedAt,
+      status: inv.status,
+      data: { connector: rec.connector, externalRef: rec.externalRef, received: rec.completionId, outcome: rec.outcome, recorded, ...(resolution ? { resolvedBy: { ...resolution.by } } : {}) },
+    });
+  }
+  return { disposition: rec.disposition, invocationId: inv.invocationId, status: inv.status };
 }
 
 async function inFlightCall(tx: StoreTx, scope: Scope, connector: string): Promise<boolean> {
@@ -230,7 +267,7 @@ async function inFlightCall(tx: StoreTx, scope: Scope, connector: string): Promi
 export async function applyEarlyCompletions(ctx: HostContext, tx: StoreTx, parked: Invocation, step: StepCheckpoint, events: HostEvent[]): Promise<Invocation> {
   if (!step.connector || !step.externalRef) return parked;
   const scope = scopeOf(parked);
-  const early = await tx.listCompletions(scope, step.connector, step.externalRef);
+  const early = (await tx.listCompletions(scope, step.connector, step.externalRef)).filter((c) => c.disposition === "early");
   if (early.length === 0) return parked;
   const first = early[0]!;
   if (early.some((c) => c.contentDigest !== first.contentDigest)) {
@@ -267,6 +304,49 @@ export async function sweepOverdue(ctx: HostContext, limit = 100): Promise<numbe
     if (moved) n++;
   }
   return n;
+}
+
+/**
+ * Sweep: early completions whose reference never matched within `earlyCompletionRetentionMs` are
+ * expired (disposition `expired`, `completion.expired` journaled), each under its completion lock,
+ * re-read so one applied or expired meanwhile is left alone (docs/completions.md, Retention).
+ */
+export async function sweepEarlyCompletions(ctx: HostContext, limit = 100): Promise<number> {
+  const { o } = ctx;
+  const before = o.clock.now() - ctx.r.earlyCompletionRetentionMs;
+  if (before <= 0) return 0;
+  const due = await readCommitted(o.store, (tx) => tx.listEarlyCompletions(before, limit));
+  let n = 0;
+  for (const d of due) {
+    const scope = scopeOf(d);
+    const expired = await retryStale(() =>
+      o.store.transact(async (tx) => {
+        await tx.lock(scope, [completionLockKey(d.connector, d.externalRef)]);
+        const cur = (await tx.listCompletions(scope, d.connector, d.externalRef)).find((c) => c.completionId === d.completionId);
+        if (!cur || cur.disposition !== "early" || cur.receivedAt >= before) return false;
+        const now = o.clock.now();
+        const next: CompletionRecord = { ...cur, disposition: "expired", expiredAt: now };
+        await tx.updateCompletion(scope, next);
+        // Like at arrival, the journal gets the content digest, not the result (its sensitivity is unknown).
+        const { result: _unknownSensitivity, ...entry } = redactedFor(ctx, null, null, next);
+        await journalCompletion(ctx, tx, scope, { ...entry, receivedAt: now }, "completion.expired", { receivedAt: cur.receivedAt, retentionMs: ctx.r.earlyCompletionRetentionMs });
+        return true;
+      }),
+    );
+    if (expired) n++;
+  }
+  return n;
+}
+
+/** Early completions of `scope` still waiting for their reference, oldest first, without results (their sensitivity is unknown). */
+export async function listEarlyCompletions(ctx: HostContext, scope: Scope, opts: { limit?: number } = {}): Promise<CompletionRecord[]> {
+  const limit = opts.limit ?? 100;
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1000) throw new WritError("INVALID_ARGUMENT", "limit must be an integer from 1 to 1000");
+  const rows = await readCommitted(ctx.o.store, (tx) => tx.listEarlyCompletions(Number.MAX_SAFE_INTEGER, limit, scope));
+  return rows.map((c) => {
+    const { result: _withheld, ...out } = redactedFor(ctx, null, null, c);
+    return out;
+  });
 }
 
 /**

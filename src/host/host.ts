@@ -14,7 +14,7 @@ import { redactFor } from "../core/redact.js";
 import { sealedStore, type SensitiveMap } from "../core/sealing.js";
 import { readCommitted, type InvocationFilter, type ListOptions } from "../core/store.js";
 import type { ActionDefinition } from "../core/action.js";
-import type { ActionRequest, Actor, Authority, Invocation, Json, ReconciliationRecord, ReconciliationStatus, Scope, Submitter } from "../core/types.js";
+import type { ActionRequest, Actor, Authority, CompletionRecord, Invocation, Json, ReconciliationRecord, ReconciliationStatus, Scope, Submitter } from "../core/types.js";
 import { checkActor } from "../core/validate.js";
 import { createBreakers, type BreakerView } from "./breaker.js";
 import { compensationActions } from "./compensation.js";
@@ -25,7 +25,7 @@ import { createWorker, type Worker, type WorkerOptions } from "./worker.js";
 import { createApprovals, type Approvals } from "./approvals.js";
 import { checkResolveInput, resolvedStep, resolveKey, type KeyRef, type KeyResolution, type ResolveInput } from "./key-resolution.js";
 import { authorityCovers, createAuthorities, type Authorities } from "./authorities.js";
-import { complete, completionLockKey, receiveCompletion, sweepOverdue, type CompletionAnswer, type CompletionInput } from "./completions.js";
+import { complete, completionLockKey, listEarlyCompletions, receiveCompletion, sweepEarlyCompletions, sweepOverdue, type CompletionAnswer, type CompletionInput } from "./completions.js";
 import type { PolicyResult } from "../core/policy.js";
 import { webhookSecretBytes, type WebhookHeaders } from "../core/webhook.js";
 
@@ -63,7 +63,10 @@ export interface Host {
   /** The invocation (sensitive values redacted), or null. */
   get(scope: Scope, invocationId: string): Promise<Invocation | null>;
   list(scope: Scope, filter?: InvocationFilter): Promise<Invocation[]>;
-  /** Cancels an invocation no step of which has started (queued or awaiting approval). */
+  /**
+   * Cancels an invocation no step of which has started (queued, awaiting approval, or running while
+   * its worker still prepares it); STEPS_STARTED once a step started (docs/host.md, Cancellation).
+   */
   cancel(scope: Scope, invocationId: string, by: Actor): Promise<Invocation>;
   reconcile: {
     list(scope: Scope, opts?: ListOptions & { status?: ReconciliationStatus }): Promise<ReconciliationRecord[]>;
@@ -82,8 +85,13 @@ export interface Host {
   complete(scope: Scope, input: CompletionInput): Promise<CompletionAnswer>;
   /** Verifies a signed completion delivery (Standard Webhooks) and applies it in the secret's scope. */
   receiveCompletion(connector: string, headers: WebhookHeaders, rawBody: string): Promise<CompletionAnswer & { scope: Scope }>;
-  /** Runs the sweeps once: overdue handoffs to reconciliation, expired approvals to denied. */
-  sweep(): Promise<{ overdue: number; approvalsExpired: number }>;
+  /**
+   * Early completions of `scope` whose reference has not matched a parked step (yet), oldest
+   * first, results withheld; `limit` 1-1000 (default 100). docs/completions.md, Early completions.
+   */
+  earlyCompletions(scope: Scope, opts?: { limit?: number }): Promise<CompletionRecord[]>;
+  /** Runs the sweeps once: overdue handoffs to reconciliation, expired approvals to denied, early completions past retention expired. */
+  sweep(): Promise<{ overdue: number; approvalsExpired: number; earlyExpired: number }>;
   /** Dry run: validates and evaluates a request without signing, consuming or executing anything. */
   preview(request: unknown): Promise<Preview>;
   /** The scope's circuit breakers as the store holds them (shared by every worker; docs/host.md). */
@@ -132,7 +140,11 @@ export function createHostCore(options: HostOptions): Host {
   for (const s of o.completionSecrets ?? []) for (const secret of s.secrets) webhookSecretBytes(secret);
   const approvals = createApprovals(ctx);
   const authorities = createAuthorities(ctx);
-  const sweep = async (): Promise<{ overdue: number; approvalsExpired: number }> => ({ overdue: await sweepOverdue(ctx), approvalsExpired: await approvals.sweep() });
+  const sweep = async (): Promise<{ overdue: number; approvalsExpired: number; earlyExpired: number }> => ({
+    overdue: await sweepOverdue(ctx),
+    approvalsExpired: await approvals.sweep(),
+    earlyExpired: await sweepEarlyCompletions(ctx),
+  });
 
   /** Validation shared by submit and preview: shape, action, version, params schema, digest. */
   async function validate(input: unknown): Promise<{ req: ActionRequest; action: ActionDefinition<unknown>; digest: string }> {
@@ -219,11 +231,14 @@ export function createHostCore(options: HostOptions): Host {
       // Locked for the transaction: a claim waits for the cancel (or the cancel sees it running).
       const cur = await tx.getInvocation(scope, invocationId, { forUpdate: true });
       if (!cur) throw new WritError("NOT_FOUND", `no invocation ${invocationId} in this scope`);
-      if (cur.status !== "queued" && cur.status !== "awaiting_approval") {
-        throw new WritError("INVALID_STATE", `invocation ${invocationId} is ${cur.status}: only queued or awaiting_approval invocations can be cancelled`);
+      // A running invocation is cancellable while its worker still prepares it (no step row yet):
+      // the worker rechecks and stops, and its fenced writes are refused (docs/host.md, Cancellation).
+      if (cur.status !== "queued" && cur.status !== "awaiting_approval" && cur.status !== "running") {
+        const started = cur.status === "parked" || cur.status === "reconciliation_required";
+        throw new WritError(started ? "STEPS_STARTED" : "INVALID_STATE", `invocation ${invocationId} is ${cur.status}: only an invocation none of whose steps has started can be cancelled`, { details: { status: cur.status } });
       }
       const steps = await tx.getSteps(scope, invocationId);
-      if (steps.length > 0) throw new WritError("INVALID_STATE", `invocation ${invocationId} has started steps and cannot be cancelled`);
+      if (steps.length > 0) throw new WritError("STEPS_STARTED", `invocation ${invocationId} has started steps (the provider may have acted) and cannot be cancelled`, { details: { status: cur.status, steps: steps.length } });
       return ctx.transition(tx, cur, "cancelled", { reasons: [`cancelled by ${by.type}:${by.id}`] }, { events, data: { by: { type: by.type, id: by.id } } });
       });
     });
@@ -326,6 +341,7 @@ export function createHostCore(options: HostOptions): Host {
     authorities,
     complete: (scope, input) => complete(ctx, scope, input),
     receiveCompletion: (connector, headers, body) => receiveCompletion(ctx, o.completionSecrets ?? [], connector, headers, body),
+    earlyCompletions: (scope, opts) => listEarlyCompletions(ctx, scope, opts),
     sweep,
     async preview(input) {
       const { req, digest } = await validate(input);

@@ -84,7 +84,13 @@ export interface HostOptions {
   logger?: Logger;
   /** Secrets that sign completion callbacks, per scope and connector (docs/completions.md). */
   completionSecrets?: CompletionSecret[];
-  /** How often a worker runs the sweeps (overdue handoffs, expired approvals). @defaultValue 1000 */
+  /**
+   * How long an early completion whose reference never matched a parked step is kept as `early`
+   * (listed for operators, applied if the step parks) before the sweep expires it, journaled
+   * (docs/completions.md, Retention). An integer number of ms, at least 1. @defaultValue 604800000 (7 days)
+   */
+  earlyCompletionRetentionMs?: number;
+  /** How often a worker runs the sweeps (overdue handoffs, expired approvals, early completions). @defaultValue 1000 */
   sweepMs?: number;
   /**
    * The bound between a transition's commit and the seal of its journal entries (docs/journal.md):
@@ -102,6 +108,7 @@ export interface ResolvedHostOptions {
   retry: RetryPolicy;
   breaker: BreakerOptions;
   approvalTtlMs: number;
+  earlyCompletionRetentionMs: number;
   sweepMs: number;
   sealWithinMs: number;
 }
@@ -140,6 +147,12 @@ function recoveryBudget(o: HostOptions, hostRetryMax: number): number {
   return v;
 }
 
+function integerMs(name: string, v: unknown, dflt: number): number {
+  if (v === undefined) return dflt;
+  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1) throw new WritError("INVALID_OPTION", `createHost: ${name} must be a whole number of milliseconds >= 1`);
+  return v;
+}
+
 export function resolveHostOptions(o: HostOptions): ResolvedHostOptions {
   if (typeof o !== "object" || o === null) throw new WritError("INVALID_OPTION", "createHost needs an options object");
   for (const k of ["store", "policy", "signingKey", "clock", "crypto", "random"] as const) {
@@ -162,6 +175,7 @@ export function resolveHostOptions(o: HostOptions): ResolvedHostOptions {
     },
     breaker: breakerOptions(o.breaker, timeoutMs),
     approvalTtlMs: num("approvalTtlMs", o.approvalTtlMs, 86_400_000, 1),
+    earlyCompletionRetentionMs: integerMs("earlyCompletionRetentionMs", o.earlyCompletionRetentionMs, 604_800_000),
     sweepMs: num("sweepMs", o.sweepMs, 1000, 1, MAX_TIMER_MS),
     sealWithinMs: checkSealWithinMs("createHost", o.sealWithinMs),
   };

@@ -11,7 +11,7 @@ import { computeRequestDigest } from "../core/digest.js";
 import { LeaseLostError, errorMessage, isWritError } from "../core/errors.js";
 import { backoffDelay } from "../core/invocation.js";
 import { appendJournal, draft } from "../core/journal.js";
-import type { StoreTx } from "../core/store.js";
+import { readCommitted, type StoreTx } from "../core/store.js";
 import { transitionsOf } from "../core/transitions.js";
 import type { Approval, AttemptRecord, Fence, Invocation, InvocationStatus, Json } from "../core/types.js";
 import { approvalLockKey } from "./approvals.js";
@@ -104,6 +104,9 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
     authorityRef: inv.request.authorityRef,
     ...(inv.approvalId ? { approvalId: inv.approvalId } : {}),
   });
+  // Cancellation is rechecked after each asynchronous preparation step (docs/host.md, Cancellation).
+  const stop = await interrupted(ctx, inv, fence, signal);
+  if (stop) return stop;
   const rows = stepsByIndex(steps);
   let doneSteps = 0;
   while (rows.get(doneSteps)?.status === "succeeded") doneSteps++;
@@ -140,6 +143,8 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
 
   // Evaluate (a fresh decision every time: first run, retry, or recovery).
   const verdict = await o.policy.evaluate({ request: inv.request, authority, approval: approval?.status === "approved" ? approval : null });
+  const afterPolicy = await interrupted(ctx, inv, fence, signal);
+  if (afterPolicy) return afterPolicy;
   const partially = doneSteps > 0;
   if (verdict.result === "DENY") {
     if (partially) {
@@ -172,6 +177,7 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
     invocationId: inv.invocationId,
     known: { steps, authority, approval },
     beforeStep: (i) => beforeStep(ctx, breakers, action, i),
+    signal,
     settle: (info) => {
       const { next: planned, within, breaker, ...plan } = planSettlement(ctx, inv, action, info, events);
       settled = planned;
@@ -190,6 +196,22 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
   }
   if (s) return s.status;
   return afterUnsettled(ctx, inv, fence, attempt, doneSteps, events, flush);
+}
+
+/**
+ * Whether this worker must stop preparing: the worker is stopping (its signal aborted), or the
+ * invocation is no longer running under this lease (an operator cancelled it, or the lease moved
+ * on). One committed read; the fenced begin of the boundary is the last word (docs/host.md).
+ */
+async function interrupted(ctx: HostContext, inv: Invocation, fence: Fence, signal: AbortSignal): Promise<ProcessResult | null> {
+  if (signal.aborted) return "abandoned";
+  const cur = await readCommitted(ctx.o.store, (tx) => tx.getInvocation(scopeOf(inv), inv.invocationId));
+  if (cur?.status === "cancelled") {
+    ctx.log.info({ invocationId: inv.invocationId }, "cancelled while being prepared: stopping before any connector call");
+    return "cancelled";
+  }
+  if (!cur || cur.status !== "running" || cur.leaseOwner !== fence.owner || cur.leaseToken !== fence.token) return "lease_lost";
+  return null;
 }
 
 /** The attempt ended without a settlement hook (refused or duplicate): no effect happened now. */

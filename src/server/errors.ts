@@ -54,6 +54,8 @@ export const STATUS_OF: Readonly<Record<ApiErrorCode, number>> = {
   CONFLICT: 409,
   INVALID_STATE: 409,
   LEASE_LOST: 409,
+  // Too late to cancel: a step started (the provider may have acted).
+  STEPS_STARTED: 409,
   // A concurrent writer changed the record first (the host retries these; one that reaches here lost every retry).
   STALE: 409,
   WEBHOOK_REPLAYED: 409,
@@ -73,6 +75,8 @@ export const STATUS_OF: Readonly<Record<ApiErrorCode, number>> = {
   LOCK_ORDER: 500,
   STORE_ERROR: 503,
   STORE_CLOSED: 503,
+  // The process is stopping; the work is resumed by recovery.
+  ABORTED: 503,
   SERVICE_UNAVAILABLE: 503,
 };
 

@@ -400,6 +400,27 @@ export const CompletionAnswer = named(
   }),
 );
 
+export const EarlyCompletion = named(
+  "EarlyCompletion",
+  z.object({
+    tenantId: z.string(),
+    spaceId: z.string(),
+    completionId: z.string(),
+    connector: z.string(),
+    externalRef: z.string(),
+    outcome: z.enum(["success", "failure"]),
+    error: z.string().optional(),
+    evidence: JsonValue.optional(),
+    contentDigest: z.string(),
+    disposition: z.enum(COMPLETION_DISPOSITIONS),
+    receivedAt: Millis,
+    rev: z.number().int().nonnegative().optional(),
+  }),
+  "a completion kept as early: its reference has not matched a parked step (yet); its result is withheld (its sensitivity is unknown)",
+);
+export const EarlyCompletionList = named("EarlyCompletionList", z.object({ items: z.array(EarlyCompletion), retentionMs: z.number().int().describe("how long an early completion is kept before the sweep expires it") }));
+export const EarlyCompletionListQuery = z.strictObject({ limit: queryInt(1, 1000).optional().describe("page size, 1-1000 (default 100)") });
+
 // System ----------------------------------------------------------------------------------------
 
 export const Jwks = named(

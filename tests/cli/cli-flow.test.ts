@@ -116,6 +116,11 @@ describe("writ CLI end to end", () => {
     const effects = readFileSync(join(ws.dir, ".writ", "provider.jsonl"), "utf8");
     expect(effects).toContain('"ref":"msg_1"');
     const rid = open.items[0]!.reconciliationId;
+    // Its step started (the provider may have acted): too late to cancel, and nothing changes.
+    const [late, lateJson] = await Promise.all([writ(ws.dir, ["cancel", ids.lost!, "--as", "user:alice"]), writ(ws.dir, ["cancel", ids.lost!, "--as", "user:alice", "--json"])]);
+    expect(late.code).toBe(1);
+    expect(late.stderr).toContain("can be cancelled");
+    expect(lateJson.stdout + lateJson.stderr).toContain("STEPS_STARTED");
     const noNote = await writ(ws.dir, ["reconcile", "resolve", rid, "--outcome", "succeeded"]);
     expect(noNote.code).toBe(2);
     expect(noNote.stderr).toContain("needs --note");
@@ -125,6 +130,24 @@ describe("writ CLI end to end", () => {
     const twice = await writ(ws.dir, ["reconcile", "resolve", rid, "--outcome", "failed", "--note", "again"]);
     expect(twice.code).toBe(1);
     expect(twice.stderr).toContain("already resolved");
+  });
+
+  it("lists early completions (results withheld); a bad limit is a usage error", async () => {
+    const empty = await writ(ws.dir, ["completions", "early", "--json"]);
+    expect(empty.code).toBe(0);
+    expect(json<{ items: unknown[] }>(empty).items).toEqual([]);
+    const doc = { tenantId: "acme", spaceId: "prod", completionId: "cmp_cli_early", connector: "demo-messages", externalRef: "msg_unmatched", outcome: "success", result: { secret: "s3cr3t" }, contentDigest: "d", disposition: "early", receivedAt: 5, rev: 1 };
+    const db = new Database(join(ws.dir, ".writ", "writ.db"));
+    try {
+      db.prepare("INSERT INTO completions (tenant_id, space_id, connector, completion_id, external_ref, received_at, doc, rev) VALUES ('acme', 'prod', 'demo-messages', 'cmp_cli_early', 'msg_unmatched', 5, ?, 1)").run(JSON.stringify(doc));
+    } finally {
+      db.close();
+    }
+    const [listed, quiet, bad] = await Promise.all([writ(ws.dir, ["completions", "early", "--json"]), writ(ws.dir, ["completions", "early", "-q"]), writ(ws.dir, ["completions", "early", "--limit", "0"])]);
+    expect(json<{ items: Array<{ completionId: string; disposition: string }> }>(listed).items).toEqual([expect.objectContaining({ completionId: "cmp_cli_early", disposition: "early" })]);
+    expect(listed.stdout).not.toContain("s3cr3t");
+    expect(quiet.stdout.trim()).toBe("cmp_cli_early");
+    expect(bad.code).toBe(2);
   });
 
   it("creates, lists and revokes API keys; the key is printed once and never listed", async () => {

@@ -62,7 +62,7 @@ for (const factory of allStoreFactories()) {
       const b = await bench();
       const { invocationId, approvalId } = await parked(b);
       b.clock.advance(86_400_000 + 1);
-      expect(await b.host.sweep()).toEqual({ overdue: 0, approvalsExpired: 1 });
+      expect(await b.host.sweep()).toEqual({ overdue: 0, approvalsExpired: 1, earlyExpired: 0 });
       expect((await b.host.approvals.get(b.scope, approvalId))?.status).toBe("expired");
       expect((await b.host.get(b.scope, invocationId))?.status).toBe("denied");
       await expect(b.host.approvals.approve(b.scope, approvalId, approver("alice"))).rejects.toMatchObject({ code: "INVALID_STATE" });

@@ -142,13 +142,13 @@ for (const factory of allStoreFactories()) {
       const b = await bench();
       const { invocationId, ref } = await park(b);
       b.clock.advance(60_001);
-      expect(await b.host.sweep()).toEqual({ overdue: 1, approvalsExpired: 0 });
+      expect(await b.host.sweep()).toEqual({ overdue: 1, approvalsExpired: 0, earlyExpired: 0 });
       const overdue = await b.host.get(b.scope, invocationId);
       expect(overdue?.status).toBe("reconciliation_required");
       expect(overdue?.overdueAt).toBe(b.clock.now());
       const [rec] = await b.host.reconcile.list(b.scope, { status: "open" });
       expect(rec).toMatchObject({ reasonCode: "COMPLETION_OVERDUE", externalRef: ref });
-      expect(await b.host.sweep()).toEqual({ overdue: 0, approvalsExpired: 0 });
+      expect(await b.host.sweep()).toEqual({ overdue: 0, approvalsExpired: 0, earlyExpired: 0 });
       const r = await b.host.complete(b.scope, { connector: "c", externalRef: ref, outcome: "success", result: { late: true } });
       expect(r).toMatchObject({ disposition: "late", status: "succeeded" });
       expect(await b.host.reconcile.list(b.scope, { status: "open" })).toEqual([]);

@@ -67,6 +67,31 @@ describe("invocations", () => {
     expect(again.json.error.code).toBe("INVALID_STATE");
   });
 
+  it("refuses with 409 STEPS_STARTED a cancel once a step started", async () => {
+    const id = (await call(rig, "POST", INV, { key: "acme.submit", body: refund(7, { mode: "ambiguous" }) })).json.invocation.invocationId;
+    await rig.work();
+    const got = await call(rig, "GET", `${INV}/${id}`, { key: "acme.submit" });
+    const c = await call(rig, "POST", `${INV}/${id}/cancel`, { key: "acme.submit" });
+    expect(c.status).toBe(409);
+    expect(c.json.error.code).toBe("STEPS_STARTED");
+    expect((await call(rig, "GET", `${INV}/${id}`, { key: "acme.submit" })).json.invocation.status).toBe(got.json.invocation.status);
+  });
+
+  it("lists early completions for operators (results withheld); bad input and other roles refused", async () => {
+    const scope = { tenantId: "acme", spaceId: "prod" };
+    const rec = { ...scope, completionId: "cmp_http_early", connector: "deployer", externalRef: "dep-unmatched", outcome: "success" as const, result: { secret: "s3cr3t" }, contentDigest: "d", disposition: "early" as const, receivedAt: 1 };
+    await rig.runtime.store.transact((tx) => tx.insertCompletion(scope, rec));
+    const r = await call(rig, "GET", "/v1/spaces/prod/completions/early?limit=10", { key: "acme.operate" });
+    expect(r.status).toBe(200);
+    expect(r.json.items).toEqual([expect.objectContaining({ completionId: "cmp_http_early", externalRef: "dep-unmatched", disposition: "early" })]);
+    expect(r.text).not.toContain("s3cr3t");
+    expect(r.json.retentionMs).toBe(604_800_000);
+    expect((await call(rig, "GET", "/v1/spaces/prod/completions/early?limit=0", { key: "acme.operate" })).status).toBe(400);
+    expect((await call(rig, "GET", "/v1/spaces/prod/completions/early?x=1", { key: "acme.operate" })).status).toBe(400);
+    expect((await call(rig, "GET", "/v1/spaces/prod/completions/early", { key: "acme.submit" })).status).toBe(403);
+    expect((await call(rig, "GET", "/v1/spaces/prod/completions/early", { key: "globex.operate" })).json.items ?? []).toEqual([]);
+  });
+
   it("a policy DENY ends denied", async () => {
     const id = (await call(rig, "POST", INV, { key: "acme.submit", body: refund(-5) })).json.invocation.invocationId;
     await rig.work();

@@ -1,4 +1,4 @@
-/** `writ approvals ls|approve|deny|revoke` and `writ reconcile ls|resolve|resolve-key`: the operator's queues. */
+/** `writ approvals ls|approve|deny|revoke`, `writ reconcile ls|resolve|resolve-key` and `writ completions early`: the operator's queues. */
 import { APPROVAL_STATUSES, RECONCILIATION_STATUSES, type Approval, type ReconciliationRecord } from "../../core/types.js";
 import { intFlag, list, oneOf, required, str } from "../args.js";
 import { AS_OPTION, LIMIT_OPTION, QUIET_OPTION, printList, type Command } from "../command.js";
@@ -142,6 +142,28 @@ function verdictOf(ctx: CliContext, where: string): ResolveInput {
   const externalRef = str(ctx.values, "external-ref");
   return { outcome, note, by: ctx.operator(), ...(externalRef !== undefined ? { externalRef } : {}) };
 }
+
+export const completionsEarly: Command = {
+  name: "completions early",
+  summary: "list early completions whose reference has not matched a parked step (oldest first)",
+  options: { ...LIMIT_OPTION, ...QUIET_OPTION },
+  details: "Results are withheld. An early completion is applied when its step parks, or expired (journaled) by the sweep after the host's earlyCompletionRetentionMs (default 7 days).",
+  async run(ctx) {
+    const limit = intFlag(ctx.values, "limit") ?? 50;
+    const rt = await ctx.runtime();
+    const items = await rt.host.earlyCompletions(await ctx.scope(), { limit });
+    printList(ctx, { items }, items, (c) => c.completionId, () =>
+      ctx.out.table(items, [
+        { header: "completion", value: (c) => c.completionId },
+        { header: "connector", value: (c) => c.connector },
+        { header: "reference", value: (c) => brief(c.externalRef, 40) },
+        { header: "outcome", value: (c) => c.outcome },
+        { header: "received", value: (c) => time(c.receivedAt) },
+      ]),
+    );
+    if (items.length === 0) await ctx.explainEmpty("early completions");
+  },
+};
 
 export const reconcileResolve: Command = {
   name: "reconcile resolve",

@@ -6,7 +6,7 @@
 import { isWritError } from "../../core/errors.js";
 import type { ServerContext } from "../context.js";
 import { defineRoute, type Route } from "../registry.js";
-import { CompletionAnswer, CompletionBody, ConnectorPath, ErrorBody } from "../schemas.js";
+import { CompletionAnswer, CompletionBody, ConnectorPath, EarlyCompletionList, EarlyCompletionListQuery, ErrorBody, SpacePath } from "../schemas.js";
 
 export function completionRoutes(s: ServerContext): Route[] {
   const { host } = s.runtime;
@@ -36,6 +36,23 @@ export function completionRoutes(s: ServerContext): Route[] {
           if (isWritError(e, "WEBHOOK_REPLAYED")) return { status: 200, body: { disposition: "duplicate", deliveryReplayed: true } };
           throw e;
         }
+      },
+    }),
+    defineRoute({
+      method: "get",
+      path: "/v1/spaces/{spaceId}/completions/early",
+      operationId: "listEarlyCompletions",
+      tag: "completions",
+      summary: "List early completions whose reference has not matched a parked step",
+      description:
+        "Oldest first. A completion stays early until its step parks (it is then applied) or the retention period (`earlyCompletionRetentionMs`) passes (the sweep then expires it, journaled). Results are withheld.",
+      access: { kind: "key", roles: ["operate"] },
+      params: SpacePath,
+      query: EarlyCompletionListQuery,
+      responses: { 200: { description: "early completions", schema: EarlyCompletionList } },
+      async handle({ caller, query }) {
+        const items = await host.earlyCompletions(caller.scope, { limit: query.limit ?? 100 });
+        return { status: 200, body: { items, retentionMs: host.context.r.earlyCompletionRetentionMs } };
       },
     }),
   ];

@@ -71,12 +71,12 @@ export function invocationRoutes(s: ServerContext): Route[] {
       operationId: "cancelInvocation",
       tag: "invocations",
       summary: "Cancel an invocation no step of which has started",
-      description: "Only queued or awaiting_approval invocations without started steps; otherwise 409 INVALID_STATE. Journaled with the API key as the actor.",
+      description: "Queued, awaiting_approval, or running while its worker still prepares it (no step started); a worker preparing it stops before any connector call. 409 STEPS_STARTED once a step started, 409 INVALID_STATE once it ended. Journaled with the API key as the actor.",
       access: { kind: "key", roles: ["submit", "operate"] },
       params: InvocationPath,
       responses: {
         200: { description: "cancelled", schema: InvocationAnswer },
-        409: { description: "INVALID_STATE: too late to cancel", schema: ErrorBody },
+        409: { description: "STEPS_STARTED: a step started, too late to cancel; INVALID_STATE: the invocation already ended", schema: ErrorBody },
       },
       async handle({ caller, params }) {
         const inv = await host.cancel(caller.scope, params.invocationId, caller.actor);

@@ -195,4 +195,31 @@ export const extraCases: StoreConformanceCase[] = [
       });
     },
   },
+  {
+    // Invariant: the early-completion query finds exactly the completions still `early` received
+    // before the bound, oldest first, in one scope or across all (docs/completions.md, Retention).
+    name: "sweeps: early completions by age, in one scope or across scopes",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const s1 = newScope();
+        const s2 = newScope();
+        const base = 2_000;
+        const old1 = completion(s1, { externalRef: uid("op"), disposition: "early", receivedAt: base + 2 });
+        const old2 = completion(s2, { externalRef: uid("op"), disposition: "early", receivedAt: base + 1 });
+        const young = completion(s1, { externalRef: uid("op"), disposition: "early", receivedAt: base + 1_000_000 });
+        const applied = completion(s1, { externalRef: uid("op"), disposition: "applied", receivedAt: base });
+        await store.transact(async (tx) => {
+          for (const c of [old1, old2, young, applied]) await tx.insertCompletion({ tenantId: c.tenantId, spaceId: c.spaceId }, c);
+        });
+        const mine = new Set([old1, old2, young, applied].map((c) => c.completionId));
+        const all = (await store.transact((tx) => tx.listEarlyCompletions(base + 100, 1000))).filter((c) => mine.has(c.completionId));
+        assert.deepStrictEqual(all.map((c) => c.completionId), [old2.completionId, old1.completionId]);
+        const inS1 = await store.transact((tx) => tx.listEarlyCompletions(Number.MAX_SAFE_INTEGER, 1000, s1));
+        assert.deepStrictEqual(inS1.map((c) => c.completionId), [old1.completionId, young.completionId]);
+        assert.deepStrictEqual((await store.transact((tx) => tx.listEarlyCompletions(Number.MAX_SAFE_INTEGER, 1, s1))).length, 1);
+        await store.transact((tx) => tx.updateCompletion(s1, { ...inS1[0]!, disposition: "expired" }));
+        assert.deepStrictEqual((await store.transact((tx) => tx.listEarlyCompletions(Number.MAX_SAFE_INTEGER, 1000, s1))).map((c) => c.completionId), [young.completionId]);
+      });
+    },
+  },
 ];

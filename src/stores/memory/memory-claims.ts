@@ -4,7 +4,7 @@
  */
 import { WritError } from "../../core/errors.js";
 import type { ClaimOptions } from "../../core/store.js";
-import type { Approval, Invocation } from "../../core/types.js";
+import type { Approval, CompletionRecord, Invocation, Scope } from "../../core/types.js";
 import { isLive, runsBefore, type ClaimEntry } from "./memory-claim-index.js";
 import { copy } from "./memory-copy.js";
 import { storeInvocation } from "./memory-invocations.js";
@@ -86,6 +86,16 @@ export function listOverdueParked(w: Work, now: number, limit: number): Invocati
     }
   }
   return limited(out.sort((a, b) => a.deadlineAt! - b.deadlineAt!), limit).map(copy);
+}
+
+export function listEarlyCompletions(w: Work, receivedBefore: number, limit: number, scope?: Scope): CompletionRecord[] {
+  const out: CompletionRecord[] = [];
+  for (const sd of allScopes(w.state)) {
+    for (const c of sd.completions.values()) {
+      if (c.disposition === "early" && c.receivedAt < receivedBefore && (!scope || (c.tenantId === scope.tenantId && c.spaceId === scope.spaceId))) out.push(c);
+    }
+  }
+  return limited(out.sort((a, b) => a.receivedAt - b.receivedAt), limit).map(copy);
 }
 
 export function listExpiredPendingApprovals(w: Work, now: number, limit: number): Approval[] {

@@ -249,4 +249,7 @@ export class MemoryTx implements StoreTx {
   async listExpiredPendingApprovals(now: number, limit: number): Promise<Approval[]> {
     return claims.listExpiredPendingApprovals(this.#enter("listExpiredPendingApprovals"), now, limit);
   }
+  async listEarlyCompletions(receivedBefore: number, limit: number, scope?: Scope): Promise<CompletionRecord[]> {
+    return claims.listEarlyCompletions(this.#enter("listEarlyCompletions"), receivedBefore, limit, scope);
+  }
 }

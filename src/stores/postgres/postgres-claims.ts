@@ -9,7 +9,7 @@
  */
 import { WritError } from "../../core/errors.js";
 import type { ClaimOptions } from "../../core/store.js";
-import type { Approval, Invocation } from "../../core/types.js";
+import type { Approval, CompletionRecord, Invocation, Scope } from "../../core/types.js";
 import { statement, type Exec } from "./postgres-exec.js";
 import { INVOCATION_READ, invocationFromRow, numOrNull, type DocRow, type InvocationRow } from "./postgres-rows.js";
 
@@ -93,6 +93,12 @@ const EXPIRED_APPROVALS = statement(
   "SELECT doc FROM writ_approvals WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at, created_at, approval_id LIMIT $2",
 );
 
+const EARLY_COMPLETIONS = statement(
+  "list_early_completions",
+  "SELECT doc FROM writ_completions WHERE doc->>'disposition' = 'early' AND received_at < $1 " +
+    "AND ($3::text IS NULL OR (tenant_id = $3 AND space_id = $4)) ORDER BY received_at, id LIMIT $2",
+);
+
 function checkSweep(now: number, limit: number, what: string): void {
   if (!Number.isSafeInteger(now) || !Number.isSafeInteger(limit) || limit < 0) {
     throw new WritError("INVALID_ARGUMENT", `${what}: now must be an integer and limit a non-negative integer`);
@@ -103,6 +109,12 @@ function checkSweep(now: number, limit: number, what: string): void {
 export async function listOverdueParked(x: Exec, now: number, limit: number): Promise<Invocation[]> {
   checkSweep(now, limit, "listOverdueParked");
   return (await x.rows<InvocationRow>(OVERDUE_PARKED, [now, limit])).map(invocationFromRow);
+}
+
+/** Early completions received before `receivedBefore`, oldest first, in one scope or all. */
+export async function listEarlyCompletions(x: Exec, receivedBefore: number, limit: number, scope?: Scope): Promise<CompletionRecord[]> {
+  checkSweep(receivedBefore, limit, "listEarlyCompletions");
+  return (await x.rows<DocRow<CompletionRecord>>(EARLY_COMPLETIONS, [receivedBefore, limit, scope?.tenantId ?? null, scope?.spaceId ?? null])).map((r) => r.doc);
 }
 
 /** Pending approvals whose expiry has passed, oldest first. */

@@ -323,4 +323,8 @@ export class PostgresTx implements StoreTx {
   async listExpiredPendingApprovals(now: number, limit: number): Promise<Approval[]> {
     return claims.listExpiredPendingApprovals(this.#in(), now, limit);
   }
+
+  async listEarlyCompletions(receivedBefore: number, limit: number, scope?: Scope): Promise<CompletionRecord[]> {
+    return claims.listEarlyCompletions(scope ? this.#in(scope) : this.#in(), receivedBefore, limit, scope);
+  }
 }

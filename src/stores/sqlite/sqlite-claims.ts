@@ -16,6 +16,7 @@ export interface SqliteClaimStatements {
   nextRunAt: Database.Statement;
   listOverdueParked: Database.Statement;
   listExpiredPendingApprovals: Database.Statement;
+  listEarlyCompletions: Database.Statement;
 }
 
 /** Prepares the claim statements; the schema must be migrated first. */
@@ -43,6 +44,10 @@ export function prepareClaimStatements(p: Prepare): SqliteClaimStatements {
     ).pluck(),
     listExpiredPendingApprovals: p(
       "SELECT doc FROM approvals WHERE status = 'pending' AND json_extract(doc, '$.expiresAt') <= @now ORDER BY json_extract(doc, '$.expiresAt') LIMIT @limit",
+    ).pluck(),
+    listEarlyCompletions: p(
+      "SELECT doc FROM completions WHERE json_extract(doc, '$.disposition') = 'early' AND received_at < @before " +
+        "AND (@t IS NULL OR (tenant_id = @t AND space_id = @s)) ORDER BY received_at, rowid LIMIT @limit",
     ).pluck(),
   };
 }

@@ -601,6 +601,12 @@ export class SqliteTx implements StoreTx {
     return (this.#q.listOverdueParked.all({ now, limit: limitParam(limit) }) as string[]).map((d) => parse<Invocation>(d));
   }
 
+  async listEarlyCompletions(receivedBefore: number, limit: number, scope?: Scope): Promise<CompletionRecord[]> {
+    this.#checkOpen();
+    const rows = this.#q.listEarlyCompletions.all({ before: receivedBefore, limit: limitParam(limit), t: scope?.tenantId ?? null, s: scope?.spaceId ?? null }) as string[];
+    return rows.map((d) => parse<CompletionRecord>(d));
+  }
+
   async listExpiredPendingApprovals(now: number, limit: number): Promise<Approval[]> {
     this.#checkOpen();
     return (this.#q.listExpiredPendingApprovals.all({ now, limit: limitParam(limit) }) as string[]).map((d) => parse<Approval>(d));
