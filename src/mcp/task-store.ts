@@ -49,7 +49,7 @@ export function createInvocationTaskStore(host: Host, caller: McpCaller, reads: 
       try {
         await host.cancel(caller.scope, taskId, caller.principal);
       } catch (e) {
-        if (e instanceof WritError && (e.code === "INVALID_STATE" || e.code === "NOT_FOUND")) throw new McpError(ErrorCode.InvalidParams, `Cannot cancel: ${e.message}`);
+        if (e instanceof WritError && (e.code === "INVALID_STATE" || e.code === "STEPS_STARTED" || e.code === "NOT_FOUND")) throw new McpError(ErrorCode.InvalidParams, `Cannot cancel: ${e.message}`);
         o.logger.error({ err: errorMessage(e), taskId }, "MCP: cancelling a task failed");
         throw new McpError(ErrorCode.InternalError, "Writ could not cancel the task (a server fault, logged)");
       }
