@@ -216,10 +216,13 @@ for (const kind of STORE_KINDS) {
       expect((await invocation(w, id)).status).toBe("reconciliation_required");
 
       await resolveByOperator(w, id, ref);
-      // A later delivery finds the resolved step, no longer waiting: refused, nothing written.
+      // A later delivery for the ended invocation agrees with the operator's resolution: kept as
+      // evidence (docs/completions.md), the status stays, nothing is applied again.
       const late = delivery("wh-b-2", ref);
-      await expect(w.host.receiveCompletion(CONNECTOR_ID, late.headers, late.body)).rejects.toMatchObject({ code: "INVALID_STATE" });
-      expect(await completions(w, ref)).toEqual([]);
+      await expect(w.host.receiveCompletion(CONNECTOR_ID, late.headers, late.body)).resolves.toMatchObject({ disposition: "evidence", status: "succeeded" });
+      expect(await completions(w, ref)).toEqual([expect.objectContaining({ disposition: "evidence" })]);
+      expect(await journalTypes(w, id)).toContain("completion.evidence");
+      expect((await invocation(w, id)).status).toBe("succeeded");
 
       expect(provider(w)).toEqual({ started: [ref], absorbed: [] });
       const report = await checked(w, id, "(b) non-idempotent, resolved");

@@ -34,6 +34,7 @@ const EXPECTED_ROUTES = [
   "POST /v1/spaces/{spaceId}/decisions/preview",
   "POST /v1/spaces/{spaceId}/decisions/evaluate-and-sign",
   "POST /v1/spaces/{spaceId}/boundary/execute",
+  "POST /v1/spaces/{spaceId}/boundary/keys/resolve",
   "POST /v1/completions/{connector}",
   "GET /v1/spaces/{spaceId}/completions/early",
 ];
