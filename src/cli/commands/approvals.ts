@@ -1,7 +1,7 @@
 /** `writ approvals ls|approve|deny|revoke` and `writ reconcile ls|resolve`: the operator's queues. */
 import { APPROVAL_STATUSES, RECONCILIATION_STATUSES, type Approval, type ReconciliationRecord } from "../../core/types.js";
 import { intFlag, list, oneOf, required, str } from "../args.js";
-import { AS_OPTION, LIMIT_OPTION, QUIET_OPTION, printList, type Command } from "../command.js";
+import { AS_OPTION, LIMIT_OPTION, QUIET_OPTION, printList, type CommandBody } from "../command.js";
 import type { CliContext } from "../context.js";
 import { usageError } from "../exit-codes.js";
 import { WritError } from "../../core/errors.js";
@@ -19,9 +19,7 @@ function printApprovals(ctx: CliContext, items: readonly Approval[]): void {
   ]);
 }
 
-export const approvalsLs: Command = {
-  name: "approvals ls",
-  summary: "list approvals (pending by default)",
+export const approvalsLs: CommandBody = {
   options: {
     status: { type: "string", value: "<status>", description: `${APPROVAL_STATUSES.join(", ")} or all (default pending)` },
     invocation: { type: "string", value: "<invocation-id>", description: "only the approval of this invocation" },
@@ -55,11 +53,8 @@ const VOTE_OPTIONS = {
   note: { type: "string", value: "<text>", description: "journaled with the vote" },
 } as const;
 
-function vote(verb: "approve" | "deny" | "revoke", summary: string): Command {
+function vote(verb: "approve" | "deny" | "revoke"): CommandBody {
   return {
-    name: `approvals ${verb}`,
-    summary,
-    args: "<approval-id>",
     options: VOTE_OPTIONS,
     details: "The CLI talks to the store directly: whoever can run it holds the roles it names. Approvers cannot approve or deny their own request.",
     async run(ctx, p) {
@@ -83,9 +78,9 @@ function vote(verb: "approve" | "deny" | "revoke", summary: string): Command {
   };
 }
 
-export const approvalsApprove = vote("approve", "vote to approve; at quorum the invocation is queued again");
-export const approvalsDeny = vote("deny", "deny; the invocation ends denied");
-export const approvalsRevoke = vote("revoke", "revoke a pending or granted approval (checked again at execution)");
+export const approvalsApprove = vote("approve");
+export const approvalsDeny = vote("deny");
+export const approvalsRevoke = vote("revoke");
 
 function printReconciliations(ctx: CliContext, items: readonly ReconciliationRecord[]): void {
   ctx.out.table(items, [
@@ -99,9 +94,7 @@ function printReconciliations(ctx: CliContext, items: readonly ReconciliationRec
   ]);
 }
 
-export const reconcileLs: Command = {
-  name: "reconcile ls",
-  summary: "list reconciliations (open by default)",
+export const reconcileLs: CommandBody = {
   options: {
     status: { type: "string", value: "<status>", description: `${RECONCILIATION_STATUSES.join(", ")} or all (default open)` },
     invocation: { type: "string", value: "<invocation-id>", description: "only the reconciliations of this invocation" },
@@ -126,10 +119,7 @@ export const reconcileLs: Command = {
   },
 };
 
-export const reconcileResolve: Command = {
-  name: "reconcile resolve",
-  summary: "settle an unknown outcome as succeeded or failed, with a note (journaled with who did it)",
-  args: "<reconciliation-id>",
+export const reconcileResolve: CommandBody = {
   options: {
     outcome: { type: "string", value: "succeeded|failed", description: "what really happened at the provider" },
     note: { type: "string", value: "<text>", description: "why you know (required)" },
