@@ -2,6 +2,7 @@
 import type { OptionSpecs } from "./args.js";
 import type { CliContext } from "./context.js";
 
+/** A command in the table (src/cli/table.ts): what help lists, and how to load the rest. */
 export interface Command {
   /** The words that select it: "serve", "approvals approve". */
   name: string;
@@ -9,6 +10,12 @@ export interface Command {
   summary: string;
   /** Its positional arguments, e.g. "<invocation-id>": the dispatcher requires exactly these (none when absent). */
   args?: string;
+  /** Imports the command's module (on dispatch or for its own help): its flags and its code. */
+  load(): Promise<CommandBody>;
+}
+
+/** What a command's module defines: its flags, more help, and what it runs. */
+export interface CommandBody {
   options: OptionSpecs;
   /** More help text, shown by `writ <command> --help`. */
   details?: string;

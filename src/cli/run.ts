@@ -7,54 +7,12 @@ import { escapeForTerminal, escapeJsonForTerminal } from "../core/text.js";
 import { readFileSync } from "node:fs";
 import { errorMessage } from "../core/errors.js";
 import { GLOBAL_OPTIONS, flag, leadingWords, parseFlags, valueFlags, type OptionSpecs } from "./args.js";
-import type { Command } from "./command.js";
-import { approvalsApprove, approvalsDeny, approvalsLs, approvalsRevoke, reconcileLs, reconcileResolve, reconcileResolveKey, completionsEarly } from "./commands/approvals.js";
-import { authoritiesCreate, authoritiesLs, authoritiesReinstate, authoritiesRevoke, authoritiesSuspend } from "./commands/authorities.js";
-import { doctor } from "./commands/doctor.js";
-import { cancel, get, ls, submit } from "./commands/invocations.js";
-import { journalCheckpoint, journalExport, journalLs, journalVerify } from "./commands/journal.js";
-import { apiKeysCreate, apiKeysDelegate, apiKeysLs, apiKeysRevoke, keysGenerate, keysLs, keysRevoke, migrate } from "./commands/keys.js";
-import { serve, worker } from "./commands/serve.js";
-import { mcp } from "./commands/mcp.js";
+import type { Command, CommandBody } from "./command.js";
 import { CliContext, type CliEnvironment } from "./context.js";
 import { EXIT, errorCodeOf, exitCodeFor, isExpectedError, usageError } from "./exit-codes.js";
+import { COMMANDS } from "./table.js";
 
-/** Every command, in the order help lists them. */
-export const COMMANDS: readonly Command[] = [
-  serve,
-  worker,
-  mcp,
-  submit,
-  get,
-  ls,
-  cancel,
-  approvalsLs,
-  approvalsApprove,
-  approvalsDeny,
-  approvalsRevoke,
-  reconcileLs,
-  reconcileResolve,
-  reconcileResolveKey,
-  completionsEarly,
-  journalVerify,
-  journalExport,
-  journalCheckpoint,
-  journalLs,
-  keysGenerate,
-  keysLs,
-  keysRevoke,
-  apiKeysCreate,
-  apiKeysLs,
-  apiKeysDelegate,
-  apiKeysRevoke,
-  authoritiesCreate,
-  authoritiesLs,
-  authoritiesSuspend,
-  authoritiesReinstate,
-  authoritiesRevoke,
-  migrate,
-  doctor,
-];
+export { COMMANDS };
 
 const GROUPS = new Set(COMMANDS.filter((c) => c.name.includes(" ")).map((c) => c.name.split(" ")[0]!));
 
@@ -91,13 +49,14 @@ export function mainHelp(): string {
   ].join("\n");
 }
 
-export function commandHelp(c: Command): string {
+/** Help of one command: its table row and its module's flags and details. */
+export function commandHelp(c: Command, body: CommandBody): string {
   return [
     `Usage: writ ${c.name}${c.args ? ` ${c.args}` : ""} [flags]`,
     "",
     c.summary,
-    ...(c.details ? ["", c.details] : []),
-    ...(Object.keys(c.options).length > 0 ? ["", "Flags:", ...optionLines(c.options)] : []),
+    ...(body.details ? ["", body.details] : []),
+    ...(Object.keys(body.options).length > 0 ? ["", "Flags:", ...optionLines(body.options)] : []),
     "",
     "Global flags:",
     ...optionLines(GLOBAL_OPTIONS),
@@ -176,14 +135,37 @@ function checkArity(c: Command, positionals: readonly string[], where: string): 
   if (positionals.some((x) => x.length === 0)) throw usageError(`\`${where}\`: an argument is empty`);
 }
 
+/** The flags that take a value among the global ones and those of `bodies`. */
+function valueFlagsOf(bodies: readonly CommandBody[]): Set<string> {
+  return valueFlags(Object.assign({}, GLOBAL_OPTIONS, ...bodies.map((b) => b.options)) as OptionSpecs);
+}
+
+/**
+ * The command `args` name, loaded. Command words are found knowing only the global flags' values;
+ * when that names no command and there are flags (`writ --as user:x ls`: a command's flag whose
+ * value was taken for a word), every command's flags are loaded and the words found again.
+ */
+async function dispatch(args: readonly string[], words: readonly string[]): Promise<{ command: Command; consumed: number; body: CommandBody; words: string[] }> {
+  let found: ReturnType<typeof findCommand>;
+  try {
+    found = findCommand(words);
+  } catch (e) {
+    if (!args.some((a) => a.startsWith("-"))) throw e;
+    const all = valueFlagsOf(await Promise.all(COMMANDS.map((c) => c.load())));
+    const again = leadingWords(args, all);
+    const retry = findCommand(again)!;
+    return { ...retry, body: await retry.command.load(), words: again };
+  }
+  const body = await found!.command.load();
+  return { ...found!, body, words: leadingWords(args, valueFlagsOf([body])) };
+}
+
 /** Runs `writ` with `args` (argv without node and the script); resolves to the exit code. */
 export async function runCli(args: readonly string[], environment: CliEnvironment): Promise<number> {
-  const allSpecs: OptionSpecs = Object.assign({}, GLOBAL_OPTIONS, ...COMMANDS.map((c) => c.options));
-  const takesValue = valueFlags(allSpecs);
   let ctx: CliContext | null = null;
   let json = args.includes("--json");
   try {
-    const words = leadingWords(args, takesValue);
+    const words = leadingWords(args, valueFlagsOf([]));
     const wantsHelp = args.includes("--help") || args.includes("-h");
     if (words[0] === "help" && isBareGroup(words.slice(1)) && words.length === 2) {
       environment.io.stdout.write(groupHelp(words[1]!) + "\n");
@@ -195,7 +177,7 @@ export async function runCli(args: readonly string[], environment: CliEnvironmen
     }
     if (words[0] === "help") {
       const target = words.length > 1 ? findCommand(words.slice(1)) : null;
-      environment.io.stdout.write((target ? commandHelp(target.command) : mainHelp()) + "\n");
+      environment.io.stdout.write((target ? commandHelp(target.command, await target.command.load()) : mainHelp()) + "\n");
       return EXIT.OK;
     }
     if (words.length === 0) {
@@ -209,18 +191,18 @@ export async function runCli(args: readonly string[], environment: CliEnvironmen
       }
       throw usageError("no command given; `writ --help` lists the commands");
     }
-    const found = findCommand(words)!;
+    const found = await dispatch(args, words);
     const where = `writ ${found.command.name}`;
-    const rest = withoutWords(args, words, found.consumed, takesValue);
-    const parsed = parseFlags(rest, found.command.options, where);
+    const rest = withoutWords(args, found.words, found.consumed, valueFlagsOf([found.body]));
+    const parsed = parseFlags(rest, found.body.options, where);
     json = flag(parsed.values, "json");
     if (flag(parsed.values, "help")) {
-      environment.io.stdout.write(commandHelp(found.command) + "\n");
+      environment.io.stdout.write(commandHelp(found.command, found.body) + "\n");
       return EXIT.OK;
     }
     checkArity(found.command, parsed.positionals, where);
     ctx = new CliContext(environment, parsed.values);
-    const code = await found.command.run(ctx, parsed.positionals);
+    const code = await found.body.run(ctx, parsed.positionals);
     return code ?? EXIT.OK;
   } catch (e) {
     reportError(environment, e, json);

@@ -53,9 +53,10 @@ describe("the packed package", () => {
     expect(dist).toEqual(expect.arrayContaining(["index.js", "index.d.ts", "index.js.map", "cli"]));
     expect(readdirSync(join(installed, "dist", "cli"))).toEqual(expect.arrayContaining(["main.js", "main.d.ts", "main.js.map"]));
     expect(readdirSync(installed)).not.toContain("bench");
-    // Only what Writ needs is installed with it: no benchmark-only dependency.
+    // Only what Writ needs is installed with it: no benchmark-only dependency, and no tsx (the
+    // installed CLI runs dist/; tsx only runs a checkout's edited sources).
     const modules = readdirSync(join(project, "node_modules"));
-    for (const benchOnly of ["graphile-worker", "autocannon", "postgres"]) expect(modules).not.toContain(benchOnly);
+    for (const devOnly of ["graphile-worker", "autocannon", "postgres", "tsx"]) expect(modules).not.toContain(devOnly);
   });
 
   it("runs the README's library quickstart with plain node", () => {

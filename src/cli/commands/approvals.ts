@@ -1,7 +1,7 @@
 /** `writ approvals ls|approve|deny|revoke`, `writ reconcile ls|resolve|resolve-key` and `writ completions early`: the operator's queues. */
 import { APPROVAL_STATUSES, RECONCILIATION_STATUSES, type Approval, type ReconciliationRecord } from "../../core/types.js";
 import { intFlag, list, oneOf, required, str } from "../args.js";
-import { AS_OPTION, LIMIT_OPTION, QUIET_OPTION, printList, type Command } from "../command.js";
+import { AS_OPTION, LIMIT_OPTION, QUIET_OPTION, printList, type CommandBody } from "../command.js";
 import type { CliContext } from "../context.js";
 import { usageError } from "../exit-codes.js";
 import { WritError } from "../../core/errors.js";
@@ -20,9 +20,7 @@ function printApprovals(ctx: CliContext, items: readonly Approval[]): void {
   ]);
 }
 
-export const approvalsLs: Command = {
-  name: "approvals ls",
-  summary: "list approvals (pending by default)",
+export const approvalsLs: CommandBody = {
   options: {
     status: { type: "string", value: "<status>", description: `${APPROVAL_STATUSES.join(", ")} or all (default pending)` },
     invocation: { type: "string", value: "<invocation-id>", description: "only the approval of this invocation" },
@@ -56,11 +54,8 @@ const VOTE_OPTIONS = {
   note: { type: "string", value: "<text>", description: "journaled with the vote" },
 } as const;
 
-function vote(verb: "approve" | "deny" | "revoke", summary: string): Command {
+function vote(verb: "approve" | "deny" | "revoke"): CommandBody {
   return {
-    name: `approvals ${verb}`,
-    summary,
-    args: "<approval-id>",
     options: VOTE_OPTIONS,
     details: "The CLI talks to the store directly: whoever can run it holds the roles it names. Approvers cannot approve or deny their own request.",
     async run(ctx, p) {
@@ -84,9 +79,9 @@ function vote(verb: "approve" | "deny" | "revoke", summary: string): Command {
   };
 }
 
-export const approvalsApprove = vote("approve", "vote to approve; at quorum the invocation is queued again");
-export const approvalsDeny = vote("deny", "deny; the invocation ends denied");
-export const approvalsRevoke = vote("revoke", "revoke a pending or granted approval (checked again at execution)");
+export const approvalsApprove = vote("approve");
+export const approvalsDeny = vote("deny");
+export const approvalsRevoke = vote("revoke");
 
 function printReconciliations(ctx: CliContext, items: readonly ReconciliationRecord[]): void {
   ctx.out.table(items, [
@@ -100,9 +95,7 @@ function printReconciliations(ctx: CliContext, items: readonly ReconciliationRec
   ]);
 }
 
-export const reconcileLs: Command = {
-  name: "reconcile ls",
-  summary: "list reconciliations (open by default)",
+export const reconcileLs: CommandBody = {
   options: {
     status: { type: "string", value: "<status>", description: `${RECONCILIATION_STATUSES.join(", ")} or all (default open)` },
     invocation: { type: "string", value: "<invocation-id>", description: "only the reconciliations of this invocation" },
@@ -143,9 +136,7 @@ function verdictOf(ctx: CliContext, where: string): ResolveInput {
   return { outcome, note, by: ctx.operator(), ...(externalRef !== undefined ? { externalRef } : {}) };
 }
 
-export const completionsEarly: Command = {
-  name: "completions early",
-  summary: "list early completions whose reference has not matched a parked step (oldest first)",
+export const completionsEarly: CommandBody = {
   options: { ...LIMIT_OPTION, ...QUIET_OPTION },
   details: "Results are withheld. An early completion is applied when its step parks, or expired (journaled) by the sweep after the host's earlyCompletionRetentionMs (default 7 days).",
   async run(ctx) {
@@ -165,10 +156,7 @@ export const completionsEarly: Command = {
   },
 };
 
-export const reconcileResolve: Command = {
-  name: "reconcile resolve",
-  summary: "settle an unknown outcome as succeeded or failed, with a note (journaled with who did it)",
-  args: "<reconciliation-id>",
+export const reconcileResolve: CommandBody = {
   options: VERDICT_OPTIONS,
   async run(ctx, p) {
     const id = p[0]!;
@@ -184,9 +172,7 @@ export const reconcileResolve: Command = {
   },
 };
 
-export const reconcileResolveKey: Command = {
-  name: "reconcile resolve-key",
-  summary: "settle a key a bare boundary execution left unknown (interrupted, timed out), journaled with who did it",
+export const reconcileResolveKey: CommandBody = {
   options: {
     action: { type: "string", value: "<action>", description: "the key's action (required)" },
     key: { type: "string", value: "<idempotency-key>", description: "the idempotency key (required)" },

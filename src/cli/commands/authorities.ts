@@ -1,7 +1,7 @@
 /** `writ authorities create|ls|suspend|reinstate|revoke`: standing grants actors act under (docs/approvals.md). */
 import type { Authority, Json } from "../../core/types.js";
 import { intFlag, list, parseActor, required, str } from "../args.js";
-import { AS_OPTION, LIMIT_OPTION, QUIET_OPTION, printList, type Command } from "../command.js";
+import { AS_OPTION, LIMIT_OPTION, QUIET_OPTION, printList, type CommandBody } from "../command.js";
 import type { CliContext } from "../context.js";
 import { usageError } from "../exit-codes.js";
 import { jsonObject } from "../files.js";
@@ -26,10 +26,7 @@ function parseTime(text: string, flagName: string): number {
   return ms;
 }
 
-export const authoritiesCreate: Command = {
-  name: "authorities create",
-  summary: "grant an actor a standing authority over some actions",
-  args: "<authority-ref>",
+export const authoritiesCreate: CommandBody = {
   options: {
     principal: { type: "string", value: "<type:id>", description: "the actor who acts under it, e.g. agent:support-bot (required)" },
     action: { type: "string", multiple: true, value: "<glob>", description: "action ids or globs it covers, e.g. 'payments.*'; repeatable (required)" },
@@ -60,9 +57,7 @@ export const authoritiesCreate: Command = {
   },
 };
 
-export const authoritiesLs: Command = {
-  name: "authorities ls",
-  summary: "list the scope's authorities",
+export const authoritiesLs: CommandBody = {
   options: { ...LIMIT_OPTION, ...QUIET_OPTION },
   async run(ctx) {
     const limit = intFlag(ctx.values, "limit") ?? 50;
@@ -80,11 +75,8 @@ export const authoritiesLs: Command = {
   },
 };
 
-function change(verb: "suspend" | "reinstate" | "revoke", summary: string): Command {
+function change(verb: "suspend" | "reinstate" | "revoke"): CommandBody {
   return {
-    name: `authorities ${verb}`,
-    summary,
-    args: "<authority-ref>",
     options: { ...AS_OPTION },
     async run(ctx, p) {
       const ref = p[0]!;
@@ -96,6 +88,6 @@ function change(verb: "suspend" | "reinstate" | "revoke", summary: string): Comm
   };
 }
 
-export const authoritiesSuspend = change("suspend", "suspend an authority (nothing runs under it until reinstated)");
-export const authoritiesReinstate = change("reinstate", "reinstate a suspended authority");
-export const authoritiesRevoke = change("revoke", "revoke an authority for good");
+export const authoritiesSuspend = change("suspend");
+export const authoritiesReinstate = change("reinstate");
+export const authoritiesRevoke = change("revoke");

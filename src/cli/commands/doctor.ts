@@ -1,11 +1,9 @@
 /** `writ doctor`: what is wrong with this setup and how to fix it. */
-import type { Command } from "../command.js";
+import type { CommandBody } from "../command.js";
 
 const MARK = { ok: "ok", warning: "warn", problem: "FAIL" } as const;
 
-export const doctor: Command = {
-  name: "doctor",
-  summary: "check the config, policy, connectors, signing keys and store; say what is wrong and how to fix it",
+export const doctor: CommandBody = {
   options: {},
   details: "Exit 0 when healthy (warnings allowed), 3 when the config does not load, 4 when the store cannot be reached, 1 for any other problem. Changes nothing.",
   async run(ctx) {

@@ -7,7 +7,7 @@ import { INVOCATION_STATUSES, TERMINAL_INVOCATION_STATUSES, type Invocation, typ
 import { systemRandom } from "../../node/clock.js";
 import type { Runtime } from "../../runtime/runtime.js";
 import { flag, intFlag, oneOf, parseActor, str } from "../args.js";
-import { AS_OPTION, LIMIT_OPTION, QUIET_OPTION, printList, type Command } from "../command.js";
+import { AS_OPTION, LIMIT_OPTION, QUIET_OPTION, printList, type CommandBody } from "../command.js";
 import { CliError, EXIT, usageError } from "../exit-codes.js";
 import { jsonObject, readInput } from "../files.js";
 import { brief, time, type Printer } from "../output.js";
@@ -15,9 +15,7 @@ import { brief, time, type Printer } from "../output.js";
 /** Statuses after which an invocation waits for nobody but a person (or nothing at all). */
 const SETTLED = new Set<string>([...TERMINAL_INVOCATION_STATUSES, "awaiting_approval", "parked", "reconciliation_required"]);
 
-export const submit: Command = {
-  name: "submit",
-  summary: "submit a request (from --file or flags); prints the invocation",
+export const submit: CommandBody = {
   options: {
     file: { type: "string", short: "f", value: "<file>", description: "the request as JSON (\"-\" reads stdin); flags below override its fields" },
     action: { type: "string", value: "<id>", description: "action id, e.g. payments.refund" },
@@ -108,10 +106,7 @@ function printInvocationSummary(out: Printer, inv: Invocation, more: ReadonlyArr
   ]);
 }
 
-export const get: Command = {
-  name: "get",
-  summary: "show one invocation with its steps, approval and reconciliations",
-  args: "<invocation-id>",
+export const get: CommandBody = {
   options: {},
   async run(ctx, p) {
     const id = p[0]!;
@@ -179,9 +174,7 @@ export function reasonOf(inv: Invocation): string {
   return reasons ?? inv.lastError ?? "-";
 }
 
-export const ls: Command = {
-  name: "ls",
-  summary: "list invocations, newest first",
+export const ls: CommandBody = {
   options: {
     status: { type: "string", value: "<status>", description: `only this status (${INVOCATION_STATUSES.join(", ")})` },
     after: { type: "string", value: "<invocation-id>", description: "page: invocations older than this one" },
@@ -209,10 +202,7 @@ export const ls: Command = {
   },
 };
 
-export const cancel: Command = {
-  name: "cancel",
-  summary: "cancel an invocation none of whose steps has started",
-  args: "<invocation-id>",
+export const cancel: CommandBody = {
   options: { ...AS_OPTION },
   async run(ctx, p) {
     const id = p[0]!;

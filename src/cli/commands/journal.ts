@@ -9,7 +9,7 @@ import type { JournalEntry, Scope } from "../../core/types.js";
 import { defaultCrypto } from "../../node/defaults.js";
 import { systemClock } from "../../node/clock.js";
 import { intFlag, str } from "../args.js";
-import { LIMIT_OPTION, type Command } from "../command.js";
+import { LIMIT_OPTION, type CommandBody } from "../command.js";
 import type { CliContext } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { readInput } from "../files.js";
@@ -21,9 +21,7 @@ function explicitScope(ctx: CliContext): boolean {
   return str(ctx.values, "tenant") !== undefined || str(ctx.values, "space") !== undefined;
 }
 
-export const journalVerify: Command = {
-  name: "journal verify",
-  summary: "recompute the scope's hash chain and check its signed checkpoints; report entries unsealed past the bound (exit 1 if any problem)",
+export const journalVerify: CommandBody = {
   options: {
     file: { type: "string", value: "<jsonl>", description: "verify an exported JSONL file instead of the store (chain only; needs no config)" },
   },
@@ -78,9 +76,7 @@ export const journalVerify: Command = {
   },
 };
 
-export const journalExport: Command = {
-  name: "journal export",
-  summary: "write the scope's journal as JSONL (one entry per line, ascending seq) into the state directory, or --out",
+export const journalExport: CommandBody = {
   details: "A file is written atomically (a temporary file renamed at the end); the default file is replaced by the next default export. `writ journal verify --file <file>` checks it offline.",
   options: {
     out: { type: "string", short: "o", value: "<file>", description: "write to this file, \"-\" for stdout (default: <state dir>/exports/journal-<tenant>-<space>.jsonl, the state dir being the parent of the config's keys.dir, e.g. .writ)" },
@@ -134,9 +130,7 @@ export const journalExport: Command = {
   },
 };
 
-export const journalCheckpoint: Command = {
-  name: "journal checkpoint",
-  summary: "seal what is committed, then sign a checkpoint of the scope's sealed journal head (lets verify detect a cut tail)",
+export const journalCheckpoint: CommandBody = {
   options: {},
   async run(ctx) {
     const scope = await ctx.scope();
@@ -150,9 +144,7 @@ export const journalCheckpoint: Command = {
   },
 };
 
-export const journalLs: Command = {
-  name: "journal ls",
-  summary: "show sealed journal entries, oldest first (and how many await the sequencer)",
+export const journalLs: CommandBody = {
   options: {
     "from-seq": { type: "string", value: "<n>", description: "start at this seq (default 1)" },
     ...LIMIT_OPTION,

@@ -12,7 +12,7 @@ import { createApiKey, revokeApiKey } from "../../runtime/api-keys.js";
 import { actorText, keyPrincipal, setKeyDelegation } from "../../runtime/principals.js";
 import { generateKeyFile, readKeyFile, revokeKeyFile } from "../../runtime/key-files.js";
 import { flag, list, parseActor, str } from "../args.js";
-import { AS_OPTION, QUIET_OPTION, printList, type Command } from "../command.js";
+import { AS_OPTION, QUIET_OPTION, printList, type CommandBody } from "../command.js";
 import type { CliContext } from "../context.js";
 import { usageError } from "../exit-codes.js";
 import { time } from "../output.js";
@@ -32,9 +32,7 @@ export function privateKeyFile(dir: string, kid: string): { path: string; mode: 
 
 const KID_RE = /^[A-Za-z0-9_.-]{1,100}$/;
 
-export const keysGenerate: Command = {
-  name: "keys generate",
-  summary: "generate a decision signing key; it becomes active and the previous one retired (still verifies)",
+export const keysGenerate: CommandBody = {
   options: { kid: { type: "string", value: "<kid>", description: "key id (default: key-<date>-<random>)" } },
   details: "Running processes keep the key they started with: restart writ serve / writ worker to sign with the new key.",
   async run(ctx) {
@@ -49,9 +47,7 @@ export const keysGenerate: Command = {
   },
 };
 
-export const keysLs: Command = {
-  name: "keys ls",
-  summary: "list signing keys: kid, status (active, retired, revoked), private file",
+export const keysLs: CommandBody = {
   options: { ...QUIET_OPTION },
   async run(ctx) {
     const dir = await keysDirOf(ctx);
@@ -74,10 +70,7 @@ export const keysLs: Command = {
   },
 };
 
-export const keysRevoke: Command = {
-  name: "keys revoke",
-  summary: "revoke a signing key for good: decisions and checkpoints signed with it never verify again",
-  args: "<kid>",
+export const keysRevoke: CommandBody = {
   options: {},
   async run(ctx, p) {
     const kid = p[0]!;
@@ -91,9 +84,7 @@ export const keysRevoke: Command = {
   },
 };
 
-export const apiKeysCreate: Command = {
-  name: "api-keys create",
-  summary: "create an API key for the tenant; the key is printed once and only its hash is stored",
+export const apiKeysCreate: CommandBody = {
   options: {
     name: { type: "string", value: "<name>", description: "what the key is for" },
     role: { type: "string", multiple: true, value: "<role>", description: `${API_ROLES.join(", ")}; repeatable (required)` },
@@ -136,9 +127,7 @@ export const apiKeysCreate: Command = {
   },
 };
 
-export const apiKeysLs: Command = {
-  name: "api-keys ls",
-  summary: "list the tenant's API keys (ids and roles, never secrets)",
+export const apiKeysLs: CommandBody = {
   options: { ...QUIET_OPTION },
   async run(ctx) {
     const { tenantId } = await ctx.scope();
@@ -160,10 +149,7 @@ export const apiKeysLs: Command = {
   },
 };
 
-export const apiKeysRevoke: Command = {
-  name: "api-keys revoke",
-  summary: "revoke an API key (it stops working at once)",
-  args: "<key-id>",
+export const apiKeysRevoke: CommandBody = {
   options: {},
   async run(ctx, p) {
     const keyId = p[0]!;
@@ -174,10 +160,7 @@ export const apiKeysRevoke: Command = {
   },
 };
 
-export const apiKeysDelegate: Command = {
-  name: "api-keys delegate",
-  summary: "set the actors an API key may submit for besides its principal (replaces the list; journaled)",
-  args: "<key-id>",
+export const apiKeysDelegate: CommandBody = {
   options: {
     "acts-for": { type: "string", multiple: true, value: "<type:id>", description: "an actor the key may submit for; repeatable" },
     none: { type: "boolean", description: "clear the delegation list" },
@@ -197,9 +180,7 @@ export const apiKeysDelegate: Command = {
   },
 };
 
-export const migrate: Command = {
-  name: "migrate",
-  summary: "apply pending store migrations (idempotent; safe while other processes start)",
+export const migrate: CommandBody = {
   options: {},
   async run(ctx) {
     const { config } = await ctx.config();

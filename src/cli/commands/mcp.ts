@@ -1,13 +1,11 @@
 /** `writ mcp`: the MCP gateway on stdio for local agents (docs/mcp.md). */
 import { flag, str } from "../args.js";
-import type { Command } from "../command.js";
+import type { CommandBody } from "../command.js";
 import { stderrLogger } from "../context.js";
 import { usageError } from "../exit-codes.js";
 import { waitForStop } from "../lifecycle.js";
 
-export const mcp: Command = {
-  name: "mcp",
-  summary: "serve the MCP gateway on stdio for a local agent (tools = the actions the key's principal may use)",
+export const mcp: CommandBody = {
   options: {
     key: { type: "string", value: "<api-key>", description: "the agent's API key (default: $WRIT_MCP_KEY; prefer the variable: flags show in process lists)" },
     "no-worker": { type: "boolean", description: "do not run a worker in this process (another `writ serve`/`writ worker` runs the invocations)" },

@@ -3,7 +3,7 @@ import type { Logger } from "../../host/options.js";
 import type { Worker, WorkerOptions } from "../../host/worker.js";
 import type { Runtime } from "../../runtime/runtime.js";
 import { flag, intFlag, str } from "../args.js";
-import type { Command } from "../command.js";
+import type { CommandBody } from "../command.js";
 import { stderrLogger, type CliContext } from "../context.js";
 import { demoCurl, demoOf, ensureDemo, type DemoState } from "../demo.js";
 import { CliError, EXIT, usageError } from "../exit-codes.js";
@@ -100,9 +100,7 @@ function printBanner(ctx: CliContext, rt: Runtime, url: string, worker: Worker, 
   );
 }
 
-export const serve: Command = {
-  name: "serve",
-  summary: "run the HTTP API and workers in one process; prints the URL",
+export const serve: CommandBody = {
   options: {
     port: { type: "string", value: "<port>", description: "listen on this port (default: the config's server.port, else 8787; 0 picks a free one)" },
     host: { type: "string", value: "<address>", description: "listen on this address (default: the config's server.host, else 127.0.0.1)" },
@@ -149,9 +147,7 @@ export const serve: Command = {
   },
 };
 
-export const worker: Command = {
-  name: "worker",
-  summary: "run workers only (no HTTP); with --once, process what is runnable now and exit",
+export const worker: CommandBody = {
   options: {
     once: { type: "boolean", description: "claim and process until nothing is runnable, then exit (scripts, tests, cron)" },
     ...WORKER_OPTIONS,

@@ -1,0 +1,63 @@
+/**
+ * Start-up of the compiled CLI (docs/cli.md, Start-up): `writ --help` loads no command module, and
+ * a command loads its own module and not the others'. The modules a run loads are recorded by a
+ * module hook in the child (node --import), so this needs dist/ (`npm run build`) like the other
+ * CLI tests.
+ */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+import { BIN, childEnv } from "./helpers.js";
+
+const dir = mkdtempSync(join(tmpdir(), "writ-cli-lazy-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+// Node >= 22.15 has synchronous hooks (registerHooks); Node 20 the off-thread ones (register).
+const hooks = join(dir, "hooks.mjs");
+writeFileSync(hooks, `export async function load(url, context, next) { process.stderr.write("LOADED " + url + "\\n"); return next(url, context); }\n`);
+const trace = join(dir, "trace.mjs");
+writeFileSync(
+  trace,
+  `import module from "node:module";
+if (module.registerHooks) module.registerHooks({ load(url, context, next) { process.stderr.write("LOADED " + url + "\\n"); return next(url, context); } });
+else module.register(${JSON.stringify(pathToFileURL(hooks).href)});
+`,
+);
+
+/** The CLI modules (under dist/cli/) a run of `writ <args>` loads, relative to dist/cli/. */
+function cliModulesLoaded(args: string[]): { stdout: string; modules: string[] } {
+  const r = spawnSync(process.execPath, ["--import", pathToFileURL(trace).href, BIN, ...args], { cwd: dir, env: childEnv(), encoding: "utf8" });
+  expect(r.status, r.stderr).toBe(0);
+  const modules = [...r.stderr.matchAll(/^LOADED (\S+)$/gm)].map((m) => m[1]!).filter((u) => u.includes("/dist/cli/")).map((u) => u.slice(u.indexOf("/dist/cli/") + "/dist/cli/".length));
+  return { stdout: r.stdout, modules };
+}
+
+describe("CLI start-up loads only what a command needs", () => {
+  it("writ --help lists every command without loading a command module", () => {
+    const { stdout, modules } = cliModulesLoaded(["--help"]);
+    expect(stdout).toContain("journal verify");
+    expect(stdout).toContain("api-keys delegate");
+    expect(modules).toContain("run.js");
+    expect(modules.filter((m) => m.startsWith("commands/"))).toEqual([]);
+  });
+
+  it("writ ls --help loads the invocations module and no other command's", () => {
+    const { stdout, modules } = cliModulesLoaded(["ls", "--help"]);
+    expect(stdout).toContain("--limit");
+    expect(modules.filter((m) => m.startsWith("commands/"))).toEqual(["commands/invocations.js"]);
+  });
+
+  it("a group's help (writ journal --help) loads no command module", () => {
+    const { stdout, modules } = cliModulesLoaded(["journal", "--help"]);
+    expect(stdout).toContain("journal export");
+    expect(modules.filter((m) => m.startsWith("commands/"))).toEqual([]);
+  });
+
+  it("a command's flag before the command word still finds the command (writ --limit 5 ls --help)", () => {
+    const { stdout } = cliModulesLoaded(["--limit", "5", "ls", "--help"]);
+    expect(stdout).toContain("Usage: writ ls");
+  });
+});
