@@ -308,6 +308,15 @@ async function checkInvariants(w: World, store: Store, config: SimConfig, drain:
     const steps = await store.transact((tx) => tx.getSteps(SCOPE, id));
     if (steps.length > 0 || obs.calls.some((c) => c.invocationId === id && !c.compensation)) fail("cancel", `${id} cancel accepted although a step started`);
   }
+  // A worker preparing an invocation rechecks the cancel after each asynchronous preparation step
+  // and signs its decision right after the last recheck (docs/host.md, Cancellation): no decision
+  // is signed for an invocation after its cancel was acknowledged.
+  for (const inv of invs) {
+    const cancelled = obs.cancelOrder.get(inv.invocationId);
+    if (cancelled === undefined) continue;
+    const late = obs.signed.filter((d) => d.requestDigest === inv.requestDigest && d.order > cancelled);
+    if (late.length > 0) fail("cancel", `${inv.invocationId}: ${late.length} decision(s) signed after its cancel was acknowledged`);
+  }
 
   // endedKeepsStatus (item 5): the journal shows no move out of a terminal status.
   for (const e of journal) {
