@@ -189,8 +189,9 @@ async function completeIn(ctx: HostContext, tx: StoreTx, scope: Scope, input: Co
     await tx.insertCompletion(scope, rec);
     await journalCompletion(ctx, tx, scope, rec, "completion.contradicted");
     events.push({ type: "ExternalOperationContradicted", scope, invocationId: inv?.invocationId ?? "", at: now, data: { connector: rec.connector, externalRef: rec.externalRef, first: first.completionId, second: rec.completionId } });
-    // An ended invocation whose first completion was only evidence keeps its status (see asEvidence).
-    if (inv && inv.status !== "reconciliation_required" && !(ENDED.has(inv.status) && first.disposition === "evidence")) {
+    // An ended invocation keeps its status, whether the first completion ended it or came after the
+    // end (docs/completions.md, After the end): Writ does not reopen it on its own.
+    if (inv && inv.status !== "reconciliation_required" && !ENDED.has(inv.status)) {
       const why = `contradictory completions for ${input.connector} ${input.externalRef}: kept ${first.completionId} (${first.outcome}), received ${rec.completionId} (${rec.outcome})`;
       const next = await toReconciliation(ctx, tx, inv, undefined, step!.stepIndex, "COMPLETION_CONTRADICTED", why, input.externalRef, events);
       return { disposition: "contradictory", invocationId: inv.invocationId, status: next.status };

@@ -67,15 +67,32 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   const sequencer = sequencerFor(innerStore(o.store), o.crypto);
   /** Invocations this worker abandoned while holding their lease, by id. */
   const abandoned = new Map<string, Invocation>();
+  /**
+   * The lease-owner name claims are made under. A claim that fails may still have committed (its
+   * acknowledgement lost), leaving leases this worker does not know it holds; the heartbeat extends
+   * every lease of an owner name, so after a failed claim the worker claims under a new name and
+   * heartbeats an old one only while invocations it claimed under it are in flight (docs/host.md,
+   * Workers, leases, fencing). The unknown leases then lapse and recovery claims them.
+   */
+  let owner = id;
+  let generation = 0;
+  /** In-flight invocations per owner name they were claimed under. */
+  const inFlightBy = new Map<string, number>();
 
   async function claim(limit: number): Promise<Invocation[]> {
     const now = o.clock.now();
     const tokens = Array.from({ length: limit }, () => base64url(o.random.bytes(16)));
-    return transitionsOf(o.store).claim({ owner: id, tokens, now, leaseMs, limit });
+    try {
+      return await transitionsOf(o.store).claim({ owner, tokens, now, leaseMs, limit });
+    } catch (e) {
+      owner = `${id}.${++generation}`;
+      throw e;
+    }
   }
 
   function launch(inv: Invocation): Promise<ProcessResult> {
-    ctx.emit({ type: "invocation.claimed", scope: scopeOf(inv), invocationId: inv.invocationId, at: o.clock.now(), status: "running", data: { owner: id, attemptCount: inv.attemptCount } });
+    const by = inv.leaseOwner ?? owner;
+    ctx.emit({ type: "invocation.claimed", scope: scopeOf(inv), invocationId: inv.invocationId, at: o.clock.now(), status: "running", data: { owner: by, attemptCount: inv.attemptCount } });
     const p = processInvocation(ctx, inv, abort.signal)
       .then((r) => {
         if (r === "abandoned") abandoned.set(inv.invocationId, inv);
@@ -83,10 +100,19 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
       })
       .finally(() => {
         inflight.delete(p);
+        const left = (inFlightBy.get(by) ?? 0) - 1;
+        if (left > 0) inFlightBy.set(by, left);
+        else inFlightBy.delete(by);
         wake?.();
       });
     inflight.add(p);
+    inFlightBy.set(by, (inFlightBy.get(by) ?? 0) + 1);
     return p;
+  }
+
+  /** The owner names to heartbeat: the current one and those with invocations still in flight. */
+  function owners(): string[] {
+    return [owner, ...[...inFlightBy.keys()].filter((n) => n !== owner)];
   }
 
   /**
@@ -98,7 +124,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     const now = o.clock.now();
     const lapsing: Array<{ inv: Invocation; fence: Fence }> = [];
     for (const [invocationId, was] of abandoned) {
-      const fence: Fence = { invocationId, owner: id, token: was.leaseToken! };
+      const fence: Fence = { invocationId, owner: was.leaseOwner!, token: was.leaseToken! };
       // assertLease holds the row for this transaction (PostgreSQL), so nothing changes it before the write below.
       const held = await tx.assertLease(scopeOf(was), fence).then(
         () => true,
@@ -111,7 +137,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
       if (cur && (cur.leaseExpiresAt ?? 0) > now) lapsing.push({ inv: cur, fence });
       else abandoned.delete(invocationId); // lapsed, or no longer ours
     }
-    await tx.heartbeat(id, now, leaseMs);
+    for (const name of owners()) await tx.heartbeat(name, now, leaseMs);
     for (const { inv, fence } of lapsing) await tx.updateInvocation(scopeOf(inv), inv, fence);
   }
 

@@ -83,6 +83,21 @@ for (const factory of allStoreFactories()) {
       expect(b.events.filter((x) => x.type === "ExternalOperationContradicted")).toHaveLength(2);
     });
 
+    it("a contradicting completion after the one that ended the invocation keeps its status (found by the simulator)", async () => {
+      const b = await bench();
+      const ref = `op-${Math.random().toString(36).slice(2)}`;
+      b.replies.set("a", { outcome: "accepted", externalRef: ref });
+      const { invocation } = await b.host.submit(b.request({ action: "long.one" }));
+      expect(await b.host.worker().runOnce()).toEqual(["parked"]);
+      expect(await b.host.complete(b.scope, { connector: "c", externalRef: ref, outcome: "success" })).toMatchObject({ disposition: "applied", status: "succeeded" });
+      const answer = await b.host.complete(b.scope, { connector: "c", externalRef: ref, outcome: "failure", error: "declined after all" });
+      expect(answer).toEqual({ disposition: "contradictory", invocationId: invocation.invocationId, status: "succeeded" });
+      expect((await b.host.get(b.scope, invocation.invocationId))?.status).toBe("succeeded");
+      expect(await b.host.reconcile.list(b.scope, { status: "open" })).toEqual([]);
+      expect(b.events.filter((x) => x.type === "ExternalOperationContradicted")).toHaveLength(1);
+      expect((await journal(b)).filter((x) => x.type === "completion.contradicted")).toHaveLength(1);
+    });
+
     it("an early completion that never matched is listed for operators and expires after the retention, journaled", async () => {
       const b = await bench();
       const ref = `early-${Math.random().toString(36).slice(2)}`;

@@ -12,6 +12,7 @@ import { postgresStore } from "../../src/stores/postgres/index.js";
 import { freshDatabase, type FreshDatabase } from "../helpers/pg.js";
 import { INVARIANTS, simConfig, type InvariantName, type SimConfig } from "./config.js";
 import { HOST_LIMITS, SCOPE, World, type WorldOptions } from "./world.js";
+import { withSpan } from "../../src/host/telemetry.js";
 
 export type SimStoreKind = "memory" | "sqlite" | "postgres";
 
@@ -76,7 +77,20 @@ export function replayCommand(seed: number, store: SimStoreKind, file = "tests/s
   return `${extra.join("")}WRIT_SIM_SEED=${seed} WRIT_SIM_STORE=${store} npx vitest run ${file}`;
 }
 
+/**
+ * Loads what the host imports lazily on first use (the OpenTelemetry API, on the first span): that
+ * import is real I/O, longer than the kernel's quiescence turn, so without this the first seed a
+ * process runs would interleave differently from its replay.
+ */
+let warmedUp = false;
+async function warmUp(): Promise<void> {
+  if (warmedUp) return;
+  await withSpan("writ.sim.warmup", {}, async () => undefined);
+  warmedUp = true;
+}
+
 export async function runSeed(seed: number, kind: SimStoreKind, config: SimConfig = simConfig(), options: WorldOptions = {}): Promise<SimResult> {
+  await warmUp();
   const { store, cleanup } = await makeStore(kind);
   try {
     return await runOn(seed, kind, store, config, options);
@@ -153,7 +167,19 @@ async function runOn(seed: number, kind: SimStoreKind, inner: Store, config: Sim
       if (sim.now > drainEnd || !sim.fireNextTimer()) break;
     }
   }
-  // Interrupted bare keys are executed again (item 7), then the last seals run.
+  // Interrupted bare keys are executed again (item 7) once their bound has passed
+  // (docs/boundary.md, Interrupted executions), then the last seals run.
+  if (w.obs.bareInterrupted.length > 0) {
+    // "More than inProgressTimeoutMs ago": at exactly the bound the key is still in progress.
+    const wait = HOST_LIMITS.inProgressTimeoutMs + 1;
+    const until = sim.now + wait;
+    sim.setTimer(w.env, wait, () => undefined);
+    for (let i = 0; i < 20_000 && sim.now < until; i++) {
+      await sim.quiesce();
+      if (sim.readyCount() > 0) sim.runRandomOp();
+      else if (!sim.fireNextTimer()) break;
+    }
+  }
   const retries = w.bareRetry();
   for (let i = 0; i < 2000 && w.obs.bareAfterDrain.length < retries.length; i++) {
     await sim.quiesce();
@@ -255,15 +281,17 @@ async function checkInvariants(w: World, store: Store, config: SimConfig, drain:
 
   // budget (item 1): no call under a claim beyond the recovery budget.
   for (const c of obs.calls) {
-    if (c.attemptCount !== undefined && c.attemptCount > HOST_LIMITS.recoveryMaxAttempts) {
-      fail("budget", `call #${c.n} (${c.compensation ? "compensation" : "step"} ${c.stepIndex} of ${c.invocationId}) under a claim with attemptCount ${c.attemptCount} > ${HOST_LIMITS.recoveryMaxAttempts}`);
+    const counted = c.attemptCount === undefined ? undefined : c.attemptCount - (c.recoveryBase ?? 0);
+    if (counted !== undefined && counted > HOST_LIMITS.recoveryMaxAttempts) {
+      fail("budget", `call #${c.n} (${c.compensation ? "compensation" : "step"} ${c.stepIndex} of ${c.invocationId}) under a claim with attemptCount ${c.attemptCount} - recoveryBase ${c.recoveryBase ?? 0} > ${HOST_LIMITS.recoveryMaxAttempts}`);
     }
   }
 
   // attemptCount (item 2): the stored count is the number of claims observed.
   for (const inv of invs) {
-    const n = obs.claims.get(inv.invocationId)?.length ?? 0;
-    if (inv.attemptCount !== n) fail("attemptCount", `${inv.invocationId} (${inv.status}) has attemptCount ${inv.attemptCount}, claimed ${n} times`);
+    const claimed = obs.claims.get(inv.invocationId)?.length ?? 0;
+    const handed = obs.handbacks.get(inv.invocationId) ?? 0;
+    if (inv.attemptCount !== claimed - handed) fail("attemptCount", `${inv.invocationId} (${inv.status}) has attemptCount ${inv.attemptCount}, claimed ${claimed} times, ${handed} handed back by a circuit-open re-queue`);
   }
 
   // versionVanished (item 3): failed never hides a step without a known outcome.
@@ -280,6 +308,15 @@ async function checkInvariants(w: World, store: Store, config: SimConfig, drain:
     const steps = await store.transact((tx) => tx.getSteps(SCOPE, id));
     if (steps.length > 0 || obs.calls.some((c) => c.invocationId === id && !c.compensation)) fail("cancel", `${id} cancel accepted although a step started`);
   }
+  // A worker preparing an invocation rechecks the cancel after each asynchronous preparation step
+  // and signs its decision right after the last recheck (docs/host.md, Cancellation): no decision
+  // is signed for an invocation after its cancel was acknowledged.
+  for (const inv of invs) {
+    const cancelled = obs.cancelOrder.get(inv.invocationId);
+    if (cancelled === undefined) continue;
+    const late = obs.signed.filter((d) => d.requestDigest === inv.requestDigest && d.order > cancelled);
+    if (late.length > 0) fail("cancel", `${inv.invocationId}: ${late.length} decision(s) signed after its cancel was acknowledged`);
+  }
 
   // endedKeepsStatus (item 5): the journal shows no move out of a terminal status.
   for (const e of journal) {
@@ -294,7 +331,10 @@ async function checkInvariants(w: World, store: Store, config: SimConfig, drain:
 
   // bareKey (item 7).
   for (const b of obs.bareAfterDrain) {
-    if (b.reasonCode === "EXECUTION_IN_PROGRESS") fail("bareKey", `bare key ${b.action}/${b.key} interrupted by a crash still answers EXECUTION_IN_PROGRESS after the drain`);
+    // A key whose execution handed off before the crash is legitimately in progress (the provider
+    // holds the operation): only an execution interrupted mid-call is bounded.
+    const rec = await store.transact((tx) => tx.getIdempotency(SCOPE, b.action, b.key));
+    if (b.reasonCode === "EXECUTION_IN_PROGRESS" && rec?.state !== "handed_off") fail("bareKey", `bare key ${b.action}/${b.key} interrupted by a crash still answers EXECUTION_IN_PROGRESS after the drain`);
   }
 
   // freshDecision (item 8): an attempt that ran was authorised after the key's last failure ended.

@@ -3,14 +3,14 @@
  * operation of the node, run when the kernel picks it; it may fail before writing (`throw`) or
  * commit and lose its acknowledgement (`lost-ack`), as the seed says; a dead node's calls never
  * settle. What committed transactions wrote is reported to the observer (claims, attempt
- * settlements), so invariants are checked against what really reached the store.
+ * settlements, invocation and breaker rows), so invariants are checked against what really reached the store.
  *
  * The wrapper has no native transitions: the generic composition (src/core/transitions.ts) runs
  * over its `transact`, so each transition is one interceptable operation on every store.
  */
 import { WritError } from "../../src/core/errors.js";
 import type { Store, StoreTx } from "../../src/core/store.js";
-import type { AttemptRecord, Invocation, Scope } from "../../src/core/types.js";
+import type { AttemptRecord, BreakerRecord, Invocation, Scope } from "../../src/core/types.js";
 import type { SimNode } from "./kernel.js";
 
 export type StoreFault = "none" | "throw" | "lost-ack";
@@ -19,6 +19,10 @@ export type StoreFault = "none" | "throw" | "lost-ack";
 export interface Committed {
   claims: Invocation[];
   attempts: AttemptRecord[];
+  /** Invocation rows written (transitions, re-queues). */
+  invocations: Invocation[];
+  /** Breaker rows written (docs/host.md, Circuit breakers). */
+  breakers: BreakerRecord[];
 }
 
 export interface StoreHooks {
@@ -46,6 +50,18 @@ export function simStore(node: SimNode, inner: Store, hooks: StoreHooks): Store 
             return got;
           };
         }
+        if (prop === "updateInvocation") {
+          return async (scope: Scope, inv: Invocation, ...rest: unknown[]) => {
+            await fn(scope, inv, ...rest);
+            c.invocations.push({ ...inv });
+          };
+        }
+        if (prop === "putBreaker") {
+          return async (scope: Scope, rec: BreakerRecord) => {
+            await fn(scope, rec);
+            c.breakers.push({ ...rec });
+          };
+        }
         if (prop === "updateAttempt") {
           return async (scope: Scope, rec: AttemptRecord) => {
             await fn(scope, rec);
@@ -69,7 +85,7 @@ export function simStore(node: SimNode, inner: Store, hooks: StoreHooks): Store 
     const value = await node.op(kind, async () => {
       const fault = hooks.fault(node, kind);
       if (fault === "throw") throw new WritError("STORE_ERROR", "sim: injected store failure (nothing written)");
-      const c: Committed = { claims: [], attempts: [] };
+      const c: Committed = { claims: [], attempts: [], invocations: [], breakers: [] };
       const body = (tx: StoreTx): Promise<T> => fn(watch(tx, c, journaled));
       const v = kind === "read" && inner.read ? await inner.read(body) : await inner.transact(body);
       hooks.committed(node, c);

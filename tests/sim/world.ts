@@ -15,7 +15,7 @@ import { createKeyring } from "../../src/core/keyring.js";
 import type { PolicyEngine, PolicyInput, PolicyResult } from "../../src/core/policy.js";
 import type { CryptoPort } from "../../src/core/ports.js";
 import type { Store } from "../../src/core/store.js";
-import type { ActionRequest, AttemptRecord, Authority, Invocation, Scope } from "../../src/core/types.js";
+import type { ActionRequest, Authority, BreakerRecord, Invocation, Scope } from "../../src/core/types.js";
 import { createHostCore, type Host } from "../../src/host/host.js";
 import type { Worker } from "../../src/host/worker.js";
 import type { Approver } from "../../src/host/approvals.js";
@@ -32,6 +32,8 @@ export const HOST_LIMITS = {
   breaker: { failureThreshold: 2, cooldownMs: 5000 },
   approvalTtlMs: 30_000,
   leaseMs: 10_000,
+  /** Longer than any action's steps × timeoutMs (3 × 3 s), docs/boundary.md "Interrupted executions". */
+  inProgressTimeoutMs: 12_000,
 };
 const params = z.object({ n: z.number() });
 
@@ -58,6 +60,8 @@ export interface CallRecord {
   attemptId: string;
   /** attemptCount of the calling node's latest claim of the invocation (undefined for bare calls). */
   attemptCount?: number;
+  /** recoveryBase of that claim (docs/host.md, What counts as an attempt). */
+  recoveryBase?: number;
   /** When that claim committed. */
   claimAt?: number;
   behaviour: string;
@@ -70,10 +74,19 @@ export interface Effect {
   call: CallRecord;
 }
 
-interface BreakerModel {
-  failures: number;
-  openUntil: number;
-  openedAt: number;
+/** A committed breaker row and the commit sequence number it was written at. */
+interface BreakerRow {
+  rec: BreakerRecord;
+  seq: number;
+}
+
+/** A node's latest committed claim of an invocation. */
+export interface ClaimSeen {
+  attemptCount: number;
+  recoveryBase: number;
+  at: number;
+  /** The claim's commit sequence number (orders commits at one virtual instant). */
+  seq: number;
 }
 
 /** What the simulator observed, for the invariants. */
@@ -82,13 +95,21 @@ export interface Observations {
   effects: Effect[];
   /** Committed claims per invocation. */
   claims: Map<string, Array<{ owner: string; attemptCount: number; at: number }>>;
+  /** Claims handed back by a circuit-open re-queue before the first step (attemptCount - 1 in that write). */
+  handbacks: Map<string, number>;
   /** Decisions the hosts signed: issuedAt by decisionId. */
   decisions: Map<string, number>;
   votes: Array<{ approvalId: string; approver: string; verdict: "approve" | "deny" }>;
   revokes: Set<string>;
   cancels: Map<string, number>;
+  /** Acknowledged cancels by invocation: their place in `order`. */
+  cancelOrder: Map<string, number>;
+  /** Decisions signed (by any node), by request digest, with their place in `order`. */
+  signed: Array<{ requestDigest: string; order: number }>;
+  /** A counter ordering signatures and cancel acknowledgements (several happen at one virtual instant). */
+  order: number;
   resolves: Set<string>;
-  /** Calls made while the fleet-wide breaker model was open (under a claim made after it opened). */
+  /** Calls made while the store's breaker row was open, under a claim committed after it opened. */
   breakerViolations: string[];
   /** Bare keys whose executing node crashed mid-execution: (action, key). */
   bareInterrupted: Array<{ action: string; key: string }>;
@@ -107,7 +128,7 @@ const ACTOR = { type: "agent", id: "bot" } as const;
 const APPROVERS = ["ann", "bob", "cyd"];
 
 /** The Node crypto port without its asynchronous verify (libuv's threadpool is real concurrency). */
-function simCrypto(decisions: Map<string, number>): CryptoPort {
+function simCrypto(decisions: Map<string, number>, signed: (requestDigest: string) => void): CryptoPort {
   const c = defaultCrypto();
   return {
     sha256: (d) => c.sha256(d),
@@ -119,8 +140,9 @@ function simCrypto(decisions: Map<string, number>): CryptoPort {
       try {
         const payload = fromBase64url(fromUtf8(data).split(".")[1] ?? "");
         if (payload !== null) {
-          const p = JSON.parse(fromUtf8(payload)) as { decisionId?: unknown; issuedAt?: unknown };
+          const p = JSON.parse(fromUtf8(payload)) as { decisionId?: unknown; issuedAt?: unknown; requestDigest?: unknown };
           if (typeof p.decisionId === "string" && typeof p.issuedAt === "number") decisions.set(p.decisionId, p.issuedAt);
+          if (typeof p.decisionId === "string" && typeof p.requestDigest === "string") signed(p.requestDigest);
         }
       } catch {
         // not a decision (a checkpoint signature)
@@ -148,7 +170,7 @@ export function planActions(rng: Rng): ActionPlan[] {
         ...(rng.chance(0.5) ? { compensate: { connector: "svc", operation: "undo" } } : {}),
       })),
       ...(rng.chance(0.5) ? { completion: { deadlineMs: rng.int(4000, 20_000) } } : {}),
-      retry: { maxAttempts: rng.int(1, 3), baseDelayMs: 200, maxDelayMs: 2000 },
+      retry: { maxAttempts: rng.int(1, HOST_LIMITS.recoveryMaxAttempts), baseDelayMs: 200, maxDelayMs: 2000 },
     });
     out.push({ def, policy: rng.weighted({ allow: 5, deny: 1, approval: 2, mixed: 2 }), quorum: rng.int(1, 2) });
   }
@@ -166,7 +188,7 @@ interface WorkerNode {
   host: Host;
   worker: Worker;
   /** This node's latest committed claim per invocation. */
-  claims: Map<string, { attemptCount: number; at: number }>;
+  claims: Map<string, ClaimSeen>;
 }
 
 export class World {
@@ -188,7 +210,9 @@ export class World {
   #nodeSeq = 0;
   #callSeq = 0;
   #refSeq = 0;
-  readonly #breakers = new Map<string, BreakerModel>();
+  readonly #breakers = new Map<string, BreakerRow>();
+  #commitSeq = 0;
+  readonly #lastCount = new Map<string, number>();
 
   readonly seed: number;
   readonly inner: Store;
@@ -206,17 +230,21 @@ export class World {
       calls: [],
       effects: [],
       claims: new Map(),
+      handbacks: new Map(),
       decisions: new Map(),
       votes: [],
       revokes: new Set(),
       cancels: new Map(),
+      cancelOrder: new Map(),
+      signed: [],
+      order: 0,
       resolves: new Set(),
       breakerViolations: [],
       bareInterrupted: [],
       bareAfterDrain: [],
       notes: [],
     };
-    this.crypto = simCrypto(this.obs.decisions);
+    this.crypto = simCrypto(this.obs.decisions, (requestDigest) => this.obs.signed.push({ requestDigest, order: ++this.obs.order }));
     this.actions = planActions(this.rng);
     this.env = new SimNode(this.sim, "env");
     this.apiNode = new SimNode(this.sim, "api");
@@ -237,33 +265,25 @@ export class World {
   }
 
   committed(node: SimNode, c: Committed): void {
+    const seq = ++this.#commitSeq;
     for (const inv of c.claims) {
       const list = this.obs.claims.get(inv.invocationId) ?? [];
       list.push({ owner: inv.leaseOwner ?? node.name, attemptCount: inv.attemptCount, at: this.sim.now });
       this.obs.claims.set(inv.invocationId, list);
-      this.workers.find((w) => w.node === node)?.claims.set(inv.invocationId, { attemptCount: inv.attemptCount, at: this.sim.now });
+      this.#lastCount.set(inv.invocationId, inv.attemptCount);
+      this.workers.find((w) => w.node === node)?.claims.set(inv.invocationId, { attemptCount: inv.attemptCount, recoveryBase: inv.recoveryBase ?? 0, at: this.sim.now, seq });
       this.sim.trace(`claim ${inv.invocationId} by ${node.name} attempt ${inv.attemptCount}`);
     }
-    for (const a of c.attempts) this.breakerOutcome(a);
-  }
-
-  /** The fleet-wide breaker model (docs/host.md, Circuit breakers), from committed attempt outcomes. */
-  breakerOutcome(a: AttemptRecord): void {
-    const op = a.action?.includes(":undo:") ? "undo" : "op";
-    const b = this.#breakers.get(op) ?? { failures: 0, openUntil: 0, openedAt: 0 };
-    this.#breakers.set(op, b);
-    const failure = a.state === "TIMED_OUT" || (a.state === "FAILED" && a.reasonCode === "CONNECTOR_TRANSIENT_FAILURE");
-    const success = a.state === "SUCCEEDED" || a.state === "HANDED_OFF" || (a.state === "FAILED" && !failure);
-    if (failure) {
-      b.failures++;
-      if (b.failures >= HOST_LIMITS.breaker.failureThreshold) {
-        b.openUntil = this.sim.now + HOST_LIMITS.breaker.cooldownMs;
-        b.openedAt = this.sim.now;
+    for (const inv of c.invocations) {
+      // A circuit-open re-queue before the first step hands its claim back: exactly one less, in
+      // a queued write naming the circuit (docs/host.md, What counts as an attempt).
+      const prev = this.#lastCount.get(inv.invocationId);
+      if (prev !== undefined && inv.attemptCount === prev - 1 && inv.status === "queued" && /^circuit /.test(inv.lastError ?? "")) {
+        this.obs.handbacks.set(inv.invocationId, (this.obs.handbacks.get(inv.invocationId) ?? 0) + 1);
       }
-    } else if (success) {
-      b.failures = 0;
-      b.openUntil = 0;
+      this.#lastCount.set(inv.invocationId, inv.attemptCount);
     }
+    for (const b of c.breakers) this.#breakers.set(`${b.connector}.${b.operation}`, { rec: b, seq });
   }
 
   nodeStore(node: SimNode): Store {
@@ -310,7 +330,7 @@ export class World {
     return this.actions.find((a) => a.def.id === action)?.def.idempotent ?? false;
   }
 
-  connector(node: SimNode, claims: Map<string, { attemptCount: number; at: number }> | null): Connector {
+  connector(node: SimNode, claims: Map<string, ClaimSeen> | null): Connector {
     const call = (ctx: ConnectorContext): Promise<ConnectorReply> => this.providerCall(node, claims, ctx);
     if (this.options.plant === "double-effect") {
       // The planted bug: a connector that applies its effect twice.
@@ -328,7 +348,7 @@ export class World {
     this.obs.effects.push({ key: ctx.idempotencyKey, action: ctx.request.action, idempotent: this.isIdempotent(ctx.request.action), call });
   }
 
-  providerCall(node: SimNode, claims: Map<string, { attemptCount: number; at: number }> | null, ctx: ConnectorContext): Promise<ConnectorReply> {
+  providerCall(node: SimNode, claims: Map<string, ClaimSeen> | null, ctx: ConnectorContext): Promise<ConnectorReply> {
     const base = ctx.invocationId.replace(/:undo:\d+$/, "");
     const claim = claims?.get(base);
     const call: CallRecord = {
@@ -342,14 +362,17 @@ export class World {
       key: ctx.idempotencyKey,
       decisionId: ctx.decisionId,
       attemptId: ctx.attemptId,
-      ...(claim ? { attemptCount: claim.attemptCount, claimAt: claim.at } : {}),
+      ...(claim ? { attemptCount: claim.attemptCount, recoveryBase: claim.recoveryBase, claimAt: claim.at } : {}),
       behaviour: "",
     };
     this.obs.calls.push(call);
+    // breakerFleet (item 6): the breaker row the store held when this call went out was open, and
+    // it was committed before the claim this call runs under: the worker's check (before every
+    // step, after the claim) must have seen it (docs/host.md, Circuit breakers).
     const op = call.compensation ? "undo" : "op";
-    const b = this.#breakers.get(op);
-    if (b && claim && b.openUntil > this.sim.now && b.openedAt < claim.at) {
-      this.obs.breakerViolations.push(`call #${call.n} (${base} step ${call.stepIndex}) on ${node.name} under a claim at ${claim.at}, breaker ${op} open since ${b.openedAt} until ${b.openUntil}`);
+    const row = this.#breakers.get(`svc.${op}`);
+    if (row && claim && row.rec.state === "open" && row.rec.openUntil > this.sim.now && row.seq < claim.seq) {
+      this.obs.breakerViolations.push(`call #${call.n} (${base} step ${call.stepIndex}) on ${node.name} under a claim at ${claim.at}, breaker ${op} open since ${row.rec.openedAt} until ${row.rec.openUntil}`);
     }
     const idempotent = this.isIdempotent(ctx.request.action);
     const prior = idempotent ? this.obs.effects.find((e) => e.key === ctx.idempotencyKey) : undefined;
@@ -471,8 +494,9 @@ export class World {
       crypto: this.crypto,
       random: this.rng.fork().random(),
       timeoutMs: HOST_LIMITS.timeoutMs,
+      inProgressTimeoutMs: HOST_LIMITS.inProgressTimeoutMs,
       recoveryMaxAttempts: HOST_LIMITS.recoveryMaxAttempts,
-      retry: { maxAttempts: 3, baseDelayMs: 200, maxDelayMs: 2000 },
+      retry: { maxAttempts: HOST_LIMITS.recoveryMaxAttempts, baseDelayMs: 200, maxDelayMs: 2000 },
       breaker: HOST_LIMITS.breaker,
       approvalTtlMs: HOST_LIMITS.approvalTtlMs,
       sweepMs: 4000,
@@ -482,7 +506,7 @@ export class World {
 
   startWorker(): WorkerNode {
     const node = new SimNode(this.sim, `w${++this.#nodeSeq}`);
-    const claims = new Map<string, { attemptCount: number; at: number }>();
+    const claims = new Map<string, ClaimSeen>();
     const deploy = this.on("redeploy") && this.#nodeSeq > 3 && this.rng.chance(0.3);
     const actions = deploy ? redeployed(this.actions, this.rng) : this.actions.map((a) => a.def);
     const host = this.hostOn(node, this.nodeStore(node), actions, this.connector(node, claims));
@@ -515,6 +539,7 @@ export class World {
       standingFromStore: true,
       acceptedPolicyRefs: ["sim:v1"],
       timeoutMs: HOST_LIMITS.timeoutMs,
+      inProgressTimeoutMs: HOST_LIMITS.inProgressTimeoutMs,
       clock: node.clock,
       crypto: this.crypto,
       random: this.rng.fork().random(),
@@ -589,7 +614,10 @@ export class World {
     this.flow(
       `cancel ${s.invocationId}`,
       this.api.cancel(SCOPE, s.invocationId, { type: "user", id: "ops" }).then((inv) => {
-        if (inv.status === "cancelled") this.obs.cancels.set(inv.invocationId, this.sim.now);
+        if (inv.status === "cancelled") {
+          this.obs.cancels.set(inv.invocationId, this.sim.now);
+          this.obs.cancelOrder.set(inv.invocationId, ++this.obs.order);
+        }
         return inv.status;
       }),
     );
