@@ -91,17 +91,19 @@ for (const factory of allStoreFactories()) {
       ["flipped outcome", { outcome: "failure" as const, error: "actually failed" }],
       ["same outcome, different evidence", { outcome: "success" as const, result: { x: 1 }, evidence: { receipt: "other" } }],
     ] as const) {
-      it(`contradiction (${name}): first kept, second recorded, reconciliation_required`, async () => {
+      // The first completion ended the invocation: the second comes after the end, so the status
+      // is kept and an operator is told (docs/completions.md, After the end).
+      it(`contradiction (${name}): first kept, second recorded, status kept, ExternalOperationContradicted`, async () => {
         const b = await bench();
         const { invocationId, ref } = await park(b);
         await b.host.complete(b.scope, { connector: "c", externalRef: ref, outcome: "success", result: { x: 1 }, evidence: { receipt: "r1" } });
         const r = await b.host.complete(b.scope, { connector: "c", externalRef: ref, ...second });
-        expect(r).toMatchObject({ disposition: "contradictory", status: "reconciliation_required" });
+        expect(r).toMatchObject({ disposition: "contradictory", status: "succeeded" });
+        expect((await b.host.get(b.scope, invocationId))?.status).toBe("succeeded");
         const list = await store.transact((tx) => tx.listCompletions(b.scope, "c", ref));
         expect(list.map((c) => c.disposition)).toEqual(["applied", "contradictory"]);
         expect(b.events.some((e) => e.type === "ExternalOperationContradicted" && e.invocationId === invocationId)).toBe(true);
-        const [rec] = await b.host.reconcile.list(b.scope, { status: "open" });
-        expect(rec).toMatchObject({ invocationId, reasonCode: "COMPLETION_CONTRADICTED" });
+        expect(await b.host.reconcile.list(b.scope, { status: "open" })).toEqual([]);
         const steps = await store.transact((tx) => tx.getSteps(b.scope, invocationId));
         expect(steps[0]?.status).toBe("succeeded"); // the first stays on record
       });

@@ -64,6 +64,8 @@ export interface CallRecord {
   recoveryBase?: number;
   /** When that claim committed. */
   claimAt?: number;
+  /** The commit sequence number when the provider's reply was handed back (breakerFleet). */
+  replySeq?: number;
   behaviour: string;
 }
 
@@ -373,6 +375,13 @@ export class World {
     const row = this.#breakers.get(`svc.${op}`);
     if (row && claim && row.rec.state === "open" && row.rec.openUntil > this.sim.now && row.seq < claim.seq) {
       this.obs.breakerViolations.push(`call #${call.n} (${base} step ${call.stepIndex}) on ${node.name} under a claim at ${claim.at}, breaker ${op} open since ${row.rec.openedAt} until ${row.rec.openUntil}`);
+    } else if (row && claim && !call.compensation && row.rec.state === "open" && row.rec.openUntil > this.sim.now && call.stepIndex > 0) {
+      // A later step of the same attempt: the check before it (`beforeStep`) runs after the
+      // previous step's reply came back, so a row committed before that reply must stop it.
+      const prev = this.obs.calls.findLast((c) => c !== call && c.invocationId === base && !c.compensation && c.decisionId === call.decisionId && c.stepIndex === call.stepIndex - 1);
+      if (prev?.replySeq !== undefined && row.seq < prev.replySeq) {
+        this.obs.breakerViolations.push(`call #${call.n} (${base} step ${call.stepIndex}) on ${node.name}: breaker ${op} open since ${row.rec.openedAt} until ${row.rec.openUntil}, committed before step ${prev.stepIndex}'s reply (call #${prev.n})`);
+      }
     }
     const idempotent = this.isIdempotent(ctx.request.action);
     const prior = idempotent ? this.obs.effects.find((e) => e.key === ctx.idempotencyKey) : undefined;
@@ -401,6 +410,7 @@ export class World {
     const reply = (r: ConnectorReply): Promise<ConnectorReply> =>
       node.op("reply", async () => {
         this.compensating.delete(node);
+        call.replySeq = this.#commitSeq;
         return r;
       });
     switch (behaviour) {
@@ -421,7 +431,10 @@ export class World {
         effect();
         const delay = rng.int(HOST_LIMITS.timeoutMs / 2, HOST_LIMITS.timeoutMs * 2);
         return new Promise<ConnectorReply>((resolve) => {
-          node.clock.setTimer(delay, () => resolve({ outcome: "success", externalRef: ref, output: { call: call.n, late: true } }));
+          node.clock.setTimer(delay, () => {
+            call.replySeq = this.#commitSeq;
+            resolve({ outcome: "success", externalRef: ref, output: { call: call.n, late: true } });
+          });
         });
       }
       default: {
