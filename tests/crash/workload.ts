@@ -6,6 +6,8 @@
  *
  * Key format: `r<run>-c<caller>-n<n>-<steps><mode>`, e.g. `r0-c3-n17-2flaky`.
  */
+import { z } from "zod";
+import { defineAction } from "../../src/index.js";
 import type { ActionRequest, AttemptState, IdempotencyState, Scope, StepStatus } from "../../src/core/types.js";
 
 /** What the connector answers for the step a mode governs (the last step of the action). */
@@ -106,3 +108,19 @@ export const STEP_STATUS_OF: Partial<Record<AttemptState, StepStatus>> = {
   UNKNOWN: "unknown",
   HANDED_OFF: "handed_off",
 };
+
+const params = z.object({ mode: z.enum(MODES), run: z.number(), caller: z.number(), n: z.number() });
+/** The two actions every crash child registers: one step, and two steps on connector `crash`. */
+export const CRASH_ACTIONS = [
+  defineAction({ id: ONE_STEP, version: "1", params, idempotent: true, steps: [{ name: "only", connector: "crash", operation: "last" }] }),
+  defineAction({
+    id: TWO_STEP,
+    version: "1",
+    params,
+    idempotent: true,
+    steps: [
+      { name: "prepare", connector: "crash", operation: "first" },
+      { name: "commit", connector: "crash", operation: "last" },
+    ],
+  }),
+];
