@@ -10,7 +10,7 @@
  */
 import { WritError } from "../../src/core/errors.js";
 import type { Store, StoreTx } from "../../src/core/store.js";
-import type { AttemptRecord, BreakerRecord, Invocation, Scope } from "../../src/core/types.js";
+import type { AttemptRecord, BreakerRecord, Fence, Invocation, Scope, StepCheckpoint } from "../../src/core/types.js";
 import type { SimNode } from "./kernel.js";
 
 export type StoreFault = "none" | "throw" | "lost-ack";
@@ -23,6 +23,8 @@ export interface Committed {
   invocations: Invocation[];
   /** Breaker rows written (docs/host.md, Circuit breakers). */
   breakers: BreakerRecord[];
+  /** Step intents written (`started` rows), each with the lease token the transaction asserted, if any. */
+  intents: Array<{ step: StepCheckpoint; token: string | undefined }>;
 }
 
 export interface StoreHooks {
@@ -38,6 +40,7 @@ export function simStore(node: SimNode, inner: Store, hooks: StoreHooks): Store 
   const listeners = new Set<(scope: Scope) => void | Promise<void>>();
 
   function watch(tx: StoreTx, c: Committed, journaled: Map<string, Scope>): StoreTx {
+    let asserted: string | undefined;
     return new Proxy(tx, {
       get(target, prop) {
         const v: unknown = Reflect.get(target, prop, target);
@@ -54,6 +57,18 @@ export function simStore(node: SimNode, inner: Store, hooks: StoreHooks): Store 
           return async (scope: Scope, inv: Invocation, ...rest: unknown[]) => {
             await fn(scope, inv, ...rest);
             c.invocations.push({ ...inv });
+          };
+        }
+        if (prop === "assertLease") {
+          return async (scope: Scope, fence: Fence) => {
+            await fn(scope, fence);
+            asserted = fence.token;
+          };
+        }
+        if (prop === "putStep") {
+          return async (scope: Scope, step: StepCheckpoint, fence?: Fence) => {
+            await fn(scope, step, fence);
+            if (step.status === "started") c.intents.push({ step: { ...step }, token: fence?.token ?? asserted });
           };
         }
         if (prop === "putBreaker") {
@@ -85,7 +100,7 @@ export function simStore(node: SimNode, inner: Store, hooks: StoreHooks): Store 
     const value = await node.op(kind, async () => {
       const fault = hooks.fault(node, kind);
       if (fault === "throw") throw new WritError("STORE_ERROR", "sim: injected store failure (nothing written)");
-      const c: Committed = { claims: [], attempts: [], invocations: [], breakers: [] };
+      const c: Committed = { claims: [], attempts: [], invocations: [], breakers: [], intents: [] };
       const body = (tx: StoreTx): Promise<T> => fn(watch(tx, c, journaled));
       const v = kind === "read" && inner.read ? await inner.read(body) : await inner.transact(body);
       hooks.committed(node, c);

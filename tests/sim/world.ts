@@ -215,6 +215,10 @@ export class World {
   readonly #breakers = new Map<string, BreakerRow>();
   #commitSeq = 0;
   readonly #lastCount = new Map<string, number>();
+  /** Every committed claim by its lease token. */
+  readonly #claimByToken = new Map<string, ClaimSeen>();
+  /** The claim whose lease fenced each step's latest intent, by `${invocationId}#${stepIndex}` (a compensation's id ends `:undo:i`). */
+  readonly #intentClaim = new Map<string, ClaimSeen>();
 
   readonly seed: number;
   readonly inner: Store;
@@ -273,7 +277,9 @@ export class World {
       list.push({ owner: inv.leaseOwner ?? node.name, attemptCount: inv.attemptCount, at: this.sim.now });
       this.obs.claims.set(inv.invocationId, list);
       this.#lastCount.set(inv.invocationId, inv.attemptCount);
-      this.workers.find((w) => w.node === node)?.claims.set(inv.invocationId, { attemptCount: inv.attemptCount, recoveryBase: inv.recoveryBase ?? 0, at: this.sim.now, seq });
+      const seen: ClaimSeen = { attemptCount: inv.attemptCount, recoveryBase: inv.recoveryBase ?? 0, at: this.sim.now, seq };
+      this.workers.find((w) => w.node === node)?.claims.set(inv.invocationId, seen);
+      if (inv.leaseToken) this.#claimByToken.set(inv.leaseToken, seen);
       this.sim.trace(`claim ${inv.invocationId} by ${node.name} attempt ${inv.attemptCount}`);
     }
     for (const inv of c.invocations) {
@@ -284,6 +290,14 @@ export class World {
         this.obs.handbacks.set(inv.invocationId, (this.obs.handbacks.get(inv.invocationId) ?? 0) + 1);
       }
       this.#lastCount.set(inv.invocationId, inv.attemptCount);
+    }
+    for (const { step, token } of c.intents) {
+      // A call goes out under the claim whose lease the intent's transaction asserted; a slow
+      // worker's call may follow a newer claim's commit (fencing guards writes, not the call).
+      const claim = token === undefined ? undefined : this.#claimByToken.get(token);
+      const key = `${step.invocationId}#${step.stepIndex}`;
+      if (claim) this.#intentClaim.set(key, claim);
+      else this.#intentClaim.delete(key);
     }
     for (const b of c.breakers) this.#breakers.set(`${b.connector}.${b.operation}`, { rec: b, seq });
   }
@@ -352,7 +366,8 @@ export class World {
 
   providerCall(node: SimNode, claims: Map<string, ClaimSeen> | null, ctx: ConnectorContext): Promise<ConnectorReply> {
     const base = ctx.invocationId.replace(/:undo:\d+$/, "");
-    const claim = claims?.get(base);
+    // The claim that fenced this step's intent; a node's latest claim only when no fenced intent is known.
+    const claim = claims ? (this.#intentClaim.get(`${ctx.invocationId}#${ctx.step.index}`) ?? claims.get(base)) : undefined;
     const call: CallRecord = {
       n: ++this.#callSeq,
       at: this.sim.now,
