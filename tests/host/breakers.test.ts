@@ -14,7 +14,8 @@ import { verifyStoredJournal } from "../../src/core/journal.js";
 import { createKeyring } from "../../src/core/keyring.js";
 import { manualClock, type ManualClock } from "../../src/core/manual-clock.js";
 import type { PolicyEngine } from "../../src/core/policy.js";
-import { readCommitted, type Store } from "../../src/core/store.js";
+import { WritError } from "../../src/core/errors.js";
+import { readCommitted, type Store, type StoreTx } from "../../src/core/store.js";
 import type { Authority, Scope } from "../../src/core/types.js";
 import { createHostCore, type Host } from "../../src/host/host.js";
 import type { HostOptions } from "../../src/host/options.js";
@@ -147,6 +148,30 @@ async function openB(w: World, host: Host): Promise<void> {
   w.replies.delete("b");
 }
 
+/** `inner` with breaker reads of `operation` failing while `failing()` says so (an injected store fault). */
+function failingBreakerReads(inner: Store, operation: string, failing: () => boolean): Store {
+  const wrap = (tx: StoreTx): StoreTx =>
+    new Proxy(tx, {
+      get(target, prop) {
+        const v: unknown = Reflect.get(target, prop, target);
+        if (typeof v !== "function") return v;
+        const fn = (v as (...a: unknown[]) => unknown).bind(target);
+        if (prop !== "getBreaker") return fn;
+        return async (...a: unknown[]) => {
+          if (a[2] === operation && failing()) throw new WritError("STORE_ERROR", "injected: breaker read failed");
+          return fn(...a);
+        };
+      },
+    });
+  return {
+    kind: inner.kind,
+    migrate: () => inner.migrate(),
+    close: () => inner.close(),
+    transact: (fn) => inner.transact((tx) => fn(wrap(tx))),
+    ...(inner.read ? { read: <T>(fn: (tx: StoreTx) => Promise<T>) => inner.read!((tx) => fn(wrap(tx))) } : {}),
+  };
+}
+
 const callsOf = (w: World, op: string): number => w.calls.filter((c) => c.operation === op).length;
 
 async function journalOk(store: Store, scope: Scope): Promise<void> {
@@ -249,6 +274,39 @@ for (const kind of storages) {
         await journalOk(store, w.scope);
       });
     }
+
+    // Invariant: a breaker the store cannot answer for between steps fails closed: step b is not
+    // called, step a's outcome is durable, the attempt ends CIRCUIT_OPEN with a reason that names
+    // the read failure (not the store's error text), and the next claim resumes at step b.
+    it("a breaker read that fails before a later step stops the attempt there", async () => {
+      const w = world();
+      const inner = await open();
+      await grant(w, inner);
+      let failing = false;
+      const store = failingBreakerReads(inner, "b", () => failing);
+      const host = hostOn(w, store);
+      const { invocation } = await host.submit(request(w, "two.once"));
+      const id = invocation.invocationId;
+      w.replies.set("a", async () => {
+        failing = true; // the check before step b, after step a's reply, cannot read the breaker
+        return { outcome: "success", externalRef: "ref-a", output: { step: "a" } };
+      });
+      expect(await host.worker().runOnce()).toEqual(["queued"]);
+      failing = false;
+      w.replies.delete("a");
+      expect(w.calls.filter((c) => c.invocationId === id).map((c) => c.operation)).toEqual(["a"]);
+      const q = await host.get(w.scope, id);
+      expect(q).toMatchObject({ status: "queued", nextStep: 1 });
+      expect(q?.lastError).toBe("circuit breaker for c.b could not be read (store error, logged); step b not started");
+      expect(q!.runAt).toBeGreaterThan(w.clock.now());
+      const attempts = await readCommitted(inner, (tx) => tx.listAttempts(w.scope, { invocationId: id }));
+      expect(attempts.map((a) => [a.state, a.reasonCode ?? null, a.stepIndex])).toEqual([["FAILED", "CIRCUIT_OPEN", 0]]);
+
+      w.clock.advance(q!.runAt! - w.clock.now());
+      expect(await host.worker().runOnce()).toEqual(["succeeded"]);
+      expect(w.calls.filter((c) => c.invocationId === id).map((c) => c.operation)).toEqual(["a", "b"]);
+      await journalOk(inner, w.scope);
+    });
 
     // Invariant: after the cooldown exactly one probe goes through across workers on different
     // store instances; a call that finds the probe in flight is refused and re-queued.
