@@ -9,6 +9,8 @@ import type { WritConfig } from "../config/define-config.js";
 import type { PolicyEngine } from "../core/policy.js";
 import type { Actor, Scope } from "../core/types.js";
 import type { Logger } from "../host/options.js";
+import type { InvocationReads } from "../host/reads.js";
+import type { ReadRuntime } from "../runtime/reads.js";
 import type { OpenRuntimeOptions, Runtime } from "../runtime/runtime.js";
 import { TENANT_SPACE } from "../core/reserved.js";
 import { escapeForTerminal } from "../core/text.js";
@@ -48,6 +50,7 @@ export class CliContext {
   readonly io: CliIo;
   private loaded: Promise<{ path: string; config: WritConfig }> | undefined;
   private opened: Promise<Runtime> | undefined;
+  private openedReads: Promise<ReadRuntime> | undefined;
   private scoped: Promise<{ scope: Scope; tenant: Source; space: Source }> | undefined;
 
   constructor(environment: CliEnvironment, values: Values) {
@@ -171,12 +174,28 @@ export class CliContext {
     return this.opened;
   }
 
+  /**
+   * Invocation reads (get, list) as the host answers them, without opening the host: the store
+   * behind the data key only (docs/cli.md, Start-up time). The runtime's host when it is open.
+   */
+  async reads(): Promise<InvocationReads> {
+    if (this.opened) return (await this.opened).host;
+    this.openedReads ??= this.config().then(async ({ config }) => {
+      const { openReads } = await import("../runtime/reads.js");
+      return openReads(config, { cwd: this.cwd });
+    });
+    return (await this.openedReads).reads;
+  }
+
   /** Resolves a path the way the runtime does: relative paths against the working directory. */
   resolvePath(p: string): string {
     return isAbsolute(p) ? p : join(this.cwd, p);
   }
 
   async close(): Promise<void> {
+    const reads = this.openedReads;
+    this.openedReads = undefined;
+    if (reads) await (await reads.catch(() => null))?.close();
     const opened = this.opened;
     this.opened = undefined;
     if (!opened) return;

@@ -1,12 +1,14 @@
 /**
  * Loads `writ.config.ts` (or .mts/.js/.mjs) without a TypeScript runtime: the config and the local
  * files it imports are bundled into one ES module by esbuild, written to a cache in the state
- * directory and imported from there (docs/cli.md, Config files). Packages and Node built-ins stay
- * imports, resolved from the config's directory, so they are the same modules the CLI runs.
+ * directory and imported from there (docs/cli.md, Config files). Pure ES module packages (zod, say)
+ * are inlined: one file loads far faster than a tree of a hundred modules. `writ` itself, CommonJS
+ * packages, native addons and Node built-ins stay imports, resolved from the importing file, so the
+ * config uses the same `writ` modules as the CLI.
  *
  * The cache is keyed by the config's path and content; an entry is used only while every file that
- * went into it still has the content it had (sha256 of each), so an edit to the config or to a file
- * it imports rebuilds it. esbuild itself is imported only on a rebuild.
+ * went into it (inlined package files included) still has the content it had (sha256 of each), so
+ * an edit, a patch or an upgrade rebuilds it. esbuild itself is imported only on a rebuild.
  */
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -21,7 +23,7 @@ import { checkConfig, type WritConfig } from "./define-config.js";
 export const CONFIG_FILES = ["writ.config.ts", "writ.config.mts", "writ.config.js", "writ.config.mjs"];
 
 /** Bumped when the bundle's shape changes, so older cache entries are not used. */
-const CACHE_FORMAT = 1;
+const CACHE_FORMAT = 2;
 /** Cache entries not used for this long are removed when another entry is written. */
 const CACHE_KEEP_MS = 7 * 24 * 3600 * 1000;
 
@@ -105,12 +107,60 @@ function formatMessage(m: Message, base: string): string {
   return loc ? `${resolve(base, loc.file)}:${loc.line}:${loc.column + 1}: ${m.text}` : m.text;
 }
 
+/** The directory of this package (writ): its files always stay imports of the config bundle. */
+const WRIT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+type PackageJson = { name?: unknown; type?: unknown; gypfile?: unknown; binary?: unknown };
+
+interface PackageInfo {
+  /** Whether the config bundle may inline the package's files. */
+  inline: boolean;
+}
+
 /**
- * The esbuild plugin: packages and built-ins become imports of absolute file URLs (resolved the way
- * Node resolves them from the importing file), and each local file's `import.meta.url`, `dirname`
- * and `filename` keep naming the file itself rather than the bundle. Records each local input's hash.
+ * The package a file of node_modules belongs to (its nearest package.json with a name), and
+ * whether it may be inlined: an ES module package ("type": "module") with no native addon, not
+ * writ. CommonJS packages stay imports (a bundle cannot give them their own `require`).
  */
-function configPlugin(hashes: Map<string, string>): Plugin {
+function packageOf(file: string, cache: Map<string, PackageInfo | null>): PackageInfo | null {
+  if (!/[\\/]node_modules[\\/]/.test(file)) return null;
+  let dir = dirname(file);
+  const seen: string[] = [];
+  let found: PackageInfo | null = null;
+  for (;;) {
+    const known = cache.get(dir);
+    if (known !== undefined) {
+      found = known;
+      break;
+    }
+    seen.push(dir);
+    const manifest = join(dir, "package.json");
+    let pkg: PackageJson | null;
+    try {
+      pkg = JSON.parse(readFileSync(manifest, "utf8")) as PackageJson | null;
+    } catch {
+      pkg = null;
+    }
+    if (pkg && typeof pkg.name === "string") {
+      const native = pkg.gypfile === true || pkg.binary !== undefined || existsSync(join(dir, "binding.gyp"));
+      found = { inline: pkg.type === "module" && !native && resolve(dir) !== WRIT_ROOT && pkg.name !== "writ" };
+      break;
+    }
+    const up = dirname(dir);
+    if (up === dir || /[\\/]node_modules$/.test(dir)) break;
+    dir = up;
+  }
+  for (const d of seen) cache.set(d, found);
+  return found;
+}
+
+/**
+ * The esbuild plugin: packages that may not be inlined and built-ins become imports of absolute
+ * file URLs (resolved the way Node resolves them from the importing file); pure ES module packages
+ * are bundled. Each file's `import.meta.url`, `dirname` and `filename` keep naming the file itself
+ * rather than the bundle. Records each input's hash.
+ */
+function configPlugin(hashes: Map<string, string>, packages: Map<string, PackageInfo | null>): Plugin {
   return {
     name: "writ-config",
     setup(build) {
@@ -119,6 +169,7 @@ function configPlugin(hashes: Map<string, string>): Plugin {
         if (isBuiltin(args.path)) return { path: args.path, external: true };
         const r = await build.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: "writ-resolve" });
         if (r.errors.length > 0) return { errors: r.errors };
+        if (packageOf(r.path, packages)?.inline === true && r.path.startsWith("/")) return { path: r.path };
         return { path: pathToFileURL(r.path).href, external: true };
       });
       build.onLoad({ filter: /\.[cm]?[jt]sx?$/ }, (args) => {
@@ -138,6 +189,7 @@ function configPlugin(hashes: Map<string, string>): Plugin {
 async function bundle(path: string, outfile: string): Promise<{ js: string; map: string; inputs: Manifest["inputs"] }> {
   const { build } = await import("esbuild");
   const hashes = new Map<string, string>();
+  const packages = new Map<string, PackageInfo | null>();
   const base = dirname(path);
   let result;
   try {
@@ -158,7 +210,7 @@ async function bundle(path: string, outfile: string): Promise<{ js: string; map:
       sourcesContent: false,
       logLevel: "silent",
       define: { "import.meta.url": "__writ_meta_url", "import.meta.filename": "__writ_meta_filename", "import.meta.dirname": "__writ_meta_dirname" },
-      plugins: [configPlugin(hashes)],
+      plugins: [configPlugin(hashes, packages)],
     });
   } catch (e) {
     const errors = (e as { errors?: Message[] }).errors;

@@ -5,11 +5,11 @@ import { base64url } from "../core/encoding.js";
 import { errorMessage, isWritError } from "../core/errors.js";
 import { assertTransition } from "../core/invocation.js";
 import { appendJournal, draft, type JournalDraft } from "../core/journal.js";
-import { redactFor } from "../core/redact.js";
 import type { StoreTx } from "../core/store.js";
 import type { Fence, Invocation, InvocationStatus, Json, Scope } from "../core/types.js";
 import type { Breakers } from "./breaker.js";
 import type { HostEvent } from "./events.js";
+import { redactInvocation } from "./reads.js";
 import { countEvent } from "./telemetry.js";
 import type { HostOptions, Logger, ResolvedHostOptions } from "./options.js";
 
@@ -100,14 +100,7 @@ export function makeContext(o: HostOptions, r: ResolvedHostOptions, boundary: Bo
       if (!opts.events) emit(event);
       return next;
     },
-    redactInvocation(inv) {
-      const action = actions.get(inv.action);
-      const sensitive = action?.sensitive ?? [];
-      if (sensitive.length === 0 && action?.redact === undefined) return inv;
-      const params = (redactFor(action, { params: inv.request.params }, "params") as { params: Invocation["request"]["params"] }).params;
-      // `result` is stored redacted already (settlement and completions write redacted outputs).
-      return { ...inv, request: { ...inv.request, params } };
-    },
+    redactInvocation: (inv) => redactInvocation(actions.get(inv.action), inv),
   };
   return ctx;
 }

@@ -11,7 +11,6 @@ import { sequencerFor } from "../core/sequencer.js";
 import { innerStore } from "../core/sealing.js";
 import { createKeyring } from "../core/keyring.js";
 import { redactFor } from "../core/redact.js";
-import { sealedStore, type SensitiveMap } from "../core/sealing.js";
 import { readCommitted, type InvocationFilter, type ListOptions } from "../core/store.js";
 import type { ActionDefinition } from "../core/action.js";
 import type { ActionRequest, Actor, Authority, CompletionRecord, Invocation, Json, ReconciliationRecord, ReconciliationStatus, Scope, Submitter } from "../core/types.js";
@@ -22,6 +21,7 @@ import { makeContext, retryStale, scopeOf, type HostContext } from "./context.js
 import type { HostEvent } from "./events.js";
 import { resolveHostOptions, silentLogger, type HostOptions } from "./options.js";
 import { createWorker, type Worker, type WorkerOptions } from "./worker.js";
+import { invocationReads, readableStore } from "./reads.js";
 import { createApprovals, type Approvals } from "./approvals.js";
 import { checkResolveInput, resolvedStep, resolveKey, type KeyRef, type KeyResolution, type ResolveInput } from "./key-resolution.js";
 import { authorityCovers, createAuthorities, type Authorities } from "./authorities.js";
@@ -100,21 +100,12 @@ export interface Host {
   readonly context: HostContext;
 }
 
-function sensitiveMap(actions: ReadonlyArray<ActionDefinition<unknown>>): SensitiveMap {
-  const m = new Map<string, readonly string[]>();
-  const steps = new Map<string, readonly string[]>();
-  for (const a of actions) {
-    if (a.sensitive && a.sensitive.length > 0) m.set(a.id, a.sensitive);
-    steps.set(a.id, a.steps.map((s) => s.name));
-  }
-  return { get: (id) => m.get(id), stepNames: (id) => steps.get(id) };
-}
 
 /** Creates a host. Ports (clock, crypto, random) are required here; `createHost` in "writ" fills Node defaults. */
 export function createHostCore(options: HostOptions): Host {
   const r = resolveHostOptions(options);
   // With a data key, every read and write of the host and its boundary goes through the sealing store.
-  const o: HostOptions = options.dataKey ? { ...options, store: sealedStore(options.store, options.dataKey, sensitiveMap(options.actions as ReadonlyArray<ActionDefinition<unknown>>)) } : options;
+  const o: HostOptions = options.dataKey ? { ...options, store: readableStore(options.store, options.dataKey, options.actions as ReadonlyArray<ActionDefinition<unknown>>) } : options;
   const keyring = o.keyring ?? createKeyring([{ kid: o.signingKey.kid, publicJwk: o.signingKey.publicJwk }]);
   if (!keyring.get(o.signingKey.kid)) throw new WritError("INVALID_OPTION", `createHost: the keyring does not hold the signing key ${o.signingKey.kid}`);
   const actions = o.actions as ReadonlyArray<ActionDefinition<unknown>>;
@@ -137,6 +128,7 @@ export function createHostCore(options: HostOptions): Host {
     ...(o.redactErrorText ? { redactErrorText: o.redactErrorText } : {}),
   });
   const ctx = makeContext(o, r, boundary, createBreakers(o.store, o.clock, r.breaker, log), log);
+  const reads = invocationReads(o.store, ctx.actions);
   for (const s of o.completionSecrets ?? []) for (const secret of s.secrets) webhookSecretBytes(secret);
   const approvals = createApprovals(ctx);
   const authorities = createAuthorities(ctx);
@@ -322,14 +314,8 @@ export function createHostCore(options: HostOptions): Host {
 
   return {
     submit,
-    async get(scope, invocationId) {
-      const inv = await readCommitted(o.store, (tx) => tx.getInvocation(scope, invocationId));
-      return inv ? ctx.redactInvocation(inv) : null;
-    },
-    async list(scope, filter) {
-      const invs = await readCommitted(o.store, (tx) => tx.listInvocations(scope, filter));
-      return invs.map((i) => ctx.redactInvocation(i));
-    },
+    get: (scope, id) => reads.get(scope, id),
+    list: (scope, filter) => reads.list(scope, filter),
     cancel,
     reconcile: {
       list: (scope, opts) => readCommitted(o.store, (tx) => tx.listReconciliations(scope, opts)),

@@ -2,7 +2,7 @@
  * A running Writ process built from a config: the store, the keys, the policy engine and the host.
  * `writ serve`, `writ worker` and the other CLI commands all start here.
  */
-import { isAbsolute, join } from "node:path";
+import { join } from "node:path";
 import type { PolicyEngine } from "../core/policy.js";
 import type { Keyring, SigningKey } from "../core/keyring.js";
 import type { Store } from "../core/store.js";
@@ -15,6 +15,9 @@ import { systemClock, systemRandom } from "../node/clock.js";
 import { defaultCrypto } from "../node/defaults.js";
 import { localDataKey } from "./data-key-file.js";
 import { loadKeyring, loadSigningKey } from "./key-files.js";
+import { keysDirOf, storeFromConfig } from "./store-from-config.js";
+
+export { storeFromConfig } from "./store-from-config.js";
 import type { Logger } from "../host/options.js";
 
 export interface Runtime {
@@ -38,23 +41,6 @@ export interface OpenRuntimeOptions {
   migrate?: boolean;
 }
 
-/** The config's store. Only the module of that kind is imported (a SQLite CLI never loads PostgreSQL's). */
-export async function storeFromConfig(config: WritConfig, cwd: string): Promise<Store> {
-  const s = config.store ?? { kind: "sqlite" as const };
-  switch (s.kind) {
-    case "memory":
-      return (await import("../stores/memory/index.js")).memoryStore();
-    case "custom":
-      return s.store;
-    case "postgres":
-      return (await import("../stores/postgres/index.js")).postgresStore({ url: s.url }, s.poolSize !== undefined ? { max: s.poolSize } : {});
-    case "sqlite": {
-      const path = s.path ?? ".writ/writ.db";
-      return (await import("../stores/sqlite/index.js")).sqliteStore({ path: path === ":memory:" || isAbsolute(path) ? path : join(cwd, path) });
-    }
-  }
-}
-
 export function policyFromConfig(config: WritConfig): PolicyEngine {
   const p = config.policy;
   if ("evaluate" in p) return p;
@@ -63,7 +49,7 @@ export function policyFromConfig(config: WritConfig): PolicyEngine {
 
 export async function openRuntime(config: WritConfig, options: OpenRuntimeOptions = {}): Promise<Runtime> {
   const cwd = options.cwd ?? process.cwd();
-  const keysDir = isAbsolute(config.keys?.dir ?? "") ? config.keys!.dir! : join(cwd, config.keys?.dir ?? ".writ/keys");
+  const keysDir = keysDirOf(config, cwd);
   const signingKey = loadSigningKey(keysDir, { create: options.createKey ?? true });
   const keyring = loadKeyring(keysDir);
   const policy = policyFromConfig(config);

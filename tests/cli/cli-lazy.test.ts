@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { BIN, childEnv } from "./helpers.js";
+import { BIN, REPO, childEnv } from "./helpers.js";
 
 const dir = mkdtempSync(join(tmpdir(), "writ-cli-lazy-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -27,12 +27,18 @@ else module.register(${JSON.stringify(pathToFileURL(hooks).href)});
 `,
 );
 
+/** Every module URL a run of `writ <args>` loads. */
+function loaded(args: string[], env: Record<string, string> = {}): { stdout: string; urls: string[] } {
+  const r = spawnSync(process.execPath, ["--import", pathToFileURL(trace).href, BIN, ...args], { cwd: dir, env: childEnv(env), encoding: "utf8" });
+  expect(r.status, r.stderr).toBe(0);
+  return { stdout: r.stdout, urls: [...r.stderr.matchAll(/^LOADED (\S+)$/gm)].map((m) => m[1]!) };
+}
+
 /** The CLI modules (under dist/cli/) a run of `writ <args>` loads, relative to dist/cli/. */
 function cliModulesLoaded(args: string[]): { stdout: string; modules: string[] } {
-  const r = spawnSync(process.execPath, ["--import", pathToFileURL(trace).href, BIN, ...args], { cwd: dir, env: childEnv(), encoding: "utf8" });
-  expect(r.status, r.stderr).toBe(0);
-  const modules = [...r.stderr.matchAll(/^LOADED (\S+)$/gm)].map((m) => m[1]!).filter((u) => u.includes("/dist/cli/")).map((u) => u.slice(u.indexOf("/dist/cli/") + "/dist/cli/".length));
-  return { stdout: r.stdout, modules };
+  const { stdout, urls } = loaded(args);
+  const modules = urls.filter((u) => u.includes("/dist/cli/")).map((u) => u.slice(u.indexOf("/dist/cli/") + "/dist/cli/".length));
+  return { stdout, modules };
 }
 
 describe("CLI start-up loads only what a command needs", () => {
@@ -59,5 +65,21 @@ describe("CLI start-up loads only what a command needs", () => {
   it("a command's flag before the command word still finds the command (writ --limit 5 ls --help)", () => {
     const { stdout } = cliModulesLoaded(["--limit", "5", "ls", "--help"]);
     expect(stdout).toContain("Usage: writ ls");
+  });
+
+  // Invariant: `writ ls` reads through the store alone: the host, the policy engine and the
+  // boundary are never loaded (src/runtime/reads.ts), and the answer is still the list.
+  it("writ ls opens the store without loading the host or the policy engine", () => {
+    const defineConfig = JSON.stringify(join(REPO, "src/config/define-config.ts"));
+    writeFileSync(
+      join(dir, "writ.config.ts"),
+      `import { defineConfig } from ${defineConfig};\nexport default defineConfig({ store: { kind: "sqlite", path: "lazy.db" }, actions: [], connectors: [], policy: { cedar: { policies: "permit(principal, action, resource);" } } });\n`,
+    );
+    const { stdout, urls } = loaded(["ls", "--json"], { WRIT_TENANT: "lazy" });
+    expect(JSON.parse(stdout)).toMatchObject({ items: [] });
+    const dist = urls.filter((u) => u.includes("/dist/")).map((u) => u.slice(u.indexOf("/dist/") + "/dist/".length));
+    expect(dist).toEqual(expect.arrayContaining(["runtime/reads.js", "stores/sqlite/index.js"]));
+    expect(dist.filter((m) => m.startsWith("host/") && m !== "host/reads.js")).toEqual([]);
+    expect(dist.filter((m) => m.startsWith("policy/") || m === "core/boundary.js" || m === "runtime/runtime.js")).toEqual([]);
   });
 });

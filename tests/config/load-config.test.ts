@@ -3,7 +3,7 @@
  * imports are bundled once into the cache and reused while every input is unchanged; an edit to an
  * imported file rebuilds; `import.meta.url` keeps naming each file; errors name file:line:col.
  */
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -47,6 +47,39 @@ describe("loadConfig", () => {
     const second = await loadConfig(path, { cacheDir });
     expect(second.server?.port).toBe(2222);
     expect(readdirSync(cached).filter((f) => f.endsWith(".mjs"))).toHaveLength(2);
+  });
+
+  // Invariant: a pure ES module package is inlined into the bundle (one file to load, its own
+  // import.meta.url kept); a CommonJS package and a native addon stay imports of their files; a
+  // change to an inlined package's file rebuilds the bundle like a change to a local file.
+  it("inlines pure ES module packages; CommonJS packages and native addons stay imports", async () => {
+    const pkg = (name: string, json: object, file: string, text: string): void => {
+      const d = join(dir, "node_modules", name);
+      mkdirSync(d, { recursive: true });
+      writeFileSync(join(d, "package.json"), JSON.stringify({ name, version: "1.0.0", ...json }));
+      writeFileSync(join(d, file), text);
+    };
+    pkg("esm-pkg", { type: "module", exports: "./index.js" }, "index.js", `export const esm = "esm-marker-1"; export const esmUrl = import.meta.url;\n`);
+    pkg("cjs-pkg", { main: "index.js" }, "index.js", `module.exports = { cjs: "cjs-marker" };\n`);
+    pkg("native-pkg", { type: "module", exports: "./index.js", gypfile: true }, "index.js", `export const native = "native-marker";\n`);
+    const path = write(
+      "packages.config.ts",
+      `import { defineConfig } from ${defineConfig};\nimport { esm, esmUrl } from "esm-pkg";\nimport cjsPkg from "cjs-pkg";\nimport { native } from "native-pkg";\n` +
+        `export default defineConfig({ actions: [], connectors: [], policy: ${memoryPolicy}, server: { host: [esm, esmUrl, cjsPkg.cjs, native].join(" ") } });\n`,
+    );
+    const cfg = await loadConfig(path, { cacheDir });
+    expect(cfg.server?.host).toBe(`esm-marker-1 file://${join(dir, "node_modules/esm-pkg/index.js")} cjs-marker native-marker`);
+    const cached = join(cacheDir, "config");
+    const newest = (): string => readdirSync(cached).filter((f) => f.endsWith(".mjs")).map((f) => join(cached, f)).sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0]!;
+    const text = readFileSync(newest(), "utf8");
+    expect(text).toContain("esm-marker-1");
+    expect(text).not.toContain("cjs-marker");
+    expect(text).not.toContain("native-marker");
+    expect(text).toContain(JSON.stringify(`file://${join(dir, "node_modules/cjs-pkg/index.js")}`));
+    expect(text).toContain(JSON.stringify(`file://${join(dir, "node_modules/native-pkg/index.js")}`));
+    // A patched package file (package.json unchanged) rebuilds.
+    pkg("esm-pkg", { type: "module", exports: "./index.js" }, "index.js", `export const esm = "esm-marker-2"; export const esmUrl = import.meta.url;\n`);
+    expect((await loadConfig(path, { cacheDir })).server?.host).toMatch(/^esm-marker-2 /);
   });
 
   it("a syntax error is named with file:line:column", async () => {

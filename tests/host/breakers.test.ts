@@ -302,7 +302,7 @@ for (const kind of storages) {
       const attempts = await readCommitted(inner, (tx) => tx.listAttempts(w.scope, { invocationId: id }));
       expect(attempts.map((a) => [a.state, a.reasonCode ?? null, a.stepIndex])).toEqual([["FAILED", "CIRCUIT_OPEN", 0]]);
 
-      w.clock.advance(q!.runAt! - w.clock.now());
+      w.clock.advance(q!.runAt - w.clock.now());
       expect(await host.worker().runOnce()).toEqual(["succeeded"]);
       expect(w.calls.filter((c) => c.invocationId === id).map((c) => c.operation)).toEqual(["a", "b"]);
       await journalOk(inner, w.scope);

@@ -185,8 +185,9 @@ export const ls: CommandBody = {
     const status = oneOf(ctx.values, "status", INVOCATION_STATUSES);
     const limit = intFlag(ctx.values, "limit") ?? 50;
     const after = str(ctx.values, "after");
-    const rt = await ctx.runtime();
-    const items = await rt.host.list(await ctx.scope(), { limit, ...(status ? { status } : {}), ...(after ? { after } : {}) });
+    // Reads only: the host, the policy engine and the keys stay unloaded (docs/cli.md, Start-up time).
+    const reads = await ctx.reads();
+    const items = await reads.list(await ctx.scope(), { limit, ...(status ? { status } : {}), ...(after ? { after } : {}) });
     printList(ctx, { items }, items, (i) => i.invocationId, () =>
       ctx.out.table(items, [
         { header: "invocation", value: (i) => i.invocationId },

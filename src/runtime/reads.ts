@@ -1,0 +1,34 @@
+/**
+ * The read-only part of a runtime: the config's store behind its data key, answering invocation
+ * reads as the host does (src/host/reads.ts), without the host, the policy engine or the signing
+ * key. `writ ls` runs on it and starts faster (docs/cli.md, Start-up time).
+ */
+import { join } from "node:path";
+import type { Store } from "../core/store.js";
+import type { WritConfig } from "../config/define-config.js";
+import { invocationReads, readableStore, type InvocationReads } from "../host/reads.js";
+import { localDataKey } from "./data-key-file.js";
+import { keysDirOf, storeFromConfig } from "./store-from-config.js";
+
+export interface ReadRuntime {
+  config: WritConfig;
+  /** The store as the config opens it (not behind the data key). */
+  store: Store;
+  reads: InvocationReads;
+  close(): Promise<void>;
+}
+
+/** Opens the config's store for reading; `migrate` (default true) applies migrations first, as the runtime does. */
+export async function openReads(config: WritConfig, options: { cwd?: string; migrate?: boolean } = {}): Promise<ReadRuntime> {
+  const cwd = options.cwd ?? process.cwd();
+  const store = await storeFromConfig(config, cwd);
+  try {
+    if (options.migrate ?? true) await store.migrate();
+  } catch (e) {
+    await store.close().catch(() => undefined);
+    throw e;
+  }
+  const actions = new Map(config.actions.map((a) => [a.id, a]));
+  const readable = readableStore(store, localDataKey(join(keysDirOf(config, cwd), "data-key.json")), config.actions);
+  return { config, store, reads: invocationReads(readable, actions), close: () => store.close() };
+}
