@@ -9,6 +9,7 @@ import type { WritConfig } from "../config/define-config.js";
 import type { PolicyEngine } from "../core/policy.js";
 import type { Actor, Scope } from "../core/types.js";
 import type { Logger } from "../host/options.js";
+import type { Store } from "../core/store.js";
 import type { InvocationReads } from "../host/reads.js";
 import type { ReadRuntime } from "../runtime/reads.js";
 import type { OpenRuntimeOptions, Runtime } from "../runtime/runtime.js";
@@ -175,16 +176,21 @@ export class CliContext {
   }
 
   /**
-   * Invocation reads (get, list) as the host answers them, without opening the host: the store
-   * behind the data key only (docs/cli.md, Start-up time). The runtime's host when it is open.
+   * Reads without opening the host (docs/cli.md, Start-up): invocation reads as the host answers
+   * them, and the store to read the rest from (steps, approvals, reconciliations). The runtime's
+   * host and store when the runtime is open.
    */
-  async reads(): Promise<InvocationReads> {
-    if (this.opened) return (await this.opened).host;
+  async reads(): Promise<{ config: WritConfig; reads: InvocationReads; store: Store }> {
+    if (this.opened) {
+      const rt = await this.opened;
+      return { config: rt.config, reads: rt.host, store: rt.store };
+    }
     this.openedReads ??= this.config().then(async ({ config }) => {
       const { openReads } = await import("../runtime/reads.js");
       return openReads(config, { cwd: this.cwd });
     });
-    return (await this.openedReads).reads;
+    const light = await this.openedReads;
+    return { config: light.config, reads: light.reads, store: light.readable };
   }
 
   /** Resolves a path the way the runtime does: relative paths against the working directory. */

@@ -1,7 +1,7 @@
 /**
  * The read-only part of a runtime: the config's store behind its data key, answering invocation
  * reads as the host does (src/host/reads.ts), without the host, the policy engine or the signing
- * key. `writ ls` runs on it and starts faster (docs/cli.md, Start-up time).
+ * key. `writ ls` and `writ get` run on it and start faster (docs/cli.md, Start-up).
  */
 import { join } from "node:path";
 import type { Store } from "../core/store.js";
@@ -14,6 +14,8 @@ export interface ReadRuntime {
   config: WritConfig;
   /** The store as the config opens it (not behind the data key). */
   store: Store;
+  /** The same store behind the data key: sealed params and outputs read opened, as the host reads them. */
+  readable: Store;
   reads: InvocationReads;
   close(): Promise<void>;
 }
@@ -30,5 +32,5 @@ export async function openReads(config: WritConfig, options: { cwd?: string; mig
   }
   const actions = new Map(config.actions.map((a) => [a.id, a]));
   const readable = readableStore(store, localDataKey(join(keysDirOf(config, cwd), "data-key.json")), config.actions);
-  return { config, store, reads: invocationReads(readable, actions), close: () => store.close() };
+  return { config, store, readable, reads: invocationReads(readable, actions), close: () => store.close() };
 }

@@ -1,6 +1,6 @@
 /**
  * What a config names on disk: its store and its keys directory. Kept apart from the runtime so a
- * read-only command opens the store without loading the host (docs/cli.md, Start-up time).
+ * read-only command opens the store without loading the host (docs/cli.md, Start-up).
  */
 import { isAbsolute, join } from "node:path";
 import type { Store } from "../core/store.js";

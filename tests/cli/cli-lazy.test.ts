@@ -28,10 +28,10 @@ else module.register(${JSON.stringify(pathToFileURL(hooks).href)});
 );
 
 /** Every module URL a run of `writ <args>` loads. */
-function loaded(args: string[], env: Record<string, string> = {}): { stdout: string; urls: string[] } {
+function loaded(args: string[], env: Record<string, string> = {}, status = 0): { stdout: string; stderr: string; urls: string[] } {
   const r = spawnSync(process.execPath, ["--import", pathToFileURL(trace).href, BIN, ...args], { cwd: dir, env: childEnv(env), encoding: "utf8" });
-  expect(r.status, r.stderr).toBe(0);
-  return { stdout: r.stdout, urls: [...r.stderr.matchAll(/^LOADED (\S+)$/gm)].map((m) => m[1]!) };
+  expect(r.status, r.stderr).toBe(status);
+  return { stdout: r.stdout, stderr: r.stderr, urls: [...r.stderr.matchAll(/^LOADED (\S+)$/gm)].map((m) => m[1]!) };
 }
 
 /** The CLI modules (under dist/cli/) a run of `writ <args>` loads, relative to dist/cli/. */
@@ -67,19 +67,24 @@ describe("CLI start-up loads only what a command needs", () => {
     expect(stdout).toContain("Usage: writ ls");
   });
 
-  // Invariant: `writ ls` reads through the store alone: the host, the policy engine and the
+  // Invariant: `writ ls` and `writ get` read through the store alone: the host, the policy engine and the
   // boundary are never loaded (src/runtime/reads.ts), and the answer is still the list.
-  it("writ ls opens the store without loading the host or the policy engine", () => {
+  it("writ ls and writ get open the store without loading the host or the policy engine", () => {
     const defineConfig = JSON.stringify(join(REPO, "src/config/define-config.ts"));
     writeFileSync(
       join(dir, "writ.config.ts"),
       `import { defineConfig } from ${defineConfig};\nexport default defineConfig({ store: { kind: "sqlite", path: "lazy.db" }, actions: [], connectors: [], policy: { cedar: { policies: "permit(principal, action, resource);" } } });\n`,
     );
-    const { stdout, urls } = loaded(["ls", "--json"], { WRIT_TENANT: "lazy" });
-    expect(JSON.parse(stdout)).toMatchObject({ items: [] });
-    const dist = urls.filter((u) => u.includes("/dist/")).map((u) => u.slice(u.indexOf("/dist/") + "/dist/".length));
-    expect(dist).toEqual(expect.arrayContaining(["runtime/reads.js", "stores/sqlite/index.js"]));
-    expect(dist.filter((m) => m.startsWith("host/") && m !== "host/reads.js")).toEqual([]);
-    expect(dist.filter((m) => m.startsWith("policy/") || m === "core/boundary.js" || m === "runtime/runtime.js")).toEqual([]);
+    const distOf = (urls: string[]): string[] => urls.filter((u) => u.includes("/dist/")).map((u) => u.slice(u.indexOf("/dist/") + "/dist/".length));
+    const heavy = (dist: string[]): string[] => dist.filter((m) => (m.startsWith("host/") && m !== "host/reads.js") || m.startsWith("policy/") || m === "core/boundary.js" || m === "runtime/runtime.js");
+    const list = loaded(["ls", "--json"], { WRIT_TENANT: "lazy" });
+    expect(JSON.parse(list.stdout)).toMatchObject({ items: [] });
+    expect(distOf(list.urls)).toEqual(expect.arrayContaining(["runtime/reads.js", "stores/sqlite/index.js"]));
+    expect(heavy(distOf(list.urls))).toEqual([]);
+    // `writ get` too: an unknown id is answered NOT_FOUND (exit 1) from the store alone.
+    const get = loaded(["get", "inv_missing"], { WRIT_TENANT: "lazy" }, 1);
+    expect(get.stderr).toContain("no invocation inv_missing");
+    expect(distOf(get.urls)).toContain("runtime/reads.js");
+    expect(heavy(distOf(get.urls))).toEqual([]);
   });
 });

@@ -40,7 +40,7 @@ afterAll(() => {
 });
 
 describe("file modes after each first command", () => {
-  for (const first of [["migrate"], ["api-keys", "create", "--role", "submit"], ["keys", "generate"]]) {
+  for (const first of [["migrate"], ["ls"], ["api-keys", "create", "--role", "submit"], ["keys", "generate"]]) {
     it(`writ ${first.join(" ")} first`, async () => {
       const ws = workspace();
       try {

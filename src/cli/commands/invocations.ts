@@ -1,6 +1,7 @@
 /** `writ submit`, `writ get`, `writ ls`, `writ cancel`: invocations through the host. */
 import type { ActionDefinition } from "../../core/action.js";
 import { base64url } from "../../core/encoding.js";
+import { readCommitted } from "../../core/store.js";
 import { WritError } from "../../core/errors.js";
 import { redactFor } from "../../core/redact.js";
 import { INVOCATION_STATUSES, TERMINAL_INVOCATION_STATUSES, type Invocation, type InvocationStatus, type Json, type Scope, type StepCheckpoint } from "../../core/types.js";
@@ -111,15 +112,17 @@ export const get: CommandBody = {
   async run(ctx, p) {
     const id = p[0]!;
     const scope = await ctx.scope();
-    const rt = await ctx.runtime();
-    const inv = await rt.host.get(scope, id);
+    // Reads only: the host, the policy engine and the keys stay unloaded (docs/cli.md, Start-up).
+    const { config, reads, store } = await ctx.reads();
+    const inv = await reads.get(scope, id);
     if (!inv) throw new WritError("NOT_FOUND", `no invocation ${id} in ${scope.tenantId}/${scope.spaceId}`);
-    const action = rt.config.actions.find((a) => a.id === inv.action) as ActionDefinition<unknown> | undefined;
-    const { steps, reconciliations } = await rt.store.transact(async (tx) => ({
+    const action = config.actions.find((a) => a.id === inv.action) as ActionDefinition<unknown> | undefined;
+    const approvalId = inv.approvalId;
+    const { steps, reconciliations, approval } = await readCommitted(store, async (tx) => ({
       steps: (await tx.getSteps(scope, id)).map((s) => redactStep(s, action)),
       reconciliations: await tx.listReconciliations(scope, { invocationId: id }),
+      approval: approvalId ? await tx.getApproval(scope, approvalId) : null,
     }));
-    const approval = inv.approvalId ? await rt.host.approvals.get(scope, inv.approvalId) : null;
     ctx.out.result({ invocation: inv, steps, approval, reconciliations }, () => {
       printInvocationSummary(ctx.out, inv, [
         ["actor", `${inv.request.actor.type}:${inv.request.actor.id}`],
@@ -185,8 +188,8 @@ export const ls: CommandBody = {
     const status = oneOf(ctx.values, "status", INVOCATION_STATUSES);
     const limit = intFlag(ctx.values, "limit") ?? 50;
     const after = str(ctx.values, "after");
-    // Reads only: the host, the policy engine and the keys stay unloaded (docs/cli.md, Start-up time).
-    const reads = await ctx.reads();
+    // Reads only: the host, the policy engine and the keys stay unloaded (docs/cli.md, Start-up).
+    const { reads } = await ctx.reads();
     const items = await reads.list(await ctx.scope(), { limit, ...(status ? { status } : {}), ...(after ? { after } : {}) });
     printList(ctx, { items }, items, (i) => i.invocationId, () =>
       ctx.out.table(items, [
