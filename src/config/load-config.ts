@@ -169,7 +169,7 @@ function configPlugin(hashes: Map<string, string>, packages: Map<string, Package
         if (isBuiltin(args.path)) return { path: args.path, external: true };
         const r = await build.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: "writ-resolve" });
         if (r.errors.length > 0) return { errors: r.errors };
-        if (packageOf(r.path, packages)?.inline === true && r.path.startsWith("/")) return { path: r.path };
+        if (isAbsolute(r.path) && packageOf(r.path, packages)?.inline === true) return { path: r.path };
         return { path: pathToFileURL(r.path).href, external: true };
       });
       build.onLoad({ filter: /\.[cm]?[jt]sx?$/ }, (args) => {

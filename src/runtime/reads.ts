@@ -23,14 +23,17 @@ export interface ReadRuntime {
 /** Opens the config's store for reading; `migrate` (default true) applies migrations first, as the runtime does. */
 export async function openReads(config: WritConfig, options: { cwd?: string; migrate?: boolean } = {}): Promise<ReadRuntime> {
   const cwd = options.cwd ?? process.cwd();
+  // Before the store opens: a data key file that is unreadable or open to others is refused here.
+  const dataKey = localDataKey(join(keysDirOf(config, cwd), "data-key.json"));
   const store = await storeFromConfig(config, cwd);
   try {
     if (options.migrate ?? true) await store.migrate();
   } catch (e) {
+    // Nothing else holds the store yet: close it before the error reaches the caller.
     await store.close().catch(() => undefined);
     throw e;
   }
+  const readable = readableStore(store, dataKey, config.actions);
   const actions = new Map(config.actions.map((a) => [a.id, a]));
-  const readable = readableStore(store, localDataKey(join(keysDirOf(config, cwd), "data-key.json")), config.actions);
   return { config, store, readable, reads: invocationReads(readable, actions), close: () => store.close() };
 }

@@ -16,9 +16,9 @@ import { defaultCrypto } from "../node/defaults.js";
 import { localDataKey } from "./data-key-file.js";
 import { loadKeyring, loadSigningKey } from "./key-files.js";
 import { keysDirOf, storeFromConfig } from "./store-from-config.js";
-
-export { storeFromConfig } from "./store-from-config.js";
 import type { Logger } from "../host/options.js";
+
+export { storeFromConfig };
 
 export interface Runtime {
   config: WritConfig;
@@ -53,24 +53,32 @@ export async function openRuntime(config: WritConfig, options: OpenRuntimeOption
   const signingKey = loadSigningKey(keysDir, { create: options.createKey ?? true });
   const keyring = loadKeyring(keysDir);
   const policy = policyFromConfig(config);
+  // Sensitive params and outputs are sealed at rest with the local data key (docs/security.md).
+  const dataKey = localDataKey(join(keysDir, "data-key.json"));
   const store = await storeFromConfig(config, cwd);
-  if (options.migrate ?? true) await store.migrate();
-  const host = createHostCore({
-    store,
-    actions: config.actions,
-    connectors: config.connectors,
-    policy,
-    signingKey,
-    keyring,
-    clock: systemClock,
-    crypto: defaultCrypto(),
-    random: systemRandom,
-    // Sensitive params and outputs are sealed at rest with the local data key (docs/security.md).
-    dataKey: localDataKey(join(keysDir, "data-key.json")),
-    ...(config.host ?? {}),
-    ...(config.completionSecrets ? { completionSecrets: config.completionSecrets } : {}),
-    ...(options.logger ? { logger: options.logger } : {}),
-  });
+  let host: Host;
+  try {
+    if (options.migrate ?? true) await store.migrate();
+    host = createHostCore({
+      store,
+      actions: config.actions,
+      connectors: config.connectors,
+      policy,
+      signingKey,
+      keyring,
+      clock: systemClock,
+      crypto: defaultCrypto(),
+      random: systemRandom,
+      dataKey,
+      ...(config.host ?? {}),
+      ...(config.completionSecrets ? { completionSecrets: config.completionSecrets } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
+  } catch (e) {
+    // A failed migration or a host option refused: nothing else holds the store yet.
+    await store.close().catch(() => undefined);
+    throw e;
+  }
   const close = async (): Promise<void> => {
     // Seals this process's commits have started end first (PostgreSQL seals after commit).
     await sequencerFor(store, defaultCrypto()).idle();

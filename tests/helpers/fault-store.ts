@@ -47,6 +47,11 @@ export interface FaultStoreOptions {
    * or end the process (the transaction never commits).
    */
   beforeCommit?: (writes: readonly WriteCall[]) => void;
+  /**
+   * Fails a read: every call of a StoreTx method that does not write for which this returns true
+   * throws `STORE_ERROR` instead of reading (each time, not once). @defaultValue no read fails
+   */
+  failRead?: (method: string, args: readonly unknown[]) => boolean;
 }
 
 export interface FaultStore extends Store {
@@ -89,8 +94,15 @@ export function faultStore(inner: Store, options: FaultStoreOptions = {}): Fault
     return new Proxy(tx, {
       get(target, prop) {
         const value: unknown = Reflect.get(target, prop, target);
-        if (typeof prop !== "string" || typeof value !== "function" || !isWriteMethod(prop)) {
-          return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        if (typeof value !== "function") return value;
+        if (typeof prop !== "string" || !isWriteMethod(prop)) {
+          const read = (value as (...a: unknown[]) => unknown).bind(target);
+          const failRead = options.failRead;
+          if (!failRead || typeof prop !== "string") return read;
+          return (...args: unknown[]): unknown => {
+            if (failRead(prop, args)) return Promise.reject(new WritError("STORE_ERROR", `injected fault: read ${prop} failed`));
+            return read(...args);
+          };
         }
         const fn = value as (...a: unknown[]) => Promise<unknown>;
         return async (...args: unknown[]): Promise<unknown> => {

@@ -14,8 +14,7 @@ import { verifyStoredJournal } from "../../src/core/journal.js";
 import { createKeyring } from "../../src/core/keyring.js";
 import { manualClock, type ManualClock } from "../../src/core/manual-clock.js";
 import type { PolicyEngine } from "../../src/core/policy.js";
-import { WritError } from "../../src/core/errors.js";
-import { readCommitted, type Store, type StoreTx } from "../../src/core/store.js";
+import { readCommitted, type Store } from "../../src/core/store.js";
 import type { Authority, Scope } from "../../src/core/types.js";
 import { createHostCore, type Host } from "../../src/host/host.js";
 import type { HostOptions } from "../../src/host/options.js";
@@ -24,6 +23,7 @@ import { memoryStore } from "../../src/stores/memory/index.js";
 import { postgresStore } from "../../src/stores/postgres/index.js";
 import { sqliteStore } from "../../src/stores/sqlite/index.js";
 import { KEYS } from "../boundary/fixture.js";
+import { faultStore } from "../helpers/fault-store.js";
 import { freshDatabase } from "../helpers/pg.js";
 import { until } from "../helpers/wait.js";
 import { crypto } from "./fixture.js";
@@ -148,30 +148,6 @@ async function openB(w: World, host: Host): Promise<void> {
   w.replies.delete("b");
 }
 
-/** `inner` with breaker reads of `operation` failing while `failing()` says so (an injected store fault). */
-function failingBreakerReads(inner: Store, operation: string, failing: () => boolean): Store {
-  const wrap = (tx: StoreTx): StoreTx =>
-    new Proxy(tx, {
-      get(target, prop) {
-        const v: unknown = Reflect.get(target, prop, target);
-        if (typeof v !== "function") return v;
-        const fn = (v as (...a: unknown[]) => unknown).bind(target);
-        if (prop !== "getBreaker") return fn;
-        return async (...a: unknown[]) => {
-          if (a[2] === operation && failing()) throw new WritError("STORE_ERROR", "injected: breaker read failed");
-          return fn(...a);
-        };
-      },
-    });
-  return {
-    kind: inner.kind,
-    migrate: () => inner.migrate(),
-    close: () => inner.close(),
-    transact: (fn) => inner.transact((tx) => fn(wrap(tx))),
-    ...(inner.read ? { read: <T>(fn: (tx: StoreTx) => Promise<T>) => inner.read!((tx) => fn(wrap(tx))) } : {}),
-  };
-}
-
 const callsOf = (w: World, op: string): number => w.calls.filter((c) => c.operation === op).length;
 
 async function journalOk(store: Store, scope: Scope): Promise<void> {
@@ -283,7 +259,7 @@ for (const kind of storages) {
       const inner = await open();
       await grant(w, inner);
       let failing = false;
-      const store = failingBreakerReads(inner, "b", () => failing);
+      const store = faultStore(inner, { failRead: (method, args) => failing && method === "getBreaker" && args[2] === "b" });
       const host = hostOn(w, store);
       const { invocation } = await host.submit(request(w, "two.once"));
       const id = invocation.invocationId;

@@ -18,6 +18,7 @@ import { WritError } from "../../src/core/errors.js";
 import { SEALED_FIELD, sealedStore } from "../../src/core/sealing.js";
 import type { Store } from "../../src/core/store.js";
 import { localDataKey } from "../../src/runtime/data-key-file.js";
+import { openReads } from "../../src/runtime/reads.js";
 import { openRuntime } from "../../src/runtime/runtime.js";
 import { memoryStore } from "../../src/stores/memory/index.js";
 import { postgresStore } from "../../src/stores/postgres/index.js";
@@ -38,6 +39,17 @@ const tmp = (): string => {
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
+
+/** Counts the calls of `store[method]` from now on; returns the count's reader. */
+function countCalls(store: Store, method: "migrate" | "close"): () => number {
+  let n = 0;
+  const original = store[method].bind(store);
+  store[method] = async () => {
+    n++;
+    await original();
+  };
+  return () => n;
+}
 
 describe("file modes after each first command", () => {
   for (const first of [["migrate"], ["ls"], ["api-keys", "create", "--role", "submit"], ["keys", "generate"]]) {
@@ -79,6 +91,33 @@ describe("file modes after each first command", () => {
     chmodSync(join(dir, "keys", priv), 0o600);
     chmodSync(join(dir, "keys", "data-key.json"), 0o640);
     await expect(openRuntime(config, { cwd: dir })).rejects.toSatisfy((e: unknown) => e instanceof WritError && e.code === "KEY_ERROR" && /data key file/.test(e.message));
+  });
+
+  // Invariant: the read-only runtime (`writ ls`, `writ get`) refuses the same data key file, before
+  // it touches the store (nothing migrated, nothing left to close).
+  it("the read-only runtime refuses a data key file readable by others before it uses the store", async () => {
+    const dir = tmp();
+    const config = defineConfig({ store: { kind: "sqlite", path: "writ.db" }, keys: { dir: join(dir, "keys") }, actions: [], connectors: [], policy: { cedar: { policies: "" } } });
+    await (await openReads(config, { cwd: dir })).close();
+    chmodSync(join(dir, "keys", "data-key.json"), 0o640);
+    const inner = sqliteStore({ path: join(dir, "writ.db") });
+    const migrated = countCalls(inner, "migrate");
+    await expect(openReads({ ...config, store: { kind: "custom", store: inner } }, { cwd: dir })).rejects.toSatisfy((e: unknown) => e instanceof WritError && e.code === "KEY_ERROR" && /data key file/.test(e.message));
+    expect(migrated()).toBe(0);
+    await inner.close();
+    chmodSync(join(dir, "keys", "data-key.json"), 0o600);
+    await (await openReads(config, { cwd: dir })).close();
+  });
+
+  // Invariant: a runtime whose host refuses an option (after the store opened) closes that store
+  // before the error reaches the caller, and the error names the option.
+  it("openRuntime closes its store when the host refuses an option", async () => {
+    const dir = tmp();
+    const inner = sqliteStore({ path: join(dir, "writ.db") });
+    const closed = countCalls(inner, "close");
+    const config = defineConfig({ store: { kind: "custom", store: inner }, keys: { dir: join(dir, "keys") }, actions: [], connectors: [], policy: { cedar: { policies: "" } }, host: { recoveryMaxAttempts: 0 } });
+    await expect(openRuntime(config, { cwd: dir })).rejects.toSatisfy((e: unknown) => e instanceof WritError && e.code === "INVALID_OPTION" && /recoveryMaxAttempts/.test(e.message));
+    expect(closed()).toBe(1);
   });
 });
 
