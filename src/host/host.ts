@@ -100,7 +100,6 @@ export interface Host {
   readonly context: HostContext;
 }
 
-
 /** Creates a host. Ports (clock, crypto, random) are required here; `createHost` in "writ" fills Node defaults. */
 export function createHostCore(options: HostOptions): Host {
   const r = resolveHostOptions(options);

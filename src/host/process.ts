@@ -273,8 +273,7 @@ async function beforeStep(ctx: HostContext, breakers: AttemptBreakers, action: A
     // Fail closed, like the check before the first step: a breaker the store cannot answer for is
     // treated as open for one retry delay, so a failing provider is never called on a read error
     // (docs/host.md, Circuit breakers). Step i never starts; the next claim resumes at it.
-    const err = errorMessage(e);
-    ctx.log.warn({ connector: step.connector, operation: step.operation, err }, "circuit breaker unreadable; the step waits for the next claim");
+    ctx.log.warn({ connector: step.connector, operation: step.operation, err: errorMessage(e) }, "circuit breaker unreadable; the step waits for the next claim");
     const delay = backoffDelay(1, ctx.r.retry.baseDelayMs, ctx.r.retry.maxDelayMs, unit(ctx));
     return { reasonCode: "CIRCUIT_OPEN", reason: `circuit breaker for ${step.connector}.${step.operation} could not be read (store error, logged); step ${step.name} not started`, retryAt: ctx.o.clock.now() + delay };
   }
