@@ -39,6 +39,8 @@ export interface SequencerPolling {
   sealWithinMs?: number;
   /** Called when a poll or a seal fails (it is retried at the next poll). */
   onError?: (err: unknown, scope: Scope | null) => void;
+  /** Called after a poll pass that succeeded (so a caller can tell an outage has ended). */
+  onOk?: () => void;
 }
 
 export interface Sequencer {
@@ -65,12 +67,13 @@ const noop = (): void => undefined;
 
 /**
  * The process's sequencer for `store` (created, and subscribed to the store's commit hint, on
- * first use). `onError` of the first caller receives failures of hint-driven runs.
+ * first use). `onError` of the first caller receives failures of hint-driven runs, `onOk` their
+ * successes.
  */
-export function sequencerFor(store: Store, crypto: CryptoPort, onError?: (err: unknown, scope: Scope | null) => void): Sequencer {
+export function sequencerFor(store: Store, crypto: CryptoPort, onError?: (err: unknown, scope: Scope | null) => void, onOk?: () => void): Sequencer {
   let s = registry.get(store);
   if (s === undefined) {
-    s = createSequencer(store, crypto, onError);
+    s = createSequencer(store, crypto, onError, onOk);
     registry.set(store, s);
   }
   return s;
@@ -80,8 +83,15 @@ function scopeKey(scope: Scope): string {
   return JSON.stringify([scope.tenantId, scope.spaceId]);
 }
 
-function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unknown, scope: Scope | null) => void): Sequencer {
+function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unknown, scope: Scope | null) => void, onOk?: () => void): Sequencer {
   const runs = new Map<string, ScopeRuns>();
+  const ok = (): void => {
+    try {
+      onOk?.();
+    } catch {
+      // see report
+    }
+  };
   const report = (err: unknown, scope: Scope | null): void => {
     try {
       onError?.(err, scope);
@@ -140,7 +150,7 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
   const hintDelay = store.journalHintDelayMs ?? 0;
   store.onJournalAppend?.((scope) => {
     const run = (): Promise<void> =>
-      seal(scope).then(noop, (e: unknown) => {
+      seal(scope).then(ok, (e: unknown) => {
         report(e, scope);
       });
     if (hintDelay <= 0 || clock === null) return run();
@@ -184,7 +194,13 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
         cancel = polling.clock.setTimer(pollMs, () => {
           cancel = null;
           current = sealAll()
-            .then(noop, fail)
+            .then(() => {
+              try {
+                polling.onOk?.();
+              } catch {
+                // see report
+              }
+            }, fail)
             .finally(() => {
               current = null;
               if (!stopped) schedule();

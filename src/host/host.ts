@@ -4,7 +4,7 @@
  */
 import { admitRequest } from "../core/admission.js";
 import { createBoundaryCore } from "../core/boundary.js";
-import { WritError, errorMessage } from "../core/errors.js";
+import { WritError } from "../core/errors.js";
 import { appendJournal, unsealedEntries } from "../core/journal.js";
 import { transitionsOf } from "../core/transitions.js";
 import { sequencerFor } from "../core/sequencer.js";
@@ -20,6 +20,7 @@ import { compensationActions } from "./compensation.js";
 import { makeContext, retryStale, scopeOf, type HostContext } from "./context.js";
 import type { HostEvent } from "./events.js";
 import { resolveHostOptions, silentLogger, type HostOptions } from "./options.js";
+import { outageLog } from "./outage.js";
 import { createWorker, type Worker, type WorkerOptions } from "./worker.js";
 import { invocationReads, readableStore } from "./reads.js";
 import { createApprovals, type Approvals } from "./approvals.js";
@@ -110,7 +111,13 @@ export function createHostCore(options: HostOptions): Host {
   const actions = o.actions as ReadonlyArray<ActionDefinition<unknown>>;
   const log = o.logger ?? silentLogger;
   // The journal sequencer of this store (one per store in the process): seals after each commit.
-  sequencerFor(innerStore(o.store), o.crypto, (e, scope) => log.warn({ scope, err: errorMessage(e) }, "journal sealing failed; the sequencer retries"));
+  const sealTrouble = outageLog(log, "journal sealing after a commit (the sequencer retries)", {}, () => o.clock.now());
+  sequencerFor(
+    innerStore(o.store),
+    o.crypto,
+    (e) => sealTrouble.failed(e),
+    () => sealTrouble.ok(),
+  );
   const boundary = createBoundaryCore({
     store: o.store,
     keyring,

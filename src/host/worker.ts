@@ -12,6 +12,7 @@ import { innerStore } from "../core/sealing.js";
 import { readCommitted, type StoreTx } from "../core/store.js";
 import type { Fence, Invocation } from "../core/types.js";
 import { scopeOf, type HostContext } from "./context.js";
+import { outageLog } from "./outage.js";
 import { processInvocation, type ProcessResult } from "./process.js";
 
 export interface WorkerOptions {
@@ -78,6 +79,12 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   let generation = 0;
   /** In-flight invocations per owner name they were claimed under. */
   const inFlightBy = new Map<string, number>();
+  const now = (): number => o.clock.now();
+  const claimTrouble = outageLog(ctx.log, "claim", { worker: id }, now, "error");
+  const pollTrouble = outageLog(ctx.log, "nextRunAt", { worker: id }, now);
+  const sweepTrouble = outageLog(ctx.log, "recovery sweep", { worker: id }, now);
+  const heartbeatTrouble = outageLog(ctx.log, "heartbeat", { worker: id }, now);
+  const sealTrouble = outageLog(ctx.log, "journal sealing", { worker: id }, now);
 
   async function claim(limit: number): Promise<Invocation[]> {
     const now = o.clock.now();
@@ -146,7 +153,10 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
       if (!running && inflight.size === 0) return;
       o.store
         .transact(beat)
-        .catch((e: unknown) => ctx.log.warn({ worker: id, err: errorMessage(e) }, "heartbeat failed; fenced writes will tell if a lease is lost"))
+        .then(
+          () => heartbeatTrouble.ok(),
+          (e: unknown) => heartbeatTrouble.failed(e),
+        )
         .finally(() => {
           if (running || inflight.size > 0) heartbeat();
         });
@@ -157,9 +167,10 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     let ms = pollMs;
     try {
       const next = await readCommitted(o.store, (tx) => tx.nextRunAt());
+      pollTrouble.ok();
       if (next !== null) ms = Math.max(0, Math.min(pollMs, next - o.clock.now()));
     } catch (e) {
-      ctx.log.warn({ worker: id, err: errorMessage(e) }, "nextRunAt failed");
+      pollTrouble.failed(e);
     }
     if (ms === 0) return;
     await new Promise<void>((resolve) => {
@@ -179,8 +190,9 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     lastSweep = o.clock.now();
     try {
       await sweep();
+      sweepTrouble.ok();
     } catch (e) {
-      ctx.log.warn({ worker: id, err: errorMessage(e) }, "sweep failed; will retry next cycle");
+      sweepTrouble.failed(e);
     }
   }
 
@@ -195,8 +207,9 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
       let claimed: Invocation[] = [];
       try {
         claimed = await claim(Math.min(free, batchSize));
+        claimTrouble.ok();
       } catch (e) {
-        ctx.log.error({ worker: id, err: errorMessage(e) }, "claim failed; retrying after a poll interval");
+        claimTrouble.failed(e);
       }
       for (const inv of claimed) void launch(inv);
       if (claimed.length === 0) await sleep();
@@ -214,7 +227,8 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
       stopSealing = sequencer.start({
         clock: o.clock,
         sealWithinMs: ctx.r.sealWithinMs,
-        onError: (e, scope) => ctx.log.warn({ worker: id, scope, err: errorMessage(e) }, "journal sealing failed; retrying at the next poll"),
+        onError: (e) => sealTrouble.failed(e),
+        onOk: () => sealTrouble.ok(),
       });
       heartbeat();
       loop = runLoop().catch((e: unknown) => ctx.log.error({ worker: id, err: errorMessage(e) }, "worker loop crashed"));

@@ -179,7 +179,8 @@ async function sweepStaleDataDirs(): Promise<void> {
   }
 }
 
-function alive(pid: number): boolean {
+/** Whether a process with this pid exists (EPERM: it does, owned by another user). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -188,7 +189,8 @@ function alive(pid: number): boolean {
   }
 }
 
-function freePort(): Promise<number> {
+/** A TCP port on 127.0.0.1 free at the moment of the call. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.unref();

@@ -6,7 +6,7 @@
  * first to commit, then answers its recorded result.
  */
 import type { PgPool, PgPooledConnection, PgQuery } from "../../stores/postgres/postgres-driver.js";
-import { createPool, type OwnedPgPool } from "../../stores/postgres/postgres-driver.js";
+import { connectGuarded, createPool, type OwnedPgPool } from "../../stores/postgres/postgres-driver.js";
 import { passwordOf, redact } from "../../stores/postgres/postgres-errors.js";
 import { POSTGRES_DEFAULTS } from "../../stores/postgres/postgres-options.js";
 import { errorMessage } from "../../core/errors.js";
@@ -69,7 +69,7 @@ export function postgresDialect(target: Extract<ResolvedSqlTarget, { kind: "post
   return {
     name: "postgres",
     async ensureTable() {
-      const conn = await pool().connect();
+      const conn = await connectGuarded(pool());
       let broken = false;
       try {
         await conn.query({ text: ddl });
@@ -86,7 +86,7 @@ export function postgresDialect(target: Extract<ResolvedSqlTarget, { kind: "post
     async runStep(plan) {
       let conn: PgPooledConnection;
       try {
-        conn = await pool().connect();
+        conn = await connectGuarded(pool());
       } catch (error) {
         return { kind: "not_started", error };
       }

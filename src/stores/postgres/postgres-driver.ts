@@ -100,6 +100,26 @@ export function createPool(url: string, opts: ResolvedPostgresOptions, driver: P
   return pool;
 }
 
+/** Connections that already carry {@link connectGuarded}'s error listener (pools reuse them). */
+const guarded = new WeakSet<object>();
+
+/**
+ * Checks a connection out of `pool` with an `error` listener attached. node-postgres emits
+ * `error` on a checked-out client whose connection breaks between queries (the server restarted,
+ * crashed or was failed over; a network cut), and pg-pool listens only while the client is idle:
+ * an unheard `error` event kills the process. With the listener, the next query on that client
+ * fails instead, and the caller discards it (`release(true)`). See docs/deploying-postgres.md,
+ * "When the database goes away".
+ */
+export async function connectGuarded(pool: PgPool): Promise<PgPooledConnection> {
+  const c = await pool.connect();
+  if (!guarded.has(c)) {
+    guarded.add(c);
+    c.on("error", () => undefined);
+  }
+  return c;
+}
+
 /** A connection outside the pool, not yet connected; null when the driver has no `Client`. */
 export function createConnection(url: string, opts: ResolvedPostgresOptions, driver: PgDriver = defaultPgDriver()): PgStandaloneConnection | null {
   return driver.Client === undefined ? null : new driver.Client(clientConfig(url, opts));

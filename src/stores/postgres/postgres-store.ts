@@ -7,7 +7,7 @@ import { guardStore } from "../../core/store-guard.js";
 import { WritError } from "../../core/errors.js";
 import type { Store, StoreTx } from "../../core/store.js";
 import type { Scope } from "../../core/types.js";
-import { createConnection, createPool, defaultPgDriver, type OwnedPgPool, type PgPool, type PgPooledConnection } from "./postgres-driver.js";
+import { connectGuarded, createConnection, createPool, defaultPgDriver, type OwnedPgPool, type PgPool, type PgPooledConnection } from "./postgres-driver.js";
 import { passwordOf, toWritError } from "./postgres-errors.js";
 import { ConnectionExec, type Exec } from "./postgres-exec.js";
 import { postgresTransitions } from "./postgres-transitions.js";
@@ -51,7 +51,7 @@ function pooling(conn: PostgresConnection, opts: ResolvedPostgresOptions): Pooli
       pool,
       end: async () => undefined,
       listenConnection: async () => {
-        const c = await pool.connect();
+        const c = await connectGuarded(pool);
         return { conn: c, done: async () => c.release(true) };
       },
     };
@@ -66,7 +66,7 @@ function pooling(conn: PostgresConnection, opts: ResolvedPostgresOptions): Pooli
       const c = createConnection(url, opts, driver);
       if (c === null) {
         // A driver without `Client`: the listener holds a pooled connection while someone listens.
-        const pooled = await pool.connect();
+        const pooled = await connectGuarded(pool);
         return { conn: pooled, done: async () => pooled.release(true) };
       }
       c.on("error", () => undefined);
@@ -122,7 +122,7 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
 
   const checkout = async (): Promise<PgPooledConnection> => {
     try {
-      return await pool.connect();
+      return await connectGuarded(pool);
     } catch (e) {
       throw toWritError(e, secrets);
     }
@@ -245,9 +245,10 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
         try {
           return await fn(x);
         } catch (e) {
-          // A server-raised error leaves the connection usable; a broken one is discarded.
+          // A server-raised error leaves the connection usable; a broken one is discarded, and so
+          // is one the server is terminating (class 57: shutdown, crash; class 08: connection).
           const state = (e as { details?: { sqlState?: unknown } }).details?.sqlState;
-          if (typeof state !== "string") healthy = false;
+          if (typeof state !== "string" || state.startsWith("57") || state.startsWith("08")) healthy = false;
           throw e;
         } finally {
           c.release(healthy ? undefined : true);
