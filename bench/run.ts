@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every benchmark, ratios measured side by side in one run, JSON under bench/results/.
- * Select some with `npm run bench -- boundary` (names: boundary, policy, durable, http, host, cli).
+ * Select some with `npm run bench -- boundary` (names: boundary, policy, durable, http, host, cli, growth).
  *
  * The benchmarks' own dependencies (graphile-worker, postgres.js, autocannon) are in
  * bench/package.json, not in the root install: the first run installs them into bench/node_modules.
@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { fmt, writeResult } from "./lib.js";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
-const NAMES = ["boundary", "policy", "durable", "http", "host", "cli"];
+const NAMES = ["boundary", "policy", "durable", "http", "host", "cli", "growth"];
 const only = new Set(process.argv.slice(2));
 for (const name of only) {
   if (!NAMES.includes(name)) {
@@ -43,6 +43,19 @@ if (want("cli")) {
   const m = r.medians;
   console.log(`cli cold start (compiled dist/, ${r.runs} processes each, interleaved): node -e 0 ${m.nodeMs.toFixed(0)} ms | writ --help ${m.helpMs.toFixed(0)} ms (ratio ${r.ratios.helpOverNode.toFixed(2)}) | writ ls ${m.lsMs.toFixed(0)} ms (ratio ${r.ratios.lsOverNode.toFixed(2)})`);
   console.log("  ->", writeResult("cli", r));
+}
+
+if (want("growth")) {
+  const { benchGrowth } = await import("./growth.js");
+  const r = await benchGrowth();
+  for (const run of r.runs) {
+    console.log(
+      `growth, ${run.server} (autovacuum ${run.autovacuum}), ${run.seconds} s, ${run.invocations} invocations: ${run.rates.map((x) => x.toFixed(0)).join(" ")} /s per 10 s | ` +
+        `last/first ${run.lastOverFirst.toFixed(2)}, min/first ${run.minOverFirst.toFixed(2)}, min/median ${run.minOverMedian.toFixed(2)} | dead rows ${JSON.stringify(run.tables)}`,
+    );
+  }
+  console.log(`  goals: min/first >= ${r.goals.testServerMinOverFirst} on the test server, >= ${r.goals.defaultsMinOverFirst} with defaults; load ${r.loadavg.map((x) => x.toFixed(1)).join(" ")}`);
+  console.log("  ->", writeResult("growth", r));
 }
 
 if (want("boundary")) {

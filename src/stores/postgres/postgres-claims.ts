@@ -18,17 +18,34 @@ const CLAIM_ORDER = "run_at, created_at, invocation_id, tenant_id, space_id";
 /**
  * One statement: pick up to $4 runnable rows (queued and due, or running with an expired lease)
  * in claim order, skipping rows another transaction holds (`FOR UPDATE SKIP LOCKED`, evaluated
- * once as a materialized CTE), number them, pair the i-th with the i-th token of $5, and stamp
+ * once as materialized CTEs), number them, pair the i-th with the i-th token of $5, and stamp
  * the lease. Concurrent claimers therefore never receive the same invocation, and never wait.
+ *
+ * The two kinds of runnable rows are picked apart, each by a plain scan of its own partial index
+ * in that index's order, stopping at $4 rows: the due queue by (run_at, created_at,
+ * invocation_id), lapsed leases oldest expiry first. One `OR` over both would be a bitmap scan
+ * that visits every entry of both indexes, dead ones included (every ended invocation leaves one
+ * until vacuum removes it, and a bitmap scan never marks them dead), so each claim would cost more
+ * as history grows. A plain index scan marks the dead entries it passes, so the next claim skips
+ * them (docs/stores.md, "Hot statements and history"). The two picks together, sorted, give the
+ * same first $4 rows as one ordered scan would (lapsed leases are taken oldest expiry first).
  */
 const CLAIM = statement(
   "claim_invocations",
-  `WITH picked AS MATERIALIZED (
+  `WITH due AS MATERIALIZED (
      SELECT tenant_id, space_id, invocation_id, run_at, created_at FROM writ_invocations
-      WHERE (status = 'queued' AND run_at <= $2) OR (status = 'running' AND lease_expires_at <= $2)
-      ORDER BY ${CLAIM_ORDER}
+      WHERE status = 'queued' AND run_at <= $2
+      ORDER BY run_at, created_at, invocation_id
       LIMIT $4
       FOR UPDATE SKIP LOCKED
+   ), lapsed AS MATERIALIZED (
+     SELECT tenant_id, space_id, invocation_id, run_at, created_at FROM writ_invocations
+      WHERE status = 'running' AND lease_expires_at <= $2
+      ORDER BY lease_expires_at
+      LIMIT $4
+      FOR UPDATE SKIP LOCKED
+   ), picked AS (
+     SELECT * FROM (SELECT * FROM due UNION ALL SELECT * FROM lapsed) AS runnable ORDER BY ${CLAIM_ORDER} LIMIT $4
    ), numbered AS (
      SELECT tenant_id, space_id, invocation_id, row_number() OVER (ORDER BY ${CLAIM_ORDER}) AS rn FROM picked
    )

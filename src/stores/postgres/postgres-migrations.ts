@@ -559,6 +559,70 @@ CREATE TABLE writ_breakers (
 );
 `;
 
+/**
+ * The hot path as history grows (docs/stores.md, "Hot statements and history"):
+ * - the claim picks due queued rows and lapsed leases apart, each by a plain scan of its own
+ *   partial index in index order (an OR of both was a bitmap scan over every entry of both
+ *   indexes, dead ones included: its cost grew with every ended invocation until vacuum ran);
+ * - the tables every invocation writes are vacuumed and analyzed by autovacuum after 2% of their
+ *   rows changed (PostgreSQL's default is 20% for vacuum and 10% for analyze: on a large history
+ *   that lets dead rows of the live work pile up for hours).
+ */
+const HOT_PATH_HISTORY = `
+CREATE OR REPLACE FUNCTION writ_claim(p_owner text, p_now bigint, p_lease_ms bigint, p_limit integer, p_tokens text[]) RETURNS json
+LANGUAGE plpgsql AS $$
+DECLARE v_out json;
+BEGIN
+  WITH due AS MATERIALIZED (
+     SELECT tenant_id, space_id, invocation_id, run_at, created_at FROM writ_invocations
+      WHERE status = 'queued' AND run_at <= p_now
+      ORDER BY run_at, created_at, invocation_id
+      LIMIT p_limit
+      FOR UPDATE SKIP LOCKED
+   ), lapsed AS MATERIALIZED (
+     SELECT tenant_id, space_id, invocation_id, run_at, created_at FROM writ_invocations
+      WHERE status = 'running' AND lease_expires_at <= p_now
+      ORDER BY lease_expires_at
+      LIMIT p_limit
+      FOR UPDATE SKIP LOCKED
+   ), picked AS (
+     SELECT * FROM (SELECT * FROM due UNION ALL SELECT * FROM lapsed) AS runnable
+      ORDER BY run_at, created_at, invocation_id, tenant_id, space_id
+      LIMIT p_limit
+   ), numbered AS (
+     SELECT tenant_id, space_id, invocation_id, row_number() OVER (ORDER BY run_at, created_at, invocation_id, tenant_id, space_id) AS rn FROM picked
+   ), claimed AS (
+     UPDATE writ_invocations i
+        SET status = 'running', lease_owner = p_owner, lease_token = t.token, lease_expires_at = p_now + p_lease_ms,
+            attempt_count = i.attempt_count + 1, updated_at = p_now, rev = i.rev + 1
+       FROM numbered n JOIN unnest(p_tokens) WITH ORDINALITY AS t(token, ord) ON t.ord = n.rn
+      WHERE i.tenant_id = n.tenant_id AND i.space_id = n.space_id AND i.invocation_id = n.invocation_id
+     RETURNING n.rn, i.tenant_id, i.space_id, i.invocation_id, i.status, i.run_at, i.lease_owner, i.lease_token, i.lease_expires_at, i.attempt_count, i.updated_at, i.rev, i.doc
+   ), journaled AS (
+     INSERT INTO writ_journal (tenant_id, space_id, id, type, at, doc)
+     SELECT c.tenant_id, c.space_id, 'invocation.claimed:' || c.invocation_id || ':' || c.lease_token, 'invocation.claimed', p_now,
+            json_build_object('tenantId', c.tenant_id, 'spaceId', c.space_id, 'id', 'invocation.claimed:' || c.invocation_id || ':' || c.lease_token,
+                              'at', p_now, 'type', 'invocation.claimed', 'refs', json_build_object('invocationId', c.invocation_id),
+                              'data', json_build_object('owner', p_owner, 'attemptCount', c.attempt_count))
+       FROM claimed c ORDER BY c.tenant_id, c.space_id, c.rn
+     ON CONFLICT (tenant_id, space_id, id) DO NOTHING
+   )
+  SELECT coalesce(json_agg(json_build_object('status', status, 'run_at', run_at, 'lease_owner', lease_owner, 'lease_token', lease_token,
+                                             'lease_expires_at', lease_expires_at, 'attempt_count', attempt_count, 'updated_at', updated_at,
+                                             'rev', rev, 'doc', doc) ORDER BY rn), '[]')
+    INTO v_out FROM claimed;
+  RETURN v_out;
+END
+$$;
+
+ALTER TABLE writ_invocations SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 500, autovacuum_analyze_scale_factor = 0.02, autovacuum_analyze_threshold = 500);
+ALTER TABLE writ_journal SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 500, autovacuum_analyze_scale_factor = 0.02, autovacuum_analyze_threshold = 500);
+ALTER TABLE writ_attempts SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 500, autovacuum_analyze_scale_factor = 0.02, autovacuum_analyze_threshold = 500);
+ALTER TABLE writ_steps SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 500, autovacuum_analyze_scale_factor = 0.02, autovacuum_analyze_threshold = 500);
+ALTER TABLE writ_idempotency SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 500, autovacuum_analyze_scale_factor = 0.02, autovacuum_analyze_threshold = 500);
+ALTER TABLE writ_attempt_seqs SET (autovacuum_vacuum_scale_factor = 0.0, autovacuum_vacuum_threshold = 1000);
+`;
+
 /** All migrations, ascending by version (1, 2, 3, … without gaps). */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, name: "initial_schema", sql: INITIAL_SCHEMA },
@@ -568,6 +632,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 5, name: "row_revisions", sql: ROW_REVISIONS },
   { version: 6, name: "transitions", sql: TRANSITIONS },
   { version: 7, name: "breakers", sql: BREAKERS },
+  { version: 8, name: "hot_path_history", sql: HOT_PATH_HISTORY },
 ];
 
 /** The schema version this build creates and expects. */

@@ -70,6 +70,15 @@ export interface PostgresStoreOptions {
    */
   journalHintDelayMs?: number;
   /**
+   * How often (ms) the store checks whether PostgreSQL's statistics of its busiest tables are
+   * stale (more than 10% of their rows, and at least 500, changed since the last ANALYZE) and, if
+   * so, runs `ANALYZE (SKIP_LOCKED)` on them. Plans chosen on an empty table's statistics (a fresh
+   * database, a server running without autovacuum) read the whole history on every call; this keeps
+   * them current whether or not autovacuum runs (docs/stores.md, "Hot statements and history").
+   * 0 turns it off. @defaultValue 5000
+   */
+  analyzeEveryMs?: number;
+  /**
    * `application_name` of the store's connections, shown in `pg_stat_activity` (ignored with `pool`).
    * @defaultValue "writ"
    */
@@ -85,6 +94,7 @@ export interface ResolvedPostgresOptions {
   preparedStatements: boolean;
   listenReconnectMs: number;
   journalHintDelayMs: number;
+  analyzeEveryMs: number;
   applicationName: string;
 }
 
@@ -97,6 +107,7 @@ export const POSTGRES_DEFAULTS = {
   preparedStatements: true,
   listenReconnectMs: 1_000,
   journalHintDelayMs: 20,
+  analyzeEveryMs: 5_000,
   applicationName: "writ",
 } as const satisfies ResolvedPostgresOptions;
 
@@ -153,6 +164,7 @@ export function resolvePostgresOptions(opts: PostgresStoreOptions = {}): Resolve
     preparedStatements: boolOption("preparedStatements", opts.preparedStatements, POSTGRES_DEFAULTS.preparedStatements),
     listenReconnectMs: intOption("listenReconnectMs", opts.listenReconnectMs, POSTGRES_DEFAULTS.listenReconnectMs, 1),
     journalHintDelayMs: intOption("journalHintDelayMs", opts.journalHintDelayMs, POSTGRES_DEFAULTS.journalHintDelayMs, 0),
+    analyzeEveryMs: intOption("analyzeEveryMs", opts.analyzeEveryMs, POSTGRES_DEFAULTS.analyzeEveryMs, 0),
     applicationName,
   };
 }

@@ -15,6 +15,7 @@ import { genericTransitions } from "../../core/transitions.js";
 import { WakeListener, type ListenConnection } from "./postgres-listener.js";
 import { migratePostgres, postgresSchemaVersion } from "./postgres-migrate.js";
 import { checkConnection, resolvePostgresOptions, type PostgresConnection, type PostgresStoreOptions, type ResolvedPostgresOptions } from "./postgres-options.js";
+import { analyzeStale, statsKeeper } from "./postgres-stats.js";
 import { PostgresTx } from "./postgres-tx.js";
 
 /** The PostgreSQL store: the Store port plus a few PostgreSQL facts. */
@@ -141,6 +142,13 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     }
   };
 
+  const stats = statsKeeper(opts.analyzeEveryMs, () =>
+    withConnection((c) => {
+      const x = new ConnectionExec(c, opts.preparedStatements, secrets);
+      return analyzeStale(x, (text) => x.command(text));
+    }),
+  );
+
   /** Keeps `p` in `active` until it settles, so close() can wait for it. */
   const track = <T>(p: Promise<T>): Promise<T> => {
     active.add(p);
@@ -200,6 +208,7 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     if (opts.autoMigrate && migrated === undefined) await migrate();
     else if (migrated !== undefined) await migrated;
     if (closed !== undefined) throw closedError();
+    stats.start();
     return track(runTransaction(fn));
   };
 
@@ -268,6 +277,7 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     close(): Promise<void> {
       closed ??= (async () => {
         await listener.stop();
+        await stats.stop();
         journalListeners.clear();
         // Transactions already running finish (commit or roll back) first.
         await Promise.allSettled([...active]);

@@ -1,0 +1,149 @@
+/**
+ * Rate as history grows (`npm run bench -- growth`): one host with one worker (concurrency 8) on
+ * PostgreSQL, one scope, a closed loop of 16 invocations in flight (each completion submits the
+ * next), a one-step no-op action under a real allow policy, run without pause for
+ * WRIT_BENCH_GROWTH_SECS seconds (default 300), the rate reported per WINDOW_S-second window.
+ *
+ * Two servers, one after the other (never at once: they would share the two cores):
+ * - the test server (tests/helpers/pg.ts: 127.0.0.1:5432 here, whose autovacuum is off, as in many
+ *   CI images): goal, no window below half of the first;
+ * - a private instance with PostgreSQL's defaults (autovacuum on), started from the machine's
+ *   binaries (tests/helpers/pg-instance.ts): goal, every window >= 0.8 of the first.
+ *
+ * The first window includes the host's warm-up (JIT, prepared statements, first plans), which
+ * flatters later windows; the result also gives the minimum over the median of all windows.
+ * Written to bench/results/growth.json.
+ */
+import { loadavg } from "node:os";
+import { z } from "zod";
+import { createHost, defineAction, defineConnector, functionPolicy, generateSigningKey, type Host } from "../src/index.js";
+import { postgresStore } from "../src/stores/postgres/index.js";
+import { freshDatabase, pgServerOrNull } from "../tests/helpers/pg.js";
+import { startPgInstance } from "../tests/helpers/pg-instance.js";
+import { median } from "./lib.js";
+
+const WINDOW_S = 10;
+const IN_FLIGHT = 16;
+
+const ACTION = defineAction({ id: "bench.noop", version: "1", params: z.object({ n: z.number().int().nonnegative() }), idempotent: true, steps: [{ name: "run", connector: "noop", operation: "run" }] });
+const CONNECTOR = defineConnector({ id: "noop", operations: { run: () => ({ outcome: "success", externalRef: "ok" }) } });
+const POLICY = functionPolicy("bench:v1", ({ request, authority }) => (authority !== null && authority.status === "active" && authority.actions.includes(request.action) ? "ALLOW" : "DENY"));
+const SCOPE = { tenantId: "bench", spaceId: "s" };
+
+export interface GrowthRun {
+  server: string;
+  autovacuum: string;
+  seconds: number;
+  /** Invocations settled per second, per window. */
+  rates: number[];
+  invocations: number;
+  lastOverFirst: number;
+  minOverFirst: number;
+  minOverMedian: number;
+  /** Dead and live rows of the two largest tables at the end (pg_stat_user_tables). */
+  tables: Record<string, { live: number; dead: number }>;
+}
+
+async function runLoop(url: string, server: string, seconds: number): Promise<GrowthRun> {
+  const store = postgresStore({ url }, { max: 12, applicationName: "writ-bench-growth" });
+  await store.migrate();
+  const waiting = new Map<string, () => void>();
+  const early = new Set<string>();
+  let failed: string | null = null;
+  const host: Host = createHost({
+    store,
+    actions: [ACTION],
+    connectors: [CONNECTOR],
+    policy: POLICY,
+    signingKey: generateSigningKey({ kid: "growth" }),
+    onEvent: (e) => {
+      if (e.type === "invocation.succeeded") {
+        const w = waiting.get(e.invocationId);
+        if (w) {
+          waiting.delete(e.invocationId);
+          w();
+        } else early.add(e.invocationId);
+      } else if (e.type === "invocation.failed" || e.type === "invocation.denied" || e.type === "invocation.reconciliation_required") {
+        failed ??= `${e.invocationId} ended ${e.status}`;
+      }
+    },
+  });
+  await host.authorities.create(SCOPE, { authorityRef: "bench-authority", principal: { type: "agent", id: "bot" }, grantor: { type: "user", id: "ops" }, actions: [ACTION.id] });
+  const worker = host.worker({ concurrency: 8, pollMs: 1000 });
+  worker.start();
+  let n = 0;
+  let done = 0;
+  let stop = false;
+  const lane = async (): Promise<void> => {
+    while (!stop && failed === null) {
+      const i = n++;
+      const r = await host.submit({ ...SCOPE, action: ACTION.id, actionVersion: "1", actor: { type: "agent", id: "bot" }, authorityRef: "bench-authority", params: { n: i }, idempotencyKey: `g-${i}` });
+      const id = r.invocation.invocationId;
+      if (!early.delete(id)) await new Promise<void>((resolve) => waiting.set(id, resolve));
+      done += 1;
+    }
+  };
+  const lanes = Array.from({ length: IN_FLIGHT }, lane);
+  const rates: number[] = [];
+  let last = 0;
+  for (let s = WINDOW_S; s <= seconds; s += WINDOW_S) {
+    await new Promise((r) => setTimeout(r, WINDOW_S * 1000));
+    rates.push((done - last) / WINDOW_S);
+    last = done;
+    console.log(`  ${server}: ${s} s ${rates.at(-1)!.toFixed(1)}/s (${done} settled)`);
+  }
+  stop = true;
+  // Wake lanes still waiting so they exit (their invocations settle or not; nothing is measured now).
+  for (const w of waiting.values()) w();
+  await Promise.all(lanes);
+  await worker.stop();
+  await store.close();
+  if (failed !== null) throw new Error(`growth bench: an invocation did not succeed: ${failed}`);
+  const pg = await import("pg");
+  const c = new pg.default.Client({ connectionString: url });
+  await c.connect();
+  const av = (await c.query<{ autovacuum: string }>("SHOW autovacuum")).rows[0]!.autovacuum;
+  const t = await c.query<{ relname: string; live: string; dead: string }>(
+    "SELECT relname, n_live_tup AS live, n_dead_tup AS dead FROM pg_stat_user_tables WHERE relname IN ('writ_invocations', 'writ_journal')",
+  );
+  await c.end();
+  const first = rates[0]!;
+  return {
+    server,
+    autovacuum: av,
+    seconds,
+    rates,
+    invocations: done,
+    lastOverFirst: rates.at(-1)! / first,
+    minOverFirst: Math.min(...rates) / first,
+    minOverMedian: Math.min(...rates) / median(rates),
+    tables: Object.fromEntries(t.rows.map((r) => [r.relname, { live: Number(r.live), dead: Number(r.dead) }])),
+  };
+}
+
+export interface GrowthResult {
+  loadavg: number[];
+  runs: GrowthRun[];
+  goals: { testServerMinOverFirst: number; defaultsMinOverFirst: number };
+}
+
+export async function benchGrowth(seconds = Number(process.env.WRIT_BENCH_GROWTH_SECS ?? 300)): Promise<GrowthResult> {
+  const runs: GrowthRun[] = [];
+  const server = await pgServerOrNull();
+  if (server !== null) {
+    const db = await freshDatabase();
+    try {
+      runs.push(await runLoop(db.url, `test server (${server.source})`, seconds));
+    } finally {
+      await db.drop();
+    }
+  }
+  const inst = await startPgInstance();
+  try {
+    await inst.createDatabase("growth");
+    runs.push(await runLoop(inst.url("growth"), "private instance, PostgreSQL defaults", seconds));
+  } finally {
+    await inst.close();
+  }
+  return { loadavg: loadavg(), runs, goals: { testServerMinOverFirst: 0.5, defaultsMinOverFirst: 0.8 } };
+}
