@@ -49,7 +49,7 @@ async function runLoop(url: string, server: string, seconds: number): Promise<Gr
   await store.migrate();
   const waiting = new Map<string, () => void>();
   const early = new Set<string>();
-  let failed: string | null = null;
+  let failed = null as string | null;
   const host: Host = createHost({
     store,
     actions: [ACTION],

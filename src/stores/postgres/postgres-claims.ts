@@ -30,7 +30,7 @@ const CLAIM_ORDER = "run_at, created_at, invocation_id, tenant_id, space_id";
  * them (docs/stores.md, "Hot statements and history"). The two picks together, sorted, give the
  * same first $4 rows as one ordered scan would (lapsed leases are taken oldest expiry first).
  */
-const CLAIM = statement(
+export const CLAIM = statement(
   "claim_invocations",
   `WITH due AS MATERIALIZED (
      SELECT tenant_id, space_id, invocation_id, run_at, created_at FROM writ_invocations
@@ -59,12 +59,12 @@ const CLAIM = statement(
      .join(", ")}`,
 );
 
-const HEARTBEAT = statement(
+export const HEARTBEAT = statement(
   "heartbeat",
   "UPDATE writ_invocations SET lease_expires_at = $2 + $3 WHERE status = 'running' AND lease_owner = $1 AND lease_expires_at > $2",
 );
 
-const NEXT_RUN_AT = statement("next_run_at", "SELECT min(run_at) AS run_at FROM writ_invocations WHERE status = 'queued'");
+export const NEXT_RUN_AT = statement("next_run_at", "SELECT min(run_at) AS run_at FROM writ_invocations WHERE status = 'queued'");
 
 function check(ok: boolean, what: string): void {
   if (!ok) throw new WritError("INVALID_ARGUMENT", what);

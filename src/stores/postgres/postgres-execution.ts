@@ -74,7 +74,7 @@ const UPDATE_ATTEMPT = statement(
   "update_attempt",
   "UPDATE writ_attempts SET invocation_id = $4, state = $5, doc = $6 WHERE tenant_id = $1 AND space_id = $2 AND attempt_id = $3",
 );
-const GET_ATTEMPT = statement("get_attempt", "SELECT seq, doc FROM writ_attempts WHERE tenant_id = $1 AND space_id = $2 AND attempt_id = $3");
+export const GET_ATTEMPT = statement("get_attempt", "SELECT seq, doc FROM writ_attempts WHERE tenant_id = $1 AND space_id = $2 AND attempt_id = $3");
 const LIST_ATTEMPTS = statement(
   "list_attempts",
   "SELECT seq, doc FROM writ_attempts WHERE tenant_id = $1 AND space_id = $2 AND ($3::text IS NULL OR invocation_id = $3) AND seq > $4 " +
@@ -117,7 +117,7 @@ const STEP_UPSERT_TAIL =
   `connector = excluded.connector, external_ref = excluded.external_ref, doc = excluded.doc WHERE ${STEP_MONOTONIC}`;
 
 const STEP_COLUMNS = "tenant_id, space_id, invocation_id, step_index, status, attempt_id, connector, external_ref, doc";
-const GET_STEPS = statement("get_steps", "SELECT doc FROM writ_steps WHERE tenant_id = $1 AND space_id = $2 AND invocation_id = $3 ORDER BY step_index");
+export const GET_STEPS = statement("get_steps", "SELECT doc FROM writ_steps WHERE tenant_id = $1 AND space_id = $2 AND invocation_id = $3 ORDER BY step_index");
 const PUT_STEP = statement(
   "put_step",
   `INSERT INTO writ_steps (${STEP_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ${STEP_UPSERT_TAIL}`,

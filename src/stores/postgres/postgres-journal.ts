@@ -9,7 +9,7 @@ import type { JournalCheckpoint, JournalEntry, Scope, UnsealedEntry } from "../.
 import { statement, type Exec } from "./postgres-exec.js";
 import { docOf, limitParam, numOrNull, type DocRow } from "./postgres-rows.js";
 
-const HEAD = statement("journal_head", "SELECT seq, hash FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq IS NOT NULL ORDER BY seq DESC LIMIT 1");
+export const HEAD = statement("journal_head", "SELECT seq, hash FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq IS NOT NULL ORDER BY seq DESC LIMIT 1");
 const IDS_PRESENT = statement("journal_ids_present", "SELECT id FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND id = ANY($3::text[])");
 /**
  * Appends a batch in one statement, only if it starts right after the head ($8 = first seq) and
@@ -42,7 +42,7 @@ const INSERT_UNSEALED = statement(
  * What is unsealed and visible to this statement (committed, or written by this transaction), in
  * the order written. A lower pos can commit after a higher one: it is simply found by a later run.
  */
-const LIST_UNSEALED = statement("list_unsealed", "SELECT doc FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq IS NULL ORDER BY pos LIMIT $3");
+export const LIST_UNSEALED = statement("list_unsealed", "SELECT doc FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq IS NULL ORDER BY pos LIMIT $3");
 /**
  * Seals a batch in one statement, only if it starts right after the sealed head ($7 = first seq)
  * and every id is unsealed; otherwise it writes no row and the caller gets CONFLICT.
