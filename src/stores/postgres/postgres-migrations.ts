@@ -28,6 +28,40 @@ export interface PostgresMigration {
 /** The channel `onWake` listens on; the trigger below notifies it when work becomes runnable. */
 export const WAKE_CHANNEL = "writ_wake";
 
+/**
+ * The end of `writ_claim` after its picks (a CTE `picked` of the rows to claim): number them, stamp
+ * the leases, write the claims' journal entries (the same document as claimedEntry in
+ * core/transitions.ts) and answer the claimed rows in claim order. Shared by migrations 6 and 8,
+ * whose text it is part of: changing it changes what a fresh database gets from those migrations,
+ * so it stays as it is; a later change of the claim goes in a new migration.
+ */
+const CLAIM_FUNCTION_TAIL = `   ), numbered AS (
+     SELECT tenant_id, space_id, invocation_id, row_number() OVER (ORDER BY run_at, created_at, invocation_id, tenant_id, space_id) AS rn FROM picked
+   ), claimed AS (
+     UPDATE writ_invocations i
+        SET status = 'running', lease_owner = p_owner, lease_token = t.token, lease_expires_at = p_now + p_lease_ms,
+            attempt_count = i.attempt_count + 1, updated_at = p_now, rev = i.rev + 1
+       FROM numbered n JOIN unnest(p_tokens) WITH ORDINALITY AS t(token, ord) ON t.ord = n.rn
+      WHERE i.tenant_id = n.tenant_id AND i.space_id = n.space_id AND i.invocation_id = n.invocation_id
+     RETURNING n.rn, i.tenant_id, i.space_id, i.invocation_id, i.status, i.run_at, i.lease_owner, i.lease_token, i.lease_expires_at, i.attempt_count, i.updated_at, i.rev, i.doc
+   ), journaled AS (
+     INSERT INTO writ_journal (tenant_id, space_id, id, type, at, doc)
+     SELECT c.tenant_id, c.space_id, 'invocation.claimed:' || c.invocation_id || ':' || c.lease_token, 'invocation.claimed', p_now,
+            json_build_object('tenantId', c.tenant_id, 'spaceId', c.space_id, 'id', 'invocation.claimed:' || c.invocation_id || ':' || c.lease_token,
+                              'at', p_now, 'type', 'invocation.claimed', 'refs', json_build_object('invocationId', c.invocation_id),
+                              'data', json_build_object('owner', p_owner, 'attemptCount', c.attempt_count))
+       FROM claimed c ORDER BY c.tenant_id, c.space_id, c.rn
+     ON CONFLICT (tenant_id, space_id, id) DO NOTHING
+   )
+  SELECT coalesce(json_agg(json_build_object('status', status, 'run_at', run_at, 'lease_owner', lease_owner, 'lease_token', lease_token,
+                                             'lease_expires_at', lease_expires_at, 'attempt_count', attempt_count, 'updated_at', updated_at,
+                                             'rev', rev, 'doc', doc) ORDER BY rn), '[]')
+    INTO v_out FROM claimed;
+  RETURN v_out;
+END
+$$;
+`;
+
 const INITIAL_SCHEMA = `
 CREATE TABLE writ_invocations (
   tenant_id text COLLATE "C" NOT NULL,
@@ -457,32 +491,7 @@ BEGIN
       ORDER BY run_at, created_at, invocation_id, tenant_id, space_id
       LIMIT p_limit
       FOR UPDATE SKIP LOCKED
-   ), numbered AS (
-     SELECT tenant_id, space_id, invocation_id, row_number() OVER (ORDER BY run_at, created_at, invocation_id, tenant_id, space_id) AS rn FROM picked
-   ), claimed AS (
-     UPDATE writ_invocations i
-        SET status = 'running', lease_owner = p_owner, lease_token = t.token, lease_expires_at = p_now + p_lease_ms,
-            attempt_count = i.attempt_count + 1, updated_at = p_now, rev = i.rev + 1
-       FROM numbered n JOIN unnest(p_tokens) WITH ORDINALITY AS t(token, ord) ON t.ord = n.rn
-      WHERE i.tenant_id = n.tenant_id AND i.space_id = n.space_id AND i.invocation_id = n.invocation_id
-     RETURNING n.rn, i.tenant_id, i.space_id, i.invocation_id, i.status, i.run_at, i.lease_owner, i.lease_token, i.lease_expires_at, i.attempt_count, i.updated_at, i.rev, i.doc
-   ), journaled AS (
-     INSERT INTO writ_journal (tenant_id, space_id, id, type, at, doc)
-     SELECT c.tenant_id, c.space_id, 'invocation.claimed:' || c.invocation_id || ':' || c.lease_token, 'invocation.claimed', p_now,
-            json_build_object('tenantId', c.tenant_id, 'spaceId', c.space_id, 'id', 'invocation.claimed:' || c.invocation_id || ':' || c.lease_token,
-                              'at', p_now, 'type', 'invocation.claimed', 'refs', json_build_object('invocationId', c.invocation_id),
-                              'data', json_build_object('owner', p_owner, 'attemptCount', c.attempt_count))
-       FROM claimed c ORDER BY c.tenant_id, c.space_id, c.rn
-     ON CONFLICT (tenant_id, space_id, id) DO NOTHING
-   )
-  SELECT coalesce(json_agg(json_build_object('status', status, 'run_at', run_at, 'lease_owner', lease_owner, 'lease_token', lease_token,
-                                             'lease_expires_at', lease_expires_at, 'attempt_count', attempt_count, 'updated_at', updated_at,
-                                             'rev', rev, 'doc', doc) ORDER BY rn), '[]')
-    INTO v_out FROM claimed;
-  RETURN v_out;
-END
-$$;
-
+${CLAIM_FUNCTION_TAIL}
 -- A seal that applies only while the sealed head is still p_head (the sequencer read it without a
 -- lock); 0 rows (nothing written) when another sequencer sealed first.
 CREATE FUNCTION writ_seal_if_head(p_t text, p_s text, p_lock bigint, p_head bigint, p_ids text[], p_seqs bigint[], p_hashes text[], p_docs json[]) RETURNS integer
@@ -589,32 +598,7 @@ BEGIN
      SELECT * FROM (SELECT * FROM due UNION ALL SELECT * FROM lapsed) AS runnable
       ORDER BY run_at, created_at, invocation_id, tenant_id, space_id
       LIMIT p_limit
-   ), numbered AS (
-     SELECT tenant_id, space_id, invocation_id, row_number() OVER (ORDER BY run_at, created_at, invocation_id, tenant_id, space_id) AS rn FROM picked
-   ), claimed AS (
-     UPDATE writ_invocations i
-        SET status = 'running', lease_owner = p_owner, lease_token = t.token, lease_expires_at = p_now + p_lease_ms,
-            attempt_count = i.attempt_count + 1, updated_at = p_now, rev = i.rev + 1
-       FROM numbered n JOIN unnest(p_tokens) WITH ORDINALITY AS t(token, ord) ON t.ord = n.rn
-      WHERE i.tenant_id = n.tenant_id AND i.space_id = n.space_id AND i.invocation_id = n.invocation_id
-     RETURNING n.rn, i.tenant_id, i.space_id, i.invocation_id, i.status, i.run_at, i.lease_owner, i.lease_token, i.lease_expires_at, i.attempt_count, i.updated_at, i.rev, i.doc
-   ), journaled AS (
-     INSERT INTO writ_journal (tenant_id, space_id, id, type, at, doc)
-     SELECT c.tenant_id, c.space_id, 'invocation.claimed:' || c.invocation_id || ':' || c.lease_token, 'invocation.claimed', p_now,
-            json_build_object('tenantId', c.tenant_id, 'spaceId', c.space_id, 'id', 'invocation.claimed:' || c.invocation_id || ':' || c.lease_token,
-                              'at', p_now, 'type', 'invocation.claimed', 'refs', json_build_object('invocationId', c.invocation_id),
-                              'data', json_build_object('owner', p_owner, 'attemptCount', c.attempt_count))
-       FROM claimed c ORDER BY c.tenant_id, c.space_id, c.rn
-     ON CONFLICT (tenant_id, space_id, id) DO NOTHING
-   )
-  SELECT coalesce(json_agg(json_build_object('status', status, 'run_at', run_at, 'lease_owner', lease_owner, 'lease_token', lease_token,
-                                             'lease_expires_at', lease_expires_at, 'attempt_count', attempt_count, 'updated_at', updated_at,
-                                             'rev', rev, 'doc', doc) ORDER BY rn), '[]')
-    INTO v_out FROM claimed;
-  RETURN v_out;
-END
-$$;
-
+${CLAIM_FUNCTION_TAIL}
 ALTER TABLE writ_invocations SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 500, autovacuum_analyze_scale_factor = 0.02, autovacuum_analyze_threshold = 500);
 ALTER TABLE writ_journal SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 500, autovacuum_analyze_scale_factor = 0.02, autovacuum_analyze_threshold = 500);
 ALTER TABLE writ_attempts SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 500, autovacuum_analyze_scale_factor = 0.02, autovacuum_analyze_threshold = 500);
