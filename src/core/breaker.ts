@@ -124,8 +124,15 @@ export async function mutateBreaker<T>(store: Store, key: BreakerKey, decide: (r
  * the probe slot is free does it write, claiming the slot atomically (of several workers that
  * saw the slot free, exactly one claims it; the others are refused).
  */
-export async function checkBreaker(store: Store, key: BreakerKey, holder: string, now: number, p: BreakerPolicy): Promise<{ gate: BreakerGate; seen: BreakerRecord | null; change?: BreakerChange }> {
-  const seen = await readCommitted(store, (tx) => tx.getBreaker(key, key.connector, key.operation));
+export async function checkBreaker(
+  store: Store,
+  key: BreakerKey,
+  holder: string,
+  now: number,
+  p: BreakerPolicy,
+  known?: BreakerRecord | null,
+): Promise<{ gate: BreakerGate; seen: BreakerRecord | null; change?: BreakerChange }> {
+  const seen = known !== undefined ? known : await readCommitted(store, (tx) => tx.getBreaker(key, key.connector, key.operation));
   const first = gateBreaker(seen, holder, now, p);
   if (first.kind !== "probe") return { gate: first, seen };
   let claimed: BreakerRecord | null = null;

@@ -27,7 +27,8 @@
  */
 import { WritError } from "./errors.js";
 import type { ClaimOptions, InvocationFilter, ListOptions, Store, StoreTx } from "./store.js";
-import { advanceWrites, beginWrites, recordWrites, settleWrites, type StoreTransitions } from "./transitions.js";
+import type { BatchOutcome } from "./batch.js";
+import { advanceWrites, beginWrites, recordWrites, settleWrites, type AdmitInput, type AdvanceInput, type BatchMember, type BeginInput, type RecordInput, type SettleInput, type StoreTransitions } from "./transitions.js";
 import type {
   ApiKeyRecord,
   BreakerRecord,
@@ -637,17 +638,17 @@ function guardTransitions(t: StoreTransitions): StoreTransitions {
   const arg = (v: unknown, what: string): void => {
     if (typeof v !== "object" || v === null) throw bad(`${what} needs an input object`);
   };
-  return {
-    async admit(scope, input) {
+  // The input rules of each write transition, checked before the store sees the call.
+  const checks = {
+    admit: async (scope: Scope, input: AdmitInput): Promise<void> => {
       arg(input, "admit");
       await dry(async (tx) => {
         await tx.lock(scope, [`admit:${String(input.invocation?.action)}:${String(input.invocation?.idempotencyKey)}`]);
         await tx.insertInvocation(scope, input.invocation);
         await tx.insertUnsealed(scope, input.entries);
       });
-      return t.admit(scope, input);
     },
-    async begin(scope, input) {
+    begin: async (scope: Scope, input: BeginInput): Promise<void> => {
       arg(input, "begin");
       await dry(async (tx) => {
         await fenced(tx, scope, input.fence);
@@ -657,28 +658,68 @@ function guardTransitions(t: StoreTransitions): StoreTransitions {
         if (typeof input.expect?.steps !== "string") throw bad("begin: expect.steps must be a string");
         await beginWrites(tx, scope, input);
       });
-      return t.begin(scope, input);
     },
-    async record(scope, input) {
+    record: async (scope: Scope, input: RecordInput): Promise<void> => {
       arg(input, "record");
       await dry(async (tx) => {
         await fenced(tx, scope, input.fence);
         await recordWrites(tx, scope, input);
       });
-      return t.record(scope, input);
     },
-    async advance(scope, input) {
+    advance: async (scope: Scope, input: AdvanceInput): Promise<void> => {
       arg(input, "advance");
       await dry(async (tx) => {
         await fenced(tx, scope, input.fence);
         await advanceWrites(tx, scope, input);
       });
+    },
+    settle: async (scope: Scope, input: SettleInput): Promise<void> => {
+      arg(input, "settle");
+      await dry((tx) => settleWrites(tx, scope, input));
+    },
+  };
+  const checkMember = (m: BatchMember): Promise<void> => {
+    if (typeof m !== "object" || m === null || !Object.hasOwn(checks, String(m.kind))) {
+      return Promise.reject(bad(`batch: a member's kind must be one of ${Object.keys(checks).join(", ")}`));
+    }
+    return (checks[m.kind] as (scope: Scope, input: unknown) => Promise<void>)(m.scope, m.input);
+  };
+  return {
+    async admit(scope, input) {
+      await checks.admit(scope, input);
+      return t.admit(scope, input);
+    },
+    async begin(scope, input) {
+      await checks.begin(scope, input);
+      return t.begin(scope, input);
+    },
+    async record(scope, input) {
+      await checks.record(scope, input);
+      return t.record(scope, input);
+    },
+    async advance(scope, input) {
+      await checks.advance(scope, input);
       return t.advance(scope, input);
     },
     async settle(scope, input) {
-      arg(input, "settle");
-      await dry((tx) => settleWrites(tx, scope, input));
+      await checks.settle(scope, input);
       return t.settle(scope, input);
+    },
+    async batch(members) {
+      if (!Array.isArray(members)) throw bad("batch needs an array of members");
+      // A member that breaks an input rule fails alone; the others go to the store together.
+      const checked = await Promise.all(
+        members.map((m) =>
+          checkMember(m).then(
+            () => null,
+            (error: unknown): BatchOutcome => ({ ok: false, error }),
+          ),
+        ),
+      );
+      const valid = members.filter((_, i) => checked[i] === null);
+      const applied = valid.length > 0 ? await t.batch(valid) : [];
+      let next = 0;
+      return checked.map((c) => c ?? applied[next++]!);
     },
     async prepare(scope, input) {
       arg(input, "prepare");
@@ -686,6 +727,9 @@ function guardTransitions(t: StoreTransitions): StoreTransitions {
         await tx.getSteps(scope, input.invocationId);
         await tx.getAuthority(scope, input.authorityRef);
         if (input.approvalId !== undefined) await tx.getApproval(scope, input.approvalId);
+        await tx.getInvocation(scope, input.invocationId);
+        if (input.breakers !== undefined && !Array.isArray(input.breakers)) throw bad("prepare: breakers must be an array");
+        for (const b of input.breakers ?? []) await tx.getBreaker(scope, b?.connector, b?.operation);
       });
       return t.prepare(scope, input);
     },

@@ -11,6 +11,7 @@
  * is one transaction in the group commit). Both must agree; the conformance suite runs the same
  * cases on every store.
  */
+import type { BatchOutcome } from "./batch.js";
 import { WritError } from "./errors.js";
 import { draft, unsealedEntries } from "./journal.js";
 import { readCommitted, type ClaimOptions, type Store, type StoreTx } from "./store.js";
@@ -18,6 +19,7 @@ import type {
   Approval,
   AttemptRecord,
   Authority,
+  BreakerRecord,
   ConsumedDecision,
   Fence,
   IdempotencyRecord,
@@ -168,19 +170,90 @@ export interface SequencingPort {
   sealIfHead?(scope: Scope, headSeq: number, entries: JournalEntry[]): Promise<boolean>;
 }
 
+/** One write transition of a batch (docs/stores.md, "Batches"), with the input its own method takes. */
+export type BatchMember =
+  | { kind: "admit"; scope: Scope; input: AdmitInput }
+  | { kind: "begin"; scope: Scope; input: BeginInput }
+  | { kind: "record"; scope: Scope; input: RecordInput }
+  | { kind: "advance"; scope: Scope; input: AdvanceInput }
+  | { kind: "settle"; scope: Scope; input: SettleInput };
+
+/** What each kind of member answers when it succeeds: what its own method resolves to. */
+export interface BatchValues {
+  admit: AdmitResult;
+  begin: BeginResult;
+  record: number;
+  advance: void;
+  settle: { invocationRev?: number };
+}
+
+/** Several write transitions at once, each succeeding or failing alone. */
+export interface BatchPort {
+  /**
+   * Applies every member and answers one outcome per member, in order: a member's lost lease,
+   * changed expectation or refusal fails that member only (its error is the one its own method
+   * would throw), and nothing it wrote stays. PostgreSQL applies the batch in one statement and one
+   * commit; the generic composition runs the members' own transitions side by side (on SQLite
+   * they share a group commit).
+   */
+  batch(members: BatchMember[]): Promise<BatchOutcome[]>;
+}
+
 /** Every hot transition of a store, by domain. */
-export type StoreTransitions = AdmissionPort & ClaimsPort & ExecutionPort & SettlementPort & SequencingPort;
+export type StoreTransitions = AdmissionPort & ClaimsPort & ExecutionPort & SettlementPort & SequencingPort & BatchPort;
+
+/** Runs one member through the transitions' own method. */
+export function applyMember(t: Omit<StoreTransitions, "batch">, m: BatchMember): Promise<unknown> {
+  switch (m.kind) {
+    case "admit":
+      return t.admit(m.scope, m.input);
+    case "begin":
+      return t.begin(m.scope, m.input);
+    case "record":
+      return t.record(m.scope, m.input);
+    case "advance":
+      return t.advance(m.scope, m.input);
+    case "settle":
+      return t.settle(m.scope, m.input);
+    default:
+      return Promise.reject(new WritError("INVALID_ARGUMENT", `batch: unknown member kind ${JSON.stringify((m as { kind?: unknown }).kind)}`));
+  }
+}
+
+/** The members applied side by side through their own methods, each answering alone. */
+export function applyEach(t: Omit<StoreTransitions, "batch">, members: readonly BatchMember[]): Promise<BatchOutcome[]> {
+  return Promise.all(
+    members.map((m) =>
+      applyMember(t, m).then(
+        (value): BatchOutcome => ({ ok: true, value }),
+        (error: unknown): BatchOutcome => ({ ok: false, error }),
+      ),
+    ),
+  );
+}
 
 export interface PrepareInput {
   invocationId: string;
   authorityRef: string;
   approvalId?: string;
+  /** Circuit breakers to read along (the action's steps' connector and operation). */
+  breakers?: Array<{ connector: string; operation: string }>;
 }
 
 export interface Prepared {
   steps: StepCheckpoint[];
   authority: Authority | null;
   approval: Approval | null;
+  /** The invocation's status and lease as committed now (null: it is gone). */
+  invocation: { status: Invocation["status"]; leaseOwner?: string; leaseToken?: string } | null;
+  /** The breaker of each `breakers` target, in order (null: none recorded yet). */
+  breakers: Array<BreakerRecord | null>;
+}
+
+/** What `Prepared.invocation` keeps of an invocation. */
+export function leaseView(inv: Invocation | null): Prepared["invocation"] {
+  if (inv === null) return null;
+  return { status: inv.status, ...(inv.leaseOwner !== undefined ? { leaseOwner: inv.leaseOwner } : {}), ...(inv.leaseToken !== undefined ? { leaseToken: inv.leaseToken } : {}) };
 }
 
 /**
@@ -297,7 +370,7 @@ export async function settleWrites(tx: StoreTx, scope: Scope, input: SettleInput
 
 /** The transitions composed from `StoreTx` operations, one `transact` each. */
 export function genericTransitions(store: Store): StoreTransitions {
-  return {
+  const t: Omit<StoreTransitions, "batch"> = {
     admit: (scope, input) =>
       store.transact(async (tx): Promise<AdmitResult> => {
         const inv = input.invocation;
@@ -346,12 +419,19 @@ export function genericTransitions(store: Store): StoreTransitions {
         return claimed;
       }),
     prepare: (scope, input) =>
-      readCommitted(store, async (tx) => ({
-        steps: await tx.getSteps(scope, input.invocationId),
-        authority: await tx.getAuthority(scope, input.authorityRef),
-        approval: input.approvalId !== undefined ? await tx.getApproval(scope, input.approvalId) : null,
-      })),
+      readCommitted(store, async (tx) => {
+        const breakers: Array<BreakerRecord | null> = [];
+        for (const b of input.breakers ?? []) breakers.push(await tx.getBreaker(scope, b.connector, b.operation));
+        return {
+          steps: await tx.getSteps(scope, input.invocationId),
+          authority: await tx.getAuthority(scope, input.authorityRef),
+          approval: input.approvalId !== undefined ? await tx.getApproval(scope, input.approvalId) : null,
+          invocation: leaseView(await tx.getInvocation(scope, input.invocationId)),
+          breakers,
+        };
+      }),
   };
+  return { ...t, batch: (members) => applyEach(t, members) };
 }
 
 /** The store's own transitions, or the generic composition over its transactions. */

@@ -31,8 +31,11 @@ export interface BreakerTarget {
 
 /** The breakers of one attempt: what its checks read, the probe slots it claimed. */
 export interface AttemptBreakers {
-  /** Before a call to `t`: one read; a claim of the probe slot when the cooldown is over. */
-  check(t: BreakerTarget): Promise<BreakerGate>;
+  /**
+   * Before a call to `t`: one read (none when `known` is the row a committed read just returned:
+   * `null` for no row); a claim of the probe slot when the cooldown is over.
+   */
+  check(t: BreakerTarget, known?: BreakerRecord | null): Promise<BreakerGate>;
   /** After a call to `t` answered. Never throws: a lost breaker update only delays a state change. */
   outcome(t: BreakerTarget, outcome: BreakerOutcome): Promise<void>;
   /** Gives back every probe slot this attempt claimed and did not use (denied, parked, refused, vetoed). */
@@ -86,8 +89,8 @@ export function createBreakers(store: Store, clock: Clock, policy: BreakerPolicy
       const seen = new Map<string, BreakerRecord | null>();
       const claimed = new Map<string, BreakerTarget>();
       return {
-        async check(t) {
-          const r = await checkBreaker(store, keyOf(t), holder, clock.now(), policy);
+        async check(t, known) {
+          const r = await checkBreaker(store, keyOf(t), holder, clock.now(), policy, known);
           changed(t, r.change);
           seen.set(id(t), r.seen);
           if (r.gate.kind === "probe") claimed.set(id(t), t);

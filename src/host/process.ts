@@ -12,7 +12,7 @@ import { LeaseLostError, errorMessage, isWritError } from "../core/errors.js";
 import { backoffDelay } from "../core/invocation.js";
 import { appendJournal, draft } from "../core/journal.js";
 import { readCommitted, type StoreTx } from "../core/store.js";
-import { transitionsOf } from "../core/transitions.js";
+import { transitionsOf, type Prepared } from "../core/transitions.js";
 import type { Approval, AttemptRecord, Fence, Invocation, InvocationStatus, Json } from "../core/types.js";
 import { approvalLockKey } from "./approvals.js";
 import type { AttemptBreakers, BreakerTarget } from "./breaker.js";
@@ -44,6 +44,12 @@ async function processGuarded(ctx: HostContext, inv: Invocation, signal: AbortSi
     return await run(ctx, inv, fence, signal, breakers);
   } catch (e) {
     if (e instanceof LeaseLostError || isWritError(e, "LEASE_LOST")) {
+      // The usual cause while preparing: an operator cancelled it (the cancel drops the lease).
+      const cur = await readCommitted(ctx.o.store, (tx) => tx.getInvocation(scopeOf(inv), inv.invocationId)).catch(() => null);
+      if (cur?.status === "cancelled") {
+        ctx.log.info({ invocationId: inv.invocationId }, "cancelled while being prepared: stopping before any connector call");
+        return "cancelled";
+      }
       ctx.log.warn({ invocationId: inv.invocationId }, "lease lost: stopping work on this invocation");
       return "lease_lost";
     }
@@ -98,14 +104,18 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
     return done.status;
   }
 
-  // One read for everything the decision depends on: steps, the authority, the approval.
-  const { steps, authority, approval } = await transitionsOf(store).prepare(scope, {
+  // One read for everything the decision depends on: steps, the authority, the approval, the
+  // invocation's status now (a cancel that landed since the claim) and the steps' breakers.
+  const targets = breakerTargets(action);
+  const prepared = await transitionsOf(store).prepare(scope, {
     invocationId: inv.invocationId,
     authorityRef: inv.request.authorityRef,
     ...(inv.approvalId ? { approvalId: inv.approvalId } : {}),
+    breakers: targets,
   });
-  // Cancellation is rechecked after each asynchronous preparation step (docs/host.md, Cancellation).
-  const stop = await interrupted(ctx, inv, fence, signal);
+  const { steps, authority, approval } = prepared;
+  // Cancellation is rechecked after the prepare read (docs/host.md, Cancellation).
+  const stop = interrupted(ctx, inv, fence, signal, prepared.invocation);
   if (stop) return stop;
   const rows = stepsByIndex(steps);
   let doneSteps = 0;
@@ -135,7 +145,7 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
   // evaluated nothing and called nothing, and it hands the lease back cleanly: it is not counted
   // (docs/host.md, "What counts as an attempt"), so a long outage cannot spend the budget.
   const next = action.steps[doneSteps]!;
-  const gate = await breakers.check(next);
+  const gate = await breakers.check(next, prepared.breakers[targets.findIndex((t) => t.connector === next.connector && t.operation === next.operation)]);
   if (gate.kind === "refuse") {
     return settle((tx) => ctx.transition(tx, inv, "queued", { runAt: gate.until, attemptCount: inv.attemptCount - 1, nextStep: doneSteps, lastError: circuitReason(next, gate) }, { fence, events }));
   }
@@ -143,8 +153,9 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
 
   // Evaluate (a fresh decision every time: first run, retry, or recovery).
   const verdict = await o.policy.evaluate({ request: inv.request, authority, approval: approval?.status === "approved" ? approval : null });
-  const afterPolicy = await interrupted(ctx, inv, fence, signal);
-  if (afterPolicy) return afterPolicy;
+  // A cancel that landed during the evaluation is refused by the fenced begin below (nothing
+  // consumed, nothing called); the lease-lost answer then reads why (processGuarded).
+  if (signal.aborted) return "abandoned";
   const partially = doneSteps > 0;
   if (verdict.result === "DENY") {
     if (partially) {
@@ -201,17 +212,23 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
 /**
  * Whether this worker must stop preparing: the worker is stopping (its signal aborted), or the
  * invocation is no longer running under this lease (an operator cancelled it, or the lease moved
- * on). One committed read; the fenced begin of the boundary is the last word (docs/host.md).
+ * on), as the prepare read found it. The fenced begin of the boundary is the last word (docs/host.md).
  */
-async function interrupted(ctx: HostContext, inv: Invocation, fence: Fence, signal: AbortSignal): Promise<ProcessResult | null> {
+function interrupted(ctx: HostContext, inv: Invocation, fence: Fence, signal: AbortSignal, cur: Prepared["invocation"]): ProcessResult | null {
   if (signal.aborted) return "abandoned";
-  const cur = await readCommitted(ctx.o.store, (tx) => tx.getInvocation(scopeOf(inv), inv.invocationId));
   if (cur?.status === "cancelled") {
     ctx.log.info({ invocationId: inv.invocationId }, "cancelled while being prepared: stopping before any connector call");
     return "cancelled";
   }
   if (!cur || cur.status !== "running" || cur.leaseOwner !== fence.owner || cur.leaseToken !== fence.token) return "lease_lost";
   return null;
+}
+
+/** Each (connector, operation) the action's steps call, once. */
+function breakerTargets(action: ActionDefinition<unknown>): BreakerTarget[] {
+  const out: BreakerTarget[] = [];
+  for (const s of action.steps) if (!out.some((t) => t.connector === s.connector && t.operation === s.operation)) out.push({ connector: s.connector, operation: s.operation });
+  return out;
 }
 
 /** The attempt ended without a settlement hook (refused or duplicate): no effect happened now. */

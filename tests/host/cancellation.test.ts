@@ -47,9 +47,8 @@ function gatedPrepare(store: Store, g: { current: Gate | null }): Store {
     get(t, k) {
       if (k === "prepare") {
         return async (...args: Parameters<typeof own.prepare>) => {
-          const r = await own.prepare(...args);
           await g.current?.wait();
-          return r;
+          return own.prepare(...args);
         };
       }
       const v = Reflect.get(t, k) as unknown;
@@ -104,9 +103,10 @@ for (const factory of allStoreFactories()) {
       return b;
     }
 
-    // Recheck 1: a cancel accepted while the worker's prepare read (authority, approval, steps)
-    // is in flight stops the worker before the policy is even asked.
-    it("a cancel during the authority/approval read stops the worker before evaluation", async () => {
+    // Recheck 1: a cancel accepted between the claim and the worker's prepare read (which reads
+    // the invocation's status with the steps, authority and approval) stops the worker before the
+    // policy is even asked.
+    it("a cancel before the prepare read stops the worker before evaluation", async () => {
       const g: { current: Gate | null } = { current: gate() };
       const b = await bench({}, gatedPrepare(store, g));
       let evaluated = 0;
@@ -122,7 +122,8 @@ for (const factory of allStoreFactories()) {
       await journalOk(b);
     });
 
-    // Recheck 2: a cancel accepted while the policy evaluates: no decision is signed or consumed.
+    // A cancel accepted while the policy evaluates: the fenced begin refuses, no decision is
+    // consumed, and the worker, reading why it lost the lease, reports the cancel.
     it("a cancel during policy evaluation stops the worker before the boundary", async () => {
       const b = await bench();
       const g = gate();
@@ -137,9 +138,9 @@ for (const factory of allStoreFactories()) {
       await journalOk(b);
     });
 
-    // Recheck 3, immediately before dispatch: a cancel that lands after the worker's last read
-    // (here while the boundary looks up the accepted policy refs, just before it records the
-    // first step's intent) is caught by the fenced begin: nothing is consumed, nothing called.
+    // Immediately before dispatch: a cancel that lands after the worker's prepare read (here
+    // while the boundary looks up the accepted policy refs, just before it records the first
+    // step's intent) is caught by the fenced begin: nothing is consumed, nothing called.
     it("a cancel just before dispatch: the fenced begin refuses, no decision consumed, no call", async () => {
       const g: { current: Gate | null } = { current: null };
       const policy: PolicyEngine = {
@@ -156,7 +157,7 @@ for (const factory of allStoreFactories()) {
       await g.current.reached;
       await b.host.cancel(b.scope, invocation.invocationId, BY);
       g.current.open();
-      expect(await run).toEqual(["lease_lost"]);
+      expect(await run).toEqual(["cancelled"]);
       await untouched(b, invocation.invocationId);
       await journalOk(b);
     });

@@ -308,14 +308,16 @@ async function checkInvariants(w: World, store: Store, config: SimConfig, drain:
     const steps = await store.transact((tx) => tx.getSteps(SCOPE, id));
     if (steps.length > 0 || obs.calls.some((c) => c.invocationId === id && !c.compensation)) fail("cancel", `${id} cancel accepted although a step started`);
   }
-  // A worker preparing an invocation rechecks the cancel after each asynchronous preparation step
-  // and signs its decision right after the last recheck (docs/host.md, Cancellation): no decision
-  // is signed for an invocation after its cancel was acknowledged.
-  for (const inv of invs) {
-    const cancelled = obs.cancelOrder.get(inv.invocationId);
-    if (cancelled === undefined) continue;
-    const late = obs.signed.filter((d) => d.requestDigest === inv.requestDigest && d.order > cancelled);
-    if (late.length > 0) fail("cancel", `${inv.invocationId}: ${late.length} decision(s) signed after its cancel was acknowledged`);
+  // A cancelled invocation never had a decision consumed (docs/host.md, Cancellation): the prepare
+  // read stops a worker that sees the cancel, and the fenced begin (consumption with the first
+  // step's intent) refuses one that does not. A decision signed in memory and refused there is
+  // never consumed and leaves nothing behind.
+  for (const inv of invs.filter((i) => i.status === "cancelled")) {
+    const attempts = await store.transact((tx) => tx.listAttempts(SCOPE, { invocationId: inv.invocationId }));
+    for (const a of attempts) {
+      const consumed = a.decisionId === undefined ? null : await store.transact((tx) => tx.getConsumedDecision(SCOPE, a.decisionId!));
+      if (consumed !== null) fail("cancel", `${inv.invocationId}: decision ${a.decisionId} consumed (attempt ${a.attemptId}) although the invocation ended cancelled`);
+    }
   }
 
   // endedKeepsStatus (item 5): the journal shows no move out of a terminal status.

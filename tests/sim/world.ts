@@ -104,12 +104,6 @@ export interface Observations {
   votes: Array<{ approvalId: string; approver: string; verdict: "approve" | "deny" }>;
   revokes: Set<string>;
   cancels: Map<string, number>;
-  /** Acknowledged cancels by invocation: their place in `order`. */
-  cancelOrder: Map<string, number>;
-  /** Decisions signed (by any node), by request digest, with their place in `order`. */
-  signed: Array<{ requestDigest: string; order: number }>;
-  /** A counter ordering signatures and cancel acknowledgements (several happen at one virtual instant). */
-  order: number;
   resolves: Set<string>;
   /** Calls made while the store's breaker row was open, under a claim committed after it opened. */
   breakerViolations: string[];
@@ -130,7 +124,7 @@ const ACTOR = { type: "agent", id: "bot" } as const;
 const APPROVERS = ["ann", "bob", "cyd"];
 
 /** The Node crypto port without its asynchronous verify (libuv's threadpool is real concurrency). */
-function simCrypto(decisions: Map<string, number>, signed: (requestDigest: string) => void): CryptoPort {
+function simCrypto(decisions: Map<string, number>): CryptoPort {
   const c = defaultCrypto();
   return {
     sha256: (d) => c.sha256(d),
@@ -142,9 +136,8 @@ function simCrypto(decisions: Map<string, number>, signed: (requestDigest: strin
       try {
         const payload = fromBase64url(fromUtf8(data).split(".")[1] ?? "");
         if (payload !== null) {
-          const p = JSON.parse(fromUtf8(payload)) as { decisionId?: unknown; issuedAt?: unknown; requestDigest?: unknown };
+          const p = JSON.parse(fromUtf8(payload)) as { decisionId?: unknown; issuedAt?: unknown };
           if (typeof p.decisionId === "string" && typeof p.issuedAt === "number") decisions.set(p.decisionId, p.issuedAt);
-          if (typeof p.decisionId === "string" && typeof p.requestDigest === "string") signed(p.requestDigest);
         }
       } catch {
         // not a decision (a checkpoint signature)
@@ -241,16 +234,13 @@ export class World {
       votes: [],
       revokes: new Set(),
       cancels: new Map(),
-      cancelOrder: new Map(),
-      signed: [],
-      order: 0,
       resolves: new Set(),
       breakerViolations: [],
       bareInterrupted: [],
       bareAfterDrain: [],
       notes: [],
     };
-    this.crypto = simCrypto(this.obs.decisions, (requestDigest) => this.obs.signed.push({ requestDigest, order: ++this.obs.order }));
+    this.crypto = simCrypto(this.obs.decisions);
     this.actions = planActions(this.rng);
     this.env = new SimNode(this.sim, "env");
     this.apiNode = new SimNode(this.sim, "api");
@@ -626,8 +616,9 @@ export class World {
           this.obs.revokes.add(ap.approvalId);
         } else {
           const after = await (verb === "approve" ? this.api.approvals.approve(SCOPE, ap.approvalId, by) : this.api.approvals.deny(SCOPE, ap.approvalId, by));
-          // An approval found expired answers with its expiry and records no vote.
-          if (after.votes.some((v) => v.approver.id === who)) this.obs.votes.push({ approvalId: ap.approvalId, approver: who, verdict: verb });
+          // An approval found expired answers with its expiry and records no vote (its votes may
+          // still hold this approver's earlier one).
+          if (after.status !== "expired" && after.votes.some((v) => v.approver.id === who && v.verdict === verb)) this.obs.votes.push({ approvalId: ap.approvalId, approver: who, verdict: verb });
         }
         return verb;
       }),
@@ -644,7 +635,6 @@ export class World {
       this.api.cancel(SCOPE, s.invocationId, { type: "user", id: "ops" }).then((inv) => {
         if (inv.status === "cancelled") {
           this.obs.cancels.set(inv.invocationId, this.sim.now);
-          this.obs.cancelOrder.set(inv.invocationId, ++this.obs.order);
         }
         return inv.status;
       }),

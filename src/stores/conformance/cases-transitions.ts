@@ -21,12 +21,12 @@ import { withStore } from "./assertions.js";
 import type { StoreConformanceCase } from "./case.js";
 import { T0, approval, attempt, authority, decision, idempotency, invocation, newScope, reconciliation, step, uid } from "./fixtures.js";
 
-function entry(scope: Scope, id: string): UnsealedEntry {
+export function entry(scope: Scope, id: string): UnsealedEntry {
   return { ...scope, id, at: T0, type: "test.entry", refs: {}, data: { id } };
 }
 
 /** A claimed (running, leased) invocation in a fresh scope. */
-async function claimed(store: Store, scope: Scope): Promise<{ inv: Invocation; fence: Fence }> {
+export async function claimed(store: Store, scope: Scope): Promise<{ inv: Invocation; fence: Fence }> {
   const mine = invocation(scope);
   await store.transact((tx) => tx.insertInvocation(scope, mine));
   // Claims span every scope: claim with room for what other cases left runnable, keep our own.
@@ -36,7 +36,7 @@ async function claimed(store: Store, scope: Scope): Promise<{ inv: Invocation; f
   return { inv, fence: { invocationId: inv.invocationId, owner: inv.leaseOwner!, token: inv.leaseToken! } };
 }
 
-function beginInput(scope: Scope, invocationId: string, over: Partial<BeginInput> = {}): BeginInput {
+export function beginInput(scope: Scope, invocationId: string, over: Partial<BeginInput> = {}): BeginInput {
   const attemptId = uid("att");
   const decisionId = uid("dec");
   const key = uid("key");
@@ -53,7 +53,7 @@ function beginInput(scope: Scope, invocationId: string, over: Partial<BeginInput
 }
 
 /** What a begin may have written, to compare before and after. */
-async function footprint(store: Store, scope: Scope, input: BeginInput): Promise<string> {
+export async function footprint(store: Store, scope: Scope, input: BeginInput): Promise<string> {
   return store.transact(async (tx) =>
     JSON.stringify({
       idem: await tx.getIdempotency(scope, input.idempotency.action, input.idempotency.idempotencyKey),

@@ -21,6 +21,7 @@ import { journalCases } from "./cases-journal.js";
 import { raceCases } from "./cases-races.js";
 import { recordCases } from "./cases-records.js";
 import { transactionCases } from "./cases-transactions.js";
+import { batchCases } from "./cases-batch.js";
 import { transitionCases } from "./cases-transitions.js";
 import { unsealedCases } from "./cases-unsealed.js";
 import { runConformanceCase, type ConformanceEnv, type MakeStore, type StoreConformanceCase } from "./case.js";
@@ -40,6 +41,7 @@ export const storeConformanceCases: StoreConformanceCase[] = [
   ...inputCases,
   ...raceCases,
   ...transitionCases,
+  ...batchCases,
   ...breakerCases,
 ];
 

@@ -28,7 +28,7 @@ export interface Exec {
 /** A lone surrogate would be silently replaced by U+FFFD on the way to the server. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-function checkValues(values: unknown[]): void {
+export function checkValues(values: unknown[]): void {
   for (const v of values) {
     // NUL is refused by `text` columns.
     if (typeof v === "string" && (v.includes("\u0000") || LONE_SURROGATE.test(v))) {

@@ -18,6 +18,8 @@
  * count, run time, updatedAt) are authoritative over the copy inside `doc`.
  */
 
+import { BATCHABLE, batchFunctionsSql } from "./postgres-calls.js";
+
 /** One numbered migration. */
 export interface PostgresMigration {
   version: number;
@@ -607,6 +609,13 @@ ALTER TABLE writ_idempotency SET (autovacuum_vacuum_scale_factor = 0.02, autovac
 ALTER TABLE writ_attempt_seqs SET (autovacuum_vacuum_scale_factor = 0.0, autovacuum_vacuum_threshold = 1000);
 `;
 
+/**
+ * Batched transitions (docs/stores.md, "Batches"): `writ_batch` applies several write transitions
+ * in one statement and one commit, each member in a subtransaction of its own, so one member's
+ * lost lease or refusal fails that member alone; `writ_call` is its dispatcher.
+ */
+const BATCHED_TRANSITIONS = batchFunctionsSql(BATCHABLE);
+
 /** All migrations, ascending by version (1, 2, 3, … without gaps). */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, name: "initial_schema", sql: INITIAL_SCHEMA },
@@ -617,6 +626,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 6, name: "transitions", sql: TRANSITIONS },
   { version: 7, name: "breakers", sql: BREAKERS },
   { version: 8, name: "hot_path_history", sql: HOT_PATH_HISTORY },
+  { version: 9, name: "batched_transitions", sql: BATCHED_TRANSITIONS },
 ];
 
 /** The schema version this build creates and expects. */

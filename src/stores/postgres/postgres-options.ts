@@ -79,6 +79,20 @@ export interface PostgresStoreOptions {
    */
   analyzeEveryMs?: number;
   /**
+   * Most write transitions (admissions, execution starts, settlements) carried by one statement
+   * and one commit (docs/stores.md, "Batches"). Calls that arrive while a batch is on its way to
+   * the server go together in the next one; each still succeeds or fails alone. 1 sends every
+   * call on its own. At most 60 (each member is a subtransaction, and PostgreSQL caches 64 per
+   * transaction). @defaultValue 32
+   */
+  batchMax?: number;
+  /**
+   * How long (ms) the first call of a batch waits for company when nothing is in flight. 0 (the
+   * default) never waits: a lone call goes at once, and batches form from the calls that arrive
+   * while one is in flight. @defaultValue 0
+   */
+  batchLingerMs?: number;
+  /**
    * `application_name` of the store's connections, shown in `pg_stat_activity` (ignored with `pool`).
    * @defaultValue "writ"
    */
@@ -95,6 +109,8 @@ export interface ResolvedPostgresOptions {
   listenReconnectMs: number;
   journalHintDelayMs: number;
   analyzeEveryMs: number;
+  batchMax: number;
+  batchLingerMs: number;
   applicationName: string;
 }
 
@@ -108,6 +124,8 @@ export const POSTGRES_DEFAULTS = {
   listenReconnectMs: 1_000,
   journalHintDelayMs: 20,
   analyzeEveryMs: 5_000,
+  batchMax: 32,
+  batchLingerMs: 0,
   applicationName: "writ",
 } as const satisfies ResolvedPostgresOptions;
 
@@ -115,9 +133,11 @@ function invalid(option: string, message: string): WritError {
   return new WritError("INVALID_OPTION", `postgresStore option \`${option}\` ${message}`, { details: { option } });
 }
 
-function intOption(option: string, v: unknown, fallback: number, min: number): number {
+function intOption(option: string, v: unknown, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   if (v === undefined) return fallback;
-  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < min) throw invalid(option, `must be an integer >= ${min}`);
+  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < min || v > max) {
+    throw invalid(option, max === Number.MAX_SAFE_INTEGER ? `must be an integer >= ${min}` : `must be an integer from ${min} to ${max}`);
+  }
   return v;
 }
 
@@ -165,6 +185,8 @@ export function resolvePostgresOptions(opts: PostgresStoreOptions = {}): Resolve
     listenReconnectMs: intOption("listenReconnectMs", opts.listenReconnectMs, POSTGRES_DEFAULTS.listenReconnectMs, 1),
     journalHintDelayMs: intOption("journalHintDelayMs", opts.journalHintDelayMs, POSTGRES_DEFAULTS.journalHintDelayMs, 0),
     analyzeEveryMs: intOption("analyzeEveryMs", opts.analyzeEveryMs, POSTGRES_DEFAULTS.analyzeEveryMs, 0),
+    batchMax: intOption("batchMax", opts.batchMax, POSTGRES_DEFAULTS.batchMax, 1, 60),
+    batchLingerMs: intOption("batchLingerMs", opts.batchLingerMs, POSTGRES_DEFAULTS.batchLingerMs, 0, 1000),
     applicationName,
   };
 }

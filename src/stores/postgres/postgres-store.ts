@@ -266,7 +266,7 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     );
   };
   let guarded: PostgresStore | undefined;
-  const transitions = postgresTransitions(runStatement, (scope) => hintJournal([scope]), () => genericTransitions(guarded!));
+  const transitions = postgresTransitions(runStatement, (scope) => hintJournal([scope]), () => genericTransitions(guarded!), { batchMax: opts.batchMax, batchLingerMs: opts.batchLingerMs });
 
   // Every transaction and read runs behind the shared input rules and the lock order (docs/stores.md).
   return (guarded = guardStore<PostgresStore>({

@@ -4,10 +4,14 @@
  * commit. The functions lock and check in the store's one lock order; a raised WRLSE, WRCNF,
  * WRSTL or WRNFD becomes the same error the generic composition throws.
  */
+import type { BatchOutcome } from "../../core/batch.js";
+import { coalescer } from "../../core/batch.js";
 import { LeaseLostError, WritError, isWritError } from "../../core/errors.js";
-import type { AdmitResult, BeginFound, BeginResult, StoreTransitions } from "../../core/transitions.js";
-import type { Approval, AttemptRecord, Authority, IdempotencyRecord, Scope, StepCheckpoint, UnsealedEntry } from "../../core/types.js";
-import { statement, type Exec } from "./postgres-exec.js";
+import type { AdmitInput, AdmitResult, AdvanceInput, BatchMember, BeginFound, BeginInput, BeginResult, RecordInput, SettleInput, StoreTransitions } from "../../core/transitions.js";
+import type { Approval, AttemptRecord, Authority, BreakerRecord, IdempotencyRecord, Invocation, Scope, StepCheckpoint, UnsealedEntry } from "../../core/types.js";
+import { ADMIT_FN, ADVANCE_FN, BEGIN_FN, RECORD_FN, SETTLE_FN, callText, type PgFunction } from "./postgres-calls.js";
+import { toWritError } from "./postgres-errors.js";
+import { checkValues, statement, type Exec, type Statement } from "./postgres-exec.js";
 import { advisoryKeys } from "./postgres-locks.js";
 import { attemptFromRow, docOf, invocationFromRow, invocationParams, type InvocationRow } from "./postgres-rows.js";
 
@@ -16,47 +20,28 @@ function call(fn: string, casts: readonly string[]): string {
   return `SELECT ${fn}(${casts.map((c, i) => `$${i + 1}::${c}`).join(", ")}) AS out`;
 }
 
-const ENTRY_CASTS = ["text[]", "text[]", "bigint[]", "json[]"] as const;
-const INV_CASTS = ["text", "text", "text", "text", "bigint", "text", "text", "bigint", "integer", "bigint", "bigint", "bigint", "bigint", "json"] as const;
-const STEP_CASTS = ["integer", "text", "text", "text", "text", "json"] as const;
-
-const ADMIT = statement("t_admit", call("writ_admit", ["text", "text", ...INV_CASTS, ...ENTRY_CASTS]));
-const BEGIN = statement(
-  "t_begin",
-  call("writ_begin", [
-    "text", "text", "text", "text", "text", "text", "bigint[]",
-    "boolean", "text", "text", "bigint", "text",
-    "text", "text", "text", "bigint",
-    "text", "bigint", "json",
-    "text", "text", "text", "json",
-    "integer", "text", "text", "text", "json",
-    "text", "text", "json",
-    "text", "text", "json",
-    ...ENTRY_CASTS,
-  ]),
+/** The one-call statement of each batchable function, by function name. */
+const SINGLE = new Map<string, Statement>(
+  [
+    ["t_admit", ADMIT_FN],
+    ["t_begin", BEGIN_FN],
+    ["t_record", RECORD_FN],
+    ["t_advance", ADVANCE_FN],
+    ["t_settle", SETTLE_FN],
+  ].map(([name, f]) => [(f as PgFunction).fn, statement(name as string, callText(f as PgFunction))]),
 );
-const RECORD = statement("t_record", call("writ_record_attempt", ["text", "text", "text", "text", "text", "text", "text", "text", "json", ...ENTRY_CASTS]));
-const ADVANCE = statement("t_advance", call("writ_advance", ["text", "text", "text", "text", "text", "text", ...STEP_CASTS, ...STEP_CASTS, ...ENTRY_CASTS]));
-const SETTLE = statement(
-  "t_settle",
-  call("writ_settle", [
-    "text", "text", "text", "text", "text", "text", "bigint[]",
-    ...STEP_CASTS,
-    "text", "text", "text", "json",
-    "text", "text", "text", "json",
-    "boolean", ...INV_CASTS.slice(3),
-    "text", "text", "bigint", "json",
-    ...ENTRY_CASTS,
-  ]),
-);
+const BATCH = statement("t_batch", "SELECT writ_batch($1::json) AS out");
 
 const CLAIM = statement("t_claim", call("writ_claim", ["text", "bigint", "bigint", "integer", "text[]"]));
 const SEAL_IF_HEAD = statement("t_seal_if_head", call("writ_seal_if_head", ["text", "text", "bigint", "bigint", "text[]", "bigint[]", "text[]", "json[]"]));
 const PREPARE = statement(
-  "t_prepare",
+  "t_prepare_2",
   `SELECT (SELECT coalesce(json_agg(doc ORDER BY step_index), '[]') FROM writ_steps WHERE tenant_id = $1 AND space_id = $2 AND invocation_id = $3) AS steps,
           (SELECT doc FROM writ_authorities WHERE tenant_id = $1 AND space_id = $2 AND authority_ref = $4) AS authority,
-          (SELECT json_build_object('rev', rev, 'doc', doc) FROM writ_approvals WHERE tenant_id = $1 AND space_id = $2 AND approval_id = $5::text) AS approval`,
+          (SELECT json_build_object('rev', rev, 'doc', doc) FROM writ_approvals WHERE tenant_id = $1 AND space_id = $2 AND approval_id = $5::text) AS approval,
+          (SELECT json_build_object('status', status, 'leaseOwner', lease_owner, 'leaseToken', lease_token) FROM writ_invocations WHERE tenant_id = $1 AND space_id = $2 AND invocation_id = $3) AS invocation,
+          (SELECT coalesce(json_agg(b.doc ORDER BY t.n), '[]') FROM unnest($6::text[], $7::text[]) WITH ORDINALITY AS t(connector, operation, n)
+             LEFT JOIN writ_breakers b ON b.tenant_id = $1 AND b.space_id = $2 AND b.connector = t.connector AND b.operation = t.operation) AS breakers`,
 );
 const READ_UNSEALED = statement(
   "t_read_unsealed",
@@ -105,78 +90,80 @@ interface Found {
 }
 
 /**
- * The transitions over `run`, which runs one statement on a pooled connection in autocommit, and
- * `journaled`, the sequencer's hint after a commit that wrote entries. A settle that carries more
- * work (`within`) runs as the generic composition (`fallback`).
+ * One write transition as a call of its server-side function: the parameters, and how to read
+ * what the function returned (which may throw: a begin that found the lease gone).
  */
-export function postgresTransitions(
-  run: <T>(fn: (x: Exec) => Promise<T>) => Promise<T>,
-  journaled: (scope: Scope) => void,
-  fallback: () => StoreTransitions,
-): StoreTransitions {
-  const one = async <R>(scope: Scope, invocationId: string, entries: readonly UnsealedEntry[], fn: (x: Exec) => Promise<R>): Promise<R> => {
-    let out: R;
-    try {
-      out = await run(fn);
-    } catch (e) {
-      throw mapped(e, invocationId);
-    }
-    if (entries.length > 0) journaled(scope);
-    return out;
-  };
-  const fenceParams = (f: { owner: string; token: string } | undefined): unknown[] => [f?.owner ?? null, f?.token ?? null];
-  const leaseParams = (f: { invocationId: string; owner: string; token: string } | undefined): unknown[] => [...fenceParams(f), f?.invocationId ?? null];
+interface Call {
+  fn: PgFunction;
+  params: unknown[];
+  scope: Scope;
+  invocationId: string;
+  /** Journal entries the call writes (the sequencer is hinted after it committed). */
+  journals: boolean;
+  decode: (out: unknown) => unknown;
+}
+
+const fenceParams = (f: { owner: string; token: string } | undefined): unknown[] => [f?.owner ?? null, f?.token ?? null];
+const leaseParams = (f: { invocationId: string; owner: string; token: string } | undefined): unknown[] => [...fenceParams(f), f?.invocationId ?? null];
+
+function admitCall(scope: Scope, input: AdmitInput): Call {
+  const inv = input.invocation;
   return {
-    async admit(scope, input): Promise<AdmitResult> {
-      const inv = input.invocation;
-      const row = await one(scope, inv.invocationId, input.entries, async (x) => {
-        const [r] = await x.rows<{ out: InvocationRow | null }>(ADMIT, [scope.tenantId, scope.spaceId, ...invocationParams({ ...inv, rev: 1 }), ...entryParams(input.entries)]);
-        return r?.out ?? null;
-      });
-      if (row === null) {
+    fn: ADMIT_FN,
+    params: [scope.tenantId, scope.spaceId, ...invocationParams({ ...inv, rev: 1 }), ...entryParams(input.entries)],
+    scope,
+    invocationId: inv.invocationId,
+    journals: input.entries.length > 0,
+    decode: (out): AdmitResult => {
+      if (out === null || out === undefined) {
         inv.rev = 1;
         return { created: true };
       }
-      return { created: false, existing: invocationFromRow(row) };
+      return { created: false, existing: invocationFromRow(out as InvocationRow) };
     },
+  };
+}
 
-    async begin(scope, input): Promise<BeginResult> {
-      const e = input.expect;
-      const f = input.fence;
-      const out = await one(scope, input.step.invocationId, input.entries, async (x) => {
-        const [r] = await x.rows<{ out: Found }>(BEGIN, [
-          scope.tenantId,
-          scope.spaceId,
-          input.step.invocationId,
-          ...leaseParams(f),
-          advisoryKeys(scope, input.locks).map(String),
-          e.idempotency !== null,
-          e.idempotency?.state ?? null,
-          e.idempotency?.attemptId ?? null,
-          e.idempotency?.updatedAt ?? null,
-          e.steps,
-          e.authority?.authorityRef ?? null,
-          e.authority?.seen ?? null,
-          e.approval?.approvalId ?? null,
-          e.approval?.seen ?? null,
-          input.consumed.decisionId,
-          input.consumed.consumedAt,
-          docOf(input.consumed),
-          input.idempotency.action,
-          input.idempotency.idempotencyKey,
-          input.idempotency.state,
-          docOf(input.idempotency),
-          ...stepParams(input.step).filter((_, i) => i !== 2),
-          input.attempt.attemptId,
-          input.attempt.state,
-          docOf(input.attempt),
-          input.supersede?.attemptId ?? null,
-          input.supersede?.state ?? null,
-          input.supersede ? docOf(input.supersede) : null,
-          ...entryParams(input.entries),
-        ]);
-        return r!.out;
-      });
+function beginCall(scope: Scope, input: BeginInput): Call {
+  const e = input.expect;
+  return {
+    fn: BEGIN_FN,
+    params: [
+      scope.tenantId,
+      scope.spaceId,
+      input.step.invocationId,
+      ...leaseParams(input.fence),
+      advisoryKeys(scope, input.locks).map(String),
+      e.idempotency !== null,
+      e.idempotency?.state ?? null,
+      e.idempotency?.attemptId ?? null,
+      e.idempotency?.updatedAt ?? null,
+      e.steps,
+      e.authority?.authorityRef ?? null,
+      e.authority?.seen ?? null,
+      e.approval?.approvalId ?? null,
+      e.approval?.seen ?? null,
+      input.consumed.decisionId,
+      input.consumed.consumedAt,
+      docOf(input.consumed),
+      input.idempotency.action,
+      input.idempotency.idempotencyKey,
+      input.idempotency.state,
+      docOf(input.idempotency),
+      ...stepParams(input.step).filter((_, i) => i !== 2),
+      input.attempt.attemptId,
+      input.attempt.state,
+      docOf(input.attempt),
+      input.supersede?.attemptId ?? null,
+      input.supersede?.state ?? null,
+      input.supersede ? docOf(input.supersede) : null,
+      ...entryParams(input.entries),
+    ],
+    scope,
+    invocationId: input.step.invocationId,
+    journals: input.entries.length > 0,
+    decode: (raw): BeginResult => {
+      const out = raw as Found;
       if (!out.lease) throw new LeaseLostError(`lease lost on invocation ${input.step.invocationId}`);
       if (out.started) return { started: true, seq: Number(out.seq) };
       const found: BeginFound = {
@@ -189,52 +176,234 @@ export function postgresTransitions(
       };
       return { started: false, found };
     },
+  };
+}
 
-    async record(scope, input) {
-      const a = input.attempt;
-      const inv = input.fence?.invocationId ?? a.invocationId ?? null;
-      const seq = await one(scope, inv ?? a.attemptId, input.entries, async (x) => {
-        const [r] = await x.rows<{ out: string | number }>(RECORD, [
-          scope.tenantId,
-          scope.spaceId,
-          inv,
-          ...fenceParams(input.fence),
-          a.attemptId,
-          a.invocationId ?? null,
-          a.state,
-          docOf(a),
-          ...entryParams(input.entries),
-        ]);
-        return r!.out;
-      });
-      return Number(seq);
+function recordCall(scope: Scope, input: RecordInput): Call {
+  const a = input.attempt;
+  const inv = input.fence?.invocationId ?? a.invocationId ?? null;
+  return {
+    fn: RECORD_FN,
+    params: [scope.tenantId, scope.spaceId, inv, ...fenceParams(input.fence), a.attemptId, a.invocationId ?? null, a.state, docOf(a), ...entryParams(input.entries)],
+    scope,
+    invocationId: inv ?? a.attemptId,
+    journals: input.entries.length > 0,
+    decode: (out) => Number(out),
+  };
+}
+
+function advanceCall(scope: Scope, input: AdvanceInput): Call {
+  return {
+    fn: ADVANCE_FN,
+    params: [scope.tenantId, scope.spaceId, input.done.invocationId, ...leaseParams(input.fence), ...stepParams(input.done), ...stepParams(input.next), ...entryParams(input.entries)],
+    scope,
+    invocationId: input.done.invocationId,
+    journals: input.entries.length > 0,
+    decode: () => undefined,
+  };
+}
+
+function settleCall(scope: Scope, input: SettleInput): Call {
+  if (input.invocation && !input.fence) throw new WritError("INVALID_ARGUMENT", "settle: an invocation write needs the fence");
+  const inv = input.invocation;
+  const rec = input.reconciliation;
+  const invCols = inv ? invocationParams(inv).slice(3) : new Array<null>(11).fill(null);
+  return {
+    fn: SETTLE_FN,
+    params: [
+      scope.tenantId,
+      scope.spaceId,
+      input.step.invocationId,
+      ...leaseParams(input.fence),
+      advisoryKeys(scope, input.locks ?? []).map(String),
+      ...stepParams(input.step),
+      input.attempt.attemptId,
+      input.attempt.invocationId ?? null,
+      input.attempt.state,
+      docOf(input.attempt),
+      input.idempotency.action,
+      input.idempotency.idempotencyKey,
+      input.idempotency.state,
+      docOf(input.idempotency),
+      inv !== undefined,
+      ...invCols,
+      rec?.reconciliationId ?? null,
+      rec?.status ?? null,
+      rec?.createdAt ?? null,
+      rec ? docOf({ ...rec, rev: 1 }) : null,
+      ...entryParams(input.entries),
+    ],
+    scope,
+    invocationId: input.step.invocationId,
+    journals: input.entries.length > 0,
+    decode: (rev) => {
+      if (rec) rec.rev = 1;
+      if (inv && rev !== null && rev !== undefined) {
+        inv.rev = Number(rev);
+        return { invocationRev: inv.rev };
+      }
+      return {};
     },
+  };
+}
 
-    async advance(scope, input) {
-      await one(scope, input.done.invocationId, input.entries, (x) =>
-        x.rows(ADVANCE, [
-          scope.tenantId,
-          scope.spaceId,
-          input.done.invocationId,
-          ...leaseParams(input.fence),
-          ...stepParams(input.done),
-          ...stepParams(input.next),
-          ...entryParams(input.entries),
-        ]),
-      );
+function callOf(m: BatchMember): Call {
+  switch (m.kind) {
+    case "admit":
+      return admitCall(m.scope, m.input);
+    case "begin":
+      return beginCall(m.scope, m.input);
+    case "record":
+      return recordCall(m.scope, m.input);
+    case "advance":
+      return advanceCall(m.scope, m.input);
+    case "settle":
+      return settleCall(m.scope, m.input);
+    default:
+      throw new WritError("INVALID_ARGUMENT", `batch: unknown member kind ${JSON.stringify((m as { kind?: unknown }).kind)}`);
+  }
+}
+
+/** Batch members in lock order: by scope (its attempt counter), then invocation (its row). */
+function lockOrder(a: Call, b: Call): number {
+  const ka = [a.scope.tenantId, a.scope.spaceId, a.invocationId];
+  const kb = [b.scope.tenantId, b.scope.spaceId, b.invocationId];
+  for (let i = 0; i < 3; i++) if (ka[i] !== kb[i]) return ka[i]! < kb[i]! ? -1 : 1;
+  return 0;
+}
+
+export interface BatchingOptions {
+  /** Most calls in one statement; 1 sends each alone. */
+  batchMax: number;
+  /** How long the first call of a batch waits for company (0: never). */
+  batchLingerMs: number;
+}
+
+/**
+ * The transitions over `run`, which runs one statement on a pooled connection in autocommit, and
+ * `journaled`, the sequencer's hint after a commit that wrote entries. Write transitions go
+ * through one queue: a call that finds a batch in flight waits for it and goes with the calls
+ * that queued meanwhile, in one `writ_batch` statement (docs/stores.md, "Batches"). A settle
+ * that carries more work (`within`) runs as the generic composition (`fallback`).
+ */
+export function postgresTransitions(
+  run: <T>(fn: (x: Exec) => Promise<T>) => Promise<T>,
+  journaled: (scope: Scope) => void,
+  fallback: () => StoreTransitions,
+  batching: BatchingOptions = { batchMax: 1, batchLingerMs: 0 },
+): StoreTransitions {
+  /** One call in its own statement; the function's raised SQLSTATE becomes the generic error. */
+  const single = async (c: Call): Promise<unknown> => {
+    let out: unknown;
+    try {
+      const [r] = await run((x) => x.rows<{ out: unknown }>(SINGLE.get(c.fn.fn)!, c.params));
+      out = r?.out ?? null;
+    } catch (e) {
+      throw mapped(e, c.invocationId);
+    }
+    const value = c.decode(out);
+    if (c.journals) journaled(c.scope);
+    return value;
+  };
+
+  /** Several calls in one statement and one commit, each in a subtransaction of its own. */
+  const many = async (calls: Call[]): Promise<BatchOutcome[]> => {
+    if (calls.length === 1) {
+      return [await single(calls[0]!).then((value): BatchOutcome => ({ ok: true, value }), (error: unknown): BatchOutcome => ({ ok: false, error }))];
+    }
+    const outcomes: BatchOutcome[] = new Array<BatchOutcome>(calls.length);
+    const sent: number[] = [];
+    calls.forEach((c, i) => {
+      try {
+        checkValues(c.params);
+        sent.push(i);
+      } catch (error) {
+        outcomes[i] = { ok: false, error };
+      }
+    });
+    sent.sort((a, b) => lockOrder(calls[a]!, calls[b]!));
+    if (sent.length > 0) {
+      const payload = JSON.stringify(sent.map((i) => [calls[i]!.fn.fn, calls[i]!.params]));
+      const [r] = await run((x) => x.rows<{ out: Array<{ ok?: unknown; state?: string; message?: string }> }>(BATCH, [payload]));
+      const answers = r?.out ?? [];
+      if (answers.length !== sent.length) throw new WritError("STORE_ERROR", `writ_batch answered ${answers.length} outcomes for ${sent.length} calls`);
+      sent.forEach((i, k) => {
+        const c = calls[i]!;
+        const a = answers[k]!;
+        if (a.state !== undefined) {
+          outcomes[i] = { ok: false, error: mapped(toWritError(Object.assign(new Error(a.message ?? "batch member failed"), { code: a.state })), c.invocationId) };
+          return;
+        }
+        try {
+          outcomes[i] = { ok: true, value: c.decode(a.ok ?? null) };
+          if (c.journals) journaled(c.scope);
+        } catch (error) {
+          outcomes[i] = { ok: false, error };
+        }
+      });
+    }
+    return outcomes;
+  };
+
+  const queue = batching.batchMax > 1
+    ? coalescer<Call, unknown>(many, { maxBatch: batching.batchMax, lingerMs: batching.batchLingerMs, setTimer: (ms, cb) => {
+        const t = setTimeout(cb, ms);
+        return () => clearTimeout(t);
+      } })
+    : single;
+  const exec = <R>(c: Call): Promise<R> => queue(c) as Promise<R>;
+
+  return {
+    admit: async (scope, input) => exec<AdmitResult>(admitCall(scope, input)),
+    begin: async (scope, input) => exec<BeginResult>(beginCall(scope, input)),
+    record: async (scope, input) => exec<number>(recordCall(scope, input)),
+    advance: async (scope, input) => exec<void>(advanceCall(scope, input)),
+    async settle(scope, input) {
+      if (input.within) return fallback().settle(scope, input);
+      return exec<{ invocationRev?: number }>(settleCall(scope, input));
+    },
+    async batch(members) {
+      const outcomes: BatchOutcome[] = new Array<BatchOutcome>(members.length);
+      const calls: Call[] = [];
+      const at: number[] = [];
+      const within: Array<Promise<void>> = [];
+      members.forEach((m, i) => {
+        if (m.kind === "settle" && m.input.within) {
+          within.push(fallback().settle(m.scope, m.input).then((value) => void (outcomes[i] = { ok: true, value }), (error: unknown) => void (outcomes[i] = { ok: false, error })));
+          return;
+        }
+        try {
+          calls.push(callOf(m));
+          at.push(i);
+        } catch (error) {
+          outcomes[i] = { ok: false, error };
+        }
+      });
+      const applied = calls.length > 0 ? await many(calls) : [];
+      applied.forEach((o, k) => (outcomes[at[k]!] = o));
+      await Promise.all(within);
+      return outcomes;
     },
 
     async prepare(scope, input) {
+      const targets = input.breakers ?? [];
       const [r] = await run((x) =>
-        x.rows<{ steps: StepCheckpoint[]; authority: Authority | null; approval: { rev: number; doc: Approval } | null }>(PREPARE, [
-          scope.tenantId,
-          scope.spaceId,
-          input.invocationId,
-          input.authorityRef,
-          input.approvalId ?? null,
-        ]),
+        x.rows<{
+          steps: StepCheckpoint[];
+          authority: Authority | null;
+          approval: { rev: number; doc: Approval } | null;
+          invocation: { status: Invocation["status"]; leaseOwner: string | null; leaseToken: string | null } | null;
+          breakers: Array<BreakerRecord | null>;
+        }>(PREPARE, [scope.tenantId, scope.spaceId, input.invocationId, input.authorityRef, input.approvalId ?? null, targets.map((t) => t.connector), targets.map((t) => t.operation)]),
       );
-      return { steps: r!.steps, authority: r!.authority, approval: r!.approval ? { ...r!.approval.doc, rev: Number(r!.approval.rev) } : null };
+      const inv = r!.invocation;
+      return {
+        steps: r!.steps,
+        authority: r!.authority,
+        approval: r!.approval ? { ...r!.approval.doc, rev: Number(r!.approval.rev) } : null,
+        invocation: inv === null ? null : { status: inv.status, ...(inv.leaseOwner !== null ? { leaseOwner: inv.leaseOwner } : {}), ...(inv.leaseToken !== null ? { leaseToken: inv.leaseToken } : {}) },
+        breakers: r!.breakers,
+      };
     },
 
     async claim(opts) {
@@ -272,44 +441,5 @@ export function postgresTransitions(
       return r!.out > 0;
     },
 
-    async settle(scope, input) {
-      if (input.within) return fallback().settle(scope, input);
-      if (input.invocation && !input.fence) throw new WritError("INVALID_ARGUMENT", "settle: an invocation write needs the fence");
-      const inv = input.invocation;
-      const rec = input.reconciliation;
-      const invCols = inv ? invocationParams(inv).slice(3) : new Array<null>(11).fill(null);
-      const rev = await one(scope, input.step.invocationId, input.entries, async (x) => {
-        const [r] = await x.rows<{ out: string | number | null }>(SETTLE, [
-          scope.tenantId,
-          scope.spaceId,
-          input.step.invocationId,
-          ...leaseParams(input.fence),
-          advisoryKeys(scope, input.locks ?? []).map(String),
-          ...stepParams(input.step),
-          input.attempt.attemptId,
-          input.attempt.invocationId ?? null,
-          input.attempt.state,
-          docOf(input.attempt),
-          input.idempotency.action,
-          input.idempotency.idempotencyKey,
-          input.idempotency.state,
-          docOf(input.idempotency),
-          inv !== undefined,
-          ...invCols,
-          rec?.reconciliationId ?? null,
-          rec?.status ?? null,
-          rec?.createdAt ?? null,
-          rec ? docOf({ ...rec, rev: 1 }) : null,
-          ...entryParams(input.entries),
-        ]);
-        return r!.out;
-      });
-      if (rec) rec.rev = 1;
-      if (inv && rev !== null) {
-        inv.rev = Number(rev);
-        return { invocationRev: inv.rev };
-      }
-      return {};
-    },
   };
 }

@@ -1,0 +1,122 @@
+/**
+ * The server-side write transitions by signature (migration 6's functions), and what batches them:
+ * `writ_call` (migration 9) calls one of them with its arguments taken from a JSON array, and
+ * `writ_batch` runs a list of such calls, each in a subtransaction of its own, in one statement
+ * and one commit (docs/stores.md, "Batches").
+ *
+ * These signatures mirror migration 6 and migration 9's text is generated from them: they never
+ * change; a changed function is a new function and a new migration.
+ */
+
+/** One server-side function: its name, the SQL type of each parameter, what it returns. */
+export interface PgFunction {
+  fn: string;
+  casts: readonly string[];
+  returns: "json" | "bigint" | "void";
+}
+
+const ENTRY_CASTS = ["text[]", "text[]", "bigint[]", "json[]"] as const;
+export const INV_CASTS = ["text", "text", "text", "text", "bigint", "text", "text", "bigint", "integer", "bigint", "bigint", "bigint", "bigint", "json"] as const;
+const STEP_CASTS = ["integer", "text", "text", "text", "text", "json"] as const;
+
+export const ADMIT_FN: PgFunction = { fn: "writ_admit", casts: ["text", "text", ...INV_CASTS, ...ENTRY_CASTS], returns: "json" };
+export const BEGIN_FN: PgFunction = {
+  fn: "writ_begin",
+  casts: [
+    "text", "text", "text", "text", "text", "text", "bigint[]",
+    "boolean", "text", "text", "bigint", "text",
+    "text", "text", "text", "bigint",
+    "text", "bigint", "json",
+    "text", "text", "text", "json",
+    "integer", "text", "text", "text", "json",
+    "text", "text", "json",
+    "text", "text", "json",
+    ...ENTRY_CASTS,
+  ],
+  returns: "json",
+};
+export const RECORD_FN: PgFunction = { fn: "writ_record_attempt", casts: ["text", "text", "text", "text", "text", "text", "text", "text", "json", ...ENTRY_CASTS], returns: "bigint" };
+export const ADVANCE_FN: PgFunction = { fn: "writ_advance", casts: ["text", "text", "text", "text", "text", "text", ...STEP_CASTS, ...STEP_CASTS, ...ENTRY_CASTS], returns: "void" };
+export const SETTLE_FN: PgFunction = {
+  fn: "writ_settle",
+  casts: [
+    "text", "text", "text", "text", "text", "text", "bigint[]",
+    ...STEP_CASTS,
+    "text", "text", "text", "json",
+    "text", "text", "text", "json",
+    "boolean", ...INV_CASTS.slice(3),
+    "text", "text", "bigint", "json",
+    ...ENTRY_CASTS,
+  ],
+  returns: "bigint",
+};
+
+/** The write transitions a batch may carry. */
+export const BATCHABLE: readonly PgFunction[] = [ADMIT_FN, BEGIN_FN, RECORD_FN, ADVANCE_FN, SETTLE_FN];
+
+/** `SELECT fn($1::t1, …) AS out`: one call with typed parameters. */
+export function callText(f: PgFunction): string {
+  return `SELECT ${f.fn}(${f.casts.map((c, i) => `$${i + 1}::${c}`).join(", ")}) AS out`;
+}
+
+/**
+ * Argument `i` of a call, read from the JSON array `a`. Values travel as JSON scalars; `json`
+ * arguments as JSON text in a string (parsed here), arrays as JSON arrays (null stays NULL).
+ */
+function argFromJson(cast: string, i: number): string {
+  const elems = (as: string): string => `CASE WHEN json_typeof(a->${i}) = 'array' THEN ARRAY(SELECT e.v${as} FROM json_array_elements_text(a->${i}) WITH ORDINALITY AS e(v, n) ORDER BY e.n) END`;
+  switch (cast) {
+    case "text":
+      return `(a->>${i})`;
+    case "json":
+      return `(a->>${i})::json`;
+    case "text[]":
+      return elems("");
+    case "bigint[]":
+      return elems("::bigint");
+    case "json[]":
+      return elems("::json");
+    default:
+      return `(a->>${i})::${cast}`;
+  }
+}
+
+/** Migration 9's text: the dispatcher and the batch runner. */
+export function batchFunctionsSql(fns: readonly PgFunction[]): string {
+  const branches = fns.map((f) => {
+    const call = `${f.fn}(${f.casts.map((c, i) => argFromJson(c, i)).join(", ")})`;
+    const body = f.returns === "void" ? `PERFORM ${call}; RETURN NULL;` : f.returns === "json" ? `RETURN ${call};` : `RETURN to_json(${call});`;
+    return `    WHEN '${f.fn}' THEN\n      ${body}`;
+  });
+  return `
+CREATE FUNCTION writ_call(p_fn text, a json) RETURNS json
+LANGUAGE plpgsql AS $$
+BEGIN
+  CASE p_fn
+${branches.join("\n")}
+    ELSE
+      RAISE EXCEPTION 'writ_call: % is not a batchable function', p_fn USING ERRCODE = '22023';
+  END CASE;
+END
+$$;
+
+CREATE FUNCTION writ_batch(p_calls json) RETURNS json
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_out json[] := '{}';
+  v_call json;
+  v_r json;
+BEGIN
+  FOR v_call IN SELECT e.v FROM json_array_elements(p_calls) WITH ORDINALITY AS e(v, n) ORDER BY e.n LOOP
+    BEGIN
+      v_r := json_build_object('ok', writ_call(v_call->>0, v_call->1));
+    EXCEPTION WHEN OTHERS THEN
+      v_r := json_build_object('state', SQLSTATE, 'message', SQLERRM);
+    END;
+    v_out := v_out || v_r;
+  END LOOP;
+  RETURN to_json(v_out);
+END
+$$;
+`;
+}
