@@ -30,7 +30,7 @@ const SINGLE = new Map<string, Statement>(
     ["t_settle", SETTLE_FN],
   ].map(([name, f]) => [(f as PgFunction).fn, statement(name as string, callText(f as PgFunction))]),
 );
-const BATCH = statement("t_batch", "SELECT writ_batch($1::json) AS out");
+const BATCH = statement("t_batch", "SELECT writ_batch($1::jsonb) AS out");
 
 const CLAIM = statement("t_claim", call("writ_claim", ["text", "bigint", "bigint", "integer", "text[]"]));
 const SEAL_IF_HEAD = statement("t_seal_if_head", call("writ_seal_if_head", ["text", "text", "bigint", "bigint", "text[]", "bigint[]", "text[]", "json[]"]));
