@@ -8,6 +8,7 @@ import { canonicalize, canonicalizeData, parseJsonStrict } from "./canonical.js"
 import { base64url, fromBase64url, fromUtf8, utf8 } from "./encoding.js";
 import type { Keyring, SigningKey } from "./keyring.js";
 import type { CryptoPort } from "./ports.js";
+import type { BatchOutcome } from "./batch.js";
 import { WritError } from "./errors.js";
 import type { Store, StoreTx } from "./store.js";
 import type { AuthorityStatus, InvocationStatus, Json, JournalCheckpoint, JournalEntry, Scope, UnsealedEntry } from "./types.js";
@@ -125,7 +126,7 @@ export async function sealPending(tx: StoreTx, crypto: CryptoPort, scope: Scope,
 }
 
 /** Unsealed entries chained after `head`, in the order given. */
-function chain(crypto: CryptoPort, scope: Scope, head: { seq: number; hash: string } | null, pending: readonly UnsealedEntry[]): JournalEntry[] {
+export function chain(crypto: CryptoPort, scope: Scope, head: { seq: number; hash: string } | null, pending: readonly UnsealedEntry[]): JournalEntry[] {
   let seq = head?.seq ?? 0;
   let prevHash = head?.hash ?? null;
   const sealed: JournalEntry[] = [];
@@ -160,6 +161,63 @@ export async function sealScopeNow(store: Store, crypto: CryptoPort, scope: Scop
     total += n;
     if (n < SEAL_BATCH) return total;
   }
+}
+
+/**
+ * Seals several scopes in rounds of two statements (the store's `readUnsealedMany` and
+ * `sealIfHeadMany`; scope by scope with `sealScopeNow` on a store without them): one outcome per
+ * scope given (a repeated scope shares its outcome), each scope sealed or failing alone.
+ */
+export async function sealScopesNow(store: Store, crypto: CryptoPort, scopes: readonly Scope[]): Promise<Array<BatchOutcome<number>>> {
+  const key = (sc: Scope): string => JSON.stringify([sc.tenantId, sc.spaceId]);
+  const t = store.transitions;
+  const outcome = new Map<string, BatchOutcome<number>>();
+  const unique = [...new Map(scopes.map((sc) => [key(sc), { tenantId: sc.tenantId, spaceId: sc.spaceId }])).values()];
+  if (t?.readUnsealedMany === undefined || t.sealIfHeadMany === undefined) {
+    for (const sc of unique) {
+      outcome.set(
+        key(sc),
+        await sealScopeNow(store, crypto, sc).then(
+          (value): BatchOutcome<number> => ({ ok: true, value }),
+          (error: unknown): BatchOutcome<number> => ({ ok: false, error }),
+        ),
+      );
+    }
+    return scopes.map((sc) => outcome.get(key(sc))!);
+  }
+  const total = new Map<string, number>(unique.map((sc) => [key(sc), 0]));
+  const lost = new Map<string, number>();
+  let pending = unique;
+  try {
+    while (pending.length > 0) {
+      const reads = await t.readUnsealedMany(pending, SEAL_BATCH);
+      const chained = pending.map((scope, i) => ({ scope, head: reads[i]!.head, sealed: chain(crypto, scope, reads[i]!.head, reads[i]!.entries) }));
+      const toSeal = chained.filter((c) => c.sealed.length > 0);
+      const answers = toSeal.length > 0 ? await t.sealIfHeadMany(toSeal.map((c) => ({ scope: c.scope, headSeq: c.head?.seq ?? 0, entries: c.sealed }))) : [];
+      const next: Scope[] = [];
+      toSeal.forEach((c, i) => {
+        const k = key(c.scope);
+        const a = answers[i]!;
+        if (!a.ok) {
+          outcome.set(k, a);
+        } else if (a.value) {
+          total.set(k, total.get(k)! + c.sealed.length);
+          if (c.sealed.length >= SEAL_BATCH) next.push(c.scope);
+        } else {
+          // Another sequencer sealed first: read again.
+          const n = (lost.get(k) ?? 0) + 1;
+          lost.set(k, n);
+          if (n > 100) outcome.set(k, { ok: false, error: new WritError("STALE", "the journal head kept moving while sealing") });
+          else next.push(c.scope);
+        }
+      });
+      pending = next;
+    }
+  } catch (error) {
+    // The round itself failed (the store is unreachable): every scope still pending fails with it.
+    for (const sc of pending) outcome.set(key(sc), { ok: false, error });
+  }
+  return scopes.map((sc) => outcome.get(key(sc)) ?? { ok: true, value: total.get(key(sc))! });
 }
 
 const CHECKPOINT_TYP = "writ-checkpoint+jws";

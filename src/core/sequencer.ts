@@ -12,7 +12,8 @@
  * died between its commit and the seal) are sealed within the bound too.
  */
 import { WritError } from "./errors.js";
-import { sealScopeNow } from "./journal.js";
+import { coalescer } from "./batch.js";
+import { sealScopeNow, sealScopesNow } from "./journal.js";
 import type { Clock, CryptoPort } from "./ports.js";
 import type { Store } from "./store.js";
 import type { Scope } from "./types.js";
@@ -23,6 +24,8 @@ export const DEFAULT_SEAL_WITHIN_MS = 250;
 export const MAX_SEAL_WITHIN_MS = 60_000;
 /** Scopes looked at per poll. */
 const POLL_SCOPES = 100;
+/** Most scopes sealed in one round (two statements on PostgreSQL). */
+const ROUND_SCOPES = 64;
 
 /** Validates a bound (`sealWithinMs`): an integer from 1 to 60000 ms, naming `where` on error. */
 export function checkSealWithinMs(where: string, v: unknown): number {
@@ -100,8 +103,17 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
     }
   };
 
+  // A store that seals several scopes per statement (PostgreSQL) gets rounds: the runs of
+  // different scopes that start while a round is in flight go together in the next one.
+  const t = store.transitions;
+  const rounds =
+    t?.readUnsealedMany !== undefined && t.sealIfHeadMany !== undefined
+      ? coalescer<Scope, number>((scopes) => sealScopesNow(store, crypto, scopes), { maxBatch: ROUND_SCOPES })
+      : null;
+
   function begin(key: string, st: ScopeRuns, scope: Scope): Promise<number> {
-    const p = sealScopeNow(store, crypto, { tenantId: scope.tenantId, spaceId: scope.spaceId }).finally(() => {
+    const own = { tenantId: scope.tenantId, spaceId: scope.spaceId };
+    const p = (rounds !== null ? rounds(own) : sealScopeNow(store, crypto, own)).finally(() => {
       st.running = null;
       if (st.queued === null) runs.delete(key);
     });
@@ -131,47 +143,49 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
 
   async function sealAll(): Promise<number> {
     const scopes = await store.transact((tx) => tx.unsealedScopes(POLL_SCOPES));
-    let n = 0;
-    for (const sc of scopes) {
-      try {
-        n += await seal(sc);
-      } catch (e) {
-        report(e, { tenantId: sc.tenantId, spaceId: sc.spaceId });
-      }
-    }
-    return n;
+    // Side by side: on a store with rounds, the scopes go together.
+    const counts = await Promise.all(
+      scopes.map((sc) =>
+        seal(sc).catch((e: unknown) => {
+          report(e, { tenantId: sc.tenantId, spaceId: sc.spaceId });
+          return 0;
+        }),
+      ),
+    );
+    return counts.reduce((a, b) => a + b, 0);
   }
 
   // A store whose commits do not wait for their hint (PostgreSQL) may ask for hints of one scope
   // to be coalesced for a few ms, so that one seal chains several commits. Only while started:
   // the delay needs the clock the polling was given.
   let clock: Clock | null = null;
-  const delayed = new Map<string, { done: Promise<void>; now: () => void }>();
   const hintDelay = store.journalHintDelayMs ?? 0;
-  store.onJournalAppend?.((scope) => {
-    const run = (): Promise<void> =>
-      seal(scope).then(ok, (e: unknown) => {
-        report(e, scope);
-      });
-    if (hintDelay <= 0 || clock === null) return run();
-    const key = scopeKey(scope);
-    if (delayed.has(key)) return;
-    let fire: () => void = noop;
-    const done = new Promise<void>((resolve) => {
-      fire = () => {
-        cancel();
-        if (delayed.get(key)?.done !== done) return;
-        delayed.delete(key);
-        resolve(run());
-      };
+  // Hints of every scope share one delay: the scopes hinted while it runs are sealed together.
+  let window: { cancel: () => void; scopes: Map<string, { scope: Scope; resolve: () => void }> } | null = null;
+  const sealHinted = (scope: Scope): Promise<void> =>
+    seal(scope).then(ok, (e: unknown) => {
+      report(e, scope);
     });
-    const cancel = clock.setTimer(hintDelay, () => fire());
-    delayed.set(key, { done, now: () => fire() });
+  const fireWindow = (): void => {
+    const w = window;
+    if (w === null) return;
+    window = null;
+    w.cancel();
+    for (const { scope, resolve } of w.scopes.values()) void sealHinted(scope).then(resolve);
+  };
+  store.onJournalAppend?.((scope) => {
+    if (hintDelay <= 0 || clock === null) return sealHinted(scope);
+    const key = scopeKey(scope);
+    if (window?.scopes.has(key)) return;
+    if (window === null) {
+      const cancel = clock.setTimer(hintDelay, () => fireWindow());
+      window = { cancel, scopes: new Map() };
+    }
+    const w = window;
+    return new Promise<void>((resolve) => w.scopes.set(key, { scope, resolve }));
   });
   /** Seals what waits for its delay right away (stop, idle). */
-  const flushDelayed = (): void => {
-    for (const d of [...delayed.values()]) d.now();
-  };
+  const flushDelayed = (): void => fireWindow();
 
   return {
     seal,

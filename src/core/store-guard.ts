@@ -750,6 +750,34 @@ function guardTransitions(t: StoreTransitions): StoreTransitions {
           },
         }
       : {}),
+    ...(t.readUnsealedMany !== undefined && t.sealIfHeadMany !== undefined
+      ? {
+          async readUnsealedMany(scopes: Scope[], max: number) {
+            if (!Array.isArray(scopes)) throw bad("readUnsealedMany needs an array of scopes");
+            for (const sc of scopes) await dry((tx) => tx.listUnsealed(sc, { limit: max }));
+            return t.readUnsealedMany!(scopes, max);
+          },
+          async sealIfHeadMany(seals: Array<{ scope: Scope; headSeq: number; entries: JournalEntry[] }>) {
+            if (!Array.isArray(seals)) throw bad("sealIfHeadMany needs an array of seals");
+            // A seal that breaks an input rule fails alone; the others go to the store together.
+            const checked = await Promise.all(
+              seals.map(async (x): Promise<BatchOutcome<boolean> | null> => {
+                try {
+                  nonNegInt(x?.headSeq, "sealIfHead: headSeq");
+                  await dry((tx) => tx.sealJournal(x.scope, x.entries));
+                  return null;
+                } catch (error) {
+                  return { ok: false, error };
+                }
+              }),
+            );
+            const valid = seals.filter((_, i) => checked[i] === null);
+            const applied = valid.length > 0 ? await t.sealIfHeadMany!(valid) : [];
+            let next = 0;
+            return checked.map((c) => c ?? applied[next++]!);
+          },
+        }
+      : {}),
   };
 }
 

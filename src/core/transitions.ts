@@ -168,6 +168,10 @@ export interface SequencingPort {
    */
   readUnsealed?(scope: Scope, limit: number): Promise<{ head: { seq: number; hash: string } | null; entries: UnsealedEntry[] }>;
   sealIfHead?(scope: Scope, headSeq: number, entries: JournalEntry[]): Promise<boolean>;
+  /** `readUnsealed` of several scopes in one statement, answers in the scopes' order. */
+  readUnsealedMany?(scopes: Scope[], limit: number): Promise<Array<{ head: { seq: number; hash: string } | null; entries: UnsealedEntry[] }>>;
+  /** `sealIfHead` of several scopes in one statement and one commit, each applied (or failing) alone. */
+  sealIfHeadMany?(seals: Array<{ scope: Scope; headSeq: number; entries: JournalEntry[] }>): Promise<Array<BatchOutcome<boolean>>>;
 }
 
 /** One write transition of a batch (docs/stores.md, "Batches"), with the input its own method takes. */

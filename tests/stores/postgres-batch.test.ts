@@ -1,21 +1,29 @@
 /**
  * PostgreSQL batches (docs/stores.md, "Batches"): concurrent write transitions travel together in
- * `writ_batch` statements, and each member still answers alone.
+ * `writ_batch` statements, and each member still answers alone; the sequencer seals several
+ * scopes in one round (one read, one `writ_batch` of seals).
  *
  * Invariants:
  * - calls that arrive while a batch is in flight go together: 24 concurrent begins take far
  *   fewer statements than 24 (counted on the store's own pool, by statement name);
  * - a member refused by the server (lost lease) or by the client (text PostgreSQL cannot store)
  *   fails alone; the others start, numbered without gaps;
- * - `batchMax: 1` sends every call in its own statement (no `writ_batch`).
+ * - `batchMax: 1` sends every call in its own statement (no `writ_batch`);
+ * - seals of several scopes in one statement apply alone: a stale head answers false, a seal of
+ *   entries already sealed fails with CONFLICT, the others seal, and every chain verifies.
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isWritError, type Store } from "../../src/index.js";
 import { transitionsOf } from "../../src/core/transitions.js";
+import { chain, sealScopesNow, verifyStoredJournal } from "../../src/core/journal.js";
+import { createKeyring } from "../../src/core/keyring.js";
+import { nodeCryptoPort } from "../../src/node/crypto.js";
+import { generateSigningKey } from "../../src/index.js";
 import { postgresStore } from "../../src/stores/postgres/index.js";
 import { beginInput, claimed } from "../../src/stores/conformance/cases-transitions.js";
-import { newScope } from "../../src/stores/conformance/fixtures.js";
+import { invocation, newScope } from "../../src/stores/conformance/fixtures.js";
+import { entry } from "../../src/stores/conformance/cases-transitions.js";
 import { freshDatabase, type FreshDatabase } from "../helpers/pg.js";
 
 /** A pool that counts the statements its clients run, by prepared-statement name. */
@@ -85,5 +93,49 @@ describe("postgres batches", () => {
     expect(counts.get("writ_t_batch") ?? 0).toBe(0);
     expect(counts.get("writ_t_begin")).toBe(23); // the NUL member never reaches the server
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(22);
+  });
+
+  it("seals of several scopes go in one round and apply alone", async () => {
+    const { pool, counts } = countingPool(db.url);
+    const store: Store = postgresStore({ pool }, { analyzeEveryMs: 0 });
+    const crypto = nodeCryptoPort();
+    try {
+      const t = transitionsOf(store);
+      const [a, b, c] = [newScope(), newScope(), newScope()];
+      for (const sc of [a, b, c]) {
+        for (let i = 0; i < 2; i++) {
+          const inv = invocation(sc);
+          await t.admit(sc, { invocation: inv, entries: [entry(sc, `submitted:${inv.invocationId}`)] });
+        }
+      }
+      counts.clear();
+      // A repeated scope shares its outcome; three scopes, one read and one batch of seals.
+      const out = await sealScopesNow(store, crypto, [a, b, a]);
+      expect(out).toEqual([{ ok: true, value: 2 }, { ok: true, value: 2 }, { ok: true, value: 2 }]);
+      expect(counts.get("writ_t_read_unsealed_many")).toBe(1);
+      expect(counts.get("writ_t_batch")).toBe(1);
+      // One statement: a stale head (false), a re-seal of sealed entries (CONFLICT), a good seal of c.
+      const sealedA = await store.transact((tx) => tx.readJournal(a));
+      const [readC] = await t.readUnsealedMany!([c], 100);
+      const goodC = chain(crypto, c, readC!.head, readC!.entries);
+      const res = await t.sealIfHeadMany!([
+        { scope: a, headSeq: 0, entries: sealedA },
+        { scope: a, headSeq: 2, entries: sealedA },
+        { scope: c, headSeq: 0, entries: goodC },
+      ]);
+      expect(res[0]).toEqual({ ok: true, value: false });
+      expect(!res[1]!.ok && isWritError(res[1]!.error, "CONFLICT")).toBe(true);
+      expect(res[2]).toEqual({ ok: true, value: true });
+      const key = generateSigningKey({ kid: "k" });
+      const keyring = createKeyring([{ kid: key.kid, publicJwk: key.publicJwk }]);
+      for (const sc of [a, b, c]) {
+        const v = await verifyStoredJournal(store, crypto, keyring, sc);
+        expect(v.ok, JSON.stringify(v)).toBe(true);
+        expect((await store.transact((tx) => tx.readJournal(sc))).map((e) => e.seq)).toEqual([1, 2]);
+      }
+    } finally {
+      await store.close();
+      await pool.end();
+    }
   });
 });

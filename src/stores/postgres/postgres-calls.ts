@@ -12,6 +12,7 @@
 export interface PgFunction {
   fn: string;
   casts: readonly string[];
+  /** `bigint` stands for any scalar (returned as JSON). */
   returns: "json" | "bigint" | "void";
 }
 
@@ -51,8 +52,10 @@ export const SETTLE_FN: PgFunction = {
   returns: "bigint",
 };
 
-/** The write transitions a batch may carry. */
-export const BATCHABLE: readonly PgFunction[] = [ADMIT_FN, BEGIN_FN, RECORD_FN, ADVANCE_FN, SETTLE_FN];
+export const SEAL_IF_HEAD_FN: PgFunction = { fn: "writ_seal_if_head", casts: ["text", "text", "bigint", "bigint", "text[]", "bigint[]", "text[]", "json[]"], returns: "bigint" };
+
+/** The write transitions a batch may carry (and the sequencer's seal, batched across scopes). */
+export const BATCHABLE: readonly PgFunction[] = [ADMIT_FN, BEGIN_FN, RECORD_FN, ADVANCE_FN, SETTLE_FN, SEAL_IF_HEAD_FN];
 
 /** `SELECT fn($1::t1, …) AS out`: one call with typed parameters. */
 export function callText(f: PgFunction): string {

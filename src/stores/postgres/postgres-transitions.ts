@@ -8,8 +8,8 @@ import type { BatchOutcome } from "../../core/batch.js";
 import { coalescer } from "../../core/batch.js";
 import { LeaseLostError, WritError, isWritError } from "../../core/errors.js";
 import type { AdmitInput, AdmitResult, AdvanceInput, BatchMember, BeginFound, BeginInput, BeginResult, RecordInput, SettleInput, StoreTransitions } from "../../core/transitions.js";
-import type { Approval, AttemptRecord, Authority, BreakerRecord, IdempotencyRecord, Invocation, Scope, StepCheckpoint, UnsealedEntry } from "../../core/types.js";
-import { ADMIT_FN, ADVANCE_FN, BEGIN_FN, RECORD_FN, SETTLE_FN, callText, type PgFunction } from "./postgres-calls.js";
+import type { Approval, AttemptRecord, Authority, BreakerRecord, IdempotencyRecord, Invocation, JournalEntry, Scope, StepCheckpoint, UnsealedEntry } from "../../core/types.js";
+import { ADMIT_FN, ADVANCE_FN, BEGIN_FN, RECORD_FN, SEAL_IF_HEAD_FN, SETTLE_FN, callText, type PgFunction } from "./postgres-calls.js";
 import { toWritError } from "./postgres-errors.js";
 import { checkValues, statement, type Exec, type Statement } from "./postgres-exec.js";
 import { advisoryKeys } from "./postgres-locks.js";
@@ -28,12 +28,12 @@ const SINGLE = new Map<string, Statement>(
     ["t_record", RECORD_FN],
     ["t_advance", ADVANCE_FN],
     ["t_settle", SETTLE_FN],
+    ["t_seal_if_head", SEAL_IF_HEAD_FN],
   ].map(([name, f]) => [(f as PgFunction).fn, statement(name as string, callText(f as PgFunction))]),
 );
 const BATCH = statement("t_batch", "SELECT writ_batch($1::jsonb) AS out");
 
 const CLAIM = statement("t_claim", call("writ_claim", ["text", "bigint", "bigint", "integer", "text[]"]));
-const SEAL_IF_HEAD = statement("t_seal_if_head", call("writ_seal_if_head", ["text", "text", "bigint", "bigint", "text[]", "bigint[]", "text[]", "json[]"]));
 const PREPARE = statement(
   "t_prepare_2",
   `SELECT (SELECT coalesce(json_agg(doc ORDER BY step_index), '[]') FROM writ_steps WHERE tenant_id = $1 AND space_id = $2 AND invocation_id = $3) AS steps,
@@ -48,6 +48,14 @@ const READ_UNSEALED = statement(
   `SELECT (SELECT json_build_object('seq', seq, 'hash', hash) FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq IS NOT NULL ORDER BY seq DESC LIMIT 1) AS head,
           (SELECT coalesce(json_agg(u.doc ORDER BY u.pos), '[]') FROM (
              SELECT doc, pos FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq IS NULL ORDER BY pos LIMIT $3) u) AS entries`,
+);
+
+const READ_UNSEALED_MANY = statement(
+  "t_read_unsealed_many",
+  `SELECT (SELECT json_build_object('seq', seq, 'hash', hash) FROM writ_journal WHERE tenant_id = sc.tid AND space_id = sc.sid AND seq IS NOT NULL ORDER BY seq DESC LIMIT 1) AS head,
+          (SELECT coalesce(json_agg(u.doc ORDER BY u.pos), '[]') FROM (
+             SELECT doc, pos FROM writ_journal WHERE tenant_id = sc.tid AND space_id = sc.sid AND seq IS NULL ORDER BY pos LIMIT $3) u) AS entries
+     FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS sc(tid, sid, n) ORDER BY sc.n`,
 );
 
 function entryParams(entries: readonly UnsealedEntry[]): unknown[] {
@@ -247,6 +255,27 @@ function settleCall(scope: Scope, input: SettleInput): Call {
   };
 }
 
+/** The sequencer's seal of one scope, applied only while the sealed head is still `headSeq`. */
+function sealCall(scope: Scope, headSeq: number, entries: readonly JournalEntry[]): Call {
+  return {
+    fn: SEAL_IF_HEAD_FN,
+    params: [
+      scope.tenantId,
+      scope.spaceId,
+      String(advisoryKeys(scope, ["journal"])[0]!),
+      headSeq,
+      entries.map((e) => e.id),
+      entries.map((e) => e.seq),
+      entries.map((e) => e.hash),
+      entries.map(docOf),
+    ],
+    scope,
+    invocationId: "",
+    journals: false,
+    decode: (out) => Number(out) > 0 || entries.length === 0,
+  };
+}
+
 function callOf(m: BatchMember): Call {
   switch (m.kind) {
     case "admit":
@@ -422,24 +451,22 @@ export function postgresTransitions(
       return { head: r!.head ? { seq: Number(r!.head.seq), hash: r!.head.hash } : null, entries: r!.entries };
     },
 
-    async sealIfHead(scope, headSeq, entries) {
-      if (entries.length === 0) return true;
-      const [r] = await run((x) =>
-        x.rows<{ out: number }>(SEAL_IF_HEAD, [
-          scope.tenantId,
-          scope.spaceId,
-          String(advisoryKeys(scope, ["journal"])[0]!),
-          headSeq,
-          entries.map((e) => e.id),
-          entries.map((e) => e.seq),
-          entries.map((e) => e.hash),
-          entries.map(docOf),
-        ]),
-      ).catch((e: unknown) => {
-        throw mapped(e, "");
-      });
-      return r!.out > 0;
+    async readUnsealedMany(scopes, limit) {
+      if (scopes.length === 0) return [];
+      const rows = await run((x) =>
+        x.rows<{ head: { seq: number | string; hash: string } | null; entries: UnsealedEntry[] }>(READ_UNSEALED_MANY, [scopes.map((sc) => sc.tenantId), scopes.map((sc) => sc.spaceId), limit]),
+      );
+      return rows.map((r) => ({ head: r.head ? { seq: Number(r.head.seq), hash: r.head.hash } : null, entries: r.entries }));
     },
 
+    async sealIfHeadMany(seals) {
+      const calls = seals.map(({ scope, headSeq, entries }) => sealCall(scope, headSeq, entries));
+      return (calls.length > 0 ? many(calls) : Promise.resolve([])) as Promise<Array<BatchOutcome<boolean>>>;
+    },
+
+    async sealIfHead(scope, headSeq, entries) {
+      if (entries.length === 0) return true;
+      return (await single(sealCall(scope, headSeq, entries))) as boolean;
+    },
   };
 }
