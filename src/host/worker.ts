@@ -63,6 +63,16 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   let loop: Promise<void> | null = null;
   let cancelHeartbeat: (() => void) | null = null;
   let wake: (() => void) | null = null;
+  /**
+   * A wake-up that arrived while the loop was not asleep (claiming, or reading the next run time):
+   * the next sleep returns at once instead of waiting for the poll (a lone invocation admitted
+   * during that read would otherwise wait up to pollMs).
+   */
+  let woken = false;
+  const onWake = (): void => {
+    if (wake !== null) wake();
+    else woken = true;
+  };
   let unsubscribe: (() => void) | null = null;
   let stopSealing: (() => Promise<void>) | null = null;
   const sequencer = sequencerFor(innerStore(o.store), o.crypto);
@@ -110,7 +120,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
         const left = (inFlightBy.get(by) ?? 0) - 1;
         if (left > 0) inFlightBy.set(by, left);
         else inFlightBy.delete(by);
-        wake?.();
+        onWake();
       });
     inflight.add(p);
     inFlightBy.set(by, (inFlightBy.get(by) ?? 0) + 1);
@@ -172,7 +182,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     } catch (e) {
       pollTrouble.failed(e);
     }
-    if (ms === 0) return;
+    if (ms === 0 || woken) return;
     await new Promise<void>((resolve) => {
       const cancel = o.clock.setTimer(ms, () => done());
       const done = (): void => {
@@ -205,6 +215,8 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
         continue;
       }
       let claimed: Invocation[] = [];
+      // The claim sees everything committed before it starts: earlier wake-ups are answered.
+      woken = false;
       try {
         claimed = await claim(Math.min(free, batchSize));
         claimTrouble.ok();
@@ -221,7 +233,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     start() {
       if (running) return;
       running = true;
-      unsubscribe = o.store.onWake?.(() => wake?.()) ?? null;
+      unsubscribe = o.store.onWake?.(onWake) ?? null;
       // The journal sequencer's bounded poll: seals what other processes committed (or left
       // unsealed when they died) within sealWithinMs; this process's commits wake it at once.
       stopSealing = sequencer.start({

@@ -1,0 +1,77 @@
+/**
+ * A wake-up is never lost (docs/host.md, Workers, leases, fencing). The store's wake-up hint
+ * (LISTEN/NOTIFY on PostgreSQL) may arrive while the worker is not asleep: while it claims, or
+ * while it reads when the next invocation is due before going to sleep. Invariant: an invocation
+ * admitted (and hinted) during that read is claimed at once, not after the poll interval.
+ *
+ * The host runs on a manual clock that the test never advances, so the poll never fires: only the
+ * wake-up can bring the worker back.
+ */
+import { expect, it } from "vitest";
+import type { Store, StoreTx } from "../../src/core/store.js";
+import { memoryStore } from "../../src/index.js";
+import { until } from "../helpers/wait.js";
+import { grantAuthority, makeHostBench } from "./fixture.js";
+
+it("a wake-up that arrives while the worker reads the next run time is not lost", async () => {
+  const inner = memoryStore();
+  const wakes = new Set<() => void>();
+  let gate: { reached: () => void; open: Promise<void> } | null = null;
+  // The read of the next run time ends (its transaction too: the memory store runs one at a time),
+  // then the gate holds the worker between that read and its sleep.
+  const pause = async <T>(saw: { nextRunAt: boolean }, out: T): Promise<T> => {
+    const g = gate;
+    if (saw.nextRunAt && g !== null) {
+      gate = null;
+      g.reached();
+      await g.open;
+    }
+    return out;
+  };
+  const watch = (tx: StoreTx, saw: { nextRunAt: boolean }): StoreTx =>
+    new Proxy(tx, {
+      get(t, k) {
+        if (k === "nextRunAt") saw.nextRunAt = true;
+        const v = Reflect.get(t, k) as unknown;
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+      },
+    });
+  const store: Store = new Proxy(inner, {
+    get(t, k) {
+      if (k === "onWake") {
+        return (cb: () => void) => {
+          wakes.add(cb);
+          return () => wakes.delete(cb);
+        };
+      }
+      if (k === "transact" || k === "read") {
+        const run = k === "read" ? t.read?.bind(t) : t.transact.bind(t);
+        if (run === undefined) return undefined;
+        return async <T>(fn: (tx: StoreTx) => Promise<T>) => {
+          const saw = { nextRunAt: false };
+          return pause(saw, await run((tx) => fn(watch(tx, saw))));
+        };
+      }
+      const v = Reflect.get(t, k) as unknown;
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+    },
+  });
+  const b = makeHostBench(store);
+  await grantAuthority(b);
+  let reached!: () => void;
+  let open!: () => void;
+  const atRead = new Promise<void>((r) => (reached = r));
+  gate = { reached, open: new Promise<void>((r) => (open = r)) };
+  const worker = b.host.worker({ pollMs: 60_000 });
+  worker.start();
+  try {
+    await atRead; // the loop claimed nothing and reads the next run time before it sleeps
+    const { invocation } = await b.host.submit(b.request());
+    for (const cb of wakes) cb(); // the store's hint arrives now, while the loop is not asleep
+    open();
+    await until(() => b.events.some((e) => e.type === "invocation.succeeded" && e.invocationId === invocation.invocationId), "the invocation to succeed without a poll", 5_000);
+    expect(b.calls).toHaveLength(1);
+  } finally {
+    await worker.stop();
+  }
+});
