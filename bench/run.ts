@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every benchmark, ratios measured side by side in one run, JSON under bench/results/.
- * Select some with `npm run bench -- boundary` (names: boundary, policy, durable, http, host, cli, growth).
+ * Select some with `npm run bench -- boundary` (names: boundary, policy, durable, http, host, latency, cli, growth).
  *
  * The benchmarks' own dependencies (graphile-worker, postgres.js, autocannon) are in
  * bench/package.json, not in the root install: the first run installs them into bench/node_modules.
@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { fmt, writeResult } from "./lib.js";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
-const NAMES = ["boundary", "policy", "durable", "http", "host", "cli", "growth"];
+const NAMES = ["boundary", "policy", "durable", "http", "host", "latency", "cli", "growth"];
 const only = new Set(process.argv.slice(2));
 for (const name of only) {
   if (!NAMES.includes(name)) {
@@ -56,6 +56,14 @@ if (want("growth")) {
   }
   console.log(`  goals: min/first >= ${r.goals.testServerMinOverFirst} on the test server, >= ${r.goals.defaultsMinOverFirst} with defaults; load ${r.loadavg.map((x) => x.toFixed(1)).join(" ")}`);
   console.log("  ->", writeResult("growth", r));
+}
+
+if (want("latency")) {
+  const { benchLatency } = await import("./latency.js");
+  const r = await benchLatency();
+  console.log(`latency, one invocation in flight on PostgreSQL (private instance, defaults), ${r.invocations} invocations: submit -> succeeded p50 ${r.totalMedianMs.toFixed(2)} ms, p99 ${r.totalP99Ms.toFixed(2)} ms; load ${r.loadavg.map((x) => x.toFixed(1)).join(" ")}`);
+  for (const s of r.stages) console.log(`  ${s.medianMs.toFixed(3).padStart(7)} ms  until ${s.stage}${s.serverMs !== undefined ? ` (server execution ${s.serverMs.toFixed(3)} ms)` : ""}`);
+  console.log("  ->", writeResult("latency", r));
 }
 
 if (want("boundary")) {

@@ -737,6 +737,16 @@ function guardTransitions(t: StoreTransitions): StoreTransitions {
       await dry((tx) => tx.claimInvocations(opts));
       return t.claim(opts);
     },
+    ...(t.claimPrepared !== undefined
+      ? {
+          async claimPrepared(opts: ClaimOptions, breakers: Array<{ connector: string; operation: string }>) {
+            await dry((tx) => tx.claimInvocations(opts));
+            if (!Array.isArray(breakers)) throw bad("claimPrepared: breakers must be an array");
+            for (const b of breakers) await dry((tx) => tx.getBreaker({ tenantId: "t", spaceId: "s" }, b?.connector, b?.operation));
+            return t.claimPrepared!(opts, breakers);
+          },
+        }
+      : {}),
     ...(t.readUnsealed !== undefined && t.sealIfHead !== undefined
       ? {
           async readUnsealed(scope: Scope, max: number) {

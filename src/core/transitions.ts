@@ -142,6 +142,12 @@ export interface ClaimsPort {
    * (when named) the approval, on the read path in one go.
    */
   prepare(scope: Scope, input: PrepareInput): Promise<Prepared>;
+  /**
+   * Optional: `claim` and each claimed invocation's `prepare` (with the breakers of `breakers`, the
+   * same list for every invocation) in one statement. The prepared reads see what committed before
+   * the claim; the invocation's status is the claimed one.
+   */
+  claimPrepared?(opts: ClaimOptions, breakers: Array<{ connector: string; operation: string }>): Promise<Array<{ invocation: Invocation; prepared: Prepared }>>;
 }
 
 /** Execution: consumption with the step's intent, attempts that end at once, step to step. */

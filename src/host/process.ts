@@ -27,21 +27,34 @@ import type { HostEvent } from "./events.js";
 /** Outcome of processing, for the worker's bookkeeping and tests. */
 export type ProcessResult = InvocationStatus | "lease_lost" | "abandoned";
 
-export async function processInvocation(ctx: HostContext, inv: Invocation, signal: AbortSignal): Promise<ProcessResult> {
+/** A prepare read made with the claim, and the breaker targets it read (in the order of its `breakers`). */
+export interface Prepped {
+  prepared: Prepared;
+  targets: BreakerTarget[];
+}
+
+/** Each (connector, operation) the host's actions call, once. */
+export function hostBreakerTargets(ctx: HostContext): BreakerTarget[] {
+  const out: BreakerTarget[] = [];
+  for (const action of ctx.actions.values()) for (const t of breakerTargets(action)) if (!out.some((x) => x.connector === t.connector && x.operation === t.operation)) out.push(t);
+  return out;
+}
+
+export async function processInvocation(ctx: HostContext, inv: Invocation, signal: AbortSignal, given?: Prepped): Promise<ProcessResult> {
   const attrs = { "writ.invocation_id": inv.invocationId, "writ.action": inv.action, "writ.tenant_id": inv.tenantId, "writ.attempt_count": inv.attemptCount };
   return withSpan("writ.invocation.process", attrs, async (span) => {
-    const result = await processGuarded(ctx, inv, signal);
+    const result = await processGuarded(ctx, inv, signal, given);
     span.setAttribute("writ.result", result);
     return result;
   });
 }
 
-async function processGuarded(ctx: HostContext, inv: Invocation, signal: AbortSignal): Promise<ProcessResult> {
+async function processGuarded(ctx: HostContext, inv: Invocation, signal: AbortSignal, given: Prepped | undefined): Promise<ProcessResult> {
   const fence: Fence = { invocationId: inv.invocationId, owner: inv.leaseOwner!, token: inv.leaseToken! };
   // The breakers this claim checks; the holder id names it across the fleet (docs/host.md, "Circuit breakers").
   const breakers = ctx.breakers.forAttempt(scopeOf(inv), `${inv.invocationId}/${fence.token}`);
   try {
-    return await run(ctx, inv, fence, signal, breakers);
+    return await run(ctx, inv, fence, signal, breakers, given);
   } catch (e) {
     if (e instanceof LeaseLostError || isWritError(e, "LEASE_LOST")) {
       // The usual cause while preparing: an operator cancelled it (the cancel drops the lease).
@@ -67,7 +80,7 @@ function circuitReason(t: BreakerTarget, g: BreakerGate & { kind: "refuse" }): s
   return g.state === "open" ? `circuit open for ${t.connector}.${t.operation}` : `circuit half-open for ${t.connector}.${t.operation}: another call is probing`;
 }
 
-async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: AbortSignal, breakers: AttemptBreakers): Promise<ProcessResult> {
+async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: AbortSignal, breakers: AttemptBreakers, given: Prepped | undefined): Promise<ProcessResult> {
   const { o, r } = ctx;
   const store = o.store;
   const scope = scopeOf(inv);
@@ -106,13 +119,16 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
 
   // One read for everything the decision depends on: steps, the authority, the approval, the
   // invocation's status now (a cancel that landed since the claim) and the steps' breakers.
-  const targets = breakerTargets(action);
-  const prepared = await transitionsOf(store).prepare(scope, {
-    invocationId: inv.invocationId,
-    authorityRef: inv.request.authorityRef,
-    ...(inv.approvalId ? { approvalId: inv.approvalId } : {}),
-    breakers: targets,
-  });
+  // The claim may have made that read already (in the same statement, PostgreSQL).
+  const targets = given?.targets ?? breakerTargets(action);
+  const prepared =
+    given?.prepared ??
+    (await transitionsOf(store).prepare(scope, {
+      invocationId: inv.invocationId,
+      authorityRef: inv.request.authorityRef,
+      ...(inv.approvalId ? { approvalId: inv.approvalId } : {}),
+      breakers: targets,
+    }));
   const { steps, authority, approval } = prepared;
   // Cancellation is rechecked after the prepare read (docs/host.md, Cancellation).
   const stop = interrupted(ctx, inv, fence, signal, prepared.invocation);

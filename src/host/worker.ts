@@ -13,7 +13,13 @@ import { readCommitted, type StoreTx } from "../core/store.js";
 import type { Fence, Invocation } from "../core/types.js";
 import { scopeOf, type HostContext } from "./context.js";
 import { outageLog } from "./outage.js";
-import { processInvocation, type ProcessResult } from "./process.js";
+import { hostBreakerTargets, processInvocation, type Prepped, type ProcessResult } from "./process.js";
+
+/** A claimed invocation, with its prepare read when the claim made it. */
+interface Claimed {
+  inv: Invocation;
+  given?: Prepped;
+}
 
 export interface WorkerOptions {
   /** Invocations processed at once. @defaultValue 4 */
@@ -96,21 +102,29 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   const heartbeatTrouble = outageLog(ctx.log, "heartbeat", { worker: id }, now);
   const sealTrouble = outageLog(ctx.log, "journal sealing", { worker: id }, now);
 
-  async function claim(limit: number): Promise<Invocation[]> {
+  // Every (connector, operation) this host's actions call: the breakers a claim reads along.
+  const targets = hostBreakerTargets(ctx);
+
+  /** Claims up to `limit`; where the store can, with each invocation's prepare read in the same statement. */
+  async function claim(limit: number): Promise<Claimed[]> {
     const now = o.clock.now();
     const tokens = Array.from({ length: limit }, () => base64url(o.random.bytes(16)));
+    const t = transitionsOf(o.store);
     try {
-      return await transitionsOf(o.store).claim({ owner, tokens, now, leaseMs, limit });
+      if (t.claimPrepared !== undefined) {
+        return (await t.claimPrepared({ owner, tokens, now, leaseMs, limit }, targets)).map(({ invocation, prepared }) => ({ inv: invocation, given: { prepared, targets } }));
+      }
+      return (await t.claim({ owner, tokens, now, leaseMs, limit })).map((inv) => ({ inv }));
     } catch (e) {
       owner = `${id}.${++generation}`;
       throw e;
     }
   }
 
-  function launch(inv: Invocation): Promise<ProcessResult> {
+  function launch({ inv, given }: Claimed): Promise<ProcessResult> {
     const by = inv.leaseOwner ?? owner;
     ctx.emit({ type: "invocation.claimed", scope: scopeOf(inv), invocationId: inv.invocationId, at: o.clock.now(), status: "running", data: { owner: by, attemptCount: inv.attemptCount } });
-    const p = processInvocation(ctx, inv, abort.signal)
+    const p = processInvocation(ctx, inv, abort.signal, given)
       .then((r) => {
         if (r === "abandoned") abandoned.set(inv.invocationId, inv);
         return r;
@@ -214,7 +228,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
         await Promise.race(inflight);
         continue;
       }
-      let claimed: Invocation[] = [];
+      let claimed: Claimed[] = [];
       // The claim sees everything committed before it starts: earlier wake-ups are answered.
       woken = false;
       try {
@@ -223,7 +237,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
       } catch (e) {
         claimTrouble.failed(e);
       }
-      for (const inv of claimed) void launch(inv);
+      for (const c of claimed) void launch(c);
       if (claimed.length === 0) await sleep();
     }
   }

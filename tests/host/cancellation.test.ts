@@ -45,6 +45,8 @@ function gatedPrepare(store: Store, g: { current: Gate | null }): Store {
   const own = transitionsOf(store);
   const transitions = new Proxy(own, {
     get(t, k) {
+      // The prepare read on its own (a store that makes it with the claim has no gap to gate).
+      if (k === "claimPrepared") return undefined;
       if (k === "prepare") {
         return async (...args: Parameters<typeof own.prepare>) => {
           await g.current?.wait();

@@ -10,7 +10,9 @@
  *   fails alone; the others start, numbered without gaps;
  * - `batchMax: 1` sends every call in its own statement (no `writ_batch`);
  * - seals of several scopes in one statement apply alone: a stale head answers false, a seal of
- *   entries already sealed fails with CONFLICT, the others seal, and every chain verifies.
+ *   entries already sealed fails with CONFLICT, the others seal, and every chain verifies;
+ * - `claimPrepared` (the claim with each invocation's prepare read, one statement) answers what
+ *   `claim` and then `prepare` answer: the same steps, authority, approval (with its rev) and breakers.
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -22,7 +24,7 @@ import { nodeCryptoPort } from "../../src/node/crypto.js";
 import { generateSigningKey } from "../../src/index.js";
 import { postgresStore } from "../../src/stores/postgres/index.js";
 import { beginInput, claimed } from "../../src/stores/conformance/cases-transitions.js";
-import { invocation, newScope } from "../../src/stores/conformance/fixtures.js";
+import { T0, approval, authority, invocation, newScope, step } from "../../src/stores/conformance/fixtures.js";
 import { entry } from "../../src/stores/conformance/cases-transitions.js";
 import { freshDatabase, type FreshDatabase } from "../helpers/pg.js";
 
@@ -133,6 +135,49 @@ describe("postgres batches", () => {
         expect(v.ok, JSON.stringify(v)).toBe(true);
         expect((await store.transact((tx) => tx.readJournal(sc))).map((e) => e.seq)).toEqual([1, 2]);
       }
+    } finally {
+      await store.close();
+      await pool.end();
+    }
+  });
+
+  it("claimPrepared answers what claim and prepare answer, in one statement", async () => {
+    const { pool, counts } = countingPool(db.url);
+    const store: Store = postgresStore({ pool }, { analyzeEveryMs: 0 });
+    try {
+      const t = transitionsOf(store);
+      const scope = newScope();
+      const auth = authority(scope);
+      const ap = approval(scope);
+      await store.transact(async (tx) => {
+        await tx.putAuthority(scope, auth);
+        await tx.putApproval(scope, ap);
+        await tx.putBreaker(scope, { ...scope, connector: "c", operation: "a", state: "open", failures: 2, openedAt: T0, openUntil: T0 + 1000, updatedAt: T0 });
+      });
+      const plain = invocation(scope, { request: { ...invocation(scope).request, authorityRef: auth.authorityRef } });
+      const gated = invocation(scope, { approvalId: ap.approvalId, request: { ...invocation(scope).request, authorityRef: auth.authorityRef } });
+      for (const inv of [plain, gated]) await t.admit(scope, { invocation: inv, entries: [] });
+      // A step row of a previous attempt, so the steps are not empty.
+      await store.transact((tx) => tx.putStep(scope, step(scope, gated.invocationId, 0, { status: "failed" })));
+      const targets = [{ connector: "c", operation: "a" }, { connector: "c", operation: "b" }];
+      counts.clear();
+      const claimed = await t.claimPrepared!({ owner: "w", tokens: Array.from({ length: 500 }, (_, i) => `tok${i}`), now: T0 + 10, leaseMs: 60_000, limit: 500 }, targets);
+      expect(counts.get("writ_t_claim_prepared")).toBe(1);
+      expect(counts.get("writ_t_prepare_2") ?? 0).toBe(0);
+      const mine = claimed.filter((c) => c.invocation.tenantId === scope.tenantId);
+      expect(mine.map((c) => c.invocation.invocationId).sort()).toEqual([plain.invocationId, gated.invocationId].sort());
+      for (const { invocation: inv, prepared } of mine) {
+        expect(inv.status).toBe("running");
+        expect(prepared.invocation).toEqual({ status: "running", leaseOwner: "w", leaseToken: inv.leaseToken });
+        const again = await t.prepare(scope, { invocationId: inv.invocationId, authorityRef: inv.request.authorityRef, ...(inv.approvalId ? { approvalId: inv.approvalId } : {}), breakers: targets });
+        expect(prepared).toEqual(again);
+        expect(prepared.authority?.authorityRef).toBe(auth.authorityRef);
+        expect(prepared.breakers.map((b) => b?.state ?? null)).toEqual(["open", null]);
+      }
+      const g = mine.find((c) => c.invocation.invocationId === gated.invocationId)!.prepared;
+      expect(g.approval?.approvalId).toBe(ap.approvalId);
+      expect(g.steps.map((x) => x.status)).toEqual(["failed"]);
+      expect(mine.find((c) => c.invocation.invocationId === plain.invocationId)!.prepared.approval).toBeNull();
     } finally {
       await store.close();
       await pool.end();

@@ -7,7 +7,7 @@
 import type { BatchOutcome } from "../../core/batch.js";
 import { coalescer } from "../../core/batch.js";
 import { LeaseLostError, WritError, isWritError } from "../../core/errors.js";
-import type { AdmitInput, AdmitResult, AdvanceInput, BatchMember, BeginFound, BeginInput, BeginResult, RecordInput, SettleInput, StoreTransitions } from "../../core/transitions.js";
+import { leaseView, type AdmitInput, type AdmitResult, type AdvanceInput, type BatchMember, type BeginFound, type BeginInput, type BeginResult, type Prepared, type RecordInput, type SettleInput, type StoreTransitions } from "../../core/transitions.js";
 import type { Approval, AttemptRecord, Authority, BreakerRecord, IdempotencyRecord, Invocation, JournalEntry, Scope, StepCheckpoint, UnsealedEntry } from "../../core/types.js";
 import { ADMIT_FN, ADVANCE_FN, BEGIN_FN, RECORD_FN, SEAL_IF_HEAD_FN, SETTLE_FN, callText, type PgFunction } from "./postgres-calls.js";
 import { toWritError } from "./postgres-errors.js";
@@ -48,6 +48,24 @@ const READ_UNSEALED = statement(
   `SELECT (SELECT json_build_object('seq', seq, 'hash', hash) FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq IS NOT NULL ORDER BY seq DESC LIMIT 1) AS head,
           (SELECT coalesce(json_agg(u.doc ORDER BY u.pos), '[]') FROM (
              SELECT doc, pos FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq IS NULL ORDER BY pos LIMIT $3) u) AS entries`,
+);
+
+/**
+ * The claim and, for each claimed invocation, what `PREPARE` reads (steps, authority, approval,
+ * the breakers of $6/$7 in its scope), in one statement. The reads see what committed before it.
+ */
+const CLAIM_PREPARED = statement(
+  "t_claim_prepared",
+  `SELECT c.inv,
+          (SELECT coalesce(json_agg(s.doc ORDER BY s.step_index), '[]') FROM writ_steps s WHERE s.tenant_id = k.tid AND s.space_id = k.sid AND s.invocation_id = k.iid) AS steps,
+          (SELECT a.doc FROM writ_authorities a WHERE a.tenant_id = k.tid AND a.space_id = k.sid AND a.authority_ref = k.aref) AS authority,
+          (SELECT json_build_object('rev', p.rev, 'doc', p.doc) FROM writ_approvals p WHERE p.tenant_id = k.tid AND p.space_id = k.sid AND p.approval_id = k.apid) AS approval,
+          (SELECT coalesce(json_agg(b.doc ORDER BY t.n), '[]') FROM unnest($6::text[], $7::text[]) WITH ORDINALITY AS t(connector, operation, n)
+             LEFT JOIN writ_breakers b ON b.tenant_id = k.tid AND b.space_id = k.sid AND b.connector = t.connector AND b.operation = t.operation) AS breakers
+     FROM json_array_elements(writ_claim($1::text, $2::bigint, $3::bigint, $4::integer, $5::text[])) WITH ORDINALITY AS c(inv, n)
+     CROSS JOIN LATERAL (SELECT d->>'tenantId' AS tid, d->>'spaceId' AS sid, d->>'invocationId' AS iid, d->'request'->>'authorityRef' AS aref, d->>'approvalId' AS apid
+                           FROM (SELECT c.inv->'doc' AS d) q) k
+    ORDER BY c.n`,
 );
 
 const READ_UNSEALED_MANY = statement(
@@ -381,6 +399,12 @@ export function postgresTransitions(
       } })
     : single;
   const exec = <R>(c: Call): Promise<R> => queue(c) as Promise<R>;
+  /** A claim wrote each claimed invocation's journal entry: one hint per scope. */
+  const hintClaimed = (claimed: readonly Invocation[]): void => {
+    const seen = new Map<string, Scope>();
+    for (const inv of claimed) seen.set(`${inv.tenantId}\u0000${inv.spaceId}`, { tenantId: inv.tenantId, spaceId: inv.spaceId });
+    for (const sc of seen.values()) journaled(sc);
+  };
 
   return {
     admit: async (scope, input) => exec<AdmitResult>(admitCall(scope, input)),
@@ -440,10 +464,37 @@ export function postgresTransitions(
       if (n === 0) return [];
       const [r] = await run((x) => x.rows<{ out: InvocationRow[] }>(CLAIM, [opts.owner, opts.now, opts.leaseMs, n, opts.tokens.slice(0, n)]));
       const claimed = r!.out.map(invocationFromRow);
-      const seen = new Map<string, Scope>();
-      for (const inv of claimed) seen.set(`${inv.tenantId}\u0000${inv.spaceId}`, { tenantId: inv.tenantId, spaceId: inv.spaceId });
-      for (const sc of seen.values()) journaled(sc);
+      hintClaimed(claimed);
       return claimed;
+    },
+
+    async claimPrepared(opts, breakers) {
+      const n = Math.min(opts.limit, opts.tokens.length);
+      if (n === 0) return [];
+      const rows = await run((x) =>
+        x.rows<{ inv: InvocationRow; steps: StepCheckpoint[]; authority: Authority | null; approval: { rev: number; doc: Approval } | null; breakers: Array<BreakerRecord | null> }>(CLAIM_PREPARED, [
+          opts.owner,
+          opts.now,
+          opts.leaseMs,
+          n,
+          opts.tokens.slice(0, n),
+          breakers.map((b) => b.connector),
+          breakers.map((b) => b.operation),
+        ]),
+      );
+      const out = rows.map((r) => {
+        const invocation = invocationFromRow(r.inv);
+        const prepared: Prepared = {
+          steps: r.steps,
+          authority: r.authority,
+          approval: r.approval ? { ...r.approval.doc, rev: Number(r.approval.rev) } : null,
+          invocation: leaseView(invocation),
+          breakers: r.breakers,
+        };
+        return { invocation, prepared };
+      });
+      hintClaimed(out.map((o) => o.invocation));
+      return out;
     },
 
     async readUnsealed(scope, limit) {
