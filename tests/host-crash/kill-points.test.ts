@@ -123,6 +123,55 @@ for (const kind of STORE_KINDS) {
 }
 
 for (const kind of STORE_KINDS) {
+  describe.concurrent(`a kill with a batch in flight on ${kind}`, () => {
+    // Eight invocations claimed together by one worker (concurrency 8): on PostgreSQL their begins
+    // (decision consumed with the step's intent) and settlements travel in shared batches
+    // (docs/stores.md, "Batches"), so the worker dies between a batch's consume commit and its
+    // settlement. Invariants: nothing is lost (all eight end terminal or reconciliation_required);
+    // no effect happens twice; a non-idempotent member whose step started is never called again
+    // (reconciliation, OUTCOME_AMBIGUOUS); an idempotent one is applied exactly once.
+    for (const action of ["once1", "idem1"] as const) {
+      it(`${action}: SIGKILL after intent with eight in flight`, async ({ expect }) => {
+        const world = await makeWorld(kind);
+        try {
+          const ids = await world.submit(Array.from({ length: 8 }, (_, n) => requestFor(n, action)));
+          const marker = join(world.dir, "kill-marker");
+          const child = spawnChild(
+            `${kind}/batch/${action}`,
+            world.childEnv("doomed", { WRIT_KILL_AT: "after-intent", WRIT_MARKER: marker, WRIT_LEASE_MS: "500", WRIT_POLL_MS: "20", WRIT_CONCURRENCY: "8", WRIT_DELAY_MS: "40" }),
+          );
+          try {
+            await within(child.exited, 30_000, () => `the child never reached after-intent; stderr: ${child.stderr()}`);
+          } finally {
+            await killChild(child);
+          }
+          await world.rescue({ leaseMs: 500 });
+          const report = await world.check(ids);
+          console.log(`[kill-points] ${kind} batch ${action}: ${summary(report)}`);
+          expect(report.violations).toEqual([]);
+          expect(Object.values(report.byStatus).reduce((a, b) => a + b, 0)).toBe(8);
+          for (const id of ids) {
+            const v = report.views.get(id)!;
+            const effects = v.effects.get(0)?.length ?? 0;
+            if (action === "idem1") {
+              expect(v.inv.status).toBe("succeeded");
+              expect(effects).toBe(1);
+            } else {
+              expect(["succeeded", "reconciliation_required"]).toContain(v.inv.status);
+              expect(effects).toBeLessThanOrEqual(1);
+              if (v.inv.status === "reconciliation_required") expect(v.recs).toEqual([expect.objectContaining({ status: "open", reasonCode: "OUTCOME_AMBIGUOUS" })]);
+            }
+          }
+          if (action === "once1") expect(report.byStatus.reconciliation_required ?? 0).toBeGreaterThan(0);
+        } finally {
+          await world.close();
+        }
+      });
+    }
+  });
+}
+
+for (const kind of STORE_KINDS) {
   describe.concurrent(`a crash loop on ${kind}`, () => {
     const loops = [
       { action: "idem1", mode: "ok", point: "after-effect", kills: 3, reasonCode: "RECOVERY_EXHAUSTED", stepIndex: 0, effects: 1, dedups: 2 },
