@@ -46,7 +46,7 @@ if (want("cli")) {
 }
 
 if (want("growth")) {
-  const { benchGrowth } = await import("./growth.js");
+  const { benchGrowth, perMinute } = await import("./growth.js");
   const r = await benchGrowth();
   for (const run of r.runs) {
     console.log(
@@ -54,6 +54,8 @@ if (want("growth")) {
         `last/first ${run.lastOverFirst.toFixed(2)}, min/first ${run.minOverFirst.toFixed(2)}, min/median ${run.minOverMedian.toFixed(2)} | dead rows ${JSON.stringify(run.tables)}`,
     );
   }
+  for (const run of r.runs) console.log(`  per minute, ${run.server}: ${perMinute(run.rates).map((x) => x.toFixed(0)).join(" ")} /s`);
+  if (r.preloadedOverEmpty !== null) console.log(`  preloaded (${r.preloaded} ended invocations, loaded in ${r.preloadSeconds.toFixed(0)} s) / empty, median rates: ${r.preloadedOverEmpty.toFixed(2)} (goal >= ${r.goals.preloadedOverEmpty})`);
   console.log(`  goals: min/first >= ${r.goals.testServerMinOverFirst} on the test server, >= ${r.goals.defaultsMinOverFirst} with defaults; load ${r.loadavg.map((x) => x.toFixed(1)).join(" ")}`);
   console.log("  ->", writeResult("growth", r));
 }
