@@ -75,7 +75,8 @@ export interface PostgresStoreOptions {
    * so, runs `ANALYZE (SKIP_LOCKED)` on them. Plans chosen on an empty table's statistics (a fresh
    * database, a server running without autovacuum) read the whole history on every call; this keeps
    * them current whether or not autovacuum runs (docs/stores.md, "Hot statements and history").
-   * 0 turns it off. @defaultValue 5000
+   * Where autovacuum is off (for the server or a table), the same check vacuums the tables whose
+   * dead rows passed 10% (`VACUUM (SKIP_LOCKED, ANALYZE)`). 0 turns it off. @defaultValue 5000
    */
   analyzeEveryMs?: number;
   /**

@@ -6,7 +6,11 @@
  * history on every call. Every `everyMs` the keeper asks `pg_stat_user_tables` which of these tables
  * changed by more than 10% (and at least 500 rows) since their last ANALYZE, and analyzes those,
  * skipping a table another session is analyzing or vacuuming. ANALYZE invalidates cached plans, so
- * every connection replans on its next call. A hint: failures are ignored and retried next time.
+ * every connection replans on its next call. Where autovacuum does not run (a CI image, a server
+ * configured without it), the keeper also vacuums the tables whose dead rows passed 10%: each
+ * invocation leaves several dead row versions behind, and the hot index scans walk them until a
+ * vacuum removes them. Where autovacuum runs, vacuuming stays its job (migration 8 tunes it for
+ * these tables). A hint: failures are ignored and retried next time.
  */
 import { statement, type Exec } from "./postgres-exec.js";
 
@@ -14,18 +18,36 @@ import { statement, type Exec } from "./postgres-exec.js";
 export const HOT_TABLES = ["writ_invocations", "writ_journal", "writ_attempts", "writ_steps", "writ_idempotency", "writ_consumed_decisions"] as const;
 
 const STALE = statement(
-  "stale_statistics",
-  "SELECT relname FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = ANY($1::text[]) " +
-    "AND n_mod_since_analyze > greatest(500, 0.1 * n_live_tup) ORDER BY relname",
+  "stale_statistics_2",
+  `SELECT s.relname,
+          s.n_mod_since_analyze > greatest(500, 0.1 * s.n_live_tup) AS analyze,
+          s.n_dead_tup > greatest(1000, 0.1 * s.n_live_tup)
+            AND (current_setting('autovacuum') = 'off' OR coalesce(c.reloptions @> ARRAY['autovacuum_enabled=false'], false)) AS vacuum
+     FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+    WHERE s.schemaname = current_schema() AND s.relname = ANY($1::text[])
+    ORDER BY s.relname`,
 );
 
-/** Analyzes the hot tables whose statistics are stale; returns their names. */
-export async function analyzeStale(x: Exec, command: (text: string) => Promise<unknown>): Promise<string[]> {
-  const rows = await x.rows<{ relname: string }>(STALE, [[...HOT_TABLES]]);
+/** What one check did: the tables it analyzed, and those it vacuumed (with an analyze). */
+export interface Maintained {
+  analyzed: string[];
+  vacuumed: string[];
+}
+
+/**
+ * Analyzes the hot tables whose statistics are stale and, where autovacuum does not run (off for
+ * the server, or for the table), vacuums those whose dead rows passed 10% (and 1,000): the hot
+ * statements' index scans would otherwise walk every dead entry of every ended invocation.
+ */
+export async function analyzeStale(x: Exec, command: (text: string) => Promise<unknown>, o: { vacuum?: boolean } = {}): Promise<Maintained> {
+  const rows = await x.rows<{ relname: string; analyze: boolean; vacuum: boolean }>(STALE, [[...HOT_TABLES]]);
   // Only names from HOT_TABLES reach the statement text.
-  const stale = rows.map((r) => r.relname).filter((n): n is (typeof HOT_TABLES)[number] => (HOT_TABLES as readonly string[]).includes(n));
-  if (stale.length > 0) await command(`ANALYZE (SKIP_LOCKED) ${stale.join(", ")}`);
-  return stale;
+  const hot = rows.filter((r) => (HOT_TABLES as readonly string[]).includes(r.relname)).map((r) => ({ ...r, vacuum: r.vacuum && o.vacuum !== false }));
+  const vacuumed = hot.filter((r) => r.vacuum).map((r) => r.relname);
+  const analyzed = hot.filter((r) => r.analyze && !r.vacuum).map((r) => r.relname);
+  if (vacuumed.length > 0) await command(`VACUUM (SKIP_LOCKED, ANALYZE) ${vacuumed.join(", ")}`);
+  if (analyzed.length > 0) await command(`ANALYZE (SKIP_LOCKED) ${analyzed.join(", ")}`);
+  return { analyzed, vacuumed };
 }
 
 /** Runs `check` every `everyMs` once started, one run at a time, until stopped. */
