@@ -63,7 +63,13 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   const heartbeatMs = int("heartbeatMs", options.heartbeatMs, Math.max(1, Math.floor(leaseMs / 3)), MAX_TIMER_MS);
   const pollMs = int("pollMs", options.pollMs, 1000, MAX_TIMER_MS);
   const id = options.id ?? `worker-${base64url(o.random.bytes(6))}`;
-  const abort = new AbortController();
+  /**
+   * One abort controller per invocation in flight (aborted together by `stop({ drain: false })`):
+   * the boundary listens on its invocation's signal, so a worker signal shared by every invocation
+   * would carry one listener per invocation in flight (Node warns of a leak past ten).
+   */
+  const aborts = new Set<AbortController>();
+  let aborted = false;
   const inflight = new Set<Promise<ProcessResult>>();
   let running = false;
   let loop: Promise<void> | null = null;
@@ -124,12 +130,16 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   function launch({ inv, given }: Claimed): Promise<ProcessResult> {
     const by = inv.leaseOwner ?? owner;
     ctx.emit({ type: "invocation.claimed", scope: scopeOf(inv), invocationId: inv.invocationId, at: o.clock.now(), status: "running", data: { owner: by, attemptCount: inv.attemptCount } });
+    const abort = new AbortController();
+    if (aborted) abort.abort();
+    aborts.add(abort);
     const p = processInvocation(ctx, inv, abort.signal, given)
       .then((r) => {
         if (r === "abandoned") abandoned.set(inv.invocationId, inv);
         return r;
       })
       .finally(() => {
+        aborts.delete(abort);
         inflight.delete(p);
         const left = (inFlightBy.get(by) ?? 0) - 1;
         if (left > 0) inFlightBy.set(by, left);
@@ -262,7 +272,10 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     async stop(opts = {}) {
       running = false;
       wake?.();
-      if (opts.drain === false) abort.abort();
+      if (opts.drain === false) {
+        aborted = true;
+        for (const a of aborts) a.abort();
+      }
       await loop;
       await Promise.allSettled([...inflight]);
       cancelHeartbeat?.();
