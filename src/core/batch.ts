@@ -17,6 +17,11 @@ export interface CoalescerOptions {
   lingerMs?: number;
   /** A timer (needed only when `lingerMs` > 0); returns a cancel function. */
   setTimer?: (ms: number, cb: () => void) => () => void;
+  /**
+   * Batches in flight at once. With more than one, a slow batch does not hold back the calls that
+   * arrive meanwhile (they go as soon as fewer are in flight). @defaultValue 1
+   */
+  maxInFlight?: number;
 }
 
 interface Waiting<I, O> {
@@ -34,15 +39,21 @@ export interface Coalescer<I, O> {
 
 /**
  * A queue in front of `apply`, which takes a batch and answers one outcome per member, in order.
- * At most one batch is in flight; `apply` rejecting fails every member of that batch with its error.
+ * At most `maxInFlight` batches are in flight (one by default); `apply` rejecting (or throwing)
+ * fails every member of that batch with its error.
  */
 export function coalescer<I, O>(apply: (batch: I[]) => Promise<Array<BatchOutcome<O>>>, o: CoalescerOptions): Coalescer<I, O> {
   if (!Number.isInteger(o.maxBatch) || o.maxBatch < 1) throw new WritError("INVALID_OPTION", "coalescer: maxBatch must be a positive integer");
   const linger = o.lingerMs ?? 0;
   if (!Number.isFinite(linger) || linger < 0) throw new WritError("INVALID_OPTION", "coalescer: lingerMs must be a number >= 0");
   if (linger > 0 && o.setTimer === undefined) throw new WritError("INVALID_OPTION", "coalescer: lingerMs needs setTimer");
+  const maxInFlight = o.maxInFlight ?? 1;
+  if (!Number.isInteger(maxInFlight) || maxInFlight < 1) throw new WritError("INVALID_OPTION", "coalescer: maxInFlight must be a positive integer");
   const queue: Array<Waiting<I, O>> = [];
+  /** Batches in flight. */
   let inFlight = 0;
+  /** Members in flight (for `pending`). */
+  let membersInFlight = 0;
   let scheduled = false;
   let cancelLinger: (() => void) | null = null;
 
@@ -50,38 +61,48 @@ export function coalescer<I, O>(apply: (batch: I[]) => Promise<Array<BatchOutcom
     scheduled = false;
     cancelLinger?.();
     cancelLinger = null;
-    if (inFlight > 0 || queue.length === 0) return;
+    if (inFlight >= maxInFlight || queue.length === 0) return;
     const batch = queue.splice(0, o.maxBatch);
-    inFlight += batch.length;
-    let answered = false;
-    apply(batch.map((w) => w.input))
+    inFlight += 1;
+    membersInFlight += batch.length;
+    // Every member settles exactly once, whatever `apply` does (throws, answers badly).
+    const settle = (outs: unknown): void => {
+      if (!Array.isArray(outs) || outs.length !== batch.length) {
+        const e = new WritError("STORE_ERROR", `batch: the store answered ${Array.isArray(outs) ? outs.length : "no list of"} outcomes for ${batch.length} members`);
+        for (const w of batch) w.reject(e);
+        return;
+      }
+      batch.forEach((w, i) => {
+        const r = outs[i] as BatchOutcome<O> | undefined;
+        if (r?.ok === true) w.resolve(r.value);
+        else w.reject(r?.ok === false ? r.error : new WritError("STORE_ERROR", `batch: no outcome for member ${i}`));
+      });
+    };
+    // The flight ends before its members hear back, so `pending()` never counts an answered one.
+    const landed = (): void => {
+      inFlight -= 1;
+      membersInFlight -= batch.length;
+      // Whatever queued meanwhile has waited one batch already: it goes now.
+      if (queue.length > 0) schedule(true);
+    };
+    Promise.resolve()
+      .then(() => apply(batch.map((w) => w.input)))
       .then(
         (outs) => {
-          answered = true;
-          if (outs.length !== batch.length) {
-            const e = new WritError("STORE_ERROR", `batch: the store answered ${outs.length} outcomes for ${batch.length} members`);
-            for (const w of batch) w.reject(e);
-            return;
-          }
-          batch.forEach((w, i) => {
-            const r = outs[i]!;
-            if (r.ok) w.resolve(r.value);
-            else w.reject(r.error);
-          });
+          landed();
+          settle(outs);
         },
         (e: unknown) => {
-          if (!answered) for (const w of batch) w.reject(e);
+          landed();
+          for (const w of batch) w.reject(e);
         },
-      )
-      .finally(() => {
-        inFlight -= batch.length;
-        // Whatever queued meanwhile has waited one batch already: it goes now.
-        if (queue.length > 0) schedule(true);
-      });
+      );
+    // Room for another batch: the rest of the queue goes too.
+    if (queue.length > 0 && inFlight < maxInFlight) schedule(true);
   };
 
   const schedule = (now: boolean): void => {
-    if (inFlight > 0) return; // the flight's end flushes
+    if (inFlight >= maxInFlight) return; // a flight's end flushes
     if (!now && linger > 0 && queue.length < o.maxBatch) {
       cancelLinger ??= o.setTimer!(linger, flush);
       return;
@@ -97,6 +118,6 @@ export function coalescer<I, O>(apply: (batch: I[]) => Promise<Array<BatchOutcom
       queue.push({ input, resolve, reject });
       schedule(queue.length >= o.maxBatch);
     })) as Coalescer<I, O>;
-  submit.pending = () => queue.length + inFlight;
+  submit.pending = () => queue.length + membersInFlight;
   return submit;
 }

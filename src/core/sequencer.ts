@@ -108,7 +108,8 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
   const t = store.transitions;
   const rounds =
     t?.readUnsealedMany !== undefined && t.sealIfHeadMany !== undefined
-      ? coalescer<Scope, number>((scopes) => sealScopesNow(store, crypto, scopes), { maxBatch: ROUND_SCOPES })
+      ? // Two rounds at once: a round draining one scope's backlog does not hold back the others.
+        coalescer<Scope, number>((scopes) => sealScopesNow(store, crypto, scopes), { maxBatch: ROUND_SCOPES, maxInFlight: 2 })
       : null;
 
   function begin(key: string, st: ScopeRuns, scope: Scope): Promise<number> {

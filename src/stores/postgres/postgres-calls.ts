@@ -86,7 +86,36 @@ function argFromJson(cast: string, i: number): string {
   }
 }
 
-/** Migration 9's text: the dispatcher and the batch runner. */
+/**
+ * `writ_claim_prepared` (migration 9): the claim, then each claimed invocation's prepare read
+ * (steps, authority, approval, the breakers of p_connectors/p_operations in its scope). The reads
+ * are a statement of their own after the claim, so their snapshot is taken after the claim locked
+ * its rows: they see every commit that came before (a read in the claim's own statement would
+ * use a snapshot from before the claim, and miss a commit that landed in between).
+ */
+const CLAIM_PREPARED_SQL = `
+CREATE FUNCTION writ_claim_prepared(p_owner text, p_now bigint, p_lease_ms bigint, p_limit integer, p_tokens text[], p_connectors text[], p_operations text[])
+RETURNS TABLE (inv json, steps json, authority json, approval json, breakers json)
+LANGUAGE plpgsql AS $$
+DECLARE v_claimed json;
+BEGIN
+  v_claimed := writ_claim(p_owner, p_now, p_lease_ms, p_limit, p_tokens);
+  RETURN QUERY
+  SELECT c.inv,
+         (SELECT coalesce(json_agg(s.doc ORDER BY s.step_index), '[]') FROM writ_steps s WHERE s.tenant_id = k.tid AND s.space_id = k.sid AND s.invocation_id = k.iid),
+         (SELECT a.doc FROM writ_authorities a WHERE a.tenant_id = k.tid AND a.space_id = k.sid AND a.authority_ref = k.aref),
+         (SELECT json_build_object('rev', p.rev, 'doc', p.doc) FROM writ_approvals p WHERE p.tenant_id = k.tid AND p.space_id = k.sid AND p.approval_id = k.apid),
+         (SELECT coalesce(json_agg(b.doc ORDER BY t.n), '[]') FROM unnest(p_connectors, p_operations) WITH ORDINALITY AS t(connector, operation, n)
+            LEFT JOIN writ_breakers b ON b.tenant_id = k.tid AND b.space_id = k.sid AND b.connector = t.connector AND b.operation = t.operation)
+    FROM json_array_elements(v_claimed) WITH ORDINALITY AS c(inv, n)
+   CROSS JOIN LATERAL (SELECT d->>'tenantId' AS tid, d->>'spaceId' AS sid, d->>'invocationId' AS iid, d->'request'->>'authorityRef' AS aref, d->>'approvalId' AS apid
+                         FROM (SELECT c.inv->'doc' AS d) q) k
+   ORDER BY c.n;
+END
+$$;
+`;
+
+/** Migration 9's text: the dispatcher and the batch runner, and the claim with its prepare read. */
 export function batchFunctionsSql(fns: readonly PgFunction[]): string {
   const branches = fns.map((f) => {
     const call = `${f.fn}(${f.casts.map((c, i) => argFromJson(c, i)).join(", ")})`;
@@ -123,5 +152,5 @@ BEGIN
   RETURN to_json(v_out);
 END
 $$;
-`;
+${CLAIM_PREPARED_SQL}`;
 }

@@ -59,9 +59,19 @@ export const CLAIM = statement(
      .join(", ")}`,
 );
 
+/**
+ * Extends an owner's live leases, locking the rows in (scope, invocation) order: the order in which
+ * a batch of transitions locks them (docs/stores.md, "Batches"), so the two never wait on each
+ * other in a cycle.
+ */
 export const HEARTBEAT = statement(
-  "heartbeat",
-  "UPDATE writ_invocations SET lease_expires_at = $2 + $3 WHERE status = 'running' AND lease_owner = $1 AND lease_expires_at > $2",
+  "heartbeat_2",
+  `UPDATE writ_invocations i SET lease_expires_at = $2 + $3
+     FROM (SELECT tenant_id, space_id, invocation_id FROM writ_invocations
+            WHERE status = 'running' AND lease_owner = $1 AND lease_expires_at > $2
+            ORDER BY tenant_id, space_id, invocation_id FOR UPDATE) AS h
+    WHERE i.tenant_id = h.tenant_id AND i.space_id = h.space_id AND i.invocation_id = h.invocation_id
+      AND i.status = 'running' AND i.lease_owner = $1 AND i.lease_expires_at > $2`,
 );
 
 export const NEXT_RUN_AT = statement("next_run_at", "SELECT min(run_at) AS run_at FROM writ_invocations WHERE status = 'queued'");

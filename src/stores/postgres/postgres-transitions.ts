@@ -32,6 +32,8 @@ const SINGLE = new Map<string, Statement>(
   ].map(([name, f]) => [(f as PgFunction).fn, statement(name as string, callText(f as PgFunction))]),
 );
 const BATCH = statement("t_batch", "SELECT writ_batch($1::jsonb) AS out");
+/** SQLSTATEs after which a batch member runs again alone: deadlock detected, serialization failure. */
+const RETRY_ALONE = new Set(["40P01", "40001"]);
 
 const CLAIM = statement("t_claim", call("writ_claim", ["text", "bigint", "bigint", "integer", "text[]"]));
 const PREPARE = statement(
@@ -50,22 +52,10 @@ const READ_UNSEALED = statement(
              SELECT doc, pos FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq IS NULL ORDER BY pos LIMIT $3) u) AS entries`,
 );
 
-/**
- * The claim and, for each claimed invocation, what `PREPARE` reads (steps, authority, approval,
- * the breakers of $6/$7 in its scope), in one statement. The reads see what committed before it.
- */
+/** The claim and each claimed invocation's prepare read, read after the claim (`writ_claim_prepared`, migration 9). */
 const CLAIM_PREPARED = statement(
   "t_claim_prepared",
-  `SELECT c.inv,
-          (SELECT coalesce(json_agg(s.doc ORDER BY s.step_index), '[]') FROM writ_steps s WHERE s.tenant_id = k.tid AND s.space_id = k.sid AND s.invocation_id = k.iid) AS steps,
-          (SELECT a.doc FROM writ_authorities a WHERE a.tenant_id = k.tid AND a.space_id = k.sid AND a.authority_ref = k.aref) AS authority,
-          (SELECT json_build_object('rev', p.rev, 'doc', p.doc) FROM writ_approvals p WHERE p.tenant_id = k.tid AND p.space_id = k.sid AND p.approval_id = k.apid) AS approval,
-          (SELECT coalesce(json_agg(b.doc ORDER BY t.n), '[]') FROM unnest($6::text[], $7::text[]) WITH ORDINALITY AS t(connector, operation, n)
-             LEFT JOIN writ_breakers b ON b.tenant_id = k.tid AND b.space_id = k.sid AND b.connector = t.connector AND b.operation = t.operation) AS breakers
-     FROM json_array_elements(writ_claim($1::text, $2::bigint, $3::bigint, $4::integer, $5::text[])) WITH ORDINALITY AS c(inv, n)
-     CROSS JOIN LATERAL (SELECT d->>'tenantId' AS tid, d->>'spaceId' AS sid, d->>'invocationId' AS iid, d->'request'->>'authorityRef' AS aref, d->>'approvalId' AS apid
-                           FROM (SELECT c.inv->'doc' AS d) q) k
-    ORDER BY c.n`,
+  "SELECT inv, steps, authority, approval, breakers FROM writ_claim_prepared($1::text, $2::bigint, $3::bigint, $4::integer, $5::text[], $6::text[], $7::text[])",
 );
 
 const READ_UNSEALED_MANY = statement(
@@ -124,6 +114,12 @@ interface Call {
   params: unknown[];
   scope: Scope;
   invocationId: string;
+  /**
+   * What the call locks first within its scope, for the batch's lock order: the invocation row,
+   * or for an admission the idempotency key (a new invocation's id is random: two nodes admitting
+   * the same keys must take them in one order).
+   */
+  lockKey: string;
   /** Journal entries the call writes (the sequencer is hinted after it committed). */
   journals: boolean;
   decode: (out: unknown) => unknown;
@@ -139,6 +135,7 @@ function admitCall(scope: Scope, input: AdmitInput): Call {
     params: [scope.tenantId, scope.spaceId, ...invocationParams({ ...inv, rev: 1 }), ...entryParams(input.entries)],
     scope,
     invocationId: inv.invocationId,
+    lockKey: `a\u0000${inv.action}\u0000${inv.idempotencyKey}`,
     journals: input.entries.length > 0,
     decode: (out): AdmitResult => {
       if (out === null || out === undefined) {
@@ -187,6 +184,7 @@ function beginCall(scope: Scope, input: BeginInput): Call {
     ],
     scope,
     invocationId: input.step.invocationId,
+    lockKey: `i\u0000${input.step.invocationId}`,
     journals: input.entries.length > 0,
     decode: (raw): BeginResult => {
       const out = raw as Found;
@@ -213,6 +211,7 @@ function recordCall(scope: Scope, input: RecordInput): Call {
     params: [scope.tenantId, scope.spaceId, inv, ...fenceParams(input.fence), a.attemptId, a.invocationId ?? null, a.state, docOf(a), ...entryParams(input.entries)],
     scope,
     invocationId: inv ?? a.attemptId,
+    lockKey: `i\u0000${inv ?? a.attemptId}`,
     journals: input.entries.length > 0,
     decode: (out) => Number(out),
   };
@@ -224,6 +223,7 @@ function advanceCall(scope: Scope, input: AdvanceInput): Call {
     params: [scope.tenantId, scope.spaceId, input.done.invocationId, ...leaseParams(input.fence), ...stepParams(input.done), ...stepParams(input.next), ...entryParams(input.entries)],
     scope,
     invocationId: input.done.invocationId,
+    lockKey: `i\u0000${input.done.invocationId}`,
     journals: input.entries.length > 0,
     decode: () => undefined,
   };
@@ -261,6 +261,7 @@ function settleCall(scope: Scope, input: SettleInput): Call {
     ],
     scope,
     invocationId: input.step.invocationId,
+    lockKey: `i\u0000${input.step.invocationId}`,
     journals: input.entries.length > 0,
     decode: (rev) => {
       if (rec) rec.rev = 1;
@@ -289,6 +290,7 @@ function sealCall(scope: Scope, headSeq: number, entries: readonly JournalEntry[
     ],
     scope,
     invocationId: "",
+    lockKey: "j",
     journals: false,
     decode: (out) => Number(out) > 0 || entries.length === 0,
   };
@@ -311,10 +313,10 @@ function callOf(m: BatchMember): Call {
   }
 }
 
-/** Batch members in lock order: by scope (its attempt counter), then invocation (its row). */
+/** Batch members in lock order: by scope (its attempt counter), then what each locks first (its row or key). */
 function lockOrder(a: Call, b: Call): number {
-  const ka = [a.scope.tenantId, a.scope.spaceId, a.invocationId];
-  const kb = [b.scope.tenantId, b.scope.spaceId, b.invocationId];
+  const ka = [a.scope.tenantId, a.scope.spaceId, a.lockKey];
+  const kb = [b.scope.tenantId, b.scope.spaceId, b.lockKey];
   for (let i = 0; i < 3; i++) if (ka[i] !== kb[i]) return ka[i]! < kb[i]! ? -1 : 1;
   return 0;
 }
@@ -362,7 +364,8 @@ export function postgresTransitions(
     const sent: number[] = [];
     calls.forEach((c, i) => {
       try {
-        checkValues(c.params);
+        // Deep: a string inside an array would fail the whole batch's JSON on the server.
+        checkValues(c.params.flatMap((p) => (Array.isArray(p) ? p : [p])));
         sent.push(i);
       } catch (error) {
         outcomes[i] = { ok: false, error };
@@ -373,10 +376,17 @@ export function postgresTransitions(
       const payload = JSON.stringify(sent.map((i) => [calls[i]!.fn.fn, calls[i]!.params]));
       const [r] = await run((x) => x.rows<{ out: Array<{ ok?: unknown; state?: string; message?: string }> }>(BATCH, [payload]));
       const answers = r?.out ?? [];
+      const retry: number[] = [];
       if (answers.length !== sent.length) throw new WritError("STORE_ERROR", `writ_batch answered ${answers.length} outcomes for ${sent.length} calls`);
       sent.forEach((i, k) => {
         const c = calls[i]!;
         const a = answers[k]!;
+        if (a.state !== undefined && RETRY_ALONE.has(a.state)) {
+          // A deadlock or serialization failure says nothing about the member itself: it runs
+          // again, alone (docs/stores.md, "Batches").
+          retry.push(i);
+          return;
+        }
         if (a.state !== undefined) {
           outcomes[i] = { ok: false, error: mapped(toWritError(Object.assign(new Error(a.message ?? "batch member failed"), { code: a.state })), c.invocationId) };
           return;
@@ -388,6 +398,12 @@ export function postgresTransitions(
           outcomes[i] = { ok: false, error };
         }
       });
+      for (const i of retry) {
+        outcomes[i] = await single(calls[i]!).then(
+          (value): BatchOutcome => ({ ok: true, value }),
+          (error: unknown): BatchOutcome => ({ ok: false, error }),
+        );
+      }
     }
     return outcomes;
   };

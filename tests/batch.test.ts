@@ -1,0 +1,98 @@
+/**
+ * The coalescer (src/core/batch.ts) that groups store transitions into batches.
+ *
+ * Invariants: every call settles exactly once with its own member's outcome; a call that finds
+ * nothing in flight goes at once and alone; calls made while a batch is in flight go together in
+ * the next one (at most maxBatch each); `apply` failing in any way (rejecting, throwing at once,
+ * answering the wrong number of outcomes) fails that batch's members and leaves the queue working;
+ * no more than maxInFlight batches are in flight.
+ */
+import { describe, expect, it } from "vitest";
+import { coalescer, type BatchOutcome } from "../src/core/batch.js";
+
+const deferred = <T>() => {
+  let resolve!: (v: T) => void;
+  const p = new Promise<T>((r) => (resolve = r));
+  return { p, resolve };
+};
+
+describe("coalescer", () => {
+  it("a lone call goes at once; calls during the flight go together next, each answered alone", async () => {
+    const batches: number[][] = [];
+    const gates: Array<ReturnType<typeof deferred<void>>> = [];
+    const c = coalescer<number, number>(
+      async (xs) => {
+        batches.push(xs);
+        const g = deferred<void>();
+        gates.push(g);
+        await g.p;
+        return xs.map((x): BatchOutcome<number> => (x % 2 === 0 ? { ok: true, value: x * 10 } : { ok: false, error: new Error(`odd ${x}`) }));
+      },
+      { maxBatch: 3 },
+    );
+    const first = c(2);
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(batches).toEqual([[2]]);
+    const rest = [c(4), c(5), c(6), c(8)];
+    const restSettled = Promise.allSettled(rest);
+    expect(c.pending()).toBe(5);
+    gates[0]!.resolve();
+    expect(await first).toBe(20);
+    while (gates.length < 2) await new Promise((r) => setTimeout(r, 1));
+    expect(batches[1]).toEqual([4, 5, 6]);
+    gates[1]!.resolve();
+    while (gates.length < 3) await new Promise((r) => setTimeout(r, 1));
+    expect(batches[2]).toEqual([8]);
+    gates[2]!.resolve();
+    const settled = await restSettled;
+    expect(settled.map((s) => (s.status === "fulfilled" ? s.value : (s.reason as Error).message))).toEqual([40, "odd 5", 60, 80]);
+    expect(c.pending()).toBe(0);
+  });
+
+  it("apply throwing at once, rejecting, or answering the wrong count fails that batch only", async () => {
+    let mode: "throw" | "reject" | "short" | "ok" = "throw";
+    const c = coalescer<number, number>(
+      (xs) => {
+        if (mode === "throw") throw new Error("sync boom");
+        if (mode === "reject") return Promise.reject(new Error("async boom"));
+        if (mode === "short") return Promise.resolve([{ ok: true as const, value: 1 }]);
+        return Promise.resolve(xs.map((x) => ({ ok: true as const, value: x })));
+      },
+      { maxBatch: 8 },
+    );
+    await expect(c(1)).rejects.toThrow("sync boom");
+    mode = "reject";
+    await expect(c(2)).rejects.toThrow("async boom");
+    mode = "short";
+    const two = await Promise.allSettled([c(3), c(4)]);
+    expect(two.every((s) => s.status === "rejected" && /answered 1 outcomes for 2 members/.test((s.reason as Error).message))).toBe(true);
+    mode = "ok";
+    expect(await c(5)).toBe(5);
+    expect(c.pending()).toBe(0);
+  });
+
+  it("keeps at most maxInFlight batches in flight", async () => {
+    let inFlight = 0;
+    let most = 0;
+    const c = coalescer<number, number>(
+      async (xs) => {
+        most = Math.max(most, ++inFlight);
+        await new Promise((r) => setTimeout(r, 5));
+        inFlight--;
+        return xs.map((x) => ({ ok: true as const, value: x }));
+      },
+      { maxBatch: 2, maxInFlight: 2 },
+    );
+    const out = await Promise.all(Array.from({ length: 12 }, (_, i) => c(i)));
+    expect(out).toEqual(Array.from({ length: 12 }, (_, i) => i));
+    expect(most).toBe(2);
+  });
+
+  it("refuses bad options with INVALID_OPTION", () => {
+    const apply = async (): Promise<BatchOutcome<number>[]> => [];
+    expect(() => coalescer(apply, { maxBatch: 0 })).toThrow(/maxBatch/);
+    expect(() => coalescer(apply, { maxBatch: 1, lingerMs: 5 })).toThrow(/setTimer/);
+    expect(() => coalescer(apply, { maxBatch: 1, maxInFlight: 0 })).toThrow(/maxInFlight/);
+  });
+});
