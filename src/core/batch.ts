@@ -10,6 +10,14 @@ import { WritError } from "./errors.js";
 /** One member's answer: its value, or the error it alone failed with. */
 export type BatchOutcome<O = unknown> = { ok: true; value: O } | { ok: false; error: unknown };
 
+/** The outcome of one member's promise: never rejects. */
+export function outcomeOf<O>(p: Promise<O>): Promise<BatchOutcome<O>> {
+  return p.then(
+    (value): BatchOutcome<O> => ({ ok: true, value }),
+    (error: unknown): BatchOutcome<O> => ({ ok: false, error }),
+  );
+}
+
 export interface CoalescerOptions {
   /** Most members in one batch. */
   maxBatch: number;

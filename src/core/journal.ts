@@ -8,7 +8,7 @@ import { canonicalize, canonicalizeData, parseJsonStrict } from "./canonical.js"
 import { base64url, fromBase64url, fromUtf8, utf8 } from "./encoding.js";
 import type { Keyring, SigningKey } from "./keyring.js";
 import type { CryptoPort } from "./ports.js";
-import type { BatchOutcome } from "./batch.js";
+import { outcomeOf, type BatchOutcome } from "./batch.js";
 import { WritError } from "./errors.js";
 import type { Store, StoreTx } from "./store.js";
 import type { AuthorityStatus, InvocationStatus, Json, JournalCheckpoint, JournalEntry, Scope, UnsealedEntry } from "./types.js";
@@ -174,15 +174,7 @@ export async function sealScopesNow(store: Store, crypto: CryptoPort, scopes: re
   const outcome = new Map<string, BatchOutcome<number>>();
   const unique = [...new Map(scopes.map((sc) => [key(sc), { tenantId: sc.tenantId, spaceId: sc.spaceId }])).values()];
   if (t?.readUnsealedMany === undefined || t.sealIfHeadMany === undefined) {
-    for (const sc of unique) {
-      outcome.set(
-        key(sc),
-        await sealScopeNow(store, crypto, sc).then(
-          (value): BatchOutcome<number> => ({ ok: true, value }),
-          (error: unknown): BatchOutcome<number> => ({ ok: false, error }),
-        ),
-      );
-    }
+    for (const sc of unique) outcome.set(key(sc), await outcomeOf(sealScopeNow(store, crypto, sc)));
     return scopes.map((sc) => outcome.get(key(sc))!);
   }
   const total = new Map<string, number>(unique.map((sc) => [key(sc), 0]));

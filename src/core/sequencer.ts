@@ -156,33 +156,33 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
     return counts.reduce((a, b) => a + b, 0);
   }
 
-  // A store whose commits do not wait for their hint (PostgreSQL) may ask for hints of one scope
-  // to be coalesced for a few ms, so that one seal chains several commits. Only while started:
-  // the delay needs the clock the polling was given.
+  // A store whose commits do not wait for their hint (PostgreSQL) may ask for hints to be
+  // coalesced for a few ms, so that one seal chains several commits and one round several scopes.
+  // Only while started: the delay needs the clock the polling was given.
   let clock: Clock | null = null;
   const hintDelay = store.journalHintDelayMs ?? 0;
   // Hints of every scope share one delay: the scopes hinted while it runs are sealed together.
-  let window: { cancel: () => void; scopes: Map<string, { scope: Scope; resolve: () => void }> } | null = null;
+  let hinted: { cancel: () => void; scopes: Map<string, { scope: Scope; resolve: () => void }> } | null = null;
   const sealHinted = (scope: Scope): Promise<void> =>
     seal(scope).then(ok, (e: unknown) => {
       report(e, scope);
     });
   const fireWindow = (): void => {
-    const w = window;
+    const w = hinted;
     if (w === null) return;
-    window = null;
+    hinted = null;
     w.cancel();
     for (const { scope, resolve } of w.scopes.values()) void sealHinted(scope).then(resolve);
   };
   store.onJournalAppend?.((scope) => {
     if (hintDelay <= 0 || clock === null) return sealHinted(scope);
     const key = scopeKey(scope);
-    if (window?.scopes.has(key)) return;
-    if (window === null) {
+    if (hinted?.scopes.has(key)) return;
+    if (hinted === null) {
       const cancel = clock.setTimer(hintDelay, () => fireWindow());
-      window = { cancel, scopes: new Map() };
+      hinted = { cancel, scopes: new Map() };
     }
-    const w = window;
+    const w = hinted;
     return new Promise<void>((resolve) => w.scopes.set(key, { scope, resolve }));
   });
   /** Seals what waits for its delay right away (stop, idle). */

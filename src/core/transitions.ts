@@ -11,7 +11,7 @@
  * is one transaction in the group commit). Both must agree; the conformance suite runs the same
  * cases on every store.
  */
-import type { BatchOutcome } from "./batch.js";
+import { outcomeOf, type BatchOutcome } from "./batch.js";
 import { WritError } from "./errors.js";
 import { draft, unsealedEntries } from "./journal.js";
 import { readCommitted, type ClaimOptions, type Store, type StoreTx } from "./store.js";
@@ -232,14 +232,7 @@ export function applyMember(t: Omit<StoreTransitions, "batch">, m: BatchMember):
 
 /** The members applied side by side through their own methods, each answering alone. */
 export function applyEach(t: Omit<StoreTransitions, "batch">, members: readonly BatchMember[]): Promise<BatchOutcome[]> {
-  return Promise.all(
-    members.map((m) =>
-      applyMember(t, m).then(
-        (value): BatchOutcome => ({ ok: true, value }),
-        (error: unknown): BatchOutcome => ({ ok: false, error }),
-      ),
-    ),
-  );
+  return Promise.all(members.map((m) => outcomeOf(applyMember(t, m))));
 }
 
 export interface PrepareInput {

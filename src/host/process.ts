@@ -35,9 +35,7 @@ export interface Prepped {
 
 /** Each (connector, operation) the host's actions call, once. */
 export function hostBreakerTargets(ctx: HostContext): BreakerTarget[] {
-  const out: BreakerTarget[] = [];
-  for (const action of ctx.actions.values()) for (const t of breakerTargets(action)) if (!out.some((x) => x.connector === t.connector && x.operation === t.operation)) out.push(t);
-  return out;
+  return distinctTargets([...ctx.actions.values()].flatMap((a) => a.steps));
 }
 
 export async function processInvocation(ctx: HostContext, inv: Invocation, signal: AbortSignal, given?: Prepped): Promise<ProcessResult> {
@@ -120,7 +118,7 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
   // One read for everything the decision depends on: steps, the authority, the approval, the
   // invocation's status now (a cancel that landed since the claim) and the steps' breakers.
   // The claim may have made that read already (in the same statement, PostgreSQL).
-  const targets = given?.targets ?? breakerTargets(action);
+  const targets = given?.targets ?? distinctTargets(action.steps);
   const prepared =
     given?.prepared ??
     (await transitionsOf(store).prepare(scope, {
@@ -241,9 +239,9 @@ function interrupted(ctx: HostContext, inv: Invocation, fence: Fence, signal: Ab
 }
 
 /** Each (connector, operation) the action's steps call, once. */
-function breakerTargets(action: ActionDefinition<unknown>): BreakerTarget[] {
+function distinctTargets(steps: readonly BreakerTarget[]): BreakerTarget[] {
   const out: BreakerTarget[] = [];
-  for (const s of action.steps) if (!out.some((t) => t.connector === s.connector && t.operation === s.operation)) out.push({ connector: s.connector, operation: s.operation });
+  for (const s of steps) if (!out.some((t) => t.connector === s.connector && t.operation === s.operation)) out.push({ connector: s.connector, operation: s.operation });
   return out;
 }
 

@@ -12,7 +12,10 @@
  * - seals of several scopes in one statement apply alone: a stale head answers false, a seal of
  *   entries already sealed fails with CONFLICT, the others seal, and every chain verifies;
  * - `claimPrepared` (the claim with each invocation's prepare read, one statement) answers what
- *   `claim` and then `prepare` answer: the same steps, authority, approval (with its rev) and breakers.
+ *   `claim` and then `prepare` answer: the same steps, authority, approval (with its rev) and breakers;
+ * - a batch statement that never reaches the server fails every member with its error, writes
+ *   nothing, and the queue keeps working; a member the server rolled back for a deadlock runs again
+ *   alone and succeeds, the others of its batch once each.
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -28,20 +31,36 @@ import { T0, approval, authority, invocation, newScope, step } from "../../src/s
 import { entry } from "../../src/stores/conformance/cases-transitions.js";
 import { freshDatabase, type FreshDatabase } from "../helpers/pg.js";
 
-/** A pool that counts the statements its clients run, by prepared-statement name. */
-function countingPool(url: string): { pool: pg.Pool; counts: Map<string, number> } {
+/**
+ * Faults injected into the next `writ_batch` statement: `fail` rejects it as a broken connection
+ * would (nothing reaches the server); `deadlock` drops member `n` from what the server receives
+ * and answers for it what PostgreSQL answers for a member its deadlock detector rolled back.
+ */
+type BatchFault = { kind: "fail" } | { kind: "deadlock"; member: number };
+
+/** A pool that counts the statements its clients run, by prepared-statement name, and injects `fault`. */
+function countingPool(url: string): { pool: pg.Pool; counts: Map<string, number>; fault: { next: BatchFault | null } } {
   const pool = new pg.Pool({ connectionString: url, max: 4 });
   const counts = new Map<string, number>();
+  const fault: { next: BatchFault | null } = { next: null };
   pool.on("connect", (client) => {
-    const query = client.query.bind(client) as (...a: unknown[]) => unknown;
-    (client as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
-      const q = a[0] as { name?: string } | string;
+    const query = client.query.bind(client) as (...a: unknown[]) => Promise<{ rows: Array<{ out: unknown[] }> }>;
+    (client as unknown as { query: (...a: unknown[]) => unknown }).query = async (...a: unknown[]) => {
+      const q = a[0] as { name?: string; values?: unknown[] } | string;
       const name = typeof q === "object" && q !== null && typeof q.name === "string" ? q.name : "other";
       counts.set(name, (counts.get(name) ?? 0) + 1);
-      return query(...a);
+      const f = fault.next;
+      if (name !== "writ_t_batch" || f === null || typeof q !== "object") return query(...a);
+      fault.next = null;
+      if (f.kind === "fail") throw Object.assign(new Error("injected: connection lost before the batch reached the server"), { code: "08006" });
+      const calls = JSON.parse(String(q.values![0])) as unknown[];
+      const kept = calls.filter((_, i) => i !== f.member);
+      const r = await query({ ...q, values: [JSON.stringify(kept)] });
+      r.rows[0]!.out.splice(f.member, 0, { state: "40P01", message: "deadlock detected" });
+      return r;
     };
   });
-  return { pool, counts };
+  return { pool, counts, fault };
 }
 
 describe("postgres batches", () => {
@@ -178,6 +197,48 @@ describe("postgres batches", () => {
       expect(g.approval?.approvalId).toBe(ap.approvalId);
       expect(g.steps.map((x) => x.status)).toEqual(["failed"]);
       expect(mine.find((c) => c.invocation.invocationId === plain.invocationId)!.prepared.approval).toBeNull();
+    } finally {
+      await store.close();
+      await pool.end();
+    }
+  });
+
+  it("a failed batch statement fails its members only; a deadlocked member runs again alone", async () => {
+    const { pool, counts, fault } = countingPool(db.url);
+    const store: Store = postgresStore({ pool }, { analyzeEveryMs: 0 });
+    try {
+      const t = transitionsOf(store);
+      const scope = newScope();
+      const runs = [];
+      for (let i = 0; i < 6; i++) runs.push(await claimed(store, scope));
+      const inputs = runs.map((r) => beginInput(scope, r.inv.invocationId, { fence: r.fence }));
+      const ids = (xs: typeof inputs) => xs.map((x) => x.consumed.decisionId);
+      const consumed = async (decisionIds: string[]) =>
+        (await Promise.all(decisionIds.map((d) => store.transact((tx) => tx.getConsumedDecision(scope, d))))).filter((x) => x !== null).length;
+
+      // The batch never reaches the server: all three members fail with the connection error.
+      fault.next = { kind: "fail" };
+      await expect(t.batch(inputs.slice(0, 3).map((input) => ({ kind: "begin" as const, scope, input })))).rejects.toThrow(/connection lost/);
+      expect(await consumed(ids(inputs.slice(0, 3)))).toBe(0);
+      // Concurrent single calls coalesced into the failing statement each reject with its error
+      // (a call that went alone, in its own statement, is not hit); the queue goes on.
+      fault.next = { kind: "fail" };
+      const hit = await Promise.allSettled(inputs.slice(3).map((input) => t.begin(scope, input)));
+      const rejected = hit.flatMap((h, i) => (h.status === "rejected" ? [i + 3] : []));
+      expect(rejected.length, "members of the failed batch").toBeGreaterThanOrEqual(2);
+      for (const i of rejected) expect(String((hit[i - 3] as PromiseRejectedResult).reason)).toMatch(/connection lost/);
+      expect(await consumed(rejected.map((i) => inputs[i]!.consumed.decisionId))).toBe(0);
+      expect(hit.every((h) => h.status === "rejected" || h.value.started)).toBe(true);
+
+      // A member rolled back by a deadlock: retried alone, started; the others started once.
+      counts.clear();
+      fault.next = { kind: "deadlock", member: 1 };
+      const again = await t.batch(inputs.slice(0, 3).map((input) => ({ kind: "begin" as const, scope, input })));
+      expect(fault.next, "the fault was used").toBeNull();
+      expect(again.map((o) => o.ok && (o.value as { started: boolean }).started)).toEqual([true, true, true]);
+      expect(counts.get("writ_t_batch")).toBe(1);
+      expect(counts.get("writ_t_begin")).toBe(1);
+      expect(await consumed(ids(inputs.slice(0, 3)))).toBe(3);
     } finally {
       await store.close();
       await pool.end();

@@ -4,8 +4,7 @@
  * commit. The functions lock and check in the store's one lock order; a raised WRLSE, WRCNF,
  * WRSTL or WRNFD becomes the same error the generic composition throws.
  */
-import type { BatchOutcome } from "../../core/batch.js";
-import { coalescer } from "../../core/batch.js";
+import { coalescer, outcomeOf, type BatchOutcome } from "../../core/batch.js";
 import { LeaseLostError, WritError, isWritError } from "../../core/errors.js";
 import { leaseView, type AdmitInput, type AdmitResult, type AdvanceInput, type BatchMember, type BeginFound, type BeginInput, type BeginResult, type Prepared, type RecordInput, type SettleInput, type StoreTransitions } from "../../core/transitions.js";
 import type { Approval, AttemptRecord, Authority, BreakerRecord, IdempotencyRecord, Invocation, JournalEntry, Scope, StepCheckpoint, UnsealedEntry } from "../../core/types.js";
@@ -358,7 +357,7 @@ export function postgresTransitions(
   /** Several calls in one statement and one commit, each in a subtransaction of its own. */
   const many = async (calls: Call[]): Promise<BatchOutcome[]> => {
     if (calls.length === 1) {
-      return [await single(calls[0]!).then((value): BatchOutcome => ({ ok: true, value }), (error: unknown): BatchOutcome => ({ ok: false, error }))];
+      return [await outcomeOf(single(calls[0]!))];
     }
     const outcomes: BatchOutcome[] = new Array<BatchOutcome>(calls.length);
     const sent: number[] = [];
@@ -398,12 +397,7 @@ export function postgresTransitions(
           outcomes[i] = { ok: false, error };
         }
       });
-      for (const i of retry) {
-        outcomes[i] = await single(calls[i]!).then(
-          (value): BatchOutcome => ({ ok: true, value }),
-          (error: unknown): BatchOutcome => ({ ok: false, error }),
-        );
-      }
+      for (const i of retry) outcomes[i] = await outcomeOf(single(calls[i]!));
     }
     return outcomes;
   };
@@ -438,7 +432,7 @@ export function postgresTransitions(
       const within: Array<Promise<void>> = [];
       members.forEach((m, i) => {
         if (m.kind === "settle" && m.input.within) {
-          within.push(fallback().settle(m.scope, m.input).then((value) => void (outcomes[i] = { ok: true, value }), (error: unknown) => void (outcomes[i] = { ok: false, error })));
+          within.push(outcomeOf(fallback().settle(m.scope, m.input)).then((o) => void (outcomes[i] = o)));
           return;
         }
         try {
