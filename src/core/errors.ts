@@ -55,6 +55,8 @@ export const ERROR_CODES = [
   "STORE_CLOSED",
   "KEY_ERROR",
   "INVALID_STATE",
+  /** A vote or revocation on an approval closed because its invocation ended (docs/approvals.md). */
+  "APPROVAL_CLOSED",
   "FORBIDDEN",
   "WEBHOOK_MALFORMED",
   "WEBHOOK_SIGNATURE_INVALID",

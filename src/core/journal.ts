@@ -39,6 +39,7 @@ export type JournalEntryType =
   | "approval.denied"
   | "approval.revoked"
   | "approval.expired"
+  | "approval.closed"
   | "completion.applied"
   | "completion.early"
   | "completion.contradicted"

@@ -112,7 +112,11 @@ export interface Authority {
   updatedAt: number;
 }
 
-export const APPROVAL_STATUSES = ["pending", "approved", "denied", "expired", "revoked"] as const;
+/**
+ * `closed`: the approval's invocation ended without it (an operator cancelled the invocation while it
+ * awaited approval); no vote is taken on it any more (docs/approvals.md, Closed approvals).
+ */
+export const APPROVAL_STATUSES = ["pending", "approved", "denied", "expired", "revoked", "closed"] as const;
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
 
 export interface ApprovalVote {
@@ -139,6 +143,8 @@ export interface Approval {
   quorum: number;
   votes: ApprovalVote[];
   status: ApprovalStatus;
+  /** Set with status `closed`: how the invocation ended, who ended it, and when. */
+  closed?: ApprovalClosure;
   expiresAt: number;
   createdAt: number;
   updatedAt: number;
@@ -147,6 +153,15 @@ export interface Approval {
    * applied only while the stored row still has the rev the writer read (docs/stores.md).
    */
   rev?: number;
+}
+
+/** Why an approval was closed without a verdict: its invocation ended otherwise. */
+export interface ApprovalClosure {
+  /** The status the invocation ended in (today always `cancelled`). */
+  invocationStatus: InvocationStatus;
+  /** Who ended the invocation, when known. */
+  by?: Actor;
+  at: number;
 }
 
 /** States of a boundary attempt (docs/boundary.md). `EXECUTING` is the in-flight state before settlement. */

@@ -6,7 +6,7 @@
 import { WritError } from "../core/errors.js";
 import { appendJournal, draft } from "../core/journal.js";
 import { readCommitted, type ListOptions, type StoreTx } from "../core/store.js";
-import type { Actor, Approval, ApprovalStatus, Invocation, Json, Scope } from "../core/types.js";
+import type { Actor, Approval, ApprovalStatus, Invocation, InvocationStatus, Json, Scope } from "../core/types.js";
 import { checkActor } from "../core/validate.js";
 import { retryStale, scopeOf, type HostContext } from "./context.js";
 import type { HostEvent } from "./events.js";
@@ -69,13 +69,40 @@ async function load(tx: StoreTx, scope: Scope, approvalId: string): Promise<Appr
   return ap;
 }
 
-function journal(ctx: HostContext, tx: StoreTx, scope: Scope, ap: Approval, type: "approval.vote" | "approval.granted" | "approval.denied" | "approval.revoked" | "approval.expired", by: Actor | null, extra: { [k: string]: Json } = {}, keyId?: string): Promise<unknown> {
+function journal(ctx: HostContext, tx: StoreTx, scope: Scope, ap: Approval, type: "approval.vote" | "approval.granted" | "approval.denied" | "approval.revoked" | "approval.expired" | "approval.closed", by: Actor | null, extra: { [k: string]: Json } = {}, keyId?: string): Promise<unknown> {
   const data: { [k: string]: Json } = { status: ap.status, votes: ap.votes.length, quorum: ap.quorum, ...extra };
   if (by) data.by = { type: by.type, id: by.id };
   if (keyId !== undefined) data.keyId = keyId;
   const refs: { [k: string]: string } = { approvalId: ap.approvalId };
   if (ap.invocationId) refs.invocationId = ap.invocationId;
   return appendJournal(tx, ctx.o.crypto, scope, [draft(type, [ap.approvalId, ap.updatedAt, ap.votes.length], ap.updatedAt, refs, data)]);
+}
+
+/**
+ * Closes the open approval of an invocation that ends without it (an operator cancelled it while it
+ * awaited approval), in the caller's transaction, journaled (docs/approvals.md, Closed approvals).
+ * The caller holds the invocation row; the approval's key is locked after it (the lock order of
+ * `load`). An approval already decided is left as it is.
+ */
+export async function closeOpenApproval(ctx: HostContext, tx: StoreTx, inv: Invocation, ending: InvocationStatus, by: Actor | null): Promise<Approval | null> {
+  if (!inv.approvalId) return null;
+  const scope = scopeOf(inv);
+  await tx.lock(scope, [approvalLockKey(inv.approvalId)]);
+  const ap = await tx.getApproval(scope, inv.approvalId);
+  if (!ap || ap.status !== "pending") return null;
+  const now = ctx.o.clock.now();
+  const closed: Approval = { ...ap, status: "closed", closed: { invocationStatus: ending, ...(by ? { by: { type: by.type, id: by.id } } : {}), at: now }, updatedAt: now };
+  await tx.putApproval(scope, closed);
+  await journal(ctx, tx, scope, closed, "approval.closed", by, { invocationStatus: ending });
+  return closed;
+}
+
+/** The words for why an approval was closed, for answers and screens. */
+export function closedBecause(ap: Approval): string {
+  const c = ap.closed;
+  if (!c) return `approval ${ap.approvalId} was closed`;
+  const inv = ap.invocationId !== undefined ? `its invocation ${ap.invocationId}` : "its invocation";
+  return `approval ${ap.approvalId} was closed: ${inv} was ${c.invocationStatus}${c.by ? ` by ${c.by.type}:${c.by.id}` : ""}`;
 }
 
 /** Moves the approval's invocation on after the approval changed state. */
@@ -119,6 +146,8 @@ export function createApprovals(ctx: HostContext): Approvals {
         }
         const self = verb === "revoke" ? null : selfApprovalProblem(ap, by);
         if (self !== null) throw new WritError("FORBIDDEN", self);
+        // A closed approval takes no vote or revocation, and the refusal says why.
+        if (ap.status === "closed") throw new WritError("APPROVAL_CLOSED", closedBecause(ap), { details: { status: ap.status, ...(ap.closed ? { closed: ap.closed } : {}) } });
         if (verb === "revoke") {
           if (ap.status !== "pending" && ap.status !== "approved") throw new WritError("INVALID_STATE", `approval ${approvalId} is ${ap.status} and cannot be revoked`);
           const next: Approval = { ...ap, status: "revoked", updatedAt: now };

@@ -23,7 +23,7 @@ import { resolveHostOptions, silentLogger, type HostOptions } from "./options.js
 import { outageLog } from "./outage.js";
 import { createWorker, type Worker, type WorkerOptions } from "./worker.js";
 import { invocationReads, readableStore } from "./reads.js";
-import { createApprovals, type Approvals } from "./approvals.js";
+import { closeOpenApproval, createApprovals, type Approvals } from "./approvals.js";
 import { checkResolveInput, resolvedStep, resolveKey, type KeyRef, type KeyResolution, type ResolveInput } from "./key-resolution.js";
 import { authorityCovers, createAuthorities, type Authorities } from "./authorities.js";
 import { complete, completionLockKey, listEarlyCompletions, receiveCompletion, sweepEarlyCompletions, sweepOverdue, type CompletionAnswer, type CompletionInput } from "./completions.js";
@@ -237,6 +237,8 @@ export function createHostCore(options: HostOptions): Host {
       }
       const steps = await tx.getSteps(scope, invocationId);
       if (steps.length > 0) throw new WritError("STEPS_STARTED", `invocation ${invocationId} has started steps (the provider may have acted) and cannot be cancelled`, { details: { status: cur.status, steps: steps.length } });
+      // Its open approval closes with it: no vote is taken on it afterwards.
+      if (cur.status === "awaiting_approval") await closeOpenApproval(ctx, tx, cur, "cancelled", by);
       return ctx.transition(tx, cur, "cancelled", { reasons: [`cancelled by ${by.type}:${by.id}`] }, { events, data: { by: { type: by.type, id: by.id } } });
       });
     });

@@ -53,6 +53,7 @@ export const STATUS_OF: Readonly<Record<ApiErrorCode, number>> = {
   IDEMPOTENCY_CONFLICT: 409,
   CONFLICT: 409,
   INVALID_STATE: 409,
+  APPROVAL_CLOSED: 409,
   LEASE_LOST: 409,
   // Too late to cancel: a step started (the provider may have acted).
   STEPS_STARTED: 409,

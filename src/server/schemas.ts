@@ -176,6 +176,10 @@ export const Approval = named(
     quorum: z.number().int(),
     votes: z.array(z.object({ approver: Actor, keyId: z.string().optional(), verdict: z.enum(["approve", "deny"]), at: Millis, note: z.string().optional() })),
     status: z.enum(APPROVAL_STATUSES),
+    closed: z
+      .object({ invocationStatus: z.enum(INVOCATION_STATUSES), by: Actor.optional(), at: Millis })
+      .optional()
+      .describe("with status closed: the invocation ended without the approval (cancelled), by whom and when"),
     expiresAt: Millis,
     createdAt: Millis,
     updatedAt: Millis,

@@ -124,6 +124,38 @@ for (const factory of allStoreFactories()) {
       await journalOk(b);
     });
 
+    // Invariant: cancelling an invocation that awaits approval closes its approval in the same
+    // transition (journaled), so it leaves the pending list; a later vote or revocation is refused
+    // with APPROVAL_CLOSED and changes nothing; the invocation stays cancelled and nothing runs.
+    it("a cancel while awaiting approval closes the approval; votes on it are refused", async () => {
+      const b = await bench();
+      b.verdict.current = "REQUIRE_APPROVAL";
+      const { invocation } = await b.host.submit(b.request());
+      expect(await b.host.worker().runOnce()).toEqual(["awaiting_approval"]);
+      const parked = await b.host.get(b.scope, invocation.invocationId);
+      expect(parked?.status).toBe("awaiting_approval");
+      const approvalId = parked!.approvalId!;
+      expect((await b.host.approvals.list(b.scope, { status: "pending" })).map((a) => a.approvalId)).toContain(approvalId);
+
+      await b.host.cancel(b.scope, invocation.invocationId, BY);
+      const closed = await b.host.approvals.get(b.scope, approvalId);
+      expect(closed?.status).toBe("closed");
+      expect(closed?.closed).toMatchObject({ invocationStatus: "cancelled", by: BY });
+      expect((await b.host.approvals.list(b.scope, { status: "pending" })).map((a) => a.approvalId)).not.toContain(approvalId);
+
+      const approver = { actor: { type: "user", id: "approver-1" }, roles: ["approve"] };
+      for (const verb of ["approve", "deny", "revoke"] as const) {
+        await expect(b.host.approvals[verb](b.scope, approvalId, approver)).rejects.toMatchObject({ code: "APPROVAL_CLOSED", message: expect.stringContaining("cancelled by user:op") });
+      }
+      expect(await b.host.approvals.get(b.scope, approvalId)).toEqual(closed);
+      b.verdict.current = "ALLOW";
+      expect(await b.host.worker().runOnce()).toEqual([]);
+      await untouched(b, invocation.invocationId);
+      const types = await entryTypes(b, invocation.invocationId);
+      expect(types.filter((t) => t === "approval.closed")).toHaveLength(1);
+      await journalOk(b);
+    });
+
     // A cancel accepted while the policy evaluates: the fenced begin refuses, no decision is
     // consumed, and the worker, reading why it lost the lease, reports the cancel.
     it("a cancel during policy evaluation stops the worker before the boundary", async () => {

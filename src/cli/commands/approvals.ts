@@ -11,12 +11,13 @@ import type { ResolveInput } from "../../host/key-resolution.js";
 function printApprovals(ctx: CliContext, items: readonly Approval[]): void {
   ctx.out.table(items, [
     { header: "approval", value: (a) => a.approvalId },
-    { header: "status", value: (a) => a.status },
+    { header: "status", value: (a) => (a.status === "closed" && a.closed ? `closed (invocation ${a.closed.invocationStatus})` : a.status) },
     { header: "invocation", value: (a) => a.invocationId ?? "-" },
     { header: "requested by", value: (a) => `${a.requestedBy.type}:${a.requestedBy.id}` },
     { header: "votes", value: (a) => `${a.votes.filter((v) => v.verdict === "approve").length}/${a.quorum}` },
     { header: "roles", value: (a) => a.approverRoles.join(",") },
-    { header: "expires", value: (a) => time(a.expiresAt) },
+    // Only an open approval can still expire; a decided one shows when it was decided.
+    { header: "expires", value: (a) => (a.status === "pending" ? time(a.expiresAt) : `- (${a.status} ${time(a.updatedAt)})`) },
   ]);
 }
 

@@ -142,6 +142,8 @@ export function describe(e: ShownEntry): { title: string; detail: string; kind: 
     case "approval.revoked":
     case "approval.expired":
       return { kind: e.type === "approval.granted" ? "ok" : e.type === "approval.vote" ? "info" : "bad", title: `Approval ${e.type.slice(9)}`, detail: `${actorOf(d.by) ? `by ${actorOf(d.by)}` : ""}${d.note ? ` — “${str(d.note)}”` : ""} (${str(d.votes)} of ${str(d.quorum)} votes)` };
+    case "approval.closed":
+      return { kind: "info", title: "Approval closed", detail: `the invocation was ${str(d.invocationStatus)}${actorOf(d.by) ? ` by ${actorOf(d.by)}` : ""}; no vote is taken on it` };
     case "decision.consumed":
       return { kind: "ok", title: "Evaluated: ALLOW, decision consumed", detail: `policy ${str(d.policyRef)}, from step ${str(d.startStep)}` };
     case "step.succeeded":

@@ -39,7 +39,7 @@ export function approvalRoutes(s: ServerContext): Route[] {
       bodyOptional: true,
       responses: {
         200: { description: "the approval after the vote", schema: ApprovalAnswer },
-        409: { description: "INVALID_STATE: no longer pending, or this approver already voted", schema: ErrorBody },
+        409: { description: "INVALID_STATE: no longer pending, or this approver already voted; APPROVAL_CLOSED: its invocation ended without it (cancelled), the message says how and by whom", schema: ErrorBody },
       },
       async handle({ caller, params, body }) {
         const by = approver(caller, body.note);
