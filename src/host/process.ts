@@ -398,7 +398,9 @@ async function openApproval(
   if (existing && (existing.status === "denied" || existing.status === "expired" || existing.status === "revoked")) {
     return ctx.transition(tx, inv, "denied", { reasons: [`approval ${existing.approvalId} ${existing.status}`] }, { fence, events });
   }
-  if (existing && existing.status === "pending") return ctx.transition(tx, inv, "awaiting_approval", {}, { fence, events });
+  // The invocation carries the policy's reasons for asking (what `writ ls` and the console show).
+  const why = asked.reasons.length > 0 ? asked.reasons : [`approval required by policy ${asked.policyRef}`];
+  if (existing && existing.status === "pending") return ctx.transition(tx, inv, "awaiting_approval", { reasons: why }, { fence, events });
   const approval: Approval = {
     ...scope,
     approvalId: ctx.newId("apr_"),
@@ -418,5 +420,5 @@ async function openApproval(
   await appendJournal(tx, ctx.o.crypto, scope, [
     draft("approval.opened", [approval.approvalId], now, { invocationId: inv.invocationId, approvalId: approval.approvalId }, { quorum: approval.quorum, approverRoles: approval.approverRoles, expiresAt: approval.expiresAt, reasons: asked.reasons, policyRef: asked.policyRef, requestedBy: { ...approval.requestedBy }, ...(approval.submittedBy ? { submittedBy: { principal: { ...approval.submittedBy.principal }, ...(approval.submittedBy.keyId ? { keyId: approval.submittedBy.keyId } : {}) } } : {}) }),
   ]);
-  return ctx.transition(tx, inv, "awaiting_approval", { approvalId: approval.approvalId }, { fence, events });
+  return ctx.transition(tx, inv, "awaiting_approval", { approvalId: approval.approvalId, reasons: why }, { fence, events });
 }

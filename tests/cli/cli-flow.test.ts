@@ -82,6 +82,10 @@ describe("writ CLI end to end", () => {
     expect(json<{ items: Inv[] }>(succeeded).items.map((i) => i.invocationId)).toEqual([ids.small]);
     expect(all.stdout.trim().split("\n").sort()).toEqual([ids.small, ids.large, ids.lost, ids.denied].sort());
     expect(json<{ items: Inv[] }>(otherScope).items).toEqual([]);
+    // The REASON column of an invocation awaiting approval names the policy that asked for it.
+    const waiting = await writ(ws.dir, ["ls", "--status", "awaiting_approval"]);
+    expect(waiting.stdout).toContain(ids.large);
+    expect(waiting.stdout).toContain("refund-large");
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("no invocation inv_nope in acme/prod");
   });
