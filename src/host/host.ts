@@ -101,9 +101,28 @@ export interface Host {
   readonly context: HostContext;
 }
 
+/**
+ * Values an action marks `sensitive` are sealed at rest only with a data key: without one, and
+ * without an explicit `allowCleartextSensitive`, the host refuses to start rather than store them
+ * in clear silently (docs/security.md, Data at rest).
+ */
+function refuseCleartextSensitive(options: HostOptions): void {
+  if (options.dataKey !== undefined || options.allowCleartextSensitive === true) return;
+  if (options.allowCleartextSensitive !== undefined && typeof options.allowCleartextSensitive !== "boolean") {
+    throw new WritError("INVALID_OPTION", "createHost: allowCleartextSensitive must be a boolean");
+  }
+  const marked = (options.actions as ReadonlyArray<ActionDefinition<unknown>>).find((a) => (a.sensitive ?? []).length > 0);
+  if (!marked) return;
+  throw new WritError(
+    "INVALID_OPTION",
+    `createHost: action ${marked.id} marks ${marked.sensitive!.join(", ")} sensitive, but no dataKey is given, so those values would be stored in clear; pass a dataKey (a DataKeyPort, e.g. localDataKey from "writ/node") or allowCleartextSensitive: true`,
+  );
+}
+
 /** Creates a host. Ports (clock, crypto, random) are required here; `createHost` in "writ" fills Node defaults. */
 export function createHostCore(options: HostOptions): Host {
   const r = resolveHostOptions(options);
+  refuseCleartextSensitive(options);
   // With a data key, every read and write of the host and its boundary goes through the sealing store.
   const o: HostOptions = options.dataKey ? { ...options, store: readableStore(options.store, options.dataKey, options.actions as ReadonlyArray<ActionDefinition<unknown>>) } : options;
   const keyring = o.keyring ?? createKeyring([{ kid: o.signingKey.kid, publicJwk: o.signingKey.publicJwk }]);

@@ -38,9 +38,16 @@ export interface HostOptions {
   /**
    * Seals the params and step outputs an action marks `sensitive` before they are stored (see
    * `sealedStore`). `openRuntime` passes a local key file (`<keys dir>/data-key.json`).
-   * @defaultValue none: sensitive values are redacted in the journal but stored in clear
+   * @defaultValue none: then an action that marks values `sensitive` is refused at `createHost`
+   * unless `allowCleartextSensitive` is true
    */
   dataKey?: DataKeyPort;
+  /**
+   * Without a `dataKey`, store the values actions mark `sensitive` in clear (still redacted in the
+   * journal, events and answers). Meant for tests and throwaway stores (docs/security.md).
+   * @defaultValue false: `createHost` refuses a sensitive action without a data key
+   */
+  allowCleartextSensitive?: boolean;
   store: Store;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   actions: ReadonlyArray<ActionDefinition<any>>;

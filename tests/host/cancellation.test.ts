@@ -143,7 +143,7 @@ for (const factory of allStoreFactories()) {
       expect(closed?.closed).toMatchObject({ invocationStatus: "cancelled", by: BY });
       expect((await b.host.approvals.list(b.scope, { status: "pending" })).map((a) => a.approvalId)).not.toContain(approvalId);
 
-      const approver = { actor: { type: "user", id: "approver-1" }, roles: ["approve"] };
+      const approver = { actor: { type: "user" as const, id: "approver-1" }, roles: ["approve"] };
       for (const verb of ["approve", "deny", "revoke"] as const) {
         await expect(b.host.approvals[verb](b.scope, approvalId, approver)).rejects.toMatchObject({ code: "APPROVAL_CLOSED", message: expect.stringContaining("cancelled by user:op") });
       }

@@ -123,6 +123,9 @@ export function makeHostBench(store: Store, overrides: Partial<HostOptions> = {}
     timeoutMs: 5000,
     retry: { maxAttempts: 3, baseDelayMs: 1000, maxDelayMs: 10_000 },
     onEvent: (e) => events.push(e),
+    // The fixture's sensitive actions test redaction in answers and the journal; sealing at rest
+    // (a data key) is tested in tests/security/at-rest.test.ts.
+    allowCleartextSensitive: true,
     ...overrides,
   });
   return {

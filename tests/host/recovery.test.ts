@@ -276,7 +276,7 @@ for (const factory of allStoreFactories()) {
     // Item 9. Invariant: refused values (not a positive integer, Infinity, or below a retry cap)
     // throw INVALID_OPTION naming recoveryMaxAttempts, and no host is made.
     it("item 9: refused recoveryMaxAttempts values", () => {
-      const base: HostOptions = { store, actions, connectors: [], policy: { evaluate: () => ({ result: "ALLOW", reasons: [], policyRef: "p" }), acceptedPolicyRefs: () => ["p"] }, signingKey: KEYS.trusted, clock: makeHostBench(store).clock, crypto, random: systemRandom };
+      const base: HostOptions = { store, actions, connectors: [], policy: { evaluate: () => ({ result: "ALLOW", reasons: [], policyRef: "p" }), acceptedPolicyRefs: () => ["p"] }, signingKey: KEYS.trusted, clock: makeHostBench(store).clock, crypto, random: systemRandom, allowCleartextSensitive: true };
       for (const bad of [0, -1, 2.5, Number.POSITIVE_INFINITY, Number.NaN, "5" as unknown as number]) {
         expect(() => createHostCore({ ...base, recoveryMaxAttempts: bad }), String(bad)).toThrow(expect.objectContaining({ code: "INVALID_OPTION", message: expect.stringContaining("recoveryMaxAttempts must be a positive integer") }));
       }

@@ -18,6 +18,9 @@ import { WritError } from "../../src/core/errors.js";
 import { SEALED_FIELD, sealedStore } from "../../src/core/sealing.js";
 import type { Store } from "../../src/core/store.js";
 import { localDataKey } from "../../src/runtime/data-key-file.js";
+import { localDataKey as localDataKeyOf } from "../../src/node/index.js";
+import { createHost, defineAction, functionPolicy, generateSigningKey } from "../../src/index.js";
+import { z } from "zod";
 import { openReads } from "../../src/runtime/reads.js";
 import { openRuntime } from "../../src/runtime/runtime.js";
 import { memoryStore } from "../../src/stores/memory/index.js";
@@ -107,6 +110,23 @@ describe("file modes after each first command", () => {
     await inner.close();
     chmodSync(join(dir, "keys", "data-key.json"), 0o600);
     await (await openReads(config, { cwd: dir })).close();
+  });
+
+  // Invariant: a library host with an action that marks values sensitive and no data key refuses
+  // to start (naming the action and its pointers) instead of storing them in clear silently;
+  // allowCleartextSensitive: true or a dataKey lets it start; an action without sensitive
+  // pointers needs neither.
+  it("createHost refuses a sensitive action without a data key unless cleartext is allowed", async () => {
+    const action = defineAction({ id: "cards.charge", params: z.object({ card: z.string() }), sensitive: ["/params/card"], version: "1", idempotent: false, steps: [{ name: "charge", connector: "noop", operation: "charge" }] });
+    const plain = defineAction({ id: "notes.add", params: z.object({ text: z.string() }), version: "1", idempotent: false, steps: [{ name: "add", connector: "noop", operation: "add" }] });
+    const base = { store: memoryStore(), connectors: [], policy: functionPolicy("p", () => "ALLOW"), signingKey: generateSigningKey({ kid: "k" }) };
+    expect(() => createHost({ ...base, actions: [plain, action] })).toThrow(
+      expect.objectContaining({ code: "INVALID_OPTION", message: expect.stringMatching(/action cards\.charge marks \/params\/card sensitive, but no dataKey is given.*allowCleartextSensitive: true/) }),
+    );
+    expect(() => createHost({ ...base, actions: [action], allowCleartextSensitive: "yes" as unknown as boolean })).toThrow(expect.objectContaining({ code: "INVALID_OPTION", message: expect.stringContaining("allowCleartextSensitive must be a boolean") }));
+    expect(createHost({ ...base, actions: [action], allowCleartextSensitive: true })).toBeDefined();
+    expect(createHost({ ...base, actions: [action], dataKey: localDataKeyOf(join(tmp(), "data-key.json")) })).toBeDefined();
+    expect(createHost({ ...base, actions: [plain] })).toBeDefined();
   });
 
   // Invariant: a runtime whose host refuses an option (after the store opened) closes that store
