@@ -17,6 +17,7 @@ import { createApiKey } from "../../src/runtime/api-keys.js";
 import { openRuntime, type Runtime } from "../../src/runtime/runtime.js";
 import type { Logger } from "../../src/host/options.js";
 import { startServer, type RunningServer } from "../../src/server/index.js";
+import { conformance, type Conformance, type OpenApiDoc } from "./conformance.js";
 
 export const WEBHOOK_SECRET = "whsec_" + Buffer.from("0123456789abcdef0123456789abcdef").toString("base64");
 export const ACME: Scope = { tenantId: "acme", spaceId: "prod" };
@@ -115,7 +116,22 @@ export interface Answer {
   text: string;
 }
 
-/** A request to the rig; `key` is a key name of `rig.keys` or a raw Authorization value. */
+/** The rig's own OpenAPI document, read once per server, as a checker of answers. */
+const checkers = new Map<string, Promise<Conformance>>();
+function checkerOf(url: string): Promise<Conformance> {
+  let c = checkers.get(url);
+  if (!c) {
+    c = fetch(url + "/openapi.json").then(async (r) => conformance((await r.json()) as OpenApiDoc));
+    checkers.set(url, c);
+  }
+  return c;
+}
+
+/**
+ * A request to the rig; `key` is a key name of `rig.keys` or a raw Authorization value. Every
+ * answer is checked against the served OpenAPI document (conformance.ts): an undeclared status,
+ * media type or a body its schema refuses fails the calling test.
+ */
 export async function call(rig: Rig, method: string, path: string, o: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
   const headers: Record<string, string> = { ...(o.headers ?? {}) };
   if (o.key !== undefined) headers.authorization = rig.keys[o.key] !== undefined ? `Bearer ${rig.keys[o.key]}` : o.key;
@@ -132,6 +148,8 @@ export async function call(rig: Rig, method: string, path: string, o: { key?: st
   } catch {
     /* not JSON */
   }
+  const problems = (await checkerOf(rig.url)).problems({ method, path, status: res.status, contentType: res.headers.get("content-type"), json, text });
+  if (problems.length > 0) throw new Error(`the answer to ${method} ${path} departs from the OpenAPI document:\n  ${problems.join("\n  ")}`);
   return { status: res.status, headers: res.headers, json, text };
 }
 
