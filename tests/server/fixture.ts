@@ -12,7 +12,7 @@ import { z } from "zod";
 import { defineAction, defineConnector } from "../../src/core/action.js";
 import { functionPolicy } from "../../src/core/policy.js";
 import type { ApiRole, Scope } from "../../src/core/types.js";
-import { defineConfig } from "../../src/config/define-config.js";
+import { defineConfig, type WritConfig } from "../../src/config/define-config.js";
 import { createApiKey } from "../../src/runtime/api-keys.js";
 import { openRuntime, type Runtime } from "../../src/runtime/runtime.js";
 import type { Logger } from "../../src/host/options.js";
@@ -107,6 +107,37 @@ export async function startRig(options: { logger?: Logger; apiKeyCacheMs?: numbe
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A server over `config` (its store and keys redirected into a temporary directory), started with
+ * no options in code but the port, as `writ serve` starts it; `keys` makes the API keys calls name.
+ */
+export async function serveConfig(config: WritConfig, keys: (runtime: Runtime) => Promise<Record<string, string>>): Promise<Rig> {
+  const dir = mkdtempSync(join(tmpdir(), "writ-config-"));
+  const dbPath = join(dir, "writ.db");
+  const runtime = await openRuntime({ ...config, store: config.store?.kind === "memory" ? config.store : { kind: "sqlite", path: dbPath }, keys: { dir: join(dir, "keys") } }, { cwd: dir });
+  try {
+    const named = await keys(runtime);
+    const server = await startServer(runtime, { port: 0, mcp: false });
+    return {
+      runtime,
+      server,
+      url: server.url,
+      dir,
+      dbPath,
+      keys: named,
+      work: async () => (await runtime.host.worker().runOnce()).length,
+      async close() {
+        await server.close();
+        await runtime.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (e) {
+    await runtime.close();
+    throw e;
+  }
 }
 
 export interface Answer {

@@ -4,40 +4,31 @@
  * a key holding both submit and approve is refused by four eyes on the request it submitted, and
  * the approver's key approves. The step's text must quote each refusal as the server words it.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import demoConfig from "../../examples/writ.config.js";
 import { demoOf, ensureDemo } from "../../src/cli/demo.js";
 import { createApiKey } from "../../src/runtime/api-keys.js";
-import { openRuntime, type Runtime } from "../../src/runtime/runtime.js";
-import { startServer, type RunningServer } from "../../src/server/index.js";
-import { call, type Rig } from "./fixture.js";
+import { call, serveConfig, type Rig } from "./fixture.js";
 
 const REPO = join(import.meta.dirname, "..", "..");
 const README = readFileSync(join(REPO, "README.md"), "utf8");
 /** Step 3's text, from its heading to step 4's, its line breaks as spaces. */
 const STEP3 = README.slice(README.indexOf("**3. Approve it.**"), README.indexOf("**4. ")).replace(/\s+/g, " ");
 
-let dir: string;
-let runtime: Runtime;
-let server: RunningServer;
 let rig: Rig;
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "writ-readme-"));
-  runtime = await openRuntime({ ...demoConfig, store: { kind: "sqlite", path: join(dir, "writ.db") }, keys: { dir: join(dir, "keys") } }, { cwd: dir });
-  const demo = await ensureDemo(runtime, demoOf(runtime.config)!, (p) => join(dir, p));
-  const { crypto, random, clock } = runtime.host.context.o;
-  // The README's alice: a person holding submit and approve who may submit for the support bot.
-  const alice = await createApiKey(runtime.store, crypto, random, { tenantId: "demo", roles: ["submit", "approve"], name: "alice", principal: { type: "user", id: "alice" }, actsFor: [{ type: "agent", id: "support-bot" }] }, clock.now());
-  server = await startServer(runtime, { port: 0, checkResponses: true, mcp: false });
-  rig = { url: server.url, keys: { agent: demo.agent.key, approver: demo.approver.key, alice: alice.key } } as unknown as Rig;
+  rig = await serveConfig(demoConfig, async (rt) => {
+    const demo = await ensureDemo(rt, demoOf(rt.config)!, (p) => join(rt.keysDir, "..", p));
+    const { crypto, random, clock } = rt.host.context.o;
+    // The README's alice: a person holding submit and approve who may submit for the support bot.
+    const alice = await createApiKey(rt.store, crypto, random, { tenantId: "demo", roles: ["submit", "approve"], name: "alice", principal: { type: "user", id: "alice" }, actsFor: [{ type: "agent", id: "support-bot" }] }, clock.now());
+    return { agent: demo.agent.key, approver: demo.approver.key, alice: alice.key };
+  });
 });
 afterAll(async () => {
-  await server?.close();
-  await runtime?.close();
-  rmSync(dir, { recursive: true, force: true });
+  await rig?.close();
 });
 
 const API = "/v1/spaces/default";
@@ -52,8 +43,8 @@ const refund = (paymentId: string, amount: number) => ({
 
 async function pendingApproval(key: string, paymentId: string, amount: number): Promise<string> {
   const inv = (await call(rig, "POST", `${API}/invocations`, { key, body: refund(paymentId, amount) })).json.invocation.invocationId as string;
-  await runtime.host.worker().runOnce();
-  const approval = (await runtime.host.get({ tenantId: "demo", spaceId: "default" }, inv))?.approvalId;
+  await rig.work();
+  const approval = (await rig.runtime.host.get({ tenantId: "demo", spaceId: "default" }, inv))?.approvalId;
   expect(approval, `${paymentId} awaits approval`).toBeTruthy();
   return approval!;
 }
