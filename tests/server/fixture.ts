@@ -92,13 +92,16 @@ export async function startRig(options: { logger?: Logger; apiKeyCacheMs?: numbe
   keys["acme.approve2"] = (await createApiKey(runtime.store, crypto, random, { tenantId: "acme", roles: ["approve"], name: "bob" }, clock.now())).key;
   keys["acme.otherspace"] = (await createApiKey(runtime.store, crypto, random, { tenantId: "acme", roles: ["admin"], spaces: ["staging"], name: "staging-admin" }, clock.now())).key;
   const server = await startServer(runtime, { port: 0, checkResponses: true, ...(options.logger ? { logger: options.logger } : {}), ...(options.apiKeyCacheMs !== undefined ? { apiKeyCacheMs: options.apiKeyCacheMs } : {}) });
-  const worker = runtime.host.worker({ concurrency: 8 });
+  return rigOf(runtime, server, dir, keys, runtime.host.worker({ concurrency: 8 }));
+}
+
+function rigOf(runtime: Runtime, server: RunningServer, dir: string, keys: Record<string, string>, worker: { runOnce(): Promise<unknown[]> }): Rig {
   return {
     runtime,
     server,
     url: server.url,
     dir,
-    dbPath,
+    dbPath: join(dir, "writ.db"),
     keys,
     work: async () => (await worker.runOnce()).length,
     async close() {
@@ -119,21 +122,7 @@ export async function serveConfig(config: WritConfig, keys: (runtime: Runtime) =
   const runtime = await openRuntime({ ...config, store: config.store?.kind === "memory" ? config.store : { kind: "sqlite", path: dbPath }, keys: { dir: join(dir, "keys") } }, { cwd: dir });
   try {
     const named = await keys(runtime);
-    const server = await startServer(runtime, { port: 0, mcp: false });
-    return {
-      runtime,
-      server,
-      url: server.url,
-      dir,
-      dbPath,
-      keys: named,
-      work: async () => (await runtime.host.worker().runOnce()).length,
-      async close() {
-        await server.close();
-        await runtime.close();
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
+    return rigOf(runtime, await startServer(runtime, { port: 0, mcp: false }), dir, named, runtime.host.worker());
   } catch (e) {
     await runtime.close();
     throw e;
