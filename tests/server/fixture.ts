@@ -113,13 +113,13 @@ function rigOf(runtime: Runtime, server: RunningServer, dir: string, keys: Recor
 }
 
 /**
- * A server over `config` (its store and keys redirected into a temporary directory), started with
+ * A server over `config` (its keys, and a SQLite store, redirected into a temporary directory), started with
  * no options in code but the port, as `writ serve` starts it; `keys` makes the API keys calls name.
  */
 export async function serveConfig(config: WritConfig, keys: (runtime: Runtime) => Promise<Record<string, string>>): Promise<Rig> {
   const dir = mkdtempSync(join(tmpdir(), "writ-config-"));
   const dbPath = join(dir, "writ.db");
-  const runtime = await openRuntime({ ...config, store: config.store?.kind === "memory" ? config.store : { kind: "sqlite", path: dbPath }, keys: { dir: join(dir, "keys") } }, { cwd: dir });
+  const runtime = await openRuntime({ ...config, store: config.store === undefined || config.store.kind === "sqlite" ? { kind: "sqlite", path: dbPath } : config.store, keys: { dir: join(dir, "keys") } }, { cwd: dir });
   try {
     const named = await keys(runtime);
     return rigOf(runtime, await startServer(runtime, { port: 0, mcp: false }), dir, named, runtime.host.worker());
