@@ -15,6 +15,7 @@ import { policyFromConfig, storeFromConfig } from "../runtime/runtime.js";
 import { POSTGRES_SCHEMA_VERSION } from "../stores/postgres/postgres-migrations.js";
 import { SQLITE_SCHEMA_VERSION } from "../stores/sqlite/sqlite-migrations.js";
 import { EXIT, type ExitCode } from "./exit-codes.js";
+import { effectiveSettings, type EffectiveSettings } from "./settings.js";
 
 export interface DoctorCheck {
   /** config, policy, connectors, keys, store. */
@@ -30,6 +31,8 @@ export interface DoctorCheck {
 export interface DoctorReport {
   configPath: string | null;
   checks: DoctorCheck[];
+  /** What `writ serve` would run with, defaults filled in; secrets are never included. Absent when the config does not load. */
+  settings?: EffectiveSettings;
   /** 0 healthy (warnings allowed), 3 the config does not load, 4 the store cannot be reached, 1 any other problem. */
   exitCode: ExitCode;
 }
@@ -59,7 +62,7 @@ export async function diagnose(options: DoctorOptions): Promise<DoctorReport> {
   const store = await checkStore(config, options.cwd);
   checks.push(store.check);
   const exitCode = store.unreachable ? EXIT.STORE : checks.some((c) => c.status === "problem") ? EXIT.FAILED : EXIT.OK;
-  return { configPath, checks, exitCode };
+  return { configPath, checks, settings: effectiveSettings(config), exitCode };
 }
 
 function checkPolicy(config: WritConfig): DoctorCheck {

@@ -16,7 +16,8 @@ import type { CompletionSecret } from "../host/completions.js";
 import type { HostOptions } from "../host/options.js";
 import type { McpHttpOptions } from "../mcp/http.js";
 import type { WorkerOptions } from "../host/worker.js";
-import type { ConsoleOptions } from "../console/options.js";
+import { resolveConsoleOptions, type ConsoleOptions } from "../console/options.js";
+import { resolveServerConfig, type ServerConfig } from "./server-options.js";
 
 export type StoreConfig =
   | { kind: "sqlite"; /** @defaultValue ".writ/writ.db" */ path?: string }
@@ -34,18 +35,12 @@ export interface WritConfig {
   policy: PolicyEngine | { cedar: { policies: string; schema?: string } };
   /** Where signing keys live (private keys 0600). @defaultValue ".writ/keys" */
   keys?: { dir?: string };
-  server?: {
-    /** @defaultValue 8787 */
-    port?: number;
-    /** @defaultValue "127.0.0.1" */
-    host?: string;
-    /** @defaultValue 1048576 (1 MiB) */
-    bodyLimitBytes?: number;
-  };
+  /** The HTTP server of `writ serve`: where it listens, body limits, per-key rate limit, API key cache, timeouts (./server-options.ts). */
+  server?: ServerConfig;
   /** Worker settings used by `writ serve` and `writ worker`. */
   worker?: WorkerOptions;
   completionSecrets?: CompletionSecret[];
-  /** The operator console `writ serve` serves at /console (docs/console.md). */
+  /** The operator console `writ serve` serves at /console, with its proxy trust (`trustProxy`) and sessions (docs/console.md). */
   console?: ConsoleOptions;
   /** The MCP gateway (`/mcp` on `writ serve`, `writ mcp` on stdio): waits, limits, allowed origins, sessions (docs/mcp.md). */
   mcp?: McpHttpOptions;
@@ -74,6 +69,13 @@ export function checkConfig(c: unknown, where: string): asserts c is WritConfig 
     if (!["sqlite", "postgres", "memory", "custom"].includes(s.kind as string)) bad("store.kind must be sqlite, postgres, memory or custom");
     if (s.kind === "postgres" && typeof s.url !== "string") bad("store.url is required for postgres");
   }
-  const srv = o.server as Record<string, unknown> | undefined;
-  if (srv?.port !== undefined && !(Number.isInteger(srv.port) && (srv.port as number) >= 0 && (srv.port as number) < 65536)) bad("server.port must be a port number");
+  // Named in the error as the config spells them: `<where>: server.rateLimit.burst must be ...`.
+  resolveServerConfig(o.server as ServerConfig | undefined, `${where}: server.`);
+  if (o.console !== undefined) {
+    try {
+      resolveConsoleOptions(o.console as ConsoleOptions);
+    } catch (e) {
+      bad((e as Error).message);
+    }
+  }
 }

@@ -62,6 +62,13 @@ export interface Store {
    */
   onWake?(cb: () => void): () => void;
   /**
+   * Optional: `cb` runs with a key id when another process may have changed that API key's record
+   * (revoked it, changed its delegation), and with `null` when such changes may have been missed.
+   * The API key cache forgets what it is told (PostgreSQL: LISTEN/NOTIFY; docs/security.md).
+   * Returns an unsubscribe function.
+   */
+  onApiKeyChange?(cb: (keyId: string | null) => void): () => void;
+  /**
    * Optional in-process hint for the journal sequencer: `cb` runs after a transaction that wrote
    * unsealed journal entries commits, once per scope it wrote to. Memory and SQLite await what `cb`
    * returns before `transact` resolves (sealing is synchronous after commit there); PostgreSQL

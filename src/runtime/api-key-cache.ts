@@ -40,9 +40,32 @@ export function cachedApiKey(store: Store, hash: string, now: number): ApiKeyRec
 export function rememberApiKey(store: Store, generation: number, hash: string, rec: ApiKeyRecord, until: number): void {
   if (apiKeyGeneration(store) !== generation) return;
   let cache = verified.get(store);
-  if (cache === undefined) verified.set(store, (cache = new Map()));
+  if (cache === undefined) {
+    verified.set(store, (cache = new Map()));
+    followChanges(store);
+  }
   if (cache.size >= MAX_ENTRIES) cache.clear();
   cache.set(hash, { rec, until });
+}
+
+/**
+ * Has the store tell this cache about key changes other processes commit (PostgreSQL), so a key
+ * revoked elsewhere is refused at once rather than within the time bound. Once per store; the
+ * subscription ends when the store closes.
+ */
+function followChanges(store: Store): void {
+  if (typeof store.onApiKeyChange !== "function") return;
+  try {
+    store.onApiKeyChange((keyId) => (keyId === null ? forgetAllVerifiedApiKeys(store) : forgetVerifiedApiKey(store, keyId)));
+  } catch {
+    // A closed store: nothing to follow; the time bound still holds.
+  }
+}
+
+/** Forgets every cached verification of the store in this process (key changes may have been missed). */
+export function forgetAllVerifiedApiKeys(store: Store): void {
+  generations.set(store, apiKeyGeneration(store) + 1);
+  verified.get(store)?.clear();
 }
 
 /**

@@ -30,24 +30,26 @@ import { breakerRoutes } from "./routes/breakers.js";
 import { systemRoutes } from "./routes/system.js";
 import { createRateLimiter, type RateLimit } from "./rate-limit.js";
 import { createConsole, type ConsoleOptions } from "../console/index.js";
+import { resolveServerConfig, type ResolvedServerConfig, type ServerConfig } from "../config/server-options.js";
 
 export interface CreateAppOptions {
   /** Largest request body accepted (413 beyond). @defaultValue config.server.bodyLimitBytes, else 1048576 (1 MiB) */
   bodyLimitBytes?: number;
-  /** Deepest JSON nesting accepted in a body (400 beyond). @defaultValue 32 */
+  /** Deepest JSON nesting accepted in a body (400 beyond). @defaultValue config.server.maxJsonDepth, else 32 */
   maxJsonDepth?: number;
   /** Structured logger (pino-compatible): one line per request, faults with their detail. @defaultValue silent */
   logger?: Logger;
   /** Check every JSON answer against its declared response schema; a mismatch is a 500 (tests). @defaultValue false */
   checkResponses?: boolean;
-  /** How long /healthz waits for the store. @defaultValue 2000 */
+  /** How long /healthz waits for the store. @defaultValue config.server.healthTimeoutMs, else 2000 */
   healthTimeoutMs?: number;
-  /** Per-key rate limit (429 RATE_LIMITED with Retry-After beyond). @defaultValue { perSecond: 200, burst: 1000 } */
-  rateLimit?: RateLimit;
+  /** Per-key rate limit (429 RATE_LIMITED with Retry-After beyond). @defaultValue config.server.rateLimit, else { perSecond: 200, burst: 1000 } */
+  rateLimit?: Partial<RateLimit>;
   /**
    * How long a verified API key is answered from memory without reading the store (0: never).
    * A key revoked through this process is refused at once; one revoked by another process (the
-   * CLI, another server) within this bound (docs/security.md). @defaultValue 1000
+   * CLI, another server) within this bound, or at once on PostgreSQL (docs/security.md).
+   * @defaultValue config.server.apiKeyCacheMs, else 1000
    */
   apiKeyCacheMs?: number;
   /** The operator console at /console (docs/console.md). @defaultValue config.console, else on with its defaults */
@@ -66,35 +68,40 @@ export interface ResolvedAppOptions {
   apiKeyCacheMs: number;
 }
 
-const DEFAULTS = { bodyLimitBytes: 1024 * 1024, maxJsonDepth: 32, checkResponses: false, healthTimeoutMs: 2000, apiKeyCacheMs: 1000 } as const;
+/** Options `createApp` takes beside the config's `server` section (their defaults are here). */
+const DEFAULTS = { checkResponses: false } as const;
 
-function positiveInt(name: string, v: unknown, dflt: number, max: number): number {
-  if (v === undefined) return dflt;
-  if (typeof v !== "number" || !Number.isInteger(v) || v < 1 || v > max) throw new WritError("INVALID_OPTION", `createApp: ${name} must be an integer from 1 to ${max}`);
-  return v;
-}
-
-/** Defaults in one place, each option checked with an error that names it. */
+/**
+ * Defaults in one place, each option checked with an error that names it. The server options
+ * come from `config.server` (src/config/server-options.ts, which holds their defaults); an option
+ * passed here wins.
+ */
 export function resolveAppOptions(runtime: Runtime, o: CreateAppOptions = {}): ResolvedAppOptions {
   if (typeof o !== "object" || o === null) throw new WritError("INVALID_OPTION", "createApp: options must be an object");
   if (o.logger !== undefined && (typeof o.logger !== "object" || typeof o.logger?.error !== "function")) throw new WritError("INVALID_OPTION", "createApp: logger must be a pino-compatible logger");
   if (o.checkResponses !== undefined && typeof o.checkResponses !== "boolean") throw new WritError("INVALID_OPTION", "createApp: checkResponses must be a boolean");
-  const keyCache = o.apiKeyCacheMs ?? DEFAULTS.apiKeyCacheMs;
-  // At most a minute: the bound is how long a key revoked elsewhere may still be accepted here.
-  if (typeof keyCache !== "number" || !Number.isInteger(keyCache) || keyCache < 0 || keyCache > 60_000) throw new WritError("INVALID_OPTION", "createApp: apiKeyCacheMs must be an integer from 0 to 60000");
+  const server = serverOptionsOf(runtime, o, "createApp: ");
   return {
-    bodyLimitBytes: positiveInt("bodyLimitBytes", o.bodyLimitBytes ?? runtime.config.server?.bodyLimitBytes, DEFAULTS.bodyLimitBytes, 1024 ** 3),
-    maxJsonDepth: positiveInt("maxJsonDepth", o.maxJsonDepth, DEFAULTS.maxJsonDepth, 256),
+    bodyLimitBytes: server.bodyLimitBytes,
+    maxJsonDepth: server.maxJsonDepth,
     logger: o.logger ?? silentLogger,
     checkResponses: o.checkResponses ?? DEFAULTS.checkResponses,
-    healthTimeoutMs: positiveInt("healthTimeoutMs", o.healthTimeoutMs, DEFAULTS.healthTimeoutMs, 600_000),
-    rateLimit: {
-      perSecond: positiveInt("rateLimit.perSecond", o.rateLimit?.perSecond, 200, 1_000_000),
-      burst: positiveInt("rateLimit.burst", o.rateLimit?.burst, 1000, 10_000_000),
-    },
-    apiKeyCacheMs: keyCache,
+    healthTimeoutMs: server.healthTimeoutMs,
+    rateLimit: server.rateLimit,
+    apiKeyCacheMs: server.apiKeyCacheMs,
   };
 }
+
+/** The config's `server` options with the ones passed in code over them, checked. */
+export function serverOptionsOf(runtime: Runtime, o: ServerConfig, where: string): ResolvedServerConfig {
+  const config = runtime.config.server ?? {};
+  const given = Object.fromEntries(SERVER_KEYS.flatMap((k) => (o[k] !== undefined ? [[k, o[k]]] : [])));
+  // A rate limit in code completes the config's: { perSecond } given keeps the config's burst.
+  const rateLimit = o.rateLimit !== undefined || config.rateLimit !== undefined ? { ...config.rateLimit, ...o.rateLimit } : undefined;
+  return resolveServerConfig({ ...config, ...given, ...(rateLimit ? { rateLimit } : {}) }, where);
+}
+
+const SERVER_KEYS = ["port", "host", "bodyLimitBytes", "maxJsonDepth", "apiKeyCacheMs", "healthTimeoutMs", "headersTimeoutMs", "requestTimeoutMs"] as const;
 
 /** A caller-supplied request id is echoed only when it is short and plain; otherwise one is made. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

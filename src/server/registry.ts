@@ -119,6 +119,17 @@ function validate<T>(schema: z.ZodType<T>, value: unknown, where: "path" | "quer
 
 const EMPTY: Record<string, never> = {};
 
+/** The query as one value per name; a name given twice is refused (which one counts would be a guess). */
+function queryOf(c: Context<AppEnv>): Record<string, string> {
+  const all = c.req.queries();
+  const out: Record<string, string> = {};
+  for (const [name, values] of Object.entries(all)) {
+    if (values.length > 1) throw new ApiError("VALIDATION_FAILED", `invalid query: query.${name}: is given more than once`, { issues: [{ path: `query.${name}`, message: "is given more than once" }] });
+    out[name] = values[0]!;
+  }
+  return out;
+}
+
 async function readJson(c: Context<AppEnv>, route: Route, o: MountOptions): Promise<{ body: unknown; raw: string }> {
   const bytes = await readBody(c.req.raw, o.bodyLimitBytes);
   const raw = decodeUtf8(bytes);
@@ -180,7 +191,7 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly Route[], o: Moun
         const key = route.access.kind === "key" ? await o.authenticate(c.req.header("authorization")) : null;
         const params = route.params ? validate(route.params, c.req.param(), "path") : EMPTY;
         if (key && route.access.kind === "key") caller = authorize(key, (params as { spaceId: string }).spaceId, route.access.roles);
-        const query = route.query ? validate(route.query, c.req.query(), "query") : EMPTY;
+        const query = route.query ? validate(route.query, queryOf(c), "query") : EMPTY;
         const { body, raw } = route.method === "post" ? await readJson(c, route, o) : { body: undefined, raw: "" };
         const reply = await route.handle({ c, params, query, body, rawBody: raw, caller });
         if (reply instanceof Response) return reply;

@@ -49,13 +49,22 @@ const Millis = z.number().int().nonnegative().describe("epoch milliseconds");
 const JsonValue = z.unknown().describe("any JSON value");
 const JsonObject = z.record(z.string(), z.unknown()).describe("a JSON object");
 
-/** A decimal integer in a query string, parsed and bounded. */
+/**
+ * An integer from `min` to `max` in a query string. The document types it as what it means (an
+ * integer with bounds, so a generated client takes a number); the server reads it from the query
+ * text, where only plain decimal digits count (no sign, fraction, exponent, hex or blank), and
+ * refuses anything else with one message naming the range.
+ */
 export function queryInt(min: number, max: number) {
-  return z
-    .string()
-    .regex(/^\d{1,15}$/, "must be a non-negative decimal integer")
-    .transform(Number)
-    .pipe(z.number().int().min(min).max(max));
+  const message = `must be an integer from ${min} to ${max}`;
+  return z.preprocess(
+    (v, ctx) => {
+      if (typeof v === "string" && /^\d{1,16}$/.test(v)) return Number(v);
+      ctx.addIssue({ code: "custom", message, input: v });
+      return z.NEVER;
+    },
+    z.number().int().min(min, message).max(max, message),
+  );
 }
 
 export const Actor = named("Actor", z.strictObject({ type: z.enum(ACTOR_TYPES), id: Id }), "who asks: an agent, a user or a service");
@@ -159,6 +168,7 @@ export const InvocationListQuery = z.strictObject({
   limit: queryInt(1, 500).optional().describe("page size, 1-500 (default 50)"),
   cursor: Id.optional().describe("nextCursor of the previous page"),
 });
+export const CancelBody = named("Cancel", z.strictObject({}), "no fields: send `{}` or no body at all");
 
 // Approvals -------------------------------------------------------------------------------------
 

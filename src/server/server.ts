@@ -3,9 +3,9 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { base64url } from "../core/encoding.js";
-import { WritError, errorMessage } from "../core/errors.js";
+import { errorMessage } from "../core/errors.js";
 import type { Runtime } from "../runtime/runtime.js";
-import { closeLiveStreams, createApp, mcpEndpointOf, resolveAppOptions, type CreateAppOptions } from "./app.js";
+import { closeLiveStreams, createApp, mcpEndpointOf, resolveAppOptions, serverOptionsOf, type CreateAppOptions } from "./app.js";
 import { ApiError, errorReply } from "./errors.js";
 import { metricsFor } from "./metrics.js";
 
@@ -14,9 +14,9 @@ export interface StartServerOptions extends CreateAppOptions {
   port?: number;
   /** @defaultValue config.server.host, else "127.0.0.1" */
   host?: string;
-  /** A client must send its whole request head within this (slowloris). @defaultValue 10000 */
+  /** A client must send its whole request head within this (slowloris). @defaultValue config.server.headersTimeoutMs, else 10000 */
   headersTimeoutMs?: number;
-  /** A client must send its whole request, body included, within this. @defaultValue 30000 */
+  /** A client must send its whole request, body included, within this. @defaultValue config.server.requestTimeoutMs, else 30000 */
   requestTimeoutMs?: number;
 }
 
@@ -41,10 +41,7 @@ export interface RunningServer {
  * await server.close();
  */
 export async function startServer(runtime: Runtime, options: StartServerOptions = {}): Promise<RunningServer> {
-  const port = options.port ?? runtime.config.server?.port ?? 8787;
-  const host = options.host ?? runtime.config.server?.host ?? "127.0.0.1";
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new WritError("INVALID_OPTION", "startServer: port must be an integer from 0 to 65535");
-  if (typeof host !== "string" || host.length === 0) throw new WritError("INVALID_OPTION", "startServer: host must be a host name or address");
+  const { port, host, headersTimeoutMs: headersTimeout, requestTimeoutMs: requestTimeout } = serverOptionsOf(runtime, options, "startServer: ");
   const { logger: log } = resolveAppOptions(runtime, options);
   const app = createApp(runtime, options);
   const metrics = metricsFor(runtime.host);
@@ -65,11 +62,6 @@ export async function startServer(runtime: Runtime, options: StartServerOptions 
       return new Response(r.body, { status: r.status, headers: { "content-type": "application/json", "x-request-id": r.requestId, connection: "close" } });
     },
   });
-  const headersTimeout = options.headersTimeoutMs ?? 10_000;
-  const requestTimeout = options.requestTimeoutMs ?? 30_000;
-  for (const [n, v] of [["headersTimeoutMs", headersTimeout], ["requestTimeoutMs", requestTimeout]] as const) {
-    if (!Number.isInteger(v) || v < 1 || v > 2_147_483_647) throw new WritError("INVALID_OPTION", `startServer: ${n} must be an integer number of ms from 1 to 2147483647`);
-  }
   // Node checks these timeouts every connectionsCheckingInterval: keep it below the shortest.
   const checking = Math.max(10, Math.min(1000, Math.floor(Math.min(headersTimeout, requestTimeout) / 4)));
   // requireHostHeader off: Node's own bare 400 for a missing Host becomes the API's JSON error.

@@ -12,11 +12,12 @@ import { z } from "zod";
 import { defineAction, defineConnector } from "../../src/core/action.js";
 import { functionPolicy } from "../../src/core/policy.js";
 import type { ApiRole, Scope } from "../../src/core/types.js";
-import { defineConfig } from "../../src/config/define-config.js";
+import { defineConfig, type WritConfig } from "../../src/config/define-config.js";
 import { createApiKey } from "../../src/runtime/api-keys.js";
 import { openRuntime, type Runtime } from "../../src/runtime/runtime.js";
 import type { Logger } from "../../src/host/options.js";
 import { startServer, type RunningServer } from "../../src/server/index.js";
+import { conformance, type Conformance, type OpenApiDoc } from "./conformance.js";
 
 export const WEBHOOK_SECRET = "whsec_" + Buffer.from("0123456789abcdef0123456789abcdef").toString("base64");
 export const ACME: Scope = { tenantId: "acme", spaceId: "prod" };
@@ -91,13 +92,16 @@ export async function startRig(options: { logger?: Logger; apiKeyCacheMs?: numbe
   keys["acme.approve2"] = (await createApiKey(runtime.store, crypto, random, { tenantId: "acme", roles: ["approve"], name: "bob" }, clock.now())).key;
   keys["acme.otherspace"] = (await createApiKey(runtime.store, crypto, random, { tenantId: "acme", roles: ["admin"], spaces: ["staging"], name: "staging-admin" }, clock.now())).key;
   const server = await startServer(runtime, { port: 0, checkResponses: true, ...(options.logger ? { logger: options.logger } : {}), ...(options.apiKeyCacheMs !== undefined ? { apiKeyCacheMs: options.apiKeyCacheMs } : {}) });
-  const worker = runtime.host.worker({ concurrency: 8 });
+  return rigOf(runtime, server, dir, keys, runtime.host.worker({ concurrency: 8 }));
+}
+
+function rigOf(runtime: Runtime, server: RunningServer, dir: string, keys: Record<string, string>, worker: { runOnce(): Promise<unknown[]> }): Rig {
   return {
     runtime,
     server,
     url: server.url,
     dir,
-    dbPath,
+    dbPath: join(dir, "writ.db"),
     keys,
     work: async () => (await worker.runOnce()).length,
     async close() {
@@ -108,6 +112,23 @@ export async function startRig(options: { logger?: Logger; apiKeyCacheMs?: numbe
   };
 }
 
+/**
+ * A server over `config` (its keys, and a SQLite store, redirected into a temporary directory), started with
+ * no options in code but the port, as `writ serve` starts it; `keys` makes the API keys calls name.
+ */
+export async function serveConfig(config: WritConfig, keys: (runtime: Runtime) => Promise<Record<string, string>>): Promise<Rig> {
+  const dir = mkdtempSync(join(tmpdir(), "writ-config-"));
+  const dbPath = join(dir, "writ.db");
+  const runtime = await openRuntime({ ...config, store: config.store === undefined || config.store.kind === "sqlite" ? { kind: "sqlite", path: dbPath } : config.store, keys: { dir: join(dir, "keys") } }, { cwd: dir });
+  try {
+    const named = await keys(runtime);
+    return rigOf(runtime, await startServer(runtime, { port: 0, mcp: false }), dir, named, runtime.host.worker());
+  } catch (e) {
+    await runtime.close();
+    throw e;
+  }
+}
+
 export interface Answer {
   status: number;
   headers: Headers;
@@ -115,7 +136,22 @@ export interface Answer {
   text: string;
 }
 
-/** A request to the rig; `key` is a key name of `rig.keys` or a raw Authorization value. */
+/** The rig's own OpenAPI document, read once per server, as a checker of answers. */
+const checkers = new Map<string, Promise<Conformance>>();
+function checkerOf(url: string): Promise<Conformance> {
+  let c = checkers.get(url);
+  if (!c) {
+    c = fetch(url + "/openapi.json").then(async (r) => conformance((await r.json()) as OpenApiDoc));
+    checkers.set(url, c);
+  }
+  return c;
+}
+
+/**
+ * A request to the rig; `key` is a key name of `rig.keys` or a raw Authorization value. Every
+ * answer is checked against the served OpenAPI document (conformance.ts): an undeclared status,
+ * media type or a body its schema refuses fails the calling test.
+ */
 export async function call(rig: Rig, method: string, path: string, o: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
   const headers: Record<string, string> = { ...(o.headers ?? {}) };
   if (o.key !== undefined) headers.authorization = rig.keys[o.key] !== undefined ? `Bearer ${rig.keys[o.key]}` : o.key;
@@ -132,6 +168,8 @@ export async function call(rig: Rig, method: string, path: string, o: { key?: st
   } catch {
     /* not JSON */
   }
+  const problems = (await checkerOf(rig.url)).problems({ method, path, status: res.status, contentType: res.headers.get("content-type"), json, text });
+  if (problems.length > 0) throw new Error(`the answer to ${method} ${path} departs from the OpenAPI document:\n  ${problems.join("\n  ")}`);
   return { status: res.status, headers: res.headers, json, text };
 }
 

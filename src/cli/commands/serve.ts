@@ -9,6 +9,7 @@ import { demoCurl, demoOf, ensureDemo, type DemoState } from "../demo.js";
 import { CliError, EXIT, usageError } from "../exit-codes.js";
 import { waitForStop } from "../lifecycle.js";
 import type { RunningServer } from "../../server/index.js";
+import { resolveServerConfig } from "../../config/server-options.js";
 
 const WORKER_OPTIONS = {
   concurrency: { type: "string", value: "<n>", description: "invocations processed at once (default: the config's worker.concurrency, else 4)" },
@@ -117,8 +118,9 @@ export const serve: CommandBody = {
       const demo = demoSetup ? await ensureDemo(rt, demoSetup, (x) => ctx.resolvePath(x)) : null;
       // Imported here, not at the top: only `writ serve` needs the HTTP stack.
       const { startServer } = await import("../../server/index.js");
-      const port = portFlag ?? rt.config.server?.port ?? 8787;
-      const host = str(ctx.values, "host") ?? rt.config.server?.host ?? "127.0.0.1";
+      const settings = resolveServerConfig(rt.config.server, "server.");
+      const port = portFlag ?? settings.port;
+      const host = str(ctx.values, "host") ?? settings.host;
       let server: RunningServer;
       try {
         const log = stderrLogger(ctx.io, { events: false, debug: false });

@@ -2,7 +2,7 @@
 import { invocationView, notFound, requestOf, type ServerContext } from "../context.js";
 import { submitterOf } from "../../runtime/principals.js";
 import { defineRoute, type Route } from "../registry.js";
-import { ActionRequest, ErrorBody, InvocationAnswer, InvocationListQuery, InvocationPage, InvocationPath, SpacePath, SubmitAnswer } from "../schemas.js";
+import { ActionRequest, CancelBody, ErrorBody, InvocationAnswer, InvocationListQuery, InvocationPage, InvocationPath, SpacePath, SubmitAnswer } from "../schemas.js";
 
 const READERS = ["submit", "approve", "operate"] as const;
 
@@ -74,6 +74,8 @@ export function invocationRoutes(s: ServerContext): Route[] {
       description: "Queued, awaiting_approval, or running while its worker still prepares it (no step started); a worker preparing it stops before any connector call. 409 STEPS_STARTED once a step started, 409 INVALID_STATE once it ended. Journaled with the API key as the actor.",
       access: { kind: "key", roles: ["submit", "operate"] },
       params: InvocationPath,
+      body: CancelBody,
+      bodyOptional: true,
       responses: {
         200: { description: "cancelled", schema: InvocationAnswer },
         409: { description: "STEPS_STARTED: a step started, too late to cancel; INVALID_STATE: the invocation already ended", schema: ErrorBody },

@@ -1,10 +1,17 @@
 /**
- * The wake-up hint (docs/host.md, Workers, leases, fencing): LISTEN on a dedicated connection while anyone subscribes. It is a
- * hint only: workers keep polling. If the connection drops, it reconnects after a pause and then
- * wakes every subscriber once, since notifications sent meanwhile are lost.
+ * LISTEN on a dedicated connection while anyone subscribes, for two channels:
+ * - the wake-up hint (docs/host.md, Workers, leases, fencing). A hint only: workers keep polling.
+ * - API key changes (docs/security.md, "API key verification cache"): every write of a key record
+ *   notifies its key id at commit, and each process forgets that key's cached verifications. The
+ *   cache's time bound stays the fallback.
+ * If the connection drops, it reconnects after a pause and then wakes every wake subscriber once
+ * and tells every key subscriber to forget all keys, since notifications sent meanwhile are lost.
  */
 import { WAKE_CHANNEL } from "./postgres-migrations.js";
 import type { PgConnection } from "./postgres-driver.js";
+
+/** The channel an API key write notifies at commit; the payload is the key id. */
+export const API_KEY_CHANNEL = "writ_api_key";
 
 /** A connection for listening and how to give it back. */
 export interface ListenConnection {
@@ -19,10 +26,12 @@ export interface WakeListenerOptions {
   reconnectMs: number;
 }
 
-/** Runs subscribers when PostgreSQL notifies the wake channel. */
+/** Runs subscribers when PostgreSQL notifies the wake channel or an API key change. */
 export class WakeListener {
   readonly #opts: WakeListenerOptions;
   readonly #subscribers = new Set<() => void>();
+  /** Told a key id when that key's record changed; `null` when changes may have been missed. */
+  readonly #keySubscribers = new Set<(keyId: string | null) => void>();
   #current: ListenConnection | undefined;
   #starting: Promise<void> | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -44,8 +53,24 @@ export class WakeListener {
     this.#ensureStarted();
     return () => {
       this.#subscribers.delete(entry);
-      if (this.#subscribers.size === 0) void this.#disconnect();
+      if (this.#idle()) void this.#disconnect();
     };
+  }
+
+  /** Adds an API key change subscriber (starting the listener if needed); returns its unsubscribe function. */
+  subscribeKeys(cb: (keyId: string | null) => void): () => void {
+    if (this.#stopped) return () => undefined;
+    const entry = (keyId: string | null): void => cb(keyId);
+    this.#keySubscribers.add(entry);
+    this.#ensureStarted();
+    return () => {
+      this.#keySubscribers.delete(entry);
+      if (this.#idle()) void this.#disconnect();
+    };
+  }
+
+  #idle(): boolean {
+    return this.#subscribers.size === 0 && this.#keySubscribers.size === 0;
   }
 
   /** Resolves once LISTEN is in effect (the next notification will be seen). */
@@ -57,6 +82,7 @@ export class WakeListener {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#subscribers.clear();
+    this.#keySubscribers.clear();
     await this.#disconnect();
   }
 
@@ -72,16 +98,18 @@ export class WakeListener {
       const { conn } = lc;
       conn.on("notification", (n) => {
         if (n.channel === WAKE_CHANNEL) this.#wake();
+        else if (n.channel === API_KEY_CHANNEL && typeof n.payload === "string" && n.payload.length > 0) this.#keyChanged(n.payload);
       });
       conn.on("error", () => this.#lost(lc));
       conn.on("end", () => this.#lost(lc));
       await conn.query({ text: `LISTEN ${WAKE_CHANNEL}` });
+      await conn.query({ text: `LISTEN ${API_KEY_CHANNEL}` });
     } catch {
       if (lc !== undefined) await lc.done();
       this.#retry();
       return;
     }
-    if (this.#stopped || this.#subscribers.size === 0) {
+    if (this.#stopped || this.#idle()) {
       await lc.done();
       return;
     }
@@ -89,8 +117,12 @@ export class WakeListener {
     this.#current = lc;
     this.#wasConnected = true;
     this.#ready.resolve();
-    // Notifications sent while the connection was down are lost: wake everyone once.
-    if (reconnected) this.#wake();
+    // Notifications sent while the connection was down are lost: wake everyone once, and have
+    // every key cache forget everything (a revocation may be among the lost).
+    if (reconnected) {
+      this.#wake();
+      this.#keyChanged(null);
+    }
   }
 
   #lost(lc: ListenConnection | undefined): void {
@@ -102,7 +134,7 @@ export class WakeListener {
   }
 
   #retry(): void {
-    if (this.#stopped || this.#subscribers.size === 0 || this.#timer !== undefined) return;
+    if (this.#stopped || this.#idle() || this.#timer !== undefined) return;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.#ensureStarted();
@@ -115,7 +147,7 @@ export class WakeListener {
     this.#timer = undefined;
     await this.#starting;
     // Someone subscribed again while the listener was starting: keep it.
-    if (!this.#stopped && this.#subscribers.size > 0) return;
+    if (!this.#stopped && !this.#idle()) return;
     const lc = this.#current;
     this.#current = undefined;
     this.#wasConnected = false;
@@ -124,12 +156,21 @@ export class WakeListener {
   }
 
   #wake(): void {
-    for (const cb of [...this.#subscribers]) {
-      try {
-        cb();
-      } catch {
-        // A hint: a failing subscriber must not stop the others, nor the listener.
-      }
+    tellEach(this.#subscribers);
+  }
+
+  #keyChanged(keyId: string | null): void {
+    tellEach(this.#keySubscribers, keyId);
+  }
+}
+
+/** Calls every subscriber; a failing one must not stop the others, nor the listener. */
+function tellEach<A extends unknown[]>(subscribers: Iterable<(...args: A) => void>, ...args: A): void {
+  for (const cb of [...subscribers]) {
+    try {
+      cb(...args);
+    } catch {
+      // ignored: see above
     }
   }
 }

@@ -21,6 +21,7 @@ import type { ListOptions } from "../../core/store.js";
 import type { ApiKeyRecord, Approval, BreakerRecord, Authority, CompletionRecord, PolicyVersion, ReconciliationRecord, ReconciliationStatus, Scope } from "../../core/types.js";
 import { statement, type Exec } from "./postgres-exec.js";
 import { docOf, limitParam, type DocRow } from "./postgres-rows.js";
+import { API_KEY_CHANNEL } from "./postgres-listener.js";
 
 const PUT_AUTHORITY = statement(
   "put_authority",
@@ -218,6 +219,8 @@ const PUT_API_KEY = statement(
   "INSERT INTO writ_api_keys AS k (key_id, tenant_id, created_at, doc) VALUES ($1, $2, $3, $4) " +
     "ON CONFLICT (key_id) DO UPDATE SET created_at = excluded.created_at, doc = excluded.doc WHERE k.tenant_id = excluded.tenant_id",
 );
+/** Sent at commit (dropped on rollback): other processes forget the key's cached verifications. */
+const NOTIFY_API_KEY = statement("notify_api_key", `SELECT pg_notify('${API_KEY_CHANNEL}', $1)`);
 const GET_API_KEY = statement("get_api_key", "SELECT doc FROM writ_api_keys WHERE key_id = $1");
 const LIST_API_KEYS = statement("list_api_keys", "SELECT doc FROM writ_api_keys WHERE tenant_id = $1 ORDER BY created_at, key_id");
 
@@ -226,6 +229,7 @@ export async function putApiKey(x: Exec, key: ApiKeyRecord): Promise<void> {
   if ((await x.count(PUT_API_KEY, [key.keyId, key.tenantId, key.createdAt, docOf(key)])) === 0) {
     throw new WritError("SCOPE_VIOLATION", "this API key id belongs to another tenant");
   }
+  await x.rows(NOTIFY_API_KEY, [key.keyId]);
 }
 
 export async function getApiKey(x: Exec, keyId: string): Promise<ApiKeyRecord | null> {

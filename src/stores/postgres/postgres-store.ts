@@ -28,6 +28,12 @@ export interface PostgresStore extends Store {
    * hint only: keep polling. Returns the unsubscribe function.
    */
   onWake(cb: () => void): () => void;
+  /**
+   * Runs `cb` with a key id after any process commits a write of that API key's record (LISTEN/NOTIFY
+   * on the wake-up listener's connection), and with `null` after the listener reconnected (changes
+   * may have been missed). Returns the unsubscribe function.
+   */
+  onApiKeyChange(cb: (keyId: string | null) => void): () => void;
   /** `cb` runs after each commit that wrote unsealed journal entries, per scope; never awaited. */
   onJournalAppend(cb: (scope: Scope) => void | Promise<void>): () => void;
   /** Resolves once the wake-up listener's LISTEN is in effect (after a first `onWake`). */
@@ -292,6 +298,10 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     onWake(cb: () => void): () => void {
       if (closed !== undefined) throw closedError();
       return listener.subscribe(cb);
+    },
+    onApiKeyChange(cb: (keyId: string | null) => void): () => void {
+      if (closed !== undefined) throw closedError();
+      return listener.subscribeKeys(cb);
     },
     onJournalAppend(cb: (scope: Scope) => void | Promise<void>): () => void {
       const own = (scope: Scope): void | Promise<void> => cb(scope);

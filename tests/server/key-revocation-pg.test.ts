@@ -1,0 +1,59 @@
+/**
+ * A revoked API key stops working at once in every server on one PostgreSQL database, not within
+ * the cache bound (docs/security.md, "API key verification cache"). Invariant: with two server
+ * processes (two runtimes, each with its own pool, listener and key cache) and a cache bound of a
+ * minute, a key that both have verified, revoked through one of them, is refused by the other long
+ * before the bound (the revocation's NOTIFY makes it forget the key); a key that was not revoked
+ * keeps working there.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { defineConfig } from "../../src/config/define-config.js";
+import { createApiKey, revokeApiKey } from "../../src/runtime/api-keys.js";
+import type { PostgresStore } from "../../src/stores/postgres/postgres-store.js";
+import { freshDatabase, pgServerOrNull, type FreshDatabase } from "../helpers/pg.js";
+import { actions, call, connectors, policy, serveConfig, type Rig } from "./fixture.js";
+
+const server = await pgServerOrNull();
+const path = "/v1/spaces/prod/invocations";
+
+describe.skipIf(server === null)("API key revocation across servers on PostgreSQL", () => {
+  let db: FreshDatabase;
+  const rigs: Rig[] = [];
+  beforeAll(async () => {
+    db = await freshDatabase();
+    // A minute: without the notification, the other server would accept the key that long.
+    const config = defineConfig({ actions, connectors, policy, store: { kind: "postgres", url: db.url }, server: { apiKeyCacheMs: 60_000 } });
+    for (let i = 0; i < 2; i++) rigs.push(await serveConfig(config, async () => ({})));
+  });
+  afterAll(async () => {
+    for (const r of rigs) await r.close();
+    await db?.drop();
+  });
+
+  it("a key revoked through one server is refused by the other at once; another key still works there", async () => {
+    const [a, b] = rigs as [Rig, Rig];
+    const { crypto, random, clock } = a.runtime.host.context.o;
+    const keys: Record<string, string> = {};
+    for (const name of ["revoked", "kept"]) {
+      const { key, record } = await createApiKey(a.runtime.store, crypto, random, { tenantId: "acme", roles: ["submit"], name }, clock.now());
+      keys[name] = record.keyId;
+      a.keys[name] = b.keys[name] = key;
+    }
+    // Both servers verify (and cache) both keys; B listens for key changes from then on.
+    for (const r of [a, b]) for (const k of ["revoked", "kept"]) expect((await call(r, "GET", path, { key: k })).status).toBe(200);
+    await (b.runtime.store as PostgresStore).listening();
+
+    await revokeApiKey(a.runtime.store, keys.revoked!, "acme", clock.now());
+    expect((await call(a, "GET", path, { key: "revoked" })).status).toBe(401);
+    // B is told by the revocation's NOTIFY: it refuses the key well within the minute it would
+    // otherwise have kept it for (the wait is a ceiling for a loaded machine, not a speed claim).
+    const deadline = Date.now() + 20_000;
+    let status = 200;
+    while (status === 200 && Date.now() < deadline) {
+      status = (await call(b, "GET", path, { key: "revoked" })).status;
+      if (status === 200) await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(status).toBe(401);
+    expect((await call(b, "GET", path, { key: "kept" })).status).toBe(200);
+  });
+});
