@@ -1,7 +1,7 @@
 /** The reconciliation queue: outcomes nobody knows, why, and a form to record what really happened. */
 import type { AttemptRecord, Invocation, ReconciliationRecord, StepCheckpoint } from "../../core/types.js";
 import type { ConsoleData } from "../data.js";
-import { badge, enc, form, h, nothing, relative, time, type H } from "../html.js";
+import { badge, code, enc, form, h, idText, nothing, relative, time, type H } from "../html.js";
 import type { Viewer } from "../viewer.js";
 
 /** What each reason code means for the person deciding. */
@@ -38,24 +38,24 @@ function card(v: Viewer, space: string, r: ReconciliationRecord, inv: Invocation
         <label for="${id}-note">Note (required: how you know)</label>
         <textarea id="${id}-note" name="note" rows="2" maxlength="2000" required></textarea>
         <div class="buttons"><button type="submit" class="primary">Resolve</button></div>`,
-        h` class="resolve" aria-label="Resolve ${inv?.action ?? "reconciliation"}"`,
+        h` class="resolve"`, // unnamed, not a landmark: see the vote form in approvals.ts
       )
     : nothing;
   return h`<article class="card reconciliation" id="${id}" data-reconciliation="${r.reconciliationId}" aria-labelledby="${id}-title">
   <h2 id="${id}-title">${inv?.action ?? "invocation"} <span class="muted">step ${r.stepIndex}${step ? ` (${step.stepName})` : ""}</span> ${badge(r.status)}</h2>
-  <p><strong class="mono">${r.reasonCode}</strong>: ${REASON_TEXT[r.reasonCode] ?? "The outcome is not known."}</p>
+  <p><strong>${code(r.reasonCode)}</strong>: ${REASON_TEXT[r.reasonCode] ?? "The outcome is not known."}</p>
   <dl class="facts">
     <div><dt>Connector's last reply</dt><dd data-testid="reason">${r.reason}</dd></div>
-    <div><dt>External reference</dt><dd class="mono">${r.externalRef ?? step?.externalRef ?? "none"}</dd></div>
-    <div><dt>Invocation</dt><dd><a href="/console/spaces/${enc(space)}/invocations/${enc(r.invocationId)}">${r.invocationId}</a></dd></div>
+    <div><dt>External reference</dt><dd>${idText(r.externalRef ?? step?.externalRef ?? "none")}</dd></div>
+    <div><dt>Invocation</dt><dd><a href="/console/spaces/${enc(space)}/invocations/${enc(r.invocationId)}">${idText(r.invocationId)}</a></dd></div>
     <div><dt>Requested by</dt><dd>${inv ? `${inv.request.actor.type}:${inv.request.actor.id}` : "—"}</dd></div>
     <div><dt>Space</dt><dd>${space}</dd></div>
-    <div><dt>Attempts</dt><dd>${attempts.length}${last ? h` (last: ${badge(last.state)}${last.reasonCode ? h` <span class="mono">${last.reasonCode}</span>` : nothing})` : nothing}</dd></div>
+    <div><dt>Attempts</dt><dd>${attempts.length}${last ? h` (last: ${badge(last.state)}${last.reasonCode ? h` ${code(last.reasonCode)}` : nothing})` : nothing}</dd></div>
     <div><dt>Opened</dt><dd>${time(r.createdAt)} <span class="muted">(${relative(r.createdAt, now)})</span></dd></div>
     ${inv?.overdueAt !== undefined ? h`<div><dt>Overdue since</dt><dd>${time(inv.overdueAt)}</dd></div>` : nothing}
     ${
       r.resolution
-        ? h`<div><dt>Resolution</dt><dd>${badge(r.resolution.outcome)} by <strong>${r.resolution.by.type}:${r.resolution.by.id}</strong> ${time(r.resolution.at)}${r.resolution.externalRef ? h`, reference <span class="mono">${r.resolution.externalRef}</span>` : nothing} — “${r.resolution.note}”</dd></div>`
+        ? h`<div><dt>Resolution</dt><dd>${badge(r.resolution.outcome)} by <strong>${r.resolution.by.type}:${r.resolution.by.id}</strong> ${time(r.resolution.at)}${r.resolution.externalRef ? h`, reference ${idText(r.resolution.externalRef)}` : nothing} — “${r.resolution.note}”</dd></div>`
         : nothing
     }
   </dl>
