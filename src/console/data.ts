@@ -6,7 +6,7 @@
 import type { ActionDefinition } from "../core/action.js";
 import { verifyStoredJournal, type JournalVerification } from "../core/journal.js";
 import { readCommitted, type StoreTx } from "../core/store.js";
-import type { ApiKeyRecord, Approval, ApprovalStatus, AttemptRecord, Invocation, InvocationStatus, JournalCheckpoint, ReconciliationRecord, Scope, StepCheckpoint, UnsealedEntry } from "../core/types.js";
+import type { ApiKeyRecord, Approval, ApprovalStatus, AttemptRecord, IdempotencyRecord, Invocation, InvocationStatus, JournalCheckpoint, ReconciliationRecord, Scope, StepCheckpoint, UnsealedEntry } from "../core/types.js";
 
 /**
  * A journal entry as the console shows it: sealed ones have seq, hash and prevHash; entries not
@@ -24,6 +24,8 @@ export interface ConsoleData {
   /** Invocations with this idempotency key, one per action that has one. */
   byIdempotencyKey(scope: Scope, key: string): Promise<Invocation[]>;
   reconciliations(scope: Scope, opts: { status?: "open" | "resolved"; invocationId?: string; limit: number }): Promise<ReconciliationRecord[]>;
+  /** Keys bare boundary executions left with an unknown outcome (resolved with resolve-key). */
+  unknownKeys(scope: Scope, limit: number): Promise<IdempotencyRecord[]>;
   steps(scope: Scope, invocationId: string): Promise<StepCheckpoint[]>;
   attempts(scope: Scope, invocationId: string): Promise<AttemptRecord[]>;
   journalHead(scope: Scope): Promise<{ seq: number; hash: string } | null>;
@@ -75,6 +77,7 @@ export function consoleData(runtime: Runtime): ConsoleData {
       }
       return host.reconcile.list(scope, { limit: o.limit, ...(o.status ? { status: o.status } : {}) });
     },
+    unknownKeys: (scope, limit) => host.reconcile.unknownKeys(scope, { limit }),
     steps: (scope, id) => read((tx) => tx.getSteps(scope, id)),
     attempts: (scope, id) => read((tx) => tx.listAttempts(scope, { invocationId: id, limit: 1000 })),
     journalHead: (scope) => read((tx) => tx.journalHead(scope)),

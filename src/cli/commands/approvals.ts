@@ -116,8 +116,23 @@ export const reconcileLs: CommandBody = {
       invocationId !== undefined
         ? await rt.store.transact((tx) => tx.listReconciliations(scope, { ...filter, invocationId }))
         : await rt.host.reconcile.list(scope, filter);
-    printList(ctx, { items }, items, (r) => r.reconciliationId, () => printReconciliations(ctx, items));
-    if (items.length === 0) await ctx.explainEmpty(`${status === "all" ? "" : `${status} `}reconciliations${invocationId !== undefined ? ` of ${invocationId}` : ""}`);
+    // Keys bare boundary executions left unknown belong to the same queue (resolve-key settles them);
+    // -q prints reconciliation ids only, so scripts reading one id stay safe.
+    const keys = invocationId === undefined && status !== "resolved" ? await rt.host.reconcile.unknownKeys(scope, { limit }) : [];
+    const unknownKeys = keys.map((k) => ({ action: k.action, idempotencyKey: k.idempotencyKey, attemptId: k.attemptId, updatedAt: k.updatedAt }));
+    printList(ctx, { items, unknownKeys }, items, (r) => r.reconciliationId, () => {
+      if (items.length > 0) printReconciliations(ctx, items);
+      if (unknownKeys.length === 0) return;
+      if (items.length > 0) ctx.out.line();
+      ctx.out.line(`keys left unknown by bare boundary executions (settle with writ reconcile resolve-key --action <action> --key <key> ...):`);
+      ctx.out.table(unknownKeys, [
+        { header: "action", value: (k) => k.action },
+        { header: "key", value: (k) => k.idempotencyKey },
+        { header: "attempt", value: (k) => k.attemptId },
+        { header: "since", value: (k) => time(k.updatedAt) },
+      ]);
+    });
+    if (items.length === 0 && unknownKeys.length === 0) await ctx.explainEmpty(`${status === "all" ? "" : `${status} `}reconciliations${invocationId !== undefined ? ` of ${invocationId}` : ""}`);
   },
 };
 

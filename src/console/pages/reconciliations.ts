@@ -1,7 +1,7 @@
 /** The reconciliation queue: outcomes nobody knows, why, and a form to record what really happened. */
 import type { AttemptRecord, Invocation, ReconciliationRecord, StepCheckpoint } from "../../core/types.js";
 import type { ConsoleData } from "../data.js";
-import { badge, code, enc, form, h, idText, nothing, relative, time, type H } from "../html.js";
+import { badge, code, enc, form, h, idText, nothing, relative, table, time, type H } from "../html.js";
 import type { Viewer } from "../viewer.js";
 
 /** What each reason code means for the person deciding. */
@@ -66,6 +66,7 @@ function card(v: Viewer, space: string, r: ReconciliationRecord, inv: Invocation
 export async function reconciliationsBody(data: ConsoleData, v: Viewer, query: { status?: string }, now: number): Promise<{ body: H; count: number }> {
   const status = query.status === "resolved" ? "resolved" : "open";
   const cards: H[] = [];
+  const keyRows: H[][] = [];
   for (const space of v.spacesWith("operate")) {
     const scope = v.scope(space);
     for (const r of await data.reconciliations(scope, { status, limit: 200 })) {
@@ -73,7 +74,20 @@ export async function reconciliationsBody(data: ConsoleData, v: Viewer, query: {
       const [steps, attempts] = [await data.steps(scope, r.invocationId), await data.attempts(scope, r.invocationId)];
       cards.push(card(v, space, r, inv, steps, attempts, now));
     }
+    if (status === "open") {
+      for (const k of await data.unknownKeys(scope, 200)) keyRows.push([h`${space}`, h`${k.action}`, idText(k.idempotencyKey), idText(k.attemptId), h`${time(k.updatedAt)} <span class="muted">(${relative(k.updatedAt, now)})</span>`]);
+    }
   }
+  // Keys bare boundary executions left unknown: no invocation, so no card; an operator settles them
+  // with resolve-key (docs/boundary.md, Interrupted executions).
+  const keys =
+    keyRows.length === 0
+      ? nothing
+      : h`<section aria-labelledby="unknown-keys-title" data-testid="unknown-keys">
+<h2 id="unknown-keys-title">Keys left unknown by direct boundary executions</h2>
+<p>An execution through the boundary itself (not an invocation of the host) was interrupted, timed out or got an ambiguous reply. Check with the provider, then settle the key: <code>writ reconcile resolve-key --action &lt;action&gt; --key &lt;key&gt; --outcome succeeded|failed --note …</code> or <code>POST /v1/spaces/{space}/boundary/keys/resolve</code>.</p>
+${table({ label: "Keys with an unknown outcome", columns: [{ label: "Space" }, { label: "Action" }, { label: "Idempotency key", cls: "id" }, { label: "Attempt", cls: "id" }, { label: "Since" }], rows: keyRows, testid: "unknown-key-rows" })}
+</section>`;
   const body = h`<h1>Reconciliations</h1>
 <p class="lead">Writ could not know these outcomes, so it neither retried nor guessed. Check with the provider, then record what happened; the resolution is journaled with your name.</p>
 <nav aria-label="Reconciliation status"><ul class="tabs">
@@ -81,7 +95,8 @@ export async function reconciliationsBody(data: ConsoleData, v: Viewer, query: {
   <li><a href="/console/reconciliations?status=resolved"${status === "resolved" ? h` aria-current="page"` : nothing}>resolved</a></li>
 </ul></nav>
 <section aria-label="Reconciliations (${status})" data-testid="reconciliations">
-${cards.length > 0 ? cards : h`<p class="empty">Nothing ${status === "open" ? "waiting" : "resolved yet"}.</p>`}
-</section>`;
-  return { body, count: cards.length };
+${cards.length > 0 ? cards : keyRows.length > 0 ? nothing : h`<p class="empty">Nothing ${status === "open" ? "waiting" : "resolved yet"}.</p>`}
+</section>
+${keys}`;
+  return { body, count: cards.length + keyRows.length };
 }
