@@ -24,6 +24,16 @@ export const STATUS_TOOL = "writ_invocation_status";
 /** `_meta` key of a call's idempotency key (stable across the client's retries of one call). */
 export const IDEMPOTENCY_META = "writ/idempotencyKey";
 
+/**
+ * The idempotency key Writ stores for a key an agent sent in `_meta["writ/idempotencyKey"]`:
+ * `mcp:<key>`, so an agent's keys never meet keys that HTTP or CLI callers chose for the same
+ * action (docs/mcp.md, Idempotency). Search for this form to find an agent's call by its key.
+ * @example storedIdempotencyKey("refund-order-1234") // "mcp:refund-order-1234"
+ */
+export function storedIdempotencyKey(sent: string): string {
+  return `mcp:${sent}`;
+}
+
 export interface McpGatewayOptions {
   /** How long a tool call (not a task) waits for its invocation to settle before answering with the pending state. @defaultValue 20000 */
   callWaitMs?: number;
@@ -73,17 +83,30 @@ interface VisibleTool {
   authority: Authority;
 }
 
+/**
+ * A tool's title: the action's `title`, else its description when that is one short sentence, else
+ * a readable form of its id (`payments.refund_all` -> "Payments refund all").
+ */
+export function toolTitleOf(a: Pick<ActionDefinition<unknown>, "id" | "title" | "description">): string {
+  if (a.title !== undefined && a.title.trim().length > 0) return a.title.trim();
+  const d = a.description?.trim().replace(/\.$/, "");
+  if (d !== undefined && d.length > 0 && d.length <= 80 && !/[.\n]/.test(d)) return d;
+  const words = a.id.replace(/([a-z0-9])([A-Z])/g, "$1 $2").split(/[^A-Za-z0-9]+/).filter((w) => w.length > 0).join(" ").toLowerCase();
+  return words.length > 0 ? words[0]!.toUpperCase() + words.slice(1) : a.id;
+}
+
 function toolOf(name: string, a: ActionDefinition<unknown>): Tool {
   const readOnly = a.readOnly === true;
   const governance = "Governed by Writ: policy decides, a person may have to approve, and every outcome is journaled. Results say what happened and what to do next.";
+  const title = toolTitleOf(a);
   return {
     name,
-    ...(a.title !== undefined ? { title: a.title } : {}),
+    title,
     description: `${a.description ?? `Runs the Writ action ${a.id} (version ${a.version}).`}\n\n${governance}`,
     inputSchema: inputSchemaOf(a),
     outputSchema: RESULT_SCHEMA,
     annotations: {
-      ...(a.title !== undefined ? { title: a.title } : {}),
+      title,
       readOnlyHint: readOnly,
       destructiveHint: readOnly ? false : (a.destructive ?? true),
       idempotentHint: a.idempotent,
@@ -231,7 +254,7 @@ export function createMcpServer(host: Host, caller: McpCaller, options: McpGatew
     try {
       ({ invocation: inv, replayed } = await host.submit(request, { submittedBy: caller.submittedBy }));
     } catch (e) {
-      if (e instanceof WritError && e.code === "VALIDATION_FAILED") return errorResult(`Invalid arguments for ${name}: ${e.message}. Nothing was run; fix the arguments and call again.`);
+      if (e instanceof WritError && e.code === "VALIDATION_FAILED") return errorResult(`Invalid arguments for ${name}: ${issuesOf(e)}. Nothing was run; fix the arguments and call again.`);
       if (e instanceof WritError && e.code === "IDEMPOTENCY_CONFLICT") return errorResult(`The idempotency key ${key} was already used with other arguments for ${name}. Nothing was run; use a new key for a new request.`);
       o.logger.error({ err: errorMessage(e), tool: name }, "MCP: submit failed");
       throw new McpError(ErrorCode.InternalError, "Writ could not admit the call (a server fault, logged); it is not known to have run. Retry the same call: the idempotency key makes a retry safe.");
@@ -304,7 +327,7 @@ export function createMcpServer(host: Host, caller: McpCaller, options: McpGatew
       if (typeof given !== "string" || given.length === 0 || given.length > 200 || /[\u0000-\u001f\u007f-\u009f]/.test(given)) {
         return errorResult(`_meta["${IDEMPOTENCY_META}"] must be a string of 1-200 printable characters. Nothing was run.`);
       }
-      return `mcp:${given}`;
+      return storedIdempotencyKey(given);
     }
     // Derived: the same principal calling the same tool with the same arguments is the same call,
     // so a client's retry after a lost answer is not a second action (docs/mcp.md).
@@ -332,6 +355,12 @@ function makeProgress(token: string | number, send: (n: { method: "notifications
       // A notification that cannot be sent changes nothing about the invocation.
     }
   };
+}
+
+/** What a refused submit says is wrong: the params schema's issues, else the error's own message. */
+function issuesOf(e: WritError): string {
+  const issues = (e.details as { issues?: unknown } | undefined)?.issues;
+  return Array.isArray(issues) && issues.length > 0 ? issues.map(String).join("; ") : e.message;
 }
 
 function jsonBytes(v: unknown): number {

@@ -15,6 +15,7 @@ import { silentLogger } from "../host/options.js";
 import { verifyApiKey } from "../runtime/api-keys.js";
 import { createMcpServer, resolveGatewayOptions, type McpGatewayOptions } from "./gateway.js";
 import { callerOf } from "./principal.js";
+import { onePrefix } from "./wire.js";
 
 export interface McpHttpOptions extends McpGatewayOptions {
   /**
@@ -145,7 +146,7 @@ export function createMcpHttp(deps: McpHttpDeps, options: McpHttpOptions = {}): 
     makeRoom(key.keyId);
     const server = createMcpServer(deps.host, caller, { ...gw, logger: log });
     let opened: Session | null = null;
-    const transport = new WebStandardStreamableHTTPServerTransport({
+    const transport = onePrefix(new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => `mcp_${base64url(deps.random.bytes(24))}`,
       maxRequestBodySize: bodyLimit,
       onsessioninitialized: (id) => {
@@ -153,7 +154,7 @@ export function createMcpHttp(deps: McpHttpDeps, options: McpHttpOptions = {}): 
         sessions.set(id, opened);
         log.info({ session: id.slice(0, 8), keyId: key.keyId }, "MCP session opened");
       },
-    });
+    }));
     await server.connect(transport);
     const res = await transport.handleRequest(req);
     // Not an initialize request (or a refused one): no session was opened; nothing stays behind.

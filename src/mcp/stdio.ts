@@ -8,6 +8,7 @@ import { WritError } from "../core/errors.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { createMcpServer, type McpGatewayOptions } from "./gateway.js";
 import { callerForKey, type McpCaller } from "./principal.js";
+import { onePrefix } from "./wire.js";
 
 export interface McpStdioOptions extends McpGatewayOptions {
   /** The API key text (`writ_<id>_<secret>`). */
@@ -40,7 +41,7 @@ export async function serveMcpStdio(runtime: Pick<Runtime, "host" | "store">, op
   const caller = await callerForKey(runtime.store, crypto, options.key, options.space);
   if (!caller) throw new WritError("FORBIDDEN", "the API key is not valid (unknown, revoked or mistyped)");
   const server = createMcpServer(runtime.host, caller, options);
-  const transport = new StdioServerTransport(options.stdin, options.stdout);
+  const transport = onePrefix(new StdioServerTransport(options.stdin, options.stdout));
   let done!: () => void;
   const closed = new Promise<void>((r) => (done = r));
   server.onclose = () => done();
