@@ -15,7 +15,8 @@ import type { ActionRequest, Authority, Invocation, Json } from "../core/types.j
 import type { Host } from "../host/host.js";
 import { silentLogger, type Logger } from "../host/options.js";
 import type { McpCaller } from "./principal.js";
-import { errorResult, stopsWaiting, toolResult, type CallToolAnswer, type Extras } from "./results.js";
+import { invocationChanges } from "./changes.js";
+import { errorResult, isSettled, stopsWaiting, toolResult, type CallToolAnswer, type Extras } from "./results.js";
 import { RESULT_SCHEMA, STATUS_INPUT_SCHEMA, inputSchemaOf } from "./schema.js";
 import { createInvocationTaskStore } from "./task-store.js";
 
@@ -35,9 +36,13 @@ export function storedIdempotencyKey(sent: string): string {
 }
 
 export interface McpGatewayOptions {
-  /** How long a tool call (not a task) waits for its invocation to settle before answering with the pending state. @defaultValue 20000 */
+  /**
+   * How long a tool call (not a task) waits at most before answering with the pending state. It
+   * answers earlier once waiting cannot help (final, awaiting approval, parked, reconciliation required).
+   * @defaultValue 20000
+   */
   callWaitMs?: number;
-  /** How often a waiting call re-reads its invocation. @defaultValue 200 */
+  /** How often a waiting call re-reads its invocation (the host's events for it wake it sooner). @defaultValue 200 */
   pollMs?: number;
   /** Largest tool arguments accepted, in bytes of JSON. @defaultValue 65536 */
   maxArgumentsBytes?: number;
@@ -131,19 +136,6 @@ function sameActor(a: { type: string; id: string }, b: { type: string; id: strin
   return a.type === b.type && a.id === b.id;
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
-}
-
 /** The gateway's reads and waits over the host, shared by the tool handlers and the task store. */
 export interface GatewayReads {
   /** The caller's own invocation, or null (another principal's or another scope's is "not there"). */
@@ -186,6 +178,7 @@ export function createMcpServer(host: Host, caller: McpCaller, options: McpGatew
   const o = resolveGatewayOptions(options);
   const { clock, crypto } = host.context.o;
   const reads = gatewayReads(host, caller);
+  const changes = invocationChanges(host);
   const server = new Server(
     { name: "writ", version: "0.1.0", title: "Writ: governed actions" },
     {
@@ -265,44 +258,54 @@ export function createMcpServer(host: Host, caller: McpCaller, options: McpGatew
       return { task };
     }
     watchCancel(inv.invocationId, extra.signal);
-    const last = await follow(inv, o.callWaitMs, extra.signal, progress);
+    const last = await follow(inv, o.callWaitMs, extra.signal, progress, stopsWaiting);
     return reads.answer(last, replayed);
   });
 
   /** A call the client cancels (notifications/cancelled) cancels its invocation if no step started. */
   function watchCancel(invocationId: string, signal: AbortSignal): void {
-    signal.addEventListener(
-      "abort",
-      () => {
-        // The SDK aborts handlers on a cancel notification and also when the connection closes;
-        // only the first (the transport is still there) is the client's wish to cancel.
-        setImmediate(() => {
-          if (server.transport === undefined) return;
-          host.cancel(caller.scope, invocationId, caller.principal).then(
-            () => o.logger.info({ invocationId }, "MCP: call cancelled by the client; invocation cancelled"),
-            (e: unknown) => o.logger.info({ invocationId, err: errorMessage(e) }, "MCP: call cancelled by the client; the invocation could not be cancelled"),
-          );
-        });
-      },
-      { once: true },
-    );
+    const cancel = (): void => {
+      // The SDK aborts handlers on a cancel notification and also when the connection closes;
+      // only the first (the transport is still there) is the client's wish to cancel.
+      setImmediate(() => {
+        if (server.transport === undefined) return;
+        host.cancel(caller.scope, invocationId, caller.principal).then(
+          () => o.logger.info({ invocationId }, "MCP: call cancelled by the client; invocation cancelled"),
+          (e: unknown) => o.logger.info({ invocationId, err: errorMessage(e) }, "MCP: call cancelled by the client; the invocation could not be cancelled"),
+        );
+      });
+    };
+    // Cancelled while it was being admitted: the signal fired before anyone listened.
+    if (signal.aborted) cancel();
+    else signal.addEventListener("abort", cancel, { once: true });
   }
 
-  async function follow(inv: Invocation, waitMs: number, signal: AbortSignal, progress: Progress | null): Promise<Invocation> {
+  /**
+   * Reads the invocation until `done` holds, the wait ends or the call is cancelled. Woken by the
+   * host's events for it (a worker in this process); every `pollMs` it reads anyway, for changes
+   * made by other processes; with a progress token, at least every two seconds.
+   */
+  async function follow(inv: Invocation, waitMs: number, signal: AbortSignal, progress: Progress | null, done: (cur: Invocation) => boolean): Promise<Invocation> {
     const until = clock.now() + waitMs;
     let cur = inv;
     let lastSent = "";
     let sentAt = 0;
-    for (;;) {
-      const now = clock.now();
-      if (progress && (cur.status !== lastSent || now - sentAt >= 2000)) {
-        lastSent = cur.status;
-        sentAt = now;
-        await progress(`${cur.action}: ${cur.status}`);
+    // Watching from before the first read: an event between a read and the wait is not missed.
+    const watch = changes.watch(inv.invocationId);
+    try {
+      for (;;) {
+        const now = clock.now();
+        if (progress && (cur.status !== lastSent || now - sentAt >= 2000)) {
+          lastSent = cur.status;
+          sentAt = now;
+          await progress(`${cur.action}: ${cur.status}`);
+        }
+        if (done(cur) || signal.aborted || now >= until) return cur;
+        await watch.next(Math.min(o.pollMs, until - now, progress ? 2000 : Infinity), signal);
+        cur = (await host.get(caller.scope, cur.invocationId)) ?? cur;
       }
-      if (stopsWaiting(cur) || signal.aborted || now >= until) return cur;
-      await sleep(Math.min(o.pollMs, until - now), signal);
-      cur = (await host.get(caller.scope, cur.invocationId)) ?? cur;
+    } finally {
+      watch.close();
     }
   }
 
@@ -316,7 +319,8 @@ export function createMcpServer(host: Host, caller: McpCaller, options: McpGatew
     if (a.waitMs !== undefined && !(typeof a.waitMs === "number" && Number.isInteger(a.waitMs) && a.waitMs >= 0 && a.waitMs <= 60_000)) return errorResult(`${STATUS_TOOL}: waitMs must be an integer from 0 to 60000`);
     const inv = await reads.own(a.invocationId);
     if (!inv) return errorResult(`No invocation ${a.invocationId.slice(0, 200)} of yours in this space.`);
-    const last = await follow(inv, (a.waitMs) ?? 0, signal, progress);
+    // Waiting for a change: a state where waiting cannot help, other than the one it was in.
+    const last = await follow(inv, a.waitMs ?? 0, signal, progress, (cur) => isSettled(cur) || (stopsWaiting(cur) && cur.status !== inv.status));
     return reads.answer(last);
   }
 

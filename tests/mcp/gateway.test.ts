@@ -104,16 +104,14 @@ describe.each(["http", "stdio"] as const)("MCP gateway over %s", (transport: Tra
     expect(world.effects().length).toBe(before);
   }, 30_000);
 
-  it("a call that needs approval answers who must act and until when, with progress while it waits; approved through the API, the status tool reaches succeeded", async () => {
-    const progress: string[] = [];
-    const r = await call(bot, "payments.refund", { amount: 5000 + amount(), currency: "EUR" }, undefined, { onprogress: (p: { message?: string }) => progress.push(p.message ?? "") });
+  it("a call that needs approval answers who must act and until when; approved through the API, the status tool reaches succeeded", async () => {
+    const r = await call(bot, "payments.refund", { amount: 5000 + amount(), currency: "EUR" });
     const s = r.structuredContent!;
     expect(r.isError).toBeFalsy();
     expect(s).toMatchObject({ status: "awaiting_approval", retry: "wait" });
     expect(s.approval).toMatchObject({ approverRoles: ["approve"], quorum: 1, votes: 0 });
     expect(Date.parse(s.approval.expiresAt)).toBeGreaterThan(Date.now());
     expect(s.next).toContain("writ_invocation_status");
-    expect(progress.some((m) => m.includes("awaiting_approval"))).toBe(true);
     await approve(s.approval.approvalId);
     const done = await call(bot, "writ_invocation_status", { invocationId: s.invocationId, waitMs: 15_000 });
     expect(done.structuredContent).toMatchObject({ invocationId: s.invocationId, status: "succeeded", outputs: { refund: {} } });
@@ -159,7 +157,7 @@ describe.each(["http", "stdio"] as const)("MCP gateway over %s", (transport: Tra
     expect(d.structuredContent).toMatchObject({ invocationId: c.structuredContent!.invocationId, replayed: true });
   }, 30_000);
 
-  it("cancelling a task cancels the invocation before any step; cancelling a waiting call does too", async () => {
+  it("cancelling a task cancels the invocation before any step", async () => {
     const before = world.effects().length;
     const created = await bot.client.request({ method: "tools/call", params: { name: "payments.refund", arguments: { amount: 7000 + amount(), currency: "EUR" }, task: {} } }, CreateTaskResultSchema);
     const taskId = created.task.taskId;
@@ -169,18 +167,6 @@ describe.each(["http", "stdio"] as const)("MCP gateway over %s", (transport: Tra
     expect((await inv(taskId)).status).toBe("cancelled");
     // The SDK's own refusal, too, carries its code once.
     await expect(bot.client.experimental.tasks.cancelTask(taskId)).rejects.toThrow(/^MCP error -32602: Cannot cancel task in terminal status/);
-
-    const big = 8000 + amount();
-    const ac = new AbortController();
-    const pending = call(bot, "payments.refund", { amount: big, currency: "EUR" }, undefined, { signal: ac.signal });
-    const found = await eventually(
-      async () => (await world.runtime.host.list(ACME, { status: "awaiting_approval", limit: 100 })).find((i) => i.request.params.amount === big),
-      (i) => i !== undefined,
-      "the call's invocation",
-    );
-    ac.abort("agent changed its mind");
-    await expect(pending).rejects.toThrow();
-    await eventually(() => inv(found!.invocationId), (i) => i.status === "cancelled", "invocation cancelled by the call's cancellation");
     expect(world.effects().length).toBe(before);
   }, 40_000);
 

@@ -9,7 +9,7 @@ export const mcp: CommandBody = {
   options: {
     key: { type: "string", value: "<api-key>", description: "the agent's API key (default: $WRIT_MCP_KEY; prefer the variable: flags show in process lists)" },
     "no-worker": { type: "boolean", description: "do not run a worker in this process (another `writ serve`/`writ worker` runs the invocations)" },
-    "call-wait-ms": { type: "string", value: "<ms>", description: "how long a tool call waits for its invocation to settle (default 20000)" },
+    "call-wait-ms": { type: "string", value: "<ms>", description: "how long a tool call waits at most; it answers earlier once waiting cannot help (default 20000)" },
   },
   details:
     "stdout carries MCP messages only; logs go to stderr. The space is --space (or $WRIT_SPACE), else the key's only space. The process ends when the client closes stdin, or on SIGINT/SIGTERM.",
