@@ -14,7 +14,7 @@ import type { Host } from "../host/host.js";
 import { silentLogger } from "../host/options.js";
 import { verifyApiKey } from "../runtime/api-keys.js";
 import { createMcpServer, resolveGatewayOptions, type McpGatewayOptions } from "./gateway.js";
-import { callerOf } from "./principal.js";
+import { callerOf, resolveSpace } from "./principal.js";
 import { onePrefix } from "./wire.js";
 
 export interface McpHttpOptions extends McpGatewayOptions {
@@ -32,6 +32,11 @@ export interface McpHttpOptions extends McpGatewayOptions {
   sessionIdleMs?: number;
   /** Largest POST body. @defaultValue 1048576 (1 MiB) */
   bodyLimitBytes?: number;
+  /**
+   * The space of a request that names none, when neither the key nor the tenant has only one: the
+   * config's demo space (`writ serve` passes it; src/runtime/default-space.ts). @defaultValue none
+   */
+  demoSpace?: string;
 }
 
 export interface McpHttp {
@@ -127,7 +132,7 @@ export function createMcpHttp(deps: McpHttpDeps, options: McpHttpOptions = {}): 
     const asked = req.headers.get("writ-space") ?? url.searchParams.get("space") ?? undefined;
     let caller;
     try {
-      caller = callerOf(key, asked);
+      caller = callerOf(key, await resolveSpace(deps.store, key, asked, options.demoSpace));
     } catch (e) {
       const forbidden = e instanceof WritError && e.code === "FORBIDDEN";
       return jsonRpcError(forbidden ? 403 : 400, -32600, e instanceof WritError ? e.message : "bad request");

@@ -8,7 +8,7 @@ export const doctor: CommandBody = {
   details: "Exit 0 when healthy (warnings allowed), 3 when the config does not load, 4 when the store cannot be reached, 1 for any other problem. Changes nothing.",
   async run(ctx) {
     const { diagnose } = await import("../doctor-checks.js");
-    const report = await diagnose({ cwd: ctx.cwd, findConfigPath: () => ctx.configPath() });
+    const report = await diagnose({ findConfigPath: () => ctx.configPath() });
     ctx.out.result(report, () => {
       for (const c of report.checks) {
         ctx.out.line(`${MARK[c.status].padEnd(4)}  ${c.name.padEnd(10)}  ${c.detail}`);
