@@ -8,7 +8,7 @@
  * - with no store at all, `writ mcp` says where the store would be and creates nothing; an unknown
  *   key in an empty store says the store is empty and where it is, and never prints the key;
  * - one default space: demo keys cover all the tenant's spaces, and `writ mcp` and `/mcp` still
- *   work without naming one (the config's demo space);
+ *   work without naming one (the config's demo space); the CLI takes the tenant's only space;
  * - the MCP examples run as written: docs/mcp.md's Claude Desktop JSON (its command, args and env,
  *   placeholders filled in) from another working directory, listing tools and calling one;
  *   README's `writ mcp` line; the `/mcp` endpoint with the same key.
@@ -66,6 +66,10 @@ describe("writ mcp started from a directory of its own", () => {
       await client.close();
     }
     expect(readdirSync(cwd)).toEqual([]);
+    // The CLI's default space follows the same rule: the tenant's only space (its key names prod).
+    const ls = writ(cwd, ["ls", "--tenant", "acme"], { WRIT_CONFIG: p.config });
+    expect(ls.code, ls.stderr).toBe(0);
+    expect(ls.stderr).toContain("(no invocations in acme/prod; tenant from --tenant, space from the tenant's only space");
   }, 120_000);
 
   it("with no store yet it says where the store would be, exits 4 and creates nothing", () => {
