@@ -14,7 +14,8 @@ import type { Host } from "../host/host.js";
 import { silentLogger } from "../host/options.js";
 import { verifyApiKey } from "../runtime/api-keys.js";
 import { createMcpServer, resolveGatewayOptions, type McpGatewayOptions } from "./gateway.js";
-import { callerOf } from "./principal.js";
+import { callerOf, resolveSpace } from "./principal.js";
+import { onePrefix } from "./wire.js";
 
 export interface McpHttpOptions extends McpGatewayOptions {
   /**
@@ -31,6 +32,11 @@ export interface McpHttpOptions extends McpGatewayOptions {
   sessionIdleMs?: number;
   /** Largest POST body. @defaultValue 1048576 (1 MiB) */
   bodyLimitBytes?: number;
+  /**
+   * The space of a request that names none, when neither the key nor the tenant has only one: the
+   * config's demo space (`writ serve` passes it; src/runtime/default-space.ts). @defaultValue none
+   */
+  demoSpace?: string;
 }
 
 export interface McpHttp {
@@ -126,7 +132,7 @@ export function createMcpHttp(deps: McpHttpDeps, options: McpHttpOptions = {}): 
     const asked = req.headers.get("writ-space") ?? url.searchParams.get("space") ?? undefined;
     let caller;
     try {
-      caller = callerOf(key, asked);
+      caller = callerOf(key, await resolveSpace(deps.store, key, asked, options.demoSpace));
     } catch (e) {
       const forbidden = e instanceof WritError && e.code === "FORBIDDEN";
       return jsonRpcError(forbidden ? 403 : 400, -32600, e instanceof WritError ? e.message : "bad request");
@@ -145,7 +151,7 @@ export function createMcpHttp(deps: McpHttpDeps, options: McpHttpOptions = {}): 
     makeRoom(key.keyId);
     const server = createMcpServer(deps.host, caller, { ...gw, logger: log });
     let opened: Session | null = null;
-    const transport = new WebStandardStreamableHTTPServerTransport({
+    const transport = onePrefix(new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => `mcp_${base64url(deps.random.bytes(24))}`,
       maxRequestBodySize: bodyLimit,
       onsessioninitialized: (id) => {
@@ -153,7 +159,7 @@ export function createMcpHttp(deps: McpHttpDeps, options: McpHttpOptions = {}): 
         sessions.set(id, opened);
         log.info({ session: id.slice(0, 8), keyId: key.keyId }, "MCP session opened");
       },
-    });
+    }));
     await server.connect(transport);
     const res = await transport.handleRequest(req);
     // Not an initialize request (or a refused one): no session was opened; nothing stays behind.

@@ -17,10 +17,11 @@ import type { CliContext } from "../context.js";
 import { usageError } from "../exit-codes.js";
 import { time } from "../output.js";
 
-/** The keys directory the config names, resolved as the runtime resolves it. */
+/** The keys directory the config names, resolved as the runtime resolves it (against the config's directory). */
 export async function keysDirOf(ctx: CliContext): Promise<string> {
   const { config } = await ctx.config();
-  return ctx.resolvePath(config.keys?.dir ?? ".writ/keys");
+  const { keysDirOf: fromConfig } = await import("../../runtime/store-from-config.js");
+  return fromConfig(config, await ctx.configDir());
 }
 
 /** The private key file of `kid` and its permission bits, or null when missing. */
@@ -185,7 +186,7 @@ export const migrate: CommandBody = {
   async run(ctx) {
     const { config } = await ctx.config();
     const { storeFromConfig } = await import("../../runtime/runtime.js");
-    const store = await storeFromConfig(config, ctx.cwd);
+    const store = await storeFromConfig(config, await ctx.configDir());
     try {
       await store.migrate();
       const version = "schemaVersion" in store && typeof store.schemaVersion === "function" ? await (store.schemaVersion as () => Promise<number>)() : undefined;
