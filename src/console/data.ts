@@ -14,6 +14,7 @@ import type { ApiKeyRecord, Approval, ApprovalStatus, AttemptRecord, Idempotency
  */
 export type ShownEntry = UnsealedEntry & { seq?: number; hash?: string; prevHash?: string | null };
 import type { Runtime } from "../runtime/runtime.js";
+import { storedIdempotencyKey } from "../mcp/idempotency.js";
 
 export interface ConsoleData {
   apiKey(keyId: string): Promise<ApiKeyRecord | null>;
@@ -62,11 +63,16 @@ export function consoleData(runtime: Runtime): ConsoleData {
     invocations: (scope, f) => host.list(scope, { limit: f.limit, ...(f.status ? { status: f.status } : {}), ...(f.after ? { after: f.after } : {}) }),
     async byIdempotencyKey(scope, key) {
       const found: Invocation[] = [];
+      // The key as given, and as the MCP gateway stores an agent's key (`mcp:<key>`, docs/mcp.md),
+      // so a search for the key the agent sent finds its call.
+      const keys = key.startsWith("mcp:") ? [key] : [key, storedIdempotencyKey(key)];
       for (const id of actions.keys()) {
-        const inv = await read((tx) => tx.findInvocationByKey(scope, id, key));
-        // Through the host again, so sensitive params come back redacted.
-        const shown = inv ? await host.get(scope, inv.invocationId) : null;
-        if (shown) found.push(shown);
+        for (const k of keys) {
+          const inv = await read((tx) => tx.findInvocationByKey(scope, id, k));
+          // Through the host again, so sensitive params come back redacted.
+          const shown = inv ? await host.get(scope, inv.invocationId) : null;
+          if (shown) found.push(shown);
+        }
       }
       return found;
     },

@@ -19,21 +19,12 @@ import { invocationChanges } from "./changes.js";
 import { errorResult, isSettled, stopsWaiting, toolResult, type CallToolAnswer, type Extras } from "./results.js";
 import { RESULT_SCHEMA, STATUS_INPUT_SCHEMA, inputSchemaOf } from "./schema.js";
 import { createInvocationTaskStore } from "./task-store.js";
+import { IDEMPOTENCY_META, storedIdempotencyKey } from "./idempotency.js";
+
+export { IDEMPOTENCY_META, storedIdempotencyKey };
 
 /** The status tool every principal sees. */
 export const STATUS_TOOL = "writ_invocation_status";
-/** `_meta` key of a call's idempotency key (stable across the client's retries of one call). */
-export const IDEMPOTENCY_META = "writ/idempotencyKey";
-
-/**
- * The idempotency key Writ stores for a key an agent sent in `_meta["writ/idempotencyKey"]`:
- * `mcp:<key>`, so an agent's keys never meet keys that HTTP or CLI callers chose for the same
- * action (docs/mcp.md, Idempotency). Search for this form to find an agent's call by its key.
- * @example storedIdempotencyKey("refund-order-1234") // "mcp:refund-order-1234"
- */
-export function storedIdempotencyKey(sent: string): string {
-  return `mcp:${sent}`;
-}
 
 export interface McpGatewayOptions {
   /**
