@@ -104,6 +104,20 @@ describe("writ mcp started from a directory of its own", () => {
     expect(existsSync(join(p.dir, ".writ", "writ.db"))).toBe(false);
     expect(existsSync(join(p.dir, ".writ", "keys"))).toBe(false);
   }, 60_000);
+
+  // Invariant: every listing command only reads: where no store exists yet each answers an empty
+  // list (exit 0, saying no store exists yet) and creates neither the store nor a key.
+  it("the other listing commands create nothing either", () => {
+    const p = project("readonly-lists");
+    for (const cmd of [["approvals", "ls"], ["reconcile", "ls"], ["authorities", "ls"], ["api-keys", "ls"], ["journal", "ls"]]) {
+      const r = writ(p.dir, [...cmd, "--tenant", "acme", "--space", "prod"]);
+      expect(r.code, `${cmd.join(" ")}: ${r.stderr}`).toBe(0);
+      expect(r.stderr, cmd.join(" ")).toContain("no store yet");
+      // (.writ/cache may hold the compiled config: a cache, not state.)
+      expect(existsSync(join(p.dir, ".writ", "writ.db")), cmd.join(" ")).toBe(false);
+      expect(existsSync(join(p.dir, ".writ", "keys")), cmd.join(" ")).toBe(false);
+    }
+  }, 120_000);
 });
 
 /** The demo (examples/writ.config.ts) bootstrapped by `writ serve`, its state in a directory of its own. */

@@ -3,6 +3,7 @@
  * create|ls|delegate|revoke` (per-tenant API keys, stored hashed, each bound to a principal) and
  * `writ migrate`.
  */
+import { readCommitted } from "../../core/store.js";
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { API_ROLES, type ApiRole } from "../../core/types.js";
@@ -132,8 +133,9 @@ export const apiKeysLs: CommandBody = {
   options: { ...QUIET_OPTION },
   async run(ctx) {
     const { tenantId } = await ctx.scope();
-    const rt = await ctx.runtime();
-    const recs = await rt.store.transact((tx) => tx.listApiKeys(tenantId));
+    // Reads only: nothing is created where no store exists yet (docs/cli.md, Start-up).
+    const { store } = await ctx.reads();
+    const recs = await readCommitted(store, (tx) => tx.listApiKeys(tenantId));
     const items = recs.map((r) => ({ keyId: r.keyId, name: r.name, principal: keyPrincipal(r), actsFor: r.actsFor ?? [], roles: r.roles, spaces: r.spaces, createdAt: r.createdAt, ...(r.revokedAt !== undefined ? { revokedAt: r.revokedAt } : {}) }));
     printList(ctx, { items }, items, (k) => k.keyId, () =>
       ctx.out.table(items, [
@@ -147,6 +149,7 @@ export const apiKeysLs: CommandBody = {
         { header: "revoked", value: (k) => time(k.revokedAt) },
       ]),
     );
+    if (items.length === 0) await ctx.explainEmpty(`API keys of tenant ${tenantId}`);
   },
 };
 
