@@ -13,7 +13,7 @@ import { WritError, errorMessage } from "../core/errors.js";
 import { globsCover } from "../core/glob.js";
 import type { ActionRequest, Authority, Invocation, Json } from "../core/types.js";
 import type { Host } from "../host/host.js";
-import { silentLogger, type Logger } from "../host/options.js";
+import { silentLogger } from "../host/options.js";
 import type { McpCaller } from "./principal.js";
 import { invocationChanges } from "./changes.js";
 import { errorResult, isSettled, stopsWaiting, toolResult, type CallToolAnswer, type Extras } from "./results.js";
@@ -26,46 +26,13 @@ export { IDEMPOTENCY_META, storedIdempotencyKey };
 /** The status tool every principal sees. */
 export const STATUS_TOOL = "writ_invocation_status";
 
-export interface McpGatewayOptions {
-  /**
-   * How long a tool call (not a task) waits at most before answering with the pending state. It
-   * answers earlier once waiting cannot help (final, awaiting approval, parked, reconciliation required).
-   * @defaultValue 20000
-   */
-  callWaitMs?: number;
-  /** How often a waiting call re-reads its invocation (the host's events for it wake it sooner). @defaultValue 200 */
-  pollMs?: number;
-  /** Largest tool arguments accepted, in bytes of JSON. @defaultValue 65536 */
-  maxArgumentsBytes?: number;
-  /** Poll interval suggested to task clients. @defaultValue 1000 */
-  taskPollIntervalMs?: number;
-  /** @defaultValue silent */
-  logger?: Logger;
-}
+import { resolveGatewayLimits, type McpGatewayOptions, type ResolvedGatewayOptions } from "./options.js";
 
-export interface ResolvedGatewayOptions {
-  callWaitMs: number;
-  pollMs: number;
-  maxArgumentsBytes: number;
-  taskPollIntervalMs: number;
-  logger: Logger;
-}
+export { type McpGatewayOptions, type ResolvedGatewayOptions };
 
-function int(name: string, v: unknown, dflt: number, min: number, max: number): number {
-  if (v === undefined) return dflt;
-  if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) throw new WritError("INVALID_OPTION", `MCP gateway: ${name} must be an integer from ${min} to ${max}`);
-  return v;
-}
-
+/** The gateway's options with their defaults (docs/mcp.md). */
 export function resolveGatewayOptions(o: McpGatewayOptions = {}): ResolvedGatewayOptions {
-  if (typeof o !== "object" || o === null) throw new WritError("INVALID_OPTION", "MCP gateway: options must be an object");
-  return {
-    callWaitMs: int("callWaitMs", o.callWaitMs, 20_000, 0, 600_000),
-    pollMs: int("pollMs", o.pollMs, 200, 10, 60_000),
-    maxArgumentsBytes: int("maxArgumentsBytes", o.maxArgumentsBytes, 65_536, 2, 16 * 1024 * 1024),
-    taskPollIntervalMs: int("taskPollIntervalMs", o.taskPollIntervalMs, 1000, 10, 600_000),
-    logger: o.logger ?? silentLogger,
-  };
+  return { ...resolveGatewayLimits(o), logger: o.logger ?? silentLogger };
 }
 
 /** An MCP tool name for an action id (MCP names allow letters, digits, `_`, `-`, `.`). */

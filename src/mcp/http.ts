@@ -13,31 +13,12 @@ import type { Store } from "../core/store.js";
 import type { Host } from "../host/host.js";
 import { silentLogger } from "../host/options.js";
 import { verifyApiKey } from "../runtime/api-keys.js";
-import { createMcpServer, resolveGatewayOptions, type McpGatewayOptions } from "./gateway.js";
+import { createMcpServer, resolveGatewayOptions } from "./gateway.js";
+import { resolveMcpHttpOptions, type McpHttpOptions, type ResolvedMcpHttpOptions } from "./options.js";
 import { callerOf, resolveSpace } from "./principal.js";
 import { onePrefix } from "./wire.js";
 
-export interface McpHttpOptions extends McpGatewayOptions {
-  /**
-   * Browser origins allowed to call `/mcp` (exact `scheme://host[:port]`). Requests without an
-   * Origin header (non-browser clients) are allowed; any other Origin is refused with 403.
-   * @defaultValue loopback origins only (http://localhost, http://127.0.0.1, http://[::1], any port)
-   */
-  allowedOrigins?: string[];
-  /** Open sessions at most; opening one more closes the least recently used. @defaultValue 100 */
-  maxSessions?: number;
-  /** Open sessions per API key at most; opening one more closes that key's least recently used. @defaultValue 10 */
-  maxSessionsPerKey?: number;
-  /** A session unused this long is closed. @defaultValue 900000 (15 min) */
-  sessionIdleMs?: number;
-  /** Largest POST body. @defaultValue 1048576 (1 MiB) */
-  bodyLimitBytes?: number;
-  /**
-   * The space of a request that names none, when neither the key nor the tenant has only one: the
-   * config's demo space (`writ serve` passes it; src/runtime/default-space.ts). @defaultValue none
-   */
-  demoSpace?: string;
-}
+export { resolveMcpHttpOptions, type McpHttpOptions, type ResolvedMcpHttpOptions };
 
 export interface McpHttp {
   /** Answers one request to `/mcp` (POST, GET, DELETE). */
@@ -71,24 +52,13 @@ function jsonRpcError(status: number, code: number, message: string, headers: Re
   return new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }), { status, headers: { "content-type": "application/json", ...headers } });
 }
 
-function posInt(name: string, v: unknown, dflt: number, max: number): number {
-  if (v === undefined) return dflt;
-  if (typeof v !== "number" || !Number.isInteger(v) || v < 1 || v > max) throw new WritError("INVALID_OPTION", `MCP HTTP: ${name} must be an integer from 1 to ${max}`);
-  return v;
-}
-
 /** Creates the `/mcp` handler over a host and its store (API keys). */
 export function createMcpHttp(deps: McpHttpDeps, options: McpHttpOptions = {}): McpHttp {
+  const resolved = resolveMcpHttpOptions(options);
   const gw = resolveGatewayOptions(options);
   const log = options.logger ?? silentLogger;
-  if (options.allowedOrigins !== undefined && (!Array.isArray(options.allowedOrigins) || !options.allowedOrigins.every((x) => typeof x === "string"))) {
-    throw new WritError("INVALID_OPTION", "MCP HTTP: allowedOrigins must be a list of origins");
-  }
-  const origins = new Set(options.allowedOrigins ?? []);
-  const maxSessions = posInt("maxSessions", options.maxSessions, 100, 100_000);
-  const perKey = posInt("maxSessionsPerKey", options.maxSessionsPerKey, 10, 100_000);
-  const idleMs = posInt("sessionIdleMs", options.sessionIdleMs, 900_000, 86_400_000);
-  const bodyLimit = posInt("bodyLimitBytes", options.bodyLimitBytes, 1024 * 1024, 1024 ** 3);
+  const origins = new Set(resolved.allowedOrigins);
+  const { maxSessions, maxSessionsPerKey: perKey, sessionIdleMs: idleMs, bodyLimitBytes: bodyLimit } = resolved;
   const sessions = new Map<string, Session>();
   const now = (): number => deps.host.context.o.clock.now();
 
