@@ -3,7 +3,7 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["tests/**/*.test.ts"],
-    exclude: ["tests/long/**", "node_modules/**"],
+    exclude: ["tests/long/**", "tests/**/*.long.test.ts", "node_modules/**"],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: "forks",

@@ -7,8 +7,9 @@
  * `pg_ctl` and `postgres`). PostgreSQL refuses to run as root: as root every command runs as the
  * `postgres` system user through `runuser`, and the data directory is handed to that user.
  *
- * The instance runs with PostgreSQL's defaults but for the port, the listen address (127.0.0.1),
- * its socket directory (inside the data directory) and trust authentication. {@link PgInstance.close}
+ * The instance runs with PostgreSQL's defaults but for the port, the listen address (127.0.0.1, or
+ * an address of the network namespace it runs in: `netns`), its socket directory (inside the data
+ * directory) and trust authentication. {@link PgInstance.close}
  * stops it and removes its data; an exit hook SIGKILLs a postmaster a failed test left behind.
  */
 import { execFile } from "node:child_process";
@@ -86,8 +87,10 @@ function readPid(dataDir: string): number | null {
   }
 }
 
-function run(bin: string, args: string[], timeoutMs = 60_000): Promise<string> {
-  const [file, argv] = asRoot ? ["runuser", ["-u", "postgres", "--", bin, ...args]] : [bin, args];
+function run(bin: string, args: string[], timeoutMs = 60_000, netns?: string): Promise<string> {
+  const [plain, plainArgv] = asRoot ? ["runuser", ["-u", "postgres", "--", bin, ...args]] : [bin, args];
+  // Inside a network namespace (tests/cluster): `ip netns exec` enters it, then execs the command.
+  const [file, argv] = netns === undefined ? [plain, plainArgv] : ["ip", ["netns", "exec", netns, plain, ...plainArgv]];
   return new Promise((resolve, reject) => {
     execFile(file, argv, { timeout: timeoutMs, encoding: "utf8" }, (err, stdout, stderr) => {
       if (err) reject(new Error(`${bin.split("/").pop()} ${args.join(" ")} failed: ${err.message}\n${stderr.slice(-1500)}`));
@@ -102,6 +105,12 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 export interface PgInstanceOptions {
   /** Extra `postgresql.conf` lines (for example `autovacuum = off`). */
   conf?: readonly string[];
+  /**
+   * Run the server inside this network namespace (`ip netns exec`, root only), listening on
+   * `listen` (an address of that namespace) instead of 127.0.0.1. For the cluster tests.
+   * @defaultValue none (the caller's namespace, 127.0.0.1)
+   */
+  netns?: { name: string; listen: string };
 }
 
 /** initdb in a temporary directory and start; throws (naming why) when the binaries are missing. */
@@ -116,10 +125,14 @@ export async function startPgInstance(opts: PgInstanceOptions = {}): Promise<PgI
   }
   live.add(dataDir);
   await run(join(binDir, "initdb"), ["-D", dataDir, "-U", "postgres", "--auth=trust", "--no-sync", "--encoding=UTF8"]);
+  const netns = opts.netns;
+  const host = netns?.listen ?? "127.0.0.1";
   const port = await freePort();
-  const conf = [`port = ${port}`, "listen_addresses = '127.0.0.1'", `unix_socket_directories = '${dataDir}'`, "max_connections = 200", ...(opts.conf ?? [])];
+  const conf = [`port = ${port}`, `listen_addresses = '${host}'`, `unix_socket_directories = '${dataDir}'`, "max_connections = 200", ...(opts.conf ?? [])];
   writeFileSync(join(dataDir, "postgresql.conf"), `${readFileSync(join(dataDir, "postgresql.conf"), "utf8")}\n${conf.join("\n")}\n`);
-  const url = (database = "postgres"): string => `postgres://postgres@127.0.0.1:${port}/${database}`;
+  // In a namespace, clients come from other namespaces' addresses: trust them too (a private test server).
+  if (netns !== undefined) writeFileSync(join(dataDir, "pg_hba.conf"), `${readFileSync(join(dataDir, "pg_hba.conf"), "utf8")}\nhost all all 0.0.0.0/0 trust\n`);
+  const url = (database = "postgres"): string => `postgres://postgres@${host}:${port}/${database}`;
 
   const waitReady = async (): Promise<void> => {
     const deadline = Date.now() + 30_000;
@@ -145,11 +158,11 @@ export async function startPgInstance(opts: PgInstanceOptions = {}): Promise<PgI
     binaries: bins.source,
     url,
     async start() {
-      await run(join(binDir, "pg_ctl"), ["-D", dataDir, "-l", join(dataDir, "server.log"), "-w", "-t", "60", "start"]);
+      await run(join(binDir, "pg_ctl"), ["-D", dataDir, "-l", join(dataDir, "server.log"), "-w", "-t", "60", "start"], 60_000, netns?.name);
       await waitReady();
     },
     async stop(mode = "fast") {
-      await run(join(binDir, "pg_ctl"), ["-D", dataDir, "-m", mode, "-w", "-t", "60", "stop"]);
+      await run(join(binDir, "pg_ctl"), ["-D", dataDir, "-m", mode, "-w", "-t", "60", "stop"], 60_000, netns?.name);
     },
     async kill() {
       const pid = readPid(dataDir);
