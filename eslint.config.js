@@ -3,7 +3,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", ".writ/**", "bench/results/**", "tests/fixtures/**", "coverage/**", "scripts/*.cjs"] },
+  { ignores: ["dist/**", "node_modules/**", "**/.writ/**", "bench/results/**", "tests/fixtures/**", "coverage/**", "scripts/*.cjs"] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -7,11 +7,21 @@
  * Walkthrough: README.md, "From npm start to an approval and a reconciliation".
  */
 import { readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { z } from "zod";
 import { defineAction } from "../src/core/action.js";
 import { defineConfig } from "../src/config/define-config.js";
 import { withDemo } from "../src/cli/demo.js";
 import { demoConnectors } from "./demo/connectors.js";
+
+/**
+ * The demo's state directory: the repository's .writ/, wherever writ runs (an MCP client starts
+ * `writ mcp` from a directory of its own). Relative paths in a config resolve against the config
+ * file's directory (docs/cli.md), so "../.writ" is the repository's. $WRIT_DEMO_DIR puts it
+ * elsewhere (the tests run the demo in directories of their own).
+ */
+const CONFIG_DIR = import.meta.dirname;
+const state = (name: string): string => join(process.env.WRIT_DEMO_DIR ?? "../.writ", name);
 
 /** Refund part of a payment. Idempotent: the provider dedupes by the step's idempotency key. */
 const refund = defineAction({
@@ -39,10 +49,10 @@ const sendMessage = defineAction({
 
 export default withDemo(
   defineConfig({
-    store: { kind: "sqlite", path: ".writ/writ.db" },
+    store: { kind: "sqlite", path: state("writ.db") },
     actions: [refund, sendMessage],
     connectors: demoConnectors({
-      effectsFile: ".writ/demo-provider.jsonl",
+      effectsFile: resolve(CONFIG_DIR, state("demo-provider.jsonl")),
       // The gateway "loses" its answer for messages to this address: the README's reconciliation.
       ambiguousWhen: (connector, _operation, input) => connector === "demo-messages" && (input as { to?: unknown }).to === "lost-reply@example.com",
     }),
@@ -52,7 +62,7 @@ export default withDemo(
         schema: readFileSync(new URL("./demo/schema.cedarschema", import.meta.url), "utf8"),
       },
     },
-    keys: { dir: ".writ/keys" },
+    keys: { dir: state("keys") },
     server: { port: 8787, host: "127.0.0.1" },
     worker: { concurrency: 4, pollMs: 250 },
     host: { timeoutMs: 10_000 },
@@ -62,6 +72,9 @@ export default withDemo(
     // and the authority below. A real deployment has no demo section.
     tenantId: "demo",
     spaceId: "default",
+    adminKeyFile: state("demo-admin-key"),
+    agentKeyFile: state("demo-agent-key"),
+    approverKeyFile: state("demo-approver-key"),
     authorities: [{ authorityRef: "support-bot", principal: { type: "agent", id: "support-bot" }, actions: ["payments.*", "messages.*"] }],
     sampleRequest: {
       action: "payments.refund",

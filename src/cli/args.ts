@@ -22,7 +22,7 @@ export type OptionSpecs = Record<string, OptionSpec>;
 export const GLOBAL_OPTIONS = {
   config: { type: "string", value: "<file>", description: "config file (default: $WRIT_CONFIG, else writ.config.ts in the current directory, else package.json's writ.config)" },
   tenant: { type: "string", value: "<id>", description: "tenant of the scope (default: $WRIT_TENANT, else the config's demo tenant, else \"default\")" },
-  space: { type: "string", value: "<id>", description: "space of the scope (default: $WRIT_SPACE, else the config's demo space, else \"default\")" },
+  space: { type: "string", value: "<id>", description: "space of the scope (default: $WRIT_SPACE, else the tenant's only space, else the config's demo space, else \"default\")" },
   json: { type: "boolean", description: "print machine-readable JSON on stdout instead of tables" },
   help: { type: "boolean", short: "h", description: "show help" },
 } satisfies OptionSpecs;

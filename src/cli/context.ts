@@ -4,7 +4,7 @@
  */
 import { userInfo } from "node:os";
 import { existsSync, readFileSync } from "node:fs";
-import { isAbsolute, join, resolve } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 import type { WritConfig } from "../config/define-config.js";
 import type { PolicyEngine } from "../core/policy.js";
 import type { Actor, Scope } from "../core/types.js";
@@ -79,20 +79,25 @@ export class CliContext {
         return envValue !== undefined && envValue.length > 0 ? { value: envValue, from: `$${variable}` } : undefined;
       };
       let tenant = given("tenant", "WRIT_TENANT");
-      let space = given("space", "WRIT_SPACE");
-      if (tenant === undefined || space === undefined) {
-        // The demo section of the config `npm start` serves names its scope; no config: the defaults.
-        const demo = await this.config().then(
-          ({ path, config }) => ({ path, demo: (config as { demo?: { tenantId?: unknown; spaceId?: unknown } }).demo }),
-          () => null,
-        );
-        const from = demo ? `the demo section of ${this.relative(demo.path)}` : "";
-        if (tenant === undefined && typeof demo?.demo?.tenantId === "string") tenant = { value: demo.demo.tenantId, from };
-        if (space === undefined && typeof demo?.demo?.spaceId === "string") space = { value: demo.demo.spaceId, from };
-      }
+      const named = given("space", "WRIT_SPACE");
+      // The demo section of the config `npm start` serves names its scope; no config: the defaults.
+      const demo = tenant === undefined || named === undefined ? await this.config().then(
+        ({ path, config }) => ({ path, demo: (config as { demo?: { tenantId?: unknown; spaceId?: unknown } }).demo }),
+        () => null,
+      ) : null;
+      const from = demo ? `the demo section of ${this.relative(demo.path)}` : "";
+      if (tenant === undefined && typeof demo?.demo?.tenantId === "string") tenant = { value: demo.demo.tenantId, from };
       tenant ??= { value: "default", from: "the default" };
-      space ??= { value: "default", from: "the default" };
       if (!SCOPE_ID_RE.test(tenant.value)) throw usageError(`--tenant must be 1-200 characters of letters, digits, _ . : -, not ${JSON.stringify(tenant.value)}`);
+      // The one default-space rule (src/runtime/default-space.ts); the CLI holds no API key.
+      const tenantId = tenant.value;
+      const { defaultSpace, tenantSpacesOf } = await import("../runtime/default-space.js");
+      const chosen = await defaultSpace({
+        named: named && { spaceId: named.value, from: named.from },
+        tenantSpaces: async () => (named === undefined ? tenantSpacesOf((await this.reads()).store, tenantId) : []),
+        demoSpace: typeof demo?.demo?.spaceId === "string" ? demo.demo.spaceId : undefined,
+      });
+      const space: Source = chosen === null ? { value: "default", from: "the default" } : { value: chosen.spaceId, from: chosen.from === "the config's demo space" ? from : chosen.from };
       // The reserved tenant journal (API key changes) may be read and verified from the CLI.
       if (!SCOPE_ID_RE.test(space.value) && space.value !== TENANT_SPACE) throw usageError(`--space must be 1-200 characters of letters, digits, _ . : -, not ${JSON.stringify(space.value)}`);
       return { scope: { tenantId: tenant.value, spaceId: space.value }, tenant, space };
@@ -109,7 +114,9 @@ export class CliContext {
     const { scope, tenant, space } = await this.scopeSources();
     const config = await this.findConfigFile().then(({ path, from }) => `${this.relative(path)} (from ${from})`, () => "none found");
     const origin = tenant.from === space.from ? `scope from ${tenant.from}` : `tenant from ${tenant.from}, space from ${space.from}`;
-    this.out.note(`(no ${what} in ${scope.tenantId}/${scope.spaceId}; ${origin}; config ${config}. --tenant/--space or $WRIT_TENANT/$WRIT_SPACE pick another scope.)`);
+    const missing = (await this.openedReads?.catch(() => null))?.missing;
+    const store = missing ? `; no store yet: ${missing} does not exist (writ serve or writ migrate creates it)` : "";
+    this.out.note(`(no ${what} in ${scope.tenantId}/${scope.spaceId}; ${origin}; config ${config}${store}. --tenant/--space or $WRIT_TENANT/$WRIT_SPACE pick another scope.)`);
   }
 
   /** The operator acting: --as, else $WRIT_ACTOR, else user:<login name>. */
@@ -154,23 +161,33 @@ export class CliContext {
     return p.startsWith(this.cwd + "/") ? p.slice(this.cwd.length + 1) : p;
   }
 
+  /**
+   * Loads the config once. Its relative paths (store, keys, demo key files) and the bundle cache
+   * resolve against the config file's directory, not the working directory: a client that starts
+   * `writ` elsewhere (an MCP client, a service manager) finds the same store (docs/cli.md).
+   */
   config(): Promise<{ path: string; config: WritConfig }> {
     this.loaded ??= (async () => {
       const { path } = await this.findConfigFile();
       const { loadConfig } = await import("../config/load-config.js");
-      return { path, config: await loadConfig(path, { cacheDir: join(this.cwd, ".writ", "cache") }) };
+      return { path, config: await loadConfig(path, { cacheDir: join(dirname(path), ".writ", "cache") }) };
     })();
     return this.loaded;
+  }
+
+  /** The config file's directory: relative paths in the config resolve against it. */
+  async configDir(): Promise<string> {
+    return dirname((await this.config()).path);
   }
 
   /** Opens the runtime (store, keys, policy, host) once; `close()` releases it. */
   runtime(options: CliRuntimeOptions = {}): Promise<Runtime> {
     const { eagerPolicy, ...rest } = options;
-    this.opened ??= this.config().then(async ({ config }) => {
+    this.opened ??= this.config().then(async ({ path, config }) => {
       // Imported on demand: commands that never open the store start faster.
       const { openRuntime, policyFromConfig } = await import("../runtime/runtime.js");
       const policy = eagerPolicy === true ? config.policy : lazyPolicy(() => policyFromConfig(config));
-      return openRuntime({ ...config, policy }, { cwd: this.cwd, ...rest });
+      return openRuntime({ ...config, policy }, { cwd: dirname(path), ...rest });
     });
     return this.opened;
   }
@@ -185,15 +202,15 @@ export class CliContext {
       const rt = await this.opened;
       return { config: rt.config, reads: rt.host, store: rt.store };
     }
-    this.openedReads ??= this.config().then(async ({ config }) => {
+    this.openedReads ??= this.config().then(async ({ path, config }) => {
       const { openReads } = await import("../runtime/reads.js");
-      return openReads(config, { cwd: this.cwd });
+      return openReads(config, { cwd: dirname(path), ifMissing: "empty" });
     });
     const light = await this.openedReads;
     return { config: light.config, reads: light.reads, store: light.readable };
   }
 
-  /** Resolves a path the way the runtime does: relative paths against the working directory. */
+  /** Resolves a path given on the command line (`--out`, `--file`): relative paths against the working directory. */
   resolvePath(p: string): string {
     return isAbsolute(p) ? p : join(this.cwd, p);
   }

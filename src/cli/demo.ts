@@ -31,7 +31,7 @@ export interface DemoAuthority {
 export interface DemoSetup {
   tenantId: string;
   spaceId: string;
-  /** Where the admin key is kept (0600), relative to the working directory. @defaultValue ".writ/demo-admin-key" */
+  /** Where the admin key is kept (0600), relative to the config file's directory. @defaultValue ".writ/demo-admin-key" */
   adminKeyFile?: string;
   /** The key's name; over HTTP it acts as `user:<name>`. @defaultValue "demo-admin" */
   adminKeyName?: string;

@@ -4,7 +4,7 @@
  * has a registered connector with that operation, an active signing key exists with a private file
  * only its owner can read, and the store answers at the schema version this build needs.
  */
-import { accessSync, constants, existsSync, statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
 import { loadConfig } from "../config/load-config.js";
 import type { WritConfig } from "../config/define-config.js";
@@ -12,6 +12,7 @@ import type { Store } from "../core/store.js";
 import { errorMessage, isWritError } from "../core/errors.js";
 import { readKeyFile } from "../runtime/key-files.js";
 import { policyFromConfig, storeFromConfig } from "../runtime/runtime.js";
+import { whyNotCreatable } from "../runtime/store-from-config.js";
 import { POSTGRES_SCHEMA_VERSION } from "../stores/postgres/postgres-migrations.js";
 import { SQLITE_SCHEMA_VERSION } from "../stores/sqlite/sqlite-migrations.js";
 import { EXIT, type ExitCode } from "./exit-codes.js";
@@ -38,7 +39,6 @@ export interface DoctorReport {
 }
 
 export interface DoctorOptions {
-  cwd: string;
   /** Finds the config path (rejects when there is none). */
   findConfigPath: () => string | Promise<string>;
 }
@@ -50,7 +50,7 @@ export async function diagnose(options: DoctorOptions): Promise<DoctorReport> {
   let config: WritConfig;
   try {
     configPath = await options.findConfigPath();
-    config = await loadConfig(configPath, { cacheDir: join(options.cwd, ".writ", "cache") });
+    config = await loadConfig(configPath, { cacheDir: join(dirname(configPath), ".writ", "cache") });
     checks.push({ name: "config", status: "ok", detail: `${configPath} loads: ${config.actions.length} action(s), ${config.connectors.length} connector(s)` });
   } catch (e) {
     checks.push({ name: "config", status: "problem", detail: errorMessage(e), fix: "pass --config <file> (or set WRIT_CONFIG, or a writ.config field in package.json) to a file whose default export is defineConfig({...}); see docs/cli.md" });
@@ -58,8 +58,9 @@ export async function diagnose(options: DoctorOptions): Promise<DoctorReport> {
   }
   checks.push(checkPolicy(config));
   checks.push(checkConnectors(config));
-  checks.push(checkKeys(config, options.cwd));
-  const store = await checkStore(config, options.cwd);
+  // Relative paths of the config resolve against its directory, as the runtime resolves them.
+  checks.push(checkKeys(config, dirname(configPath)));
+  const store = await checkStore(config, dirname(configPath));
   checks.push(store.check);
   const exitCode = store.unreachable ? EXIT.STORE : checks.some((c) => c.status === "problem") ? EXIT.FAILED : EXIT.OK;
   return { configPath, checks, settings: effectiveSettings(config), exitCode };
@@ -106,9 +107,9 @@ function checkConnectors(config: WritConfig): DoctorCheck {
   return { name: "connectors", status: "problem", detail: problems.join("; "), fix: "add the missing connectors to `connectors` in the config, or correct the step's connector/operation" };
 }
 
-function checkKeys(config: WritConfig, cwd: string): DoctorCheck {
+function checkKeys(config: WritConfig, baseDir: string): DoctorCheck {
   const rel = config.keys?.dir ?? ".writ/keys";
-  const dir = isAbsolute(rel) ? rel : join(cwd, rel);
+  const dir = isAbsolute(rel) ? rel : join(baseDir, rel);
   let keys;
   try {
     keys = readKeyFile(dir);
@@ -126,31 +127,14 @@ function checkKeys(config: WritConfig, cwd: string): DoctorCheck {
   return { name: "keys", status: "ok", detail: `active signing key ${active.kid} (private file 0${mode.toString(8)})` };
 }
 
-/** Why a file cannot be created (its nearest existing ancestor is not a writable directory), or null. */
-function whyNotCreatable(file: string): string | null {
-  let dir = dirname(file);
-  while (!existsSync(dir)) {
-    const up = dirname(dir);
-    if (up === dir) break;
-    dir = up;
-  }
-  if (!statSync(dir).isDirectory()) return `${dir} is not a directory`;
-  try {
-    accessSync(dir, constants.W_OK);
-  } catch {
-    return `${dir} is not writable`;
-  }
-  return null;
-}
-
 const PROBE_SCOPE = { tenantId: "writ-doctor", spaceId: "probe" };
 
-async function checkStore(config: WritConfig, cwd: string): Promise<{ check: DoctorCheck; unreachable: boolean }> {
+async function checkStore(config: WritConfig, baseDir: string): Promise<{ check: DoctorCheck; unreachable: boolean }> {
   const kind = config.store?.kind ?? "sqlite";
   if (kind === "memory") return { check: { name: "store", status: "warning", detail: "memory store: nothing persists between processes", fix: "use { kind: \"sqlite\" } or { kind: \"postgres\", url } for writ serve" }, unreachable: false };
   if (config.store?.kind === "sqlite" || config.store === undefined) {
     const p = config.store?.path ?? ".writ/writ.db";
-    const file = p === ":memory:" || isAbsolute(p) ? p : join(cwd, p);
+    const file = p === ":memory:" || isAbsolute(p) ? p : join(baseDir, p);
     if (file !== ":memory:" && !existsSync(file)) {
       const blocked = whyNotCreatable(file);
       if (blocked) return { check: { name: "store", status: "problem", detail: `the sqlite database ${file} cannot be created: ${blocked}`, fix: "point store.path at a writable directory" }, unreachable: true };
@@ -159,7 +143,7 @@ async function checkStore(config: WritConfig, cwd: string): Promise<{ check: Doc
   }
   let store: Store;
   try {
-    store = await storeFromConfig(config, cwd);
+    store = await storeFromConfig(config, baseDir);
   } catch (e) {
     return { check: { name: "store", status: "problem", detail: `cannot open the ${kind} store: ${errorMessage(e)}`, fix: "check the store settings in the config and that the database is reachable" }, unreachable: true };
   }

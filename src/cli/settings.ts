@@ -6,14 +6,15 @@
 import type { WritConfig } from "../config/define-config.js";
 import { resolveServerConfig, type ResolvedServerConfig } from "../config/server-options.js";
 import { resolveConsoleOptions, type ResolvedConsoleOptions } from "../console/options.js";
+import { resolveMcpHttpOptions, type ResolvedMcpHttpOptions } from "../mcp/options.js";
 
 export interface EffectiveSettings {
   /** A PostgreSQL URL with its password masked; `poolSize` when the config sets one (default 10). */
   store: { kind: string; path?: string; url?: string; poolSize?: number };
   server: ResolvedServerConfig;
   console: ResolvedConsoleOptions;
-  /** The MCP endpoint's options as the config sets them (defaults: docs/mcp.md). */
-  mcp: Record<string, unknown>;
+  /** The MCP endpoint's options with their defaults (docs/mcp.md). */
+  mcp: ResolvedMcpHttpOptions & { demoSpace?: string };
   worker: Record<string, unknown>;
   host: Record<string, unknown>;
   /** How many completion secrets the config holds (the secrets themselves are never shown). */
@@ -47,7 +48,7 @@ export function effectiveSettings(config: WritConfig): EffectiveSettings {
     store,
     server: resolveServerConfig(config.server, "server."),
     console: resolveConsoleOptions(config.console),
-    mcp: plain(config.mcp),
+    mcp: { ...resolveMcpHttpOptions(config.mcp), ...(config.mcp?.demoSpace !== undefined ? { demoSpace: config.mcp.demoSpace } : {}) },
     worker: plain(config.worker),
     host: plain(config.host),
     completionSecrets: (config.completionSecrets ?? []).reduce((n, c) => n + c.secrets.length, 0),

@@ -14,7 +14,7 @@ import type { PolicyEngine } from "../core/policy.js";
 import type { Store } from "../core/store.js";
 import type { CompletionSecret } from "../host/completions.js";
 import type { HostOptions } from "../host/options.js";
-import type { McpHttpOptions } from "../mcp/http.js";
+import { resolveMcpHttpOptions, type McpHttpOptions } from "../mcp/options.js";
 import type { WorkerOptions } from "../host/worker.js";
 import { resolveConsoleOptions, type ConsoleOptions } from "../console/options.js";
 import { resolveServerConfig, type ServerConfig } from "./server-options.js";
@@ -71,9 +71,13 @@ export function checkConfig(c: unknown, where: string): asserts c is WritConfig 
   }
   // Named in the error as the config spells them: `<where>: server.rateLimit.burst must be ...`.
   resolveServerConfig(o.server as ServerConfig | undefined, `${where}: server.`);
-  if (o.console !== undefined) {
+  for (const [section, check] of [
+    ["console", () => resolveConsoleOptions(o.console as ConsoleOptions)],
+    ["mcp", () => resolveMcpHttpOptions(o.mcp as McpHttpOptions)],
+  ] as const) {
+    if (o[section] === undefined) continue;
     try {
-      resolveConsoleOptions(o.console as ConsoleOptions);
+      check();
     } catch (e) {
       bad((e as Error).message);
     }

@@ -167,6 +167,7 @@ function configPlugin(hashes: Map<string, string>, packages: Map<string, Package
       build.onResolve({ filter: /^[^./]/ }, async (args) => {
         if (args.pluginData === "writ-resolve") return undefined;
         if (isBuiltin(args.path)) return { path: args.path, external: true };
+        if (args.path.startsWith("file:")) return resolveFileUrl(args.path, packages);
         const r = await build.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: "writ-resolve" });
         if (r.errors.length > 0) return { errors: r.errors };
         if (isAbsolute(r.path) && packageOf(r.path, packages)?.inline === true) return { path: r.path };
@@ -183,6 +184,23 @@ function configPlugin(hashes: Map<string, string>, packages: Map<string, Package
       });
     },
   };
+}
+
+/**
+ * An import written as an absolute `file:` URL (esbuild resolves paths, not URLs): the file it
+ * names, bundled like a local file, or an import of the URL when it lies in a package that stays
+ * an import.
+ */
+function resolveFileUrl(url: string, packages: Map<string, PackageInfo | null>): { path: string; external?: boolean } | { errors: Array<{ text: string }> } {
+  let file: string;
+  try {
+    file = fileURLToPath(url);
+  } catch (e) {
+    return { errors: [{ text: `${url} is not a local file URL (${errorMessage(e)})` }] };
+  }
+  if (!existsSync(file)) return { errors: [{ text: `${url} names no file (${file} does not exist)` }] };
+  if (packageOf(file, packages)?.inline === false) return { path: pathToFileURL(file).href, external: true };
+  return { path: file };
 }
 
 /** Bundles the config; throws INVALID_OPTION with each error's file:line:col. */

@@ -136,15 +136,20 @@ h2 { font-size: 1.2rem; margin: 1.25rem 0 .5rem; }
 h3 { font-size: 1rem; margin: 1rem 0 .4rem; }
 .lead { color: var(--muted); max-width: 48rem; }
 .muted { color: var(--muted); font-weight: normal; }
-.mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .9em; overflow-wrap: anywhere; }
+.mono, .id, .code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .9em; }
+/* Ids break only between their parts (<wbr> between nowrap spans: html.ts idText); reason codes
+   never break. */
+.mono { overflow-wrap: break-word; }
+.id > span, .code { white-space: nowrap; }
 .card { border: 1px solid var(--line); border-radius: 8px; padding: .75rem 1rem 1rem; margin: 0 0 1rem; background: var(--panel); }
 .card h2 { margin-top: .25rem; }
 .facts { display: grid; grid-template-columns: repeat(auto-fill, minmax(15rem, 1fr)); gap: .4rem 1rem; margin: .5rem 0; }
 .facts div { min-width: 0; }
 .facts dt { font-size: .8rem; color: var(--muted); text-transform: uppercase; letter-spacing: .03em; }
-.facts dd { margin: 0; overflow-wrap: anywhere; }
-pre.json { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: .5rem .75rem; overflow-x: auto; max-height: 20rem; white-space: pre-wrap; overflow-wrap: anywhere; margin: .25rem 0; }
-.badge { display: inline-block; padding: .05rem .5rem; border-radius: 1em; font-size: .8rem; font-weight: 600; border: 1px solid transparent; vertical-align: middle; }
+.facts dd { margin: 0; overflow-wrap: break-word; }
+pre.json { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: .5rem .75rem; white-space: pre-wrap; overflow-wrap: anywhere; margin: .25rem 0; }
+pre.json.scroll { max-height: 20rem; overflow: auto; }
+.badge { display: inline-block; white-space: nowrap; padding: .05rem .5rem; border-radius: 1em; font-size: .8rem; font-weight: 600; border: 1px solid transparent; vertical-align: middle; }
 .badge.ok { background: var(--ok-bg); color: var(--ok-fg); border-color: #8cc9a0; }
 .badge.bad { background: var(--bad-bg); color: var(--bad-fg); border-color: #e0a3a6; }
 .badge.warn { background: var(--warn-bg); color: var(--warn-fg); border-color: #e5c76b; }
@@ -169,6 +174,7 @@ button:disabled { background: #e9ecef; border-color: #adb5bd; color: #495057; cu
 .flash.error { background: var(--bad-bg); color: var(--bad-fg); border-color: #e0a3a6; }
 .flash.warn { background: var(--warn-bg); color: var(--warn-fg); }
 .flash.info { background: var(--wait-bg); color: var(--wait-fg); }
+.flash p { margin: 0 0 .4rem; } .flash p:last-child { margin-bottom: 0; }
 .flash button { margin-left: .5rem; min-height: 2rem; padding: .2rem .7rem; }
 .empty { color: var(--muted); font-style: italic; }
 .tabs { list-style: none; display: flex; flex-wrap: wrap; gap: .25rem; padding: 0; margin: 0 0 1rem; }
@@ -193,7 +199,7 @@ td.hash { max-width: 22rem; }
 .timeline li.warn::before { background: #b07d00; }
 .timeline li.wait::before { background: var(--accent); }
 .timeline .when { color: var(--muted); font-size: .85rem; margin-right: .4rem; }
-.timeline .detail { display: block; color: var(--muted); overflow-wrap: anywhere; }
+.timeline .detail { display: block; color: var(--muted); overflow-wrap: break-word; }
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(18rem, 1fr)); gap: 1rem; }
 figure.chart { margin: 0; border: 1px solid var(--line); border-radius: 8px; padding: .5rem .75rem; background: #fff; }
 figure.chart figcaption { font-weight: 600; font-size: .92rem; }
@@ -206,10 +212,11 @@ svg .line { stroke-width: 2.5; }
 .s-denied { fill: #6f42c1; stroke: #6f42c1; }
 .s-warn { fill: #b07d00; stroke: #b07d00; }
 .s-info { fill: #0b5cad; stroke: #0b5cad; }
+.s-neutral { fill: #6b7681; stroke: #6b7681; }
 svg polyline.line { fill: none; }
 .legend { display: flex; flex-wrap: wrap; gap: .25rem 1rem; font-size: .85rem; margin: .25rem 0; }
 .swatch { display: inline-block; width: .8rem; height: .8rem; border-radius: 2px; margin-right: .3rem; vertical-align: -1px; }
-.swatch.s-ok { background: #1f7a3d; } .swatch.s-bad { background: #b3261e; } .swatch.s-denied { background: #6f42c1; } .swatch.s-warn { background: #b07d00; } .swatch.s-info { background: #0b5cad; }
+.swatch.s-ok { background: #1f7a3d; } .swatch.s-bad { background: #b3261e; } .swatch.s-denied { background: #6f42c1; } .swatch.s-warn { background: #b07d00; } .swatch.s-info { background: #0b5cad; } .swatch.s-neutral { background: #6b7681; }
 .inline-form { display: inline-block; margin: .25rem 0; }
 section.space { border-top: 2px solid var(--line); margin-top: 1rem; }
 @media (max-width: 40rem) {
@@ -218,6 +225,16 @@ section.space { border-top: 2px solid var(--line); margin-top: 1rem; }
   main { padding: .75rem; }
   h1 { font-size: 1.35rem; }
   .buttons button { flex: 1 1 auto; }
+  /* Tables stack on a phone: a block per row, each cell under its column's name. */
+  table.stack thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+  table.stack, table.stack tbody, table.stack tr, table.stack td { display: block; }
+  table.stack tr { padding: .5rem .6rem; border-bottom: 1px solid var(--line); }
+  table.stack tr:last-child { border-bottom: 0; }
+  table.stack td { border: 0; padding: .1rem 0; }
+  table.stack td::before { content: attr(data-label) ": "; color: var(--muted); font-size: .85rem; }
+  table.stack td.lead { font-weight: 600; }
+  table.stack td.lead::before, table.stack td.status::before { content: none; }
+  table.stack td:empty { display: none; }
 }
 @media (prefers-reduced-motion: reduce) { * { transition: none !important; animation: none !important; } }
 `;

@@ -6,7 +6,7 @@
 import type { ActionDefinition } from "../core/action.js";
 import { verifyStoredJournal, type JournalVerification } from "../core/journal.js";
 import { readCommitted, type StoreTx } from "../core/store.js";
-import type { ApiKeyRecord, Approval, ApprovalStatus, AttemptRecord, Invocation, InvocationStatus, JournalCheckpoint, ReconciliationRecord, Scope, StepCheckpoint, UnsealedEntry } from "../core/types.js";
+import type { ApiKeyRecord, Approval, ApprovalStatus, AttemptRecord, IdempotencyRecord, Invocation, InvocationStatus, JournalCheckpoint, ReconciliationRecord, Scope, StepCheckpoint, UnsealedEntry } from "../core/types.js";
 
 /**
  * A journal entry as the console shows it: sealed ones have seq, hash and prevHash; entries not
@@ -14,6 +14,7 @@ import type { ApiKeyRecord, Approval, ApprovalStatus, AttemptRecord, Invocation,
  */
 export type ShownEntry = UnsealedEntry & { seq?: number; hash?: string; prevHash?: string | null };
 import type { Runtime } from "../runtime/runtime.js";
+import { storedIdempotencyKey } from "../mcp/idempotency.js";
 
 export interface ConsoleData {
   apiKey(keyId: string): Promise<ApiKeyRecord | null>;
@@ -24,6 +25,8 @@ export interface ConsoleData {
   /** Invocations with this idempotency key, one per action that has one. */
   byIdempotencyKey(scope: Scope, key: string): Promise<Invocation[]>;
   reconciliations(scope: Scope, opts: { status?: "open" | "resolved"; invocationId?: string; limit: number }): Promise<ReconciliationRecord[]>;
+  /** Keys bare boundary executions left with an unknown outcome (resolved with resolve-key). */
+  unknownKeys(scope: Scope, limit: number): Promise<IdempotencyRecord[]>;
   steps(scope: Scope, invocationId: string): Promise<StepCheckpoint[]>;
   attempts(scope: Scope, invocationId: string): Promise<AttemptRecord[]>;
   journalHead(scope: Scope): Promise<{ seq: number; hash: string } | null>;
@@ -60,11 +63,16 @@ export function consoleData(runtime: Runtime): ConsoleData {
     invocations: (scope, f) => host.list(scope, { limit: f.limit, ...(f.status ? { status: f.status } : {}), ...(f.after ? { after: f.after } : {}) }),
     async byIdempotencyKey(scope, key) {
       const found: Invocation[] = [];
+      // The key as given, and as the MCP gateway stores an agent's key (`mcp:<key>`, docs/mcp.md),
+      // so a search for the key the agent sent finds its call.
+      const keys = key.startsWith("mcp:") ? [key] : [key, storedIdempotencyKey(key)];
       for (const id of actions.keys()) {
-        const inv = await read((tx) => tx.findInvocationByKey(scope, id, key));
-        // Through the host again, so sensitive params come back redacted.
-        const shown = inv ? await host.get(scope, inv.invocationId) : null;
-        if (shown) found.push(shown);
+        for (const k of keys) {
+          const inv = await read((tx) => tx.findInvocationByKey(scope, id, k));
+          // Through the host again, so sensitive params come back redacted.
+          const shown = inv ? await host.get(scope, inv.invocationId) : null;
+          if (shown) found.push(shown);
+        }
       }
       return found;
     },
@@ -75,6 +83,7 @@ export function consoleData(runtime: Runtime): ConsoleData {
       }
       return host.reconcile.list(scope, { limit: o.limit, ...(o.status ? { status: o.status } : {}) });
     },
+    unknownKeys: (scope, limit) => host.reconcile.unknownKeys(scope, { limit }),
     steps: (scope, id) => read((tx) => tx.getSteps(scope, id)),
     attempts: (scope, id) => read((tx) => tx.listAttempts(scope, { invocationId: id, limit: 1000 })),
     journalHead: (scope) => read((tx) => tx.journalHead(scope)),

@@ -65,19 +65,80 @@ const STATUS_CLASS: Record<string, string> = {
   HANDED_OFF: "wait",
 };
 
-/** A status as text in a badge (the colour only repeats what the text says). */
-export function badge(status: string): H {
-  return h`<span class="badge ${STATUS_CLASS[status] ?? "neutral"}">${status.replace(/_/g, " ")}</span>`;
+/**
+ * A status as text in a badge (the colour only repeats what the text says). `kind` overrides the
+ * colour where a word means another thing elsewhere (a closed breaker is fine; a closed approval
+ * is not a success).
+ */
+export function badge(status: string, kind?: string): H {
+  return h`<span class="badge ${kind ?? STATUS_CLASS[status] ?? "neutral"}">${String(status).replace(/_/g, " ")}</span>`;
 }
 
-export function json(v: unknown): H {
+/** JSON longer than this many lines (or characters) scrolls inside a box of its own. */
+const JSON_LINES = 12;
+const JSON_CHARS = 800;
+
+/**
+ * A value as indented JSON. Short JSON wraps and never scrolls; long JSON is capped in height and
+ * scrolls inside a labelled region that takes keyboard focus, so it can be scrolled without a
+ * mouse (axe's scrollable-region-focusable; docs/console.md, Accessibility and layouts).
+ */
+/**
+ * An id (invocation, attempt, digest, reference) in monospace that breaks only after its
+ * separators (`_`, `-`, `:`, `.`, `/`) or every 8 characters of a long run, never elsewhere (no
+ * part is longer than about 20 characters, which fits a phone's line). The full value stays one string to copy (<wbr> adds no text).
+ */
+export function idText(value: string): H {
+  // Random runs (a digest's base64) longer than 16 characters get a break every 8; a part shorter
+  // than four characters stays with its neighbour, so no line holds a lone "0".
+  const parts: string[] = [];
+  for (const sep of String(value).split(/(?<=[_\-:./])/)) {
+    for (const p of sep.length > 16 ? (sep.match(/.{1,8}/g) ?? []) : [sep]) {
+      const last = parts.length - 1;
+      if (last >= 0 && (p.length < 4 || parts[last]!.length < 4)) parts[last] += p;
+      else parts.push(p);
+    }
+  }
+  // Each part is unbreakable (a browser would otherwise break after any "-"); <wbr> between parts.
+  return h`<span class="id">${parts.map((p, i) => (i === 0 ? h`<span>${p}</span>` : h`<wbr><span>${p}</span>`))}</span>`;
+}
+
+/** A reason code (OUTCOME_AMBIGUOUS): never broken inside. */
+export function code(value: string): H {
+  return h`<code class="code">${value}</code>`;
+}
+
+export interface Column {
+  label: string;
+  /** Class of each cell in the column (`id`: long ids; `status`: badges). */
+  cls?: string;
+}
+
+/**
+ * A table in a labelled, focusable region that scrolls sideways if it must. On a phone each row
+ * stacks into a block whose cells carry their column's name (data-label); the explicit table
+ * roles keep it a table for screen readers whatever the CSS display (docs/console.md).
+ */
+function cellOf(c: Column | undefined, cell: H): H {
+  return h`<td role="cell" data-label="${c?.label ?? ""}"${c?.cls ? h` class="${c.cls}"` : nothing}>${cell}</td>`;
+}
+
+export function table(p: { label: string; caption?: string; columns: Column[]; rows: H[][]; cls?: string; testid?: string }): H {
+  return h`<div class="table-wrap" role="region" aria-label="${p.label}" tabindex="0"><table class="stack${p.cls ? ` ${p.cls}` : ""}" role="table">
+${p.caption ? h`<caption class="visually-hidden">${p.caption}</caption>` : nothing}<thead role="rowgroup"><tr role="row">${p.columns.map((c) => h`<th scope="col" role="columnheader">${c.label}</th>`)}</tr></thead>
+<tbody role="rowgroup"${p.testid ? h` data-testid="${p.testid}"` : nothing}>${p.rows.map((r) => h`<tr role="row">${r.map((cell, i) => cellOf(p.columns[i], cell))}</tr>`)}</tbody>
+</table></div>`;
+}
+
+export function json(v: unknown, label: string): H {
   let text: string;
   try {
     text = JSON.stringify(v, null, 2) ?? "null";
   } catch {
     text = String(v);
   }
-  return h`<pre class="json">${text}</pre>`;
+  const long = text.length > JSON_CHARS || text.split("\n").length > JSON_LINES;
+  return long ? h`<pre class="json scroll" tabindex="0" role="region" aria-label="${label}">${text}</pre>` : h`<pre class="json">${text}</pre>`;
 }
 
 export function q(params: Record<string, string | number | undefined | null>): string {

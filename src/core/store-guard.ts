@@ -415,6 +415,12 @@ class GuardedTx implements StoreTx {
     return this.#tx.getReconciliation(scope, reconciliationId);
   }
 
+  async listUnknownKeys(scope: Scope, opts?: ListOptions): Promise<IdempotencyRecord[]> {
+    checkStoreScope(scope);
+    limit(opts);
+    return this.#tx.listUnknownKeys(scope, opts);
+  }
+
   async listReconciliations(scope: Scope, opts?: ListOptions & { status?: ReconciliationStatus; invocationId?: string }): Promise<ReconciliationRecord[]> {
     checkStoreScope(scope);
     limit(opts);

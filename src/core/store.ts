@@ -129,6 +129,13 @@ export interface StoreTx {
 
   // idempotency
   getIdempotency(scope: Scope, action: string, idempotencyKey: string): Promise<IdempotencyRecord | null>;
+  /**
+   * Keys whose outcome is unknown that no invocation of this store holds: left by bare boundary
+   * executions (interrupted, timed out, an ambiguous reply) for an operator to settle with
+   * `host.resolveKey`. Oldest first (updatedAt, then action and key). An invocation's own unknown
+   * outcome is a reconciliation instead (docs/boundary.md, Interrupted executions).
+   */
+  listUnknownKeys(scope: Scope, opts?: ListOptions): Promise<IdempotencyRecord[]>;
   /** Inserts or replaces the record for (scope, action, idempotencyKey). */
   putIdempotency(scope: Scope, rec: IdempotencyRecord): Promise<void>;
 

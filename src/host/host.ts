@@ -13,7 +13,7 @@ import { createKeyring } from "../core/keyring.js";
 import { redactFor } from "../core/redact.js";
 import { readCommitted, type InvocationFilter, type ListOptions } from "../core/store.js";
 import type { ActionDefinition } from "../core/action.js";
-import type { ActionRequest, Actor, Authority, CompletionRecord, Invocation, Json, ReconciliationRecord, ReconciliationStatus, Scope, Submitter } from "../core/types.js";
+import type { ActionRequest, Actor, Authority, CompletionRecord, IdempotencyRecord, Invocation, Json, ReconciliationRecord, ReconciliationStatus, Scope, Submitter } from "../core/types.js";
 import { checkActor } from "../core/validate.js";
 import { createBreakers, type BreakerView } from "./breaker.js";
 import { compensationActions } from "./compensation.js";
@@ -78,6 +78,11 @@ export interface Host {
      * a timeout, an ambiguous reply); journaled with the operator's identity (docs/boundary.md).
      */
     resolveKey(scope: Scope, key: KeyRef, input: ResolveInput): Promise<KeyResolution>;
+    /**
+     * The keys bare boundary executions left with an unknown outcome, waiting for `resolveKey`
+     * (oldest first). An invocation's own unknown outcome is in `list` as a reconciliation.
+     */
+    unknownKeys(scope: Scope, opts?: ListOptions): Promise<IdempotencyRecord[]>;
   };
   worker(options?: WorkerOptions): Worker;
   approvals: Approvals;
@@ -348,6 +353,7 @@ export function createHostCore(options: HostOptions): Host {
       list: (scope, opts) => readCommitted(o.store, (tx) => tx.listReconciliations(scope, opts)),
       resolve,
       resolveKey: (scope, key, input) => resolveKey(ctx, scope, key, input),
+      unknownKeys: (scope, opts) => readCommitted(o.store, (tx) => tx.listUnknownKeys(scope, opts)),
     },
     worker: (wo) => createWorker(ctx, wo, sweep),
     approvals,

@@ -13,53 +13,26 @@ import { WritError, errorMessage } from "../core/errors.js";
 import { globsCover } from "../core/glob.js";
 import type { ActionRequest, Authority, Invocation, Json } from "../core/types.js";
 import type { Host } from "../host/host.js";
-import { silentLogger, type Logger } from "../host/options.js";
+import { silentLogger } from "../host/options.js";
 import type { McpCaller } from "./principal.js";
-import { errorResult, stopsWaiting, toolResult, type CallToolAnswer, type Extras } from "./results.js";
+import { invocationChanges } from "./changes.js";
+import { errorResult, isSettled, stopsWaiting, toolResult, type CallToolAnswer, type Extras } from "./results.js";
 import { RESULT_SCHEMA, STATUS_INPUT_SCHEMA, inputSchemaOf } from "./schema.js";
 import { createInvocationTaskStore } from "./task-store.js";
+import { IDEMPOTENCY_META, storedIdempotencyKey } from "./idempotency.js";
+
+export { IDEMPOTENCY_META, storedIdempotencyKey };
 
 /** The status tool every principal sees. */
 export const STATUS_TOOL = "writ_invocation_status";
-/** `_meta` key of a call's idempotency key (stable across the client's retries of one call). */
-export const IDEMPOTENCY_META = "writ/idempotencyKey";
 
-export interface McpGatewayOptions {
-  /** How long a tool call (not a task) waits for its invocation to settle before answering with the pending state. @defaultValue 20000 */
-  callWaitMs?: number;
-  /** How often a waiting call re-reads its invocation. @defaultValue 200 */
-  pollMs?: number;
-  /** Largest tool arguments accepted, in bytes of JSON. @defaultValue 65536 */
-  maxArgumentsBytes?: number;
-  /** Poll interval suggested to task clients. @defaultValue 1000 */
-  taskPollIntervalMs?: number;
-  /** @defaultValue silent */
-  logger?: Logger;
-}
+import { resolveGatewayLimits, type McpGatewayOptions, type ResolvedGatewayOptions } from "./options.js";
 
-export interface ResolvedGatewayOptions {
-  callWaitMs: number;
-  pollMs: number;
-  maxArgumentsBytes: number;
-  taskPollIntervalMs: number;
-  logger: Logger;
-}
+export { type McpGatewayOptions, type ResolvedGatewayOptions };
 
-function int(name: string, v: unknown, dflt: number, min: number, max: number): number {
-  if (v === undefined) return dflt;
-  if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) throw new WritError("INVALID_OPTION", `MCP gateway: ${name} must be an integer from ${min} to ${max}`);
-  return v;
-}
-
+/** The gateway's options with their defaults (docs/mcp.md). */
 export function resolveGatewayOptions(o: McpGatewayOptions = {}): ResolvedGatewayOptions {
-  if (typeof o !== "object" || o === null) throw new WritError("INVALID_OPTION", "MCP gateway: options must be an object");
-  return {
-    callWaitMs: int("callWaitMs", o.callWaitMs, 20_000, 0, 600_000),
-    pollMs: int("pollMs", o.pollMs, 200, 10, 60_000),
-    maxArgumentsBytes: int("maxArgumentsBytes", o.maxArgumentsBytes, 65_536, 2, 16 * 1024 * 1024),
-    taskPollIntervalMs: int("taskPollIntervalMs", o.taskPollIntervalMs, 1000, 10, 600_000),
-    logger: o.logger ?? silentLogger,
-  };
+  return { ...resolveGatewayLimits(o), logger: o.logger ?? silentLogger };
 }
 
 /** An MCP tool name for an action id (MCP names allow letters, digits, `_`, `-`, `.`). */
@@ -73,17 +46,30 @@ interface VisibleTool {
   authority: Authority;
 }
 
+/**
+ * A tool's title: the action's `title`, else its description when that is one short sentence, else
+ * a readable form of its id (`payments.refund_all` -> "Payments refund all").
+ */
+export function toolTitleOf(a: Pick<ActionDefinition<unknown>, "id" | "title" | "description">): string {
+  if (a.title !== undefined && a.title.trim().length > 0) return a.title.trim();
+  const d = a.description?.trim().replace(/\.$/, "");
+  if (d !== undefined && d.length > 0 && d.length <= 80 && !/[.\n]/.test(d)) return d;
+  const words = a.id.replace(/([a-z0-9])([A-Z])/g, "$1 $2").split(/[^A-Za-z0-9]+/).filter((w) => w.length > 0).join(" ").toLowerCase();
+  return words.length > 0 ? words[0]!.toUpperCase() + words.slice(1) : a.id;
+}
+
 function toolOf(name: string, a: ActionDefinition<unknown>): Tool {
   const readOnly = a.readOnly === true;
   const governance = "Governed by Writ: policy decides, a person may have to approve, and every outcome is journaled. Results say what happened and what to do next.";
+  const title = toolTitleOf(a);
   return {
     name,
-    ...(a.title !== undefined ? { title: a.title } : {}),
+    title,
     description: `${a.description ?? `Runs the Writ action ${a.id} (version ${a.version}).`}\n\n${governance}`,
     inputSchema: inputSchemaOf(a),
     outputSchema: RESULT_SCHEMA,
     annotations: {
-      ...(a.title !== undefined ? { title: a.title } : {}),
+      title,
       readOnlyHint: readOnly,
       destructiveHint: readOnly ? false : (a.destructive ?? true),
       idempotentHint: a.idempotent,
@@ -106,19 +92,6 @@ const STATUS_TOOL_DEF: Tool = {
 
 function sameActor(a: { type: string; id: string }, b: { type: string; id: string }): boolean {
   return a.type === b.type && a.id === b.id;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
 }
 
 /** The gateway's reads and waits over the host, shared by the tool handlers and the task store. */
@@ -163,6 +136,7 @@ export function createMcpServer(host: Host, caller: McpCaller, options: McpGatew
   const o = resolveGatewayOptions(options);
   const { clock, crypto } = host.context.o;
   const reads = gatewayReads(host, caller);
+  const changes = invocationChanges(host);
   const server = new Server(
     { name: "writ", version: "0.1.0", title: "Writ: governed actions" },
     {
@@ -231,7 +205,7 @@ export function createMcpServer(host: Host, caller: McpCaller, options: McpGatew
     try {
       ({ invocation: inv, replayed } = await host.submit(request, { submittedBy: caller.submittedBy }));
     } catch (e) {
-      if (e instanceof WritError && e.code === "VALIDATION_FAILED") return errorResult(`Invalid arguments for ${name}: ${e.message}. Nothing was run; fix the arguments and call again.`);
+      if (e instanceof WritError && e.code === "VALIDATION_FAILED") return errorResult(`Invalid arguments for ${name}: ${issuesOf(e)}. Nothing was run; fix the arguments and call again.`);
       if (e instanceof WritError && e.code === "IDEMPOTENCY_CONFLICT") return errorResult(`The idempotency key ${key} was already used with other arguments for ${name}. Nothing was run; use a new key for a new request.`);
       o.logger.error({ err: errorMessage(e), tool: name }, "MCP: submit failed");
       throw new McpError(ErrorCode.InternalError, "Writ could not admit the call (a server fault, logged); it is not known to have run. Retry the same call: the idempotency key makes a retry safe.");
@@ -242,44 +216,54 @@ export function createMcpServer(host: Host, caller: McpCaller, options: McpGatew
       return { task };
     }
     watchCancel(inv.invocationId, extra.signal);
-    const last = await follow(inv, o.callWaitMs, extra.signal, progress);
+    const last = await follow(inv, o.callWaitMs, extra.signal, progress, stopsWaiting);
     return reads.answer(last, replayed);
   });
 
   /** A call the client cancels (notifications/cancelled) cancels its invocation if no step started. */
   function watchCancel(invocationId: string, signal: AbortSignal): void {
-    signal.addEventListener(
-      "abort",
-      () => {
-        // The SDK aborts handlers on a cancel notification and also when the connection closes;
-        // only the first (the transport is still there) is the client's wish to cancel.
-        setImmediate(() => {
-          if (server.transport === undefined) return;
-          host.cancel(caller.scope, invocationId, caller.principal).then(
-            () => o.logger.info({ invocationId }, "MCP: call cancelled by the client; invocation cancelled"),
-            (e: unknown) => o.logger.info({ invocationId, err: errorMessage(e) }, "MCP: call cancelled by the client; the invocation could not be cancelled"),
-          );
-        });
-      },
-      { once: true },
-    );
+    const cancel = (): void => {
+      // The SDK aborts handlers on a cancel notification and also when the connection closes;
+      // only the first (the transport is still there) is the client's wish to cancel.
+      setImmediate(() => {
+        if (server.transport === undefined) return;
+        host.cancel(caller.scope, invocationId, caller.principal).then(
+          () => o.logger.info({ invocationId }, "MCP: call cancelled by the client; invocation cancelled"),
+          (e: unknown) => o.logger.info({ invocationId, err: errorMessage(e) }, "MCP: call cancelled by the client; the invocation could not be cancelled"),
+        );
+      });
+    };
+    // Cancelled while it was being admitted: the signal fired before anyone listened.
+    if (signal.aborted) cancel();
+    else signal.addEventListener("abort", cancel, { once: true });
   }
 
-  async function follow(inv: Invocation, waitMs: number, signal: AbortSignal, progress: Progress | null): Promise<Invocation> {
+  /**
+   * Reads the invocation until `done` holds, the wait ends or the call is cancelled. Woken by the
+   * host's events for it (a worker in this process); every `pollMs` it reads anyway, for changes
+   * made by other processes; with a progress token, at least every two seconds.
+   */
+  async function follow(inv: Invocation, waitMs: number, signal: AbortSignal, progress: Progress | null, done: (cur: Invocation) => boolean): Promise<Invocation> {
     const until = clock.now() + waitMs;
     let cur = inv;
     let lastSent = "";
     let sentAt = 0;
-    for (;;) {
-      const now = clock.now();
-      if (progress && (cur.status !== lastSent || now - sentAt >= 2000)) {
-        lastSent = cur.status;
-        sentAt = now;
-        await progress(`${cur.action}: ${cur.status}`);
+    // Watching from before the first read: an event between a read and the wait is not missed.
+    const watch = changes.watch(inv.invocationId);
+    try {
+      for (;;) {
+        const now = clock.now();
+        if (progress && (cur.status !== lastSent || now - sentAt >= 2000)) {
+          lastSent = cur.status;
+          sentAt = now;
+          await progress(`${cur.action}: ${cur.status}`);
+        }
+        if (done(cur) || signal.aborted || now >= until) return cur;
+        await watch.next(Math.min(o.pollMs, until - now, progress ? 2000 : Infinity), signal);
+        cur = (await host.get(caller.scope, cur.invocationId)) ?? cur;
       }
-      if (stopsWaiting(cur) || signal.aborted || now >= until) return cur;
-      await sleep(Math.min(o.pollMs, until - now), signal);
-      cur = (await host.get(caller.scope, cur.invocationId)) ?? cur;
+    } finally {
+      watch.close();
     }
   }
 
@@ -293,7 +277,8 @@ export function createMcpServer(host: Host, caller: McpCaller, options: McpGatew
     if (a.waitMs !== undefined && !(typeof a.waitMs === "number" && Number.isInteger(a.waitMs) && a.waitMs >= 0 && a.waitMs <= 60_000)) return errorResult(`${STATUS_TOOL}: waitMs must be an integer from 0 to 60000`);
     const inv = await reads.own(a.invocationId);
     if (!inv) return errorResult(`No invocation ${a.invocationId.slice(0, 200)} of yours in this space.`);
-    const last = await follow(inv, (a.waitMs) ?? 0, signal, progress);
+    // Waiting for a change: a state where waiting cannot help, other than the one it was in.
+    const last = await follow(inv, a.waitMs ?? 0, signal, progress, (cur) => isSettled(cur) || (stopsWaiting(cur) && cur.status !== inv.status));
     return reads.answer(last);
   }
 
@@ -304,7 +289,7 @@ export function createMcpServer(host: Host, caller: McpCaller, options: McpGatew
       if (typeof given !== "string" || given.length === 0 || given.length > 200 || /[\u0000-\u001f\u007f-\u009f]/.test(given)) {
         return errorResult(`_meta["${IDEMPOTENCY_META}"] must be a string of 1-200 printable characters. Nothing was run.`);
       }
-      return `mcp:${given}`;
+      return storedIdempotencyKey(given);
     }
     // Derived: the same principal calling the same tool with the same arguments is the same call,
     // so a client's retry after a lost answer is not a second action (docs/mcp.md).
@@ -332,6 +317,12 @@ function makeProgress(token: string | number, send: (n: { method: "notifications
       // A notification that cannot be sent changes nothing about the invocation.
     }
   };
+}
+
+/** What a refused submit says is wrong: the params schema's issues, else the error's own message. */
+function issuesOf(e: WritError): string {
+  const issues = (e.details as { issues?: unknown } | undefined)?.issues;
+  return Array.isArray(issues) && issues.length > 0 ? issues.map(String).join("; ") : e.message;
 }
 
 function jsonBytes(v: unknown): number {

@@ -13,25 +13,12 @@ import type { Store } from "../core/store.js";
 import type { Host } from "../host/host.js";
 import { silentLogger } from "../host/options.js";
 import { verifyApiKey } from "../runtime/api-keys.js";
-import { createMcpServer, resolveGatewayOptions, type McpGatewayOptions } from "./gateway.js";
-import { callerOf } from "./principal.js";
+import { createMcpServer, resolveGatewayOptions } from "./gateway.js";
+import { resolveMcpHttpOptions, type McpHttpOptions, type ResolvedMcpHttpOptions } from "./options.js";
+import { callerOf, resolveSpace } from "./principal.js";
+import { onePrefix } from "./wire.js";
 
-export interface McpHttpOptions extends McpGatewayOptions {
-  /**
-   * Browser origins allowed to call `/mcp` (exact `scheme://host[:port]`). Requests without an
-   * Origin header (non-browser clients) are allowed; any other Origin is refused with 403.
-   * @defaultValue loopback origins only (http://localhost, http://127.0.0.1, http://[::1], any port)
-   */
-  allowedOrigins?: string[];
-  /** Open sessions at most; opening one more closes the least recently used. @defaultValue 100 */
-  maxSessions?: number;
-  /** Open sessions per API key at most; opening one more closes that key's least recently used. @defaultValue 10 */
-  maxSessionsPerKey?: number;
-  /** A session unused this long is closed. @defaultValue 900000 (15 min) */
-  sessionIdleMs?: number;
-  /** Largest POST body. @defaultValue 1048576 (1 MiB) */
-  bodyLimitBytes?: number;
-}
+export { resolveMcpHttpOptions, type McpHttpOptions, type ResolvedMcpHttpOptions };
 
 export interface McpHttp {
   /** Answers one request to `/mcp` (POST, GET, DELETE). */
@@ -65,24 +52,13 @@ function jsonRpcError(status: number, code: number, message: string, headers: Re
   return new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }), { status, headers: { "content-type": "application/json", ...headers } });
 }
 
-function posInt(name: string, v: unknown, dflt: number, max: number): number {
-  if (v === undefined) return dflt;
-  if (typeof v !== "number" || !Number.isInteger(v) || v < 1 || v > max) throw new WritError("INVALID_OPTION", `MCP HTTP: ${name} must be an integer from 1 to ${max}`);
-  return v;
-}
-
 /** Creates the `/mcp` handler over a host and its store (API keys). */
 export function createMcpHttp(deps: McpHttpDeps, options: McpHttpOptions = {}): McpHttp {
+  const resolved = resolveMcpHttpOptions(options);
   const gw = resolveGatewayOptions(options);
   const log = options.logger ?? silentLogger;
-  if (options.allowedOrigins !== undefined && (!Array.isArray(options.allowedOrigins) || !options.allowedOrigins.every((x) => typeof x === "string"))) {
-    throw new WritError("INVALID_OPTION", "MCP HTTP: allowedOrigins must be a list of origins");
-  }
-  const origins = new Set(options.allowedOrigins ?? []);
-  const maxSessions = posInt("maxSessions", options.maxSessions, 100, 100_000);
-  const perKey = posInt("maxSessionsPerKey", options.maxSessionsPerKey, 10, 100_000);
-  const idleMs = posInt("sessionIdleMs", options.sessionIdleMs, 900_000, 86_400_000);
-  const bodyLimit = posInt("bodyLimitBytes", options.bodyLimitBytes, 1024 * 1024, 1024 ** 3);
+  const origins = new Set(resolved.allowedOrigins);
+  const { maxSessions, maxSessionsPerKey: perKey, sessionIdleMs: idleMs, bodyLimitBytes: bodyLimit } = resolved;
   const sessions = new Map<string, Session>();
   const now = (): number => deps.host.context.o.clock.now();
 
@@ -126,7 +102,7 @@ export function createMcpHttp(deps: McpHttpDeps, options: McpHttpOptions = {}): 
     const asked = req.headers.get("writ-space") ?? url.searchParams.get("space") ?? undefined;
     let caller;
     try {
-      caller = callerOf(key, asked);
+      caller = callerOf(key, await resolveSpace(deps.store, key, asked, options.demoSpace));
     } catch (e) {
       const forbidden = e instanceof WritError && e.code === "FORBIDDEN";
       return jsonRpcError(forbidden ? 403 : 400, -32600, e instanceof WritError ? e.message : "bad request");
@@ -145,7 +121,7 @@ export function createMcpHttp(deps: McpHttpDeps, options: McpHttpOptions = {}): 
     makeRoom(key.keyId);
     const server = createMcpServer(deps.host, caller, { ...gw, logger: log });
     let opened: Session | null = null;
-    const transport = new WebStandardStreamableHTTPServerTransport({
+    const transport = onePrefix(new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => `mcp_${base64url(deps.random.bytes(24))}`,
       maxRequestBodySize: bodyLimit,
       onsessioninitialized: (id) => {
@@ -153,7 +129,7 @@ export function createMcpHttp(deps: McpHttpDeps, options: McpHttpOptions = {}): 
         sessions.set(id, opened);
         log.info({ session: id.slice(0, 8), keyId: key.keyId }, "MCP session opened");
       },
-    });
+    }));
     await server.connect(transport);
     const res = await transport.handleRequest(req);
     // Not an initialize request (or a refused one): no session was opened; nothing stays behind.

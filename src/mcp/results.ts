@@ -39,9 +39,12 @@ export function isSettled(inv: Invocation): boolean {
   return inv.status === "succeeded" || inv.status === "failed" || inv.status === "denied" || inv.status === "cancelled";
 }
 
-/** True when waiting longer inside one tool call cannot help: the state needs a person or is final. */
+/**
+ * True when waiting longer inside one tool call cannot help: the state is final, or it waits for a
+ * person (an approval, an operator's reconciliation) or for an outside operation's callback.
+ */
 export function stopsWaiting(inv: Invocation): boolean {
-  return isSettled(inv) || inv.status === "reconciliation_required";
+  return isSettled(inv) || inv.status === "reconciliation_required" || inv.status === "awaiting_approval" || inv.status === "parked";
 }
 
 function transient(inv: Invocation): boolean {

@@ -124,3 +124,24 @@ export function keyAllows(rec: ApiKeyRecord, spaceId: string, role: ApiRole): bo
   const space = rec.spaces.includes("*") || rec.spaces.includes(spaceId);
   return space && (rec.roles.includes(role) || rec.roles.includes("admin"));
 }
+
+/**
+ * Whether the store holds any API key at all (of any tenant), or null when it cannot tell. The
+ * Store port lists keys per tenant only, so a SQLite file is asked directly, read-only; other
+ * stores answer null. For the message of an unknown key in an empty store (`writ mcp`).
+ */
+export async function storeHoldsApiKeys(store: Store): Promise<boolean | null> {
+  const s = store as Partial<{ kind: string; path: string }>;
+  if (s.kind !== "sqlite" || typeof s.path !== "string" || s.path === ":memory:") return null;
+  try {
+    const { default: Database } = await import("better-sqlite3");
+    const db = new Database(s.path, { readonly: true, fileMustExist: true });
+    try {
+      return (db.prepare("SELECT EXISTS (SELECT 1 FROM api_keys) AS found").get() as { found: number }).found === 1;
+    } finally {
+      db.close();
+    }
+  } catch {
+    return null;
+  }
+}

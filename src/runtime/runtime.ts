@@ -32,7 +32,10 @@ export interface Runtime {
 }
 
 export interface OpenRuntimeOptions {
-  /** Relative paths in the config resolve against it. @defaultValue process.cwd() */
+  /**
+   * Relative paths in the config (store, keys) resolve against it. The CLI passes the config
+   * file's directory. @defaultValue process.cwd()
+   */
   cwd?: string;
   logger?: Logger;
   /** Create a signing key when none exists. @defaultValue true */

@@ -1,13 +1,73 @@
 /**
  * What a config names on disk: its store and its keys directory. Kept apart from the runtime so a
- * read-only command opens the store without loading the host (docs/cli.md, Start-up).
+ * read-only command opens the store without loading the host (docs/cli.md, Start-up). Relative
+ * paths resolve against a base directory: the CLI passes the config file's directory, so a client
+ * that starts `writ` from a directory of its own still finds the store (docs/cli.md, Config files).
  */
-import { isAbsolute, join } from "node:path";
+import { accessSync, constants, existsSync, statSync } from "node:fs";
+import { dirname, isAbsolute, join } from "node:path";
 import type { Store } from "../core/store.js";
 import type { WritConfig } from "../config/define-config.js";
 
+/** A path of the config, relative ones against `baseDir`. */
+export function configRelative(p: string, baseDir: string): string {
+  return isAbsolute(p) ? p : join(baseDir, p);
+}
+
+/** The SQLite file the config names (default `.writ/writ.db`), or null for another store or `:memory:`. */
+export function sqliteFileOf(config: WritConfig, baseDir: string): string | null {
+  const s = config.store ?? { kind: "sqlite" as const };
+  if (s.kind !== "sqlite") return null;
+  const path = s.path ?? ".writ/writ.db";
+  return path === ":memory:" ? null : configRelative(path, baseDir);
+}
+
+/** False when the config's store is a SQLite file that does not exist yet (nothing was ever stored there). */
+export function storeExists(config: WritConfig, baseDir: string): boolean {
+  const file = sqliteFileOf(config, baseDir);
+  return file === null || existsSync(file);
+}
+
+/** Where the config's store is, for messages: a file path, or a PostgreSQL host and database (never credentials). */
+export function describeStore(config: WritConfig, baseDir: string): string {
+  const s = config.store ?? { kind: "sqlite" as const };
+  switch (s.kind) {
+    case "sqlite":
+      return `the SQLite database ${sqliteFileOf(config, baseDir) ?? ":memory:"}`;
+    case "postgres": {
+      try {
+        const u = new URL(s.url);
+        return `the PostgreSQL database ${u.host}${u.pathname}`;
+      } catch {
+        return "the PostgreSQL database of store.url";
+      }
+    }
+    case "memory":
+      return "the memory store (nothing persists between processes)";
+    case "custom":
+      return "the config's custom store";
+  }
+}
+
+/** Why a file cannot be created (its nearest existing ancestor is not a writable directory), or null. */
+export function whyNotCreatable(file: string): string | null {
+  let dir = dirname(file);
+  while (!existsSync(dir)) {
+    const up = dirname(dir);
+    if (up === dir) break;
+    dir = up;
+  }
+  if (!statSync(dir).isDirectory()) return `${dir} is not a directory`;
+  try {
+    accessSync(dir, constants.W_OK);
+  } catch {
+    return `${dir} is not writable`;
+  }
+  return null;
+}
+
 /** The config's store. Only the module of that kind is imported (a SQLite CLI never loads PostgreSQL's). */
-export async function storeFromConfig(config: WritConfig, cwd: string): Promise<Store> {
+export async function storeFromConfig(config: WritConfig, baseDir: string): Promise<Store> {
   const s = config.store ?? { kind: "sqlite" as const };
   switch (s.kind) {
     case "memory":
@@ -16,15 +76,12 @@ export async function storeFromConfig(config: WritConfig, cwd: string): Promise<
       return s.store;
     case "postgres":
       return (await import("../stores/postgres/index.js")).postgresStore({ url: s.url }, s.poolSize !== undefined ? { max: s.poolSize } : {});
-    case "sqlite": {
-      const path = s.path ?? ".writ/writ.db";
-      return (await import("../stores/sqlite/index.js")).sqliteStore({ path: path === ":memory:" || isAbsolute(path) ? path : join(cwd, path) });
-    }
+    case "sqlite":
+      return (await import("../stores/sqlite/index.js")).sqliteStore({ path: sqliteFileOf(config, baseDir) ?? ":memory:" });
   }
 }
 
-/** The config's keys directory (`keys.dir`, default `.writ/keys`), relative paths against `cwd`. */
-export function keysDirOf(config: WritConfig, cwd: string): string {
-  const dir = config.keys?.dir ?? ".writ/keys";
-  return isAbsolute(dir) ? dir : join(cwd, dir);
+/** The config's keys directory (`keys.dir`, default `.writ/keys`), relative paths against `baseDir`. */
+export function keysDirOf(config: WritConfig, baseDir: string): string {
+  return configRelative(config.keys?.dir ?? ".writ/keys", baseDir);
 }

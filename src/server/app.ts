@@ -13,6 +13,7 @@ import { base64url } from "../core/encoding.js";
 import { WritError, errorMessage } from "../core/errors.js";
 import { silentLogger, type Logger } from "../host/options.js";
 import { createMcpHttp, type McpHttp, type McpHttpOptions } from "../mcp/http.js";
+import { configDemoSpace } from "../runtime/default-space.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { authenticate } from "./auth.js";
 import type { ServerContext } from "./context.js";
@@ -199,7 +200,9 @@ export function createApp(runtime: Runtime, options: CreateAppOptions = {}): Hon
     liveClosers.set(app, () => con.close());
   }
   if (options.mcp !== false) {
-    const mcp = createMcpHttp({ host: runtime.host, store: runtime.store, crypto, random }, { bodyLimitBytes: opts.bodyLimitBytes, logger: log, ...(runtime.config.mcp ?? {}), ...(options.mcp ?? {}) });
+    const demoSpace = configDemoSpace(runtime.config);
+    const mcpOptions = { bodyLimitBytes: opts.bodyLimitBytes, logger: log, ...(demoSpace !== undefined ? { demoSpace } : {}), ...(runtime.config.mcp ?? {}), ...(options.mcp ?? {}) };
+    const mcp = createMcpHttp({ host: runtime.host, store: runtime.store, crypto, random }, mcpOptions);
     mcpEndpoints.set(app, mcp);
     app.all("/mcp", (c) => {
       c.set("route", "/mcp");

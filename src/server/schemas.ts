@@ -239,7 +239,24 @@ export const BreakerList = named(
     ),
   }),
 );
-export const ReconciliationList = named("ReconciliationList", z.object({ items: z.array(Reconciliation) }));
+export const UnknownKey = named(
+  "UnknownKey",
+  z.object({
+    action: z.string(),
+    idempotencyKey: z.string(),
+    attemptId: z.string().describe("the attempt whose outcome is unknown"),
+    requestDigest: z.string(),
+    updatedAt: Millis,
+  }),
+  "a key a bare boundary execution left with an unknown outcome: settle it with POST …/boundary/keys/resolve",
+);
+export const ReconciliationList = named(
+  "ReconciliationList",
+  z.object({
+    items: z.array(Reconciliation),
+    unknownKeys: z.array(UnknownKey).describe("keys bare boundary executions left unknown, oldest first (none when status=resolved)"),
+  }),
+);
 export const ReconciliationListQuery = z.strictObject({ status: z.enum(RECONCILIATION_STATUSES).optional(), limit: queryInt(1, 500).optional() });
 export const ResolveBody = named(
   "Resolve",

@@ -118,10 +118,11 @@ describe("what the lists and get show", () => {
     const before = readdirSync(ws.dir).sort();
     const r = await writ(ws.dir, ["journal", "export"], { env: NO_SCOPE_ENV });
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/^exported \d+ entries of demo\/default to \.writ\/exports\/journal-demo-default\.jsonl\n$/);
+    // The state directory is the config's (conf/.writ: relative paths resolve against the config's directory).
+    expect(r.stdout).toMatch(/^exported \d+ entries of demo\/default to conf\/\.writ\/exports\/journal-demo-default\.jsonl\n$/);
     expect(readdirSync(ws.dir).sort()).toEqual(before);
-    expect(existsSync(join(ws.dir, ".writ", "exports", "journal-demo-default.jsonl"))).toBe(true);
-    const offline = await writ(ws.dir, ["journal", "verify", "--file", ".writ/exports/journal-demo-default.jsonl", "--json"], { env: NO_SCOPE_ENV });
+    expect(existsSync(join(ws.dir, "conf", ".writ", "exports", "journal-demo-default.jsonl"))).toBe(true);
+    const offline = await writ(ws.dir, ["journal", "verify", "--file", "conf/.writ/exports/journal-demo-default.jsonl", "--json"], { env: NO_SCOPE_ENV });
     expect(json<{ ok: boolean }>(offline).ok).toBe(true);
   });
 });

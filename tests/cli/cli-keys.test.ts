@@ -75,6 +75,14 @@ describe("writ reconcile resolve-key", () => {
     const before = await idem();
     expect(before?.state).toBe("unknown");
 
+    // The operator finds the key in the reconciliation queue (not only by knowing it).
+    const queue = await writ(ws.dir, ["reconcile", "ls"]);
+    expect(queue.code, queue.stderr).toBe(0);
+    expect(queue.stdout).toContain("keys left unknown by bare boundary executions");
+    expect(queue.stdout).toContain(req.idempotencyKey);
+    const queued = json<{ items: unknown[]; unknownKeys: Array<{ action: string; idempotencyKey: string }> }>(await writ(ws.dir, ["reconcile", "ls", "--json"]));
+    expect(queued.unknownKeys).toEqual([expect.objectContaining({ action: req.action, idempotencyKey: req.idempotencyKey })]);
+
     const base = ["reconcile", "resolve-key", "--action", req.action, "--key", req.idempotencyKey];
     const bad: Array<[string[], string]> = [
       [["reconcile", "resolve-key", "--key", req.idempotencyKey, "--outcome", "failed", "--note", "x"], "needs --action"],
@@ -103,6 +111,7 @@ describe("writ reconcile resolve-key", () => {
     await sealJournalNow(store, SCOPE);
     const entries = await readCommitted(store, (tx) => tx.readJournal(SCOPE, { limit: 1000 }));
     expect(entries.find((e) => e.type === "key.resolved")?.data).toMatchObject({ outcome: "succeeded", by: { type: "user", id: "olga" }, externalRef: "msg_77", note: "gateway log shows msg_77" });
+    expect(json<{ unknownKeys: unknown[] }>(await writ(ws.dir, ["reconcile", "ls", "--json"])).unknownKeys).toEqual([]);
     const twice = await writ(ws.dir, [...base, "--outcome", "failed", "--note", "again"]);
     expect(twice.code).toBe(1);
     expect(twice.stderr).toContain("is succeeded, not unknown");

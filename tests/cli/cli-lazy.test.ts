@@ -77,6 +77,8 @@ describe("CLI start-up loads only what a command needs", () => {
     );
     const distOf = (urls: string[]): string[] => urls.filter((u) => u.includes("/dist/")).map((u) => u.slice(u.indexOf("/dist/") + "/dist/".length));
     const heavy = (dist: string[]): string[] => dist.filter((m) => (m.startsWith("host/") && m !== "host/reads.js") || m.startsWith("policy/") || m === "core/boundary.js" || m === "runtime/runtime.js");
+    // The store exists (a command that only reads never creates one): `writ migrate` makes it.
+    loaded(["migrate"]);
     const list = loaded(["ls", "--json"], { WRIT_TENANT: "lazy" });
     expect(JSON.parse(list.stdout)).toMatchObject({ items: [] });
     expect(distOf(list.urls)).toEqual(expect.arrayContaining(["runtime/reads.js", "stores/sqlite/index.js"]));

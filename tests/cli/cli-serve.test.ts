@@ -37,7 +37,7 @@ afterAll(() => {
 
 /** Starts `writ serve --json --port 0` and resolves with its banner once it listens. */
 function serve(): Promise<Served> {
-  const child = spawn(process.execPath, [BIN, "serve", "--config", CONFIG, "--port", "0", "--json", "--quiet"], { cwd: ws.dir, env: childEnv(), stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [BIN, "serve", "--config", CONFIG, "--port", "0", "--json", "--quiet"], { cwd: ws.dir, env: childEnv({ WRIT_DEMO_DIR: join(ws.dir, ".writ") }), stdio: ["pipe", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   const exited = new Promise<number | null>((r) => child.on("close", (code) => r(code)));

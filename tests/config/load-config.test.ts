@@ -1,11 +1,13 @@
 /**
  * Loading a TypeScript config without tsx (src/config/load-config.ts): the config and its local
  * imports are bundled once into the cache and reused while every input is unchanged; an edit to an
- * imported file rebuilds; `import.meta.url` keeps naming each file; errors name file:line:col.
+ * imported file rebuilds; `import.meta.url` keeps naming each file; an absolute `file:` URL import is
+ * a local file like any other; errors name file:line:col.
  */
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/load-config.js";
 import { REPO } from "../cli/helpers.js";
@@ -90,6 +92,27 @@ describe("loadConfig", () => {
   it("an error thrown while the config runs is named with the line of the throw", async () => {
     const path = write("throws.config.ts", `const x: number = 1;\nfunction f(): void {\n  throw new Error("boom " + x);\n}\nf();\nexport default {};\n`);
     await expect(loadConfig(path, { cacheDir })).rejects.toThrow(`config ${path} failed to load: boom 1 (at ${path}:3:9)`);
+  });
+
+  it("an import written as an absolute file: URL is bundled like the file it names", async () => {
+    mkdirSync(join(dir, "elsewhere"), { recursive: true });
+    const mod = join(dir, "elsewhere", "url-part.ts");
+    writeFileSync(mod, `export const port: number = 2222;\nexport const here: string = import.meta.url;\n`);
+    const path = write(
+      "url.config.ts",
+      `import { defineConfig } from ${defineConfig};\nimport { port, here } from ${JSON.stringify(pathToFileURL(mod).href)};\nexport default defineConfig({ actions: [], connectors: [], policy: ${memoryPolicy}, server: { port, host: here } });\n`,
+    );
+    const config = await loadConfig(path, { cacheDir });
+    expect(config.server).toEqual({ port: 2222, host: pathToFileURL(mod).href });
+    // An edit of the file the URL names rebuilds the bundle, as for any input.
+    writeFileSync(mod, `export const port: number = 3333;\nexport const here: string = "x";\n`);
+    expect((await loadConfig(path, { cacheDir })).server?.port).toBe(3333);
+  });
+
+  it("a file: URL import naming no file is a load error that names it", async () => {
+    const missing = pathToFileURL(join(dir, "nowhere", "gone.ts")).href;
+    const path = write("url-missing.config.ts", `import { x } from ${JSON.stringify(missing)};\nexport default { x };\n`);
+    await expect(loadConfig(path, { cacheDir })).rejects.toThrow(`${path}:1:19: ${missing} names no file`);
   });
 
   it("a config whose default export is not a config is refused as before", async () => {

@@ -257,6 +257,17 @@ describe("console pages", () => {
     ac.abort();
   });
 
+  // Invariant: a search by the idempotency key an MCP agent sent finds its call, which the
+  // gateway stores under `mcp:<key>` (docs/mcp.md); the stored form finds it too, once.
+  it("finds an MCP agent's call by the key the agent sent", async () => {
+    const { invocationId } = await rig.submit({ action: "payments.refund", params: { paymentId: "pay_mcp", amount: 1200, currency: "EUR" }, idempotencyKey: "mcp:agent-key-42" });
+    const { cookie } = await signIn(rig.keys.alice);
+    for (const q of ["agent-key-42", "mcp:agent-key-42"]) {
+      const page = await (await fetch(`${rig.url}/console/invocations?q=${encodeURIComponent(q)}`, { headers: { cookie } })).text();
+      expect(page.split(`/invocations/${invocationId}"`).length - 1, q).toBe(1);
+    }
+  });
+
   it("redirects only to console paths", () => {
     for (const bad of ["//evil.example/x", "https://evil.example", "/console/../v1/x", "/consoleX", "javascript:alert(1)", "/console//evil"]) expect(_safeBack(bad, "/console")).toBe("/console");
     expect(_safeBack("/console/approvals?status=all", "/console")).toBe("/console/approvals?status=all");

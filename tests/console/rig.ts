@@ -20,6 +20,9 @@ import type { Worker } from "../../src/host/worker.js";
 export const SCOPE: Scope = { tenantId: "acme", spaceId: "prod" };
 export const AGENT: Actor = { type: "agent", id: "support-bot" };
 
+/** Steps of `orders.fulfil`. */
+export const FULFIL_STEPS = 12;
+
 export const actions = [
   defineAction({
     id: "payments.refund",
@@ -36,14 +39,36 @@ export const actions = [
     idempotent: false,
     steps: [{ name: "send", connector: "messages", operation: "send" }],
   }),
+  // Long pages: a dozen steps, each failing once (retried); the last one ambiguous for orders
+  // whose id starts with "lost", else it succeeds with a large result.
+  defineAction({
+    id: "orders.fulfil",
+    version: "1",
+    params: z.object({ orderId: z.string().max(200), amount: z.number().int(), lines: z.array(z.object({ sku: z.string(), quantity: z.number().int(), note: z.string() })).max(100).optional() }),
+    idempotent: true,
+    retry: { maxAttempts: 30, baseDelayMs: 5, maxDelayMs: 20 },
+    steps: Array.from({ length: FULFIL_STEPS }, (_, i) => ({ name: `stage_${i}`, connector: "warehouse", operation: i === FULFIL_STEPS - 1 ? "dispatch" : "pick" })),
+  }),
 ];
 
 let sent = 0;
+const tried = new Set<string>();
 export const connectors = [
   defineConnector({ id: "payments", operations: { refund: ({ idempotencyKey }) => ({ outcome: "success", externalRef: `re_${idempotencyKey.slice(-6)}` }) } }),
   defineConnector({
     id: "messages",
     operations: { send: ({ input }) => ((input as { to: string }).to === "lost@example.com" ? { outcome: "ambiguous", reason: "gateway closed the connection after accepting the message" } : { outcome: "success", externalRef: `msg_${++sent}` }) },
+  }),
+  defineConnector({
+    id: "warehouse",
+    operations: {
+      // Each step fails once, then succeeds (a retried attempt per step).
+      pick: ({ idempotencyKey }) => (tried.has(idempotencyKey) ? { outcome: "success", externalRef: `pick_${idempotencyKey}` } : (tried.add(idempotencyKey), { outcome: "transient_failure", reason: "warehouse busy, try again" })),
+      dispatch: ({ input }) =>
+        (input as { orderId: string }).orderId.startsWith("lost")
+          ? { outcome: "ambiguous", reason: "carrier accepted the parcel but sent no tracking number" }
+          : { outcome: "success", externalRef: "parcel_9f8e7d6c5b4a39281706f5e4d3c2b1a0", output: { parcels: Array.from({ length: 24 }, (_, i) => ({ tracking: `TRK${String(i).padStart(4, "0")}9f8e7d6c5b4a3928`, carrier: "example-post", eta: "2026-12-03" })) } },
+    },
   }),
 ];
 

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineAction, type ActionDefinition } from "../../src/core/action.js";
-import { inputSchemaOf, jsonSchemaParams, toolNameOf } from "../../src/mcp/index.js";
+import { inputSchemaOf, jsonSchemaParams, toolNameOf, toolTitleOf } from "../../src/mcp/index.js";
 
 const base = { id: "a.b", version: "1", params: z.object({ n: z.number() }), idempotent: false, steps: [{ name: "s", connector: "c", operation: "o" }] };
 
@@ -51,5 +51,14 @@ describe("tool schemas and names", () => {
   it("action ids become MCP tool names", () => {
     expect(toolNameOf("payments.refund")).toBe("payments.refund");
     expect(toolNameOf("crm:contact.create")).toBe("crm_contact.create");
+  });
+
+  it("every action tool has a title: the action's title, else a one-sentence description, else its id made readable", () => {
+    expect(toolTitleOf({ id: "payments.refund", title: "Refund a payment", description: "Refunds an amount." })).toBe("Refund a payment");
+    expect(toolTitleOf({ id: "reports.view", description: "Reads a report." })).toBe("Reads a report");
+    // A description of several sentences is a description, not a title.
+    expect(toolTitleOf({ id: "reports.view", description: "Reads a report. Slow on large ones." })).toBe("Reports view");
+    expect(toolTitleOf({ id: "crm:contact.createOrUpdate" })).toBe("Crm contact create or update");
+    expect(toolTitleOf({ id: "admin_purge-all" })).toBe("Admin purge all");
   });
 });

@@ -89,8 +89,8 @@ export interface Connected {
   close(): Promise<void>;
 }
 
-/** An SDK Client connected to Writ as the holder of `key`. */
-export async function connectClient(world: World, transport: Transport, key: string): Promise<Connected> {
+/** An SDK Client connected to Writ as the holder of `key`; `args` are more flags of `writ mcp` (stdio). */
+export async function connectClient(world: World, transport: Transport, key: string, args: string[] = []): Promise<Connected> {
   const client = new Client({ name: "writ-test-agent", version: "1.0.0" });
   if (transport === "http") {
     const t = new StreamableHTTPClientTransport(new URL(`${world.server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } });
@@ -99,7 +99,7 @@ export async function connectClient(world: World, transport: Transport, key: str
   }
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-  const t = new StdioClientTransport({ command: process.execPath, args: [WRIT_BIN, "mcp", "--config", CONFIG], env: { ...env, WRIT_MCP_TEST_DIR: world.dir, WRIT_MCP_KEY: key }, stderr: "ignore" });
+  const t = new StdioClientTransport({ command: process.execPath, args: [WRIT_BIN, "mcp", "--config", CONFIG, ...args], env: { ...env, WRIT_MCP_TEST_DIR: world.dir, WRIT_MCP_KEY: key }, stderr: "ignore" });
   await client.connect(t, { timeout: 30_000 });
   return { client, pid: t.pid, close: () => client.close() };
 }

@@ -60,7 +60,11 @@ describe.each(["http", "stdio"] as const)("MCP gateway over %s", (transport: Tra
     expect(refund.inputSchema.required).toEqual(["amount", "currency"]);
     expect(refund.description).toContain("Refunds an amount");
     expect(refund.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true, idempotentHint: true, title: "Refund a payment" });
-    expect(tools.find((t) => t.name === "reports.view")!.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });
+    expect(refund.title).toBe("Refund a payment");
+    const view = tools.find((t) => t.name === "reports.view")!;
+    expect(view.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });
+    // No title in its definition: its one-sentence description is the title.
+    expect(view.title).toBe("Reads a report");
     // Another principal of the same tenant holds only reports.*: it sees only that.
     const other = await connectClient(world, transport, world.keys.other);
     try {
@@ -100,16 +104,14 @@ describe.each(["http", "stdio"] as const)("MCP gateway over %s", (transport: Tra
     expect(world.effects().length).toBe(before);
   }, 30_000);
 
-  it("a call that needs approval answers who must act and until when, with progress while it waits; approved through the API, the status tool reaches succeeded", async () => {
-    const progress: string[] = [];
-    const r = await call(bot, "payments.refund", { amount: 5000 + amount(), currency: "EUR" }, undefined, { onprogress: (p: { message?: string }) => progress.push(p.message ?? "") });
+  it("a call that needs approval answers who must act and until when; approved through the API, the status tool reaches succeeded", async () => {
+    const r = await call(bot, "payments.refund", { amount: 5000 + amount(), currency: "EUR" });
     const s = r.structuredContent!;
     expect(r.isError).toBeFalsy();
     expect(s).toMatchObject({ status: "awaiting_approval", retry: "wait" });
     expect(s.approval).toMatchObject({ approverRoles: ["approve"], quorum: 1, votes: 0 });
     expect(Date.parse(s.approval.expiresAt)).toBeGreaterThan(Date.now());
     expect(s.next).toContain("writ_invocation_status");
-    expect(progress.some((m) => m.includes("awaiting_approval"))).toBe(true);
     await approve(s.approval.approvalId);
     const done = await call(bot, "writ_invocation_status", { invocationId: s.invocationId, waitMs: 15_000 });
     expect(done.structuredContent).toMatchObject({ invocationId: s.invocationId, status: "succeeded", outputs: { refund: {} } });
@@ -155,7 +157,7 @@ describe.each(["http", "stdio"] as const)("MCP gateway over %s", (transport: Tra
     expect(d.structuredContent).toMatchObject({ invocationId: c.structuredContent!.invocationId, replayed: true });
   }, 30_000);
 
-  it("cancelling a task cancels the invocation before any step; cancelling a waiting call does too", async () => {
+  it("cancelling a task cancels the invocation before any step", async () => {
     const before = world.effects().length;
     const created = await bot.client.request({ method: "tools/call", params: { name: "payments.refund", arguments: { amount: 7000 + amount(), currency: "EUR" }, task: {} } }, CreateTaskResultSchema);
     const taskId = created.task.taskId;
@@ -163,19 +165,8 @@ describe.each(["http", "stdio"] as const)("MCP gateway over %s", (transport: Tra
     const cancelled = await bot.client.experimental.tasks.cancelTask(taskId);
     expect(cancelled.status).toBe("cancelled");
     expect((await inv(taskId)).status).toBe("cancelled");
-    await expect(bot.client.experimental.tasks.cancelTask(taskId)).rejects.toThrow(/terminal/);
-
-    const big = 8000 + amount();
-    const ac = new AbortController();
-    const pending = call(bot, "payments.refund", { amount: big, currency: "EUR" }, undefined, { signal: ac.signal });
-    const found = await eventually(
-      async () => (await world.runtime.host.list(ACME, { status: "awaiting_approval", limit: 100 })).find((i) => i.request.params.amount === big),
-      (i) => i !== undefined,
-      "the call's invocation",
-    );
-    ac.abort("agent changed its mind");
-    await expect(pending).rejects.toThrow();
-    await eventually(() => inv(found!.invocationId), (i) => i.status === "cancelled", "invocation cancelled by the call's cancellation");
+    // The SDK's own refusal, too, carries its code once.
+    await expect(bot.client.experimental.tasks.cancelTask(taskId)).rejects.toThrow(/^MCP error -32602: Cannot cancel task in terminal status/);
     expect(world.effects().length).toBe(before);
   }, 40_000);
 
@@ -215,7 +206,8 @@ describe.each(["http", "stdio"] as const)("MCP gateway over %s", (transport: Tra
     it("an unknown tool, and a tool the authority does not cover", async () => {
       await nothingRuns(async () => {
         await expect(call(bot, "payments.nope", {})).rejects.toThrow(McpError);
-        await expect(call(bot, "payments.nope", {})).rejects.toThrow(/unknown tool payments.nope/);
+        // The code is said once: the client adds "MCP error <code>: ", the server's message does not carry it too.
+        await expect(call(bot, "payments.nope", {})).rejects.toThrow(/^MCP error -32602: unknown tool payments.nope: no such tool/);
         await expect(call(bot, "admin.purge", {})).rejects.toThrow(/unknown tool admin.purge/);
       });
     });
@@ -224,8 +216,10 @@ describe.each(["http", "stdio"] as const)("MCP gateway over %s", (transport: Tra
       await nothingRuns(async () => {
         const r = await call(bot, "payments.refund", { amount: "ten", currency: "EURO" });
         expect(r.isError).toBe(true);
-        expect(r.content[0]!.text).toMatch(/Invalid arguments for payments.refund: .*amount/);
+        expect(r.content[0]!.text).toMatch(/^Invalid arguments for payments.refund: .*amount/);
         expect(r.content[0]!.text).toContain("currency");
+        // Said once: not "Invalid arguments for X: invalid params for X: ...".
+        expect(r.content[0]!.text).not.toMatch(/invalid params/i);
       });
     });
 

@@ -30,7 +30,7 @@ beforeAll(async () => {
   });
   await host.authorities.create(SCOPE, { authorityRef: "a1", principal: { type: "agent", id: "bot" }, grantor: { type: "user", id: "root" }, actions: ["up.echo"] });
   const key: ApiKeyRecord = { keyId: "k1", tenantId: "t", spaces: ["s"], roles: ["submit"], hash: "x", name: "bot", principal: { type: "agent", id: "bot" }, createdAt: 0 };
-  const server = createMcpServer(host, callerOf(key, undefined), { callWaitMs: 10_000, pollMs: 20 });
+  const server = createMcpServer(host, callerOf(key, key.spaces[0]!), { callWaitMs: 10_000, pollMs: 20 });
   const [a, b] = InMemoryTransport.createLinkedPair();
   await server.connect(a);
   client = new Client({ name: "agent", version: "1" });

@@ -55,6 +55,8 @@ describe("server options from the config", () => {
   it("the defaults, when the config sets none", () => {
     expect(effectiveSettings(base()).server).toEqual({ port: 8787, host: "127.0.0.1", bodyLimitBytes: 1048576, maxJsonDepth: 32, rateLimit: { perSecond: 200, burst: 1000 }, apiKeyCacheMs: 1000, healthTimeoutMs: 2000, headersTimeoutMs: 10000, requestTimeoutMs: 30000 });
     expect(effectiveSettings(base()).console).toMatchObject({ enabled: true, trustProxy: false });
+    expect(effectiveSettings(base()).mcp).toEqual({ callWaitMs: 20_000, pollMs: 200, maxArgumentsBytes: 65_536, taskPollIntervalMs: 1000, allowedOrigins: [], maxSessions: 100, maxSessionsPerKey: 10, sessionIdleMs: 900_000, bodyLimitBytes: 1_048_576 });
+    expect(effectiveSettings(base({ mcp: { callWaitMs: 5000 } })).mcp.callWaitMs).toBe(5000);
   });
 
   it("a bad option is refused at load, the error naming it as the config spells it", () => {
@@ -70,6 +72,9 @@ describe("server options from the config", () => {
       [{ server: { host: "" } }, /server\.host must be a host name/],
       [{ server: { trustProxy: true } }, /server\.trustProxy is not an option/],
       [{ console: { trustProxy: "yes" } }, /console: trustProxy must be a boolean/],
+      [{ mcp: { callWaitMs: -1 } }, /MCP gateway: callWaitMs must be an integer from 0 to 600000/],
+      [{ mcp: { maxSessions: 0 } }, /MCP HTTP: maxSessions must be an integer from 1 to 100000/],
+      [{ mcp: { allowedOrigins: "https://a.example" } }, /MCP HTTP: allowedOrigins must be a list of origins/],
     ];
     for (const [extra, message] of cases) {
       let err: unknown;

@@ -56,6 +56,24 @@ describe("POST /v1/spaces/{spaceId}/boundary/keys/resolve", () => {
     expect(again.json.error.code).toBe("INVALID_STATE");
   });
 
+  // Invariant: a key a bare execution left unknown is in the reconciliation queue's unknownKeys
+  // (not among the invocations' reconciliations) until it is resolved, and never with status=resolved.
+  it("an unknown key is listed in GET …/reconciliations until it is resolved", async () => {
+    const request = await unknownKey();
+    const listed = async (q = ""): Promise<Array<{ idempotencyKey: string; action: string; attemptId: string }>> => {
+      const r = await call(rig, "GET", `/v1/spaces/prod/reconciliations${q}`, { key: "acme.operate" });
+      expect(r.status).toBe(200);
+      return r.json.unknownKeys;
+    };
+    const mine = (ks: Array<{ idempotencyKey: string }>) => ks.filter((k) => k.idempotencyKey === request.idempotencyKey);
+    expect(mine(await listed())).toEqual([expect.objectContaining({ action: "payments.refund", idempotencyKey: request.idempotencyKey, attemptId: expect.stringMatching(/^att_/) })]);
+    expect(mine(await listed("?status=open"))).toHaveLength(1);
+    expect(await listed("?status=resolved")).toEqual([]);
+    const r = await call(rig, "POST", "/v1/spaces/prod/boundary/keys/resolve", { key: "acme.operate", body: { action: request.action, idempotencyKey: request.idempotencyKey, outcome: "failed", note: "nothing at the provider" } });
+    expect(r.status).toBe(200);
+    expect(mine(await listed())).toEqual([]);
+  });
+
   it("failed: a later decision retries the key", async () => {
     const request = await unknownKey();
     const r = await call(rig, "POST", "/v1/spaces/prod/boundary/keys/resolve", { key: "acme.operate", body: { action: request.action, idempotencyKey: request.idempotencyKey, outcome: "failed", note: "nothing at the provider" } });

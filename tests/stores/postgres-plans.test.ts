@@ -185,9 +185,11 @@ describe.skipIf(server === null)("PostgreSQL hot statements on a long history", 
     const c = await open();
     await history(c, HISTORY / 10);
     const dead = async (): Promise<number> => {
-      // The statistics collector reports with a delay: read until two readings agree.
+      // Statistics reach the shared counters with a delay (a backend flushes its own at most once
+      // a second): ask this connection to flush, then read until two readings agree.
       let last = -1;
       for (let i = 0; i < 20; i++) {
+        await c.query("SELECT pg_stat_force_next_flush()");
         const r = await c.query<{ n: string }>("SELECT sum(n_dead_tup) AS n FROM pg_stat_user_tables WHERE relname IN ('writ_invocations', 'writ_attempts', 'writ_journal')");
         const n = Number(r.rows[0]!.n);
         if (n === last) return n;

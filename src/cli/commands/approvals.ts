@@ -5,6 +5,7 @@ import { AS_OPTION, LIMIT_OPTION, QUIET_OPTION, printList, type CommandBody } fr
 import type { CliContext } from "../context.js";
 import { usageError } from "../exit-codes.js";
 import { WritError } from "../../core/errors.js";
+import { readCommitted } from "../../core/store.js";
 import { brief, time } from "../output.js";
 import type { ResolveInput } from "../../host/key-resolution.js";
 
@@ -33,16 +34,18 @@ export const approvalsLs: CommandBody = {
     const status = oneOf(ctx.values, "status", [...APPROVAL_STATUSES, "all"]) ?? "pending";
     const limit = intFlag(ctx.values, "limit") ?? 50;
     const invocationId = str(ctx.values, "invocation");
-    const rt = await ctx.runtime();
+    // Reads only: nothing is created where no store exists yet (docs/cli.md, Start-up).
+    const { reads, store } = await ctx.reads();
     const scope = await ctx.scope();
     let items: Approval[];
     if (invocationId !== undefined) {
-      const inv = await rt.host.get(scope, invocationId);
+      const inv = await reads.get(scope, invocationId);
       if (!inv) throw new WritError("NOT_FOUND", `no invocation ${invocationId} in ${scope.tenantId}/${scope.spaceId}`);
-      const approval = inv.approvalId ? await rt.host.approvals.get(scope, inv.approvalId) : null;
+      const approvalId = inv.approvalId;
+      const approval = approvalId ? await readCommitted(store, (tx) => tx.getApproval(scope, approvalId)) : null;
       items = approval && (status === "all" || approval.status === status) ? [approval] : [];
     } else {
-      items = await rt.host.approvals.list(scope, { limit, ...(status !== "all" ? { status } : {}) });
+      items = await readCommitted(store, (tx) => tx.listApprovals(scope, { limit, ...(status !== "all" ? { status } : {}) }));
     }
     printList(ctx, { items }, items, (a) => a.approvalId, () => printApprovals(ctx, items));
     if (items.length === 0) await ctx.explainEmpty(`${status === "all" ? "" : `${status} `}approvals${invocationId !== undefined ? ` of ${invocationId}` : ""}`);
@@ -108,16 +111,28 @@ export const reconcileLs: CommandBody = {
     const status = oneOf(ctx.values, "status", [...RECONCILIATION_STATUSES, "all"]) ?? "open";
     const limit = intFlag(ctx.values, "limit") ?? 50;
     const invocationId = str(ctx.values, "invocation");
-    const rt = await ctx.runtime();
+    // Reads only: nothing is created where no store exists yet (docs/cli.md, Start-up).
+    const { store } = await ctx.reads();
     const scope = await ctx.scope();
-    const filter = { limit, ...(status !== "all" ? { status } : {}) };
-    // By invocation: the store's filter, read as `writ get` reads an invocation's reconciliations.
-    const items =
-      invocationId !== undefined
-        ? await rt.store.transact((tx) => tx.listReconciliations(scope, { ...filter, invocationId }))
-        : await rt.host.reconcile.list(scope, filter);
-    printList(ctx, { items }, items, (r) => r.reconciliationId, () => printReconciliations(ctx, items));
-    if (items.length === 0) await ctx.explainEmpty(`${status === "all" ? "" : `${status} `}reconciliations${invocationId !== undefined ? ` of ${invocationId}` : ""}`);
+    const filter = { limit, ...(status !== "all" ? { status } : {}), ...(invocationId !== undefined ? { invocationId } : {}) };
+    const items = await readCommitted(store, (tx) => tx.listReconciliations(scope, filter));
+    // Keys bare boundary executions left unknown belong to the same queue (resolve-key settles them);
+    // -q prints reconciliation ids only, so scripts reading one id stay safe.
+    const keys = invocationId === undefined && status !== "resolved" ? await readCommitted(store, (tx) => tx.listUnknownKeys(scope, { limit })) : [];
+    const unknownKeys = keys.map((k) => ({ action: k.action, idempotencyKey: k.idempotencyKey, attemptId: k.attemptId, updatedAt: k.updatedAt }));
+    printList(ctx, { items, unknownKeys }, items, (r) => r.reconciliationId, () => {
+      if (items.length > 0) printReconciliations(ctx, items);
+      if (unknownKeys.length === 0) return;
+      if (items.length > 0) ctx.out.line();
+      ctx.out.line(`keys left unknown by bare boundary executions (settle with writ reconcile resolve-key --action <action> --key <key> ...):`);
+      ctx.out.table(unknownKeys, [
+        { header: "action", value: (k) => k.action },
+        { header: "key", value: (k) => k.idempotencyKey },
+        { header: "attempt", value: (k) => k.attemptId },
+        { header: "since", value: (k) => time(k.updatedAt) },
+      ]);
+    });
+    if (items.length === 0 && unknownKeys.length === 0) await ctx.explainEmpty(`${status === "all" ? "" : `${status} `}reconciliations${invocationId !== undefined ? ` of ${invocationId}` : ""}`);
   },
 };
 

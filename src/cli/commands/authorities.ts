@@ -1,4 +1,5 @@
 /** `writ authorities create|ls|suspend|reinstate|revoke`: standing grants actors act under (docs/approvals.md). */
+import { readCommitted } from "../../core/store.js";
 import type { Authority, Json } from "../../core/types.js";
 import { intFlag, list, parseActor, required, str } from "../args.js";
 import { AS_OPTION, LIMIT_OPTION, QUIET_OPTION, printList, type CommandBody } from "../command.js";
@@ -61,8 +62,10 @@ export const authoritiesLs: CommandBody = {
   options: { ...LIMIT_OPTION, ...QUIET_OPTION },
   async run(ctx) {
     const limit = intFlag(ctx.values, "limit") ?? 50;
-    const rt = await ctx.runtime();
-    const items = await rt.host.authorities.list(await ctx.scope(), { limit });
+    // Reads only: nothing is created where no store exists yet (docs/cli.md, Start-up).
+    const { store } = await ctx.reads();
+    const scope = await ctx.scope();
+    const items = await readCommitted(store, (tx) => tx.listAuthorities(scope, { limit }));
     printList(ctx, { items }, items, (a) => a.authorityRef, () =>
       ctx.out.table(items, [
         { header: "authority", value: (a) => a.authorityRef },
@@ -72,6 +75,7 @@ export const authoritiesLs: CommandBody = {
         { header: "expires", value: (a) => time(a.expiresAt) },
       ]),
     );
+    if (items.length === 0) await ctx.explainEmpty("authorities");
   },
 };
 

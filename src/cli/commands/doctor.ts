@@ -9,7 +9,7 @@ export const doctor: CommandBody = {
   async run(ctx) {
     const { diagnose } = await import("../doctor-checks.js");
     const { settingsLines } = await import("../settings.js");
-    const report = await diagnose({ cwd: ctx.cwd, findConfigPath: () => ctx.configPath() });
+    const report = await diagnose({ findConfigPath: () => ctx.configPath() });
     ctx.out.result(report, () => {
       for (const c of report.checks) {
         ctx.out.line(`${MARK[c.status].padEnd(4)}  ${c.name.padEnd(10)}  ${c.detail}`);

@@ -1,4 +1,5 @@
 /** `writ journal verify|export|checkpoint|ls`: the scope's hash-chained evidence (docs/journal.md). */
+import { readCommitted } from "../../core/store.js";
 import { createWriteStream, mkdirSync, renameSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { once } from "node:events";
@@ -153,8 +154,9 @@ export const journalLs: CommandBody = {
     const fromSeq = intFlag(ctx.values, "from-seq") ?? 1;
     const limit = intFlag(ctx.values, "limit") ?? 50;
     const scope = await ctx.scope();
-    const rt = await ctx.runtime();
-    const [items, unsealed] = await rt.store.transact(async (tx) => [await tx.readJournal(scope, { fromSeq, limit }), await tx.listUnsealed(scope, { limit })] as const);
+    // Reads only: nothing is created where no store exists yet (docs/cli.md, Start-up).
+    const { store } = await ctx.reads();
+    const [items, unsealed] = await readCommitted(store, async (tx) => [await tx.readJournal(scope, { fromSeq, limit }), await tx.listUnsealed(scope, { limit })] as const);
     ctx.out.result({ items, unsealed }, () => {
       ctx.out.table(items, [
         { header: "seq", value: (e) => String(e.seq) },
@@ -165,5 +167,6 @@ export const journalLs: CommandBody = {
       ]);
       if (unsealed.length > 0) ctx.out.line(`(${unsealed.length}${unsealed.length === limit ? "+" : ""} committed entr${unsealed.length === 1 ? "y awaits" : "ies await"} the sequencer; they get a seq once sealed)`);
     });
+    if (items.length === 0 && unsealed.length === 0) await ctx.explainEmpty("journal entries");
   },
 };

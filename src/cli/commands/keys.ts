@@ -3,6 +3,7 @@
  * create|ls|delegate|revoke` (per-tenant API keys, stored hashed, each bound to a principal) and
  * `writ migrate`.
  */
+import { readCommitted } from "../../core/store.js";
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { API_ROLES, type ApiRole } from "../../core/types.js";
@@ -17,10 +18,11 @@ import type { CliContext } from "../context.js";
 import { usageError } from "../exit-codes.js";
 import { time } from "../output.js";
 
-/** The keys directory the config names, resolved as the runtime resolves it. */
+/** The keys directory the config names, resolved as the runtime resolves it (against the config's directory). */
 export async function keysDirOf(ctx: CliContext): Promise<string> {
   const { config } = await ctx.config();
-  return ctx.resolvePath(config.keys?.dir ?? ".writ/keys");
+  const { keysDirOf: fromConfig } = await import("../../runtime/store-from-config.js");
+  return fromConfig(config, await ctx.configDir());
 }
 
 /** The private key file of `kid` and its permission bits, or null when missing. */
@@ -131,8 +133,9 @@ export const apiKeysLs: CommandBody = {
   options: { ...QUIET_OPTION },
   async run(ctx) {
     const { tenantId } = await ctx.scope();
-    const rt = await ctx.runtime();
-    const recs = await rt.store.transact((tx) => tx.listApiKeys(tenantId));
+    // Reads only: nothing is created where no store exists yet (docs/cli.md, Start-up).
+    const { store } = await ctx.reads();
+    const recs = await readCommitted(store, (tx) => tx.listApiKeys(tenantId));
     const items = recs.map((r) => ({ keyId: r.keyId, name: r.name, principal: keyPrincipal(r), actsFor: r.actsFor ?? [], roles: r.roles, spaces: r.spaces, createdAt: r.createdAt, ...(r.revokedAt !== undefined ? { revokedAt: r.revokedAt } : {}) }));
     printList(ctx, { items }, items, (k) => k.keyId, () =>
       ctx.out.table(items, [
@@ -146,6 +149,7 @@ export const apiKeysLs: CommandBody = {
         { header: "revoked", value: (k) => time(k.revokedAt) },
       ]),
     );
+    if (items.length === 0) await ctx.explainEmpty(`API keys of tenant ${tenantId}`);
   },
 };
 
@@ -185,7 +189,7 @@ export const migrate: CommandBody = {
   async run(ctx) {
     const { config } = await ctx.config();
     const { storeFromConfig } = await import("../../runtime/runtime.js");
-    const store = await storeFromConfig(config, ctx.cwd);
+    const store = await storeFromConfig(config, await ctx.configDir());
     try {
       await store.migrate();
       const version = "schemaVersion" in store && typeof store.schemaVersion === "function" ? await (store.schemaVersion as () => Promise<number>)() : undefined;

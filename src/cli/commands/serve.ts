@@ -115,7 +115,10 @@ export const serve: CommandBody = {
     try {
       const rt = await openForWork(ctx);
       const demoSetup = demoOf(rt.config);
-      const demo = demoSetup ? await ensureDemo(rt, demoSetup, (x) => ctx.resolvePath(x)) : null;
+      const configDir = await ctx.configDir();
+      const { configRelative } = await import("../../runtime/store-from-config.js");
+      // The demo's key files, like every path of the config, resolve against the config's directory.
+      const demo = demoSetup ? await ensureDemo(rt, demoSetup, (x) => configRelative(x, configDir)) : null;
       // Imported here, not at the top: only `writ serve` needs the HTTP stack.
       const { startServer } = await import("../../server/index.js");
       const settings = resolveServerConfig(rt.config.server, "server.");

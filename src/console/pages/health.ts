@@ -1,19 +1,26 @@
 /** Health: connectors (breakers, error rate, latency), workers and their leases, the journal of each space, and charts of the last hour. */
 import type { JournalVerification } from "../../core/journal.js";
-import type { Invocation, Json } from "../../core/types.js";
+import { TERMINAL_INVOCATION_STATUSES, type Invocation, type Json } from "../../core/types.js";
 import { lines, stackedBars } from "../charts.js";
 import type { ConsoleData, ShownEntry } from "../data.js";
-import { badge, enc, h, nothing, relative, time, type H } from "../html.js";
+import { badge, enc, h, idText, nothing, relative, table, time, type H } from "../html.js";
 import type { Viewer } from "../viewer.js";
 
 const HOUR = 3600_000;
 const BUCKET = 5 * 60_000;
+/**
+ * Where an invocation stands at the end of the hour, by its latest status change in it: the four
+ * terminal statuses (finished), or waiting in reconciliation for a person (not finished).
+ */
 const OUTCOMES = [
-  { name: "succeeded", cls: "s-ok" },
-  { name: "failed", cls: "s-bad" },
-  { name: "denied", cls: "s-denied" },
-  { name: "reconciliation", cls: "s-warn" },
+  { name: "succeeded", status: "succeeded", cls: "s-ok" },
+  { name: "failed", status: "failed", cls: "s-bad" },
+  { name: "denied", status: "denied", cls: "s-denied" },
+  { name: "cancelled", status: "cancelled", cls: "s-neutral" },
+  { name: "in reconciliation", status: "reconciliation_required", cls: "s-warn" },
 ] as const;
+const CONNECTOR_COLUMNS = ["Connector", "Operation", "Breaker", "Consecutive failures", "Calls (1 h)", "Error rate", "Median latency", "p95 latency"].map((label, i) => ({ label, ...(i === 0 ? { cls: "lead" } : i === 2 ? { cls: "status" } : {}) }));
+const FINISHED: ReadonlySet<string> = new Set<string>(TERMINAL_INVOCATION_STATUSES);
 
 interface CallStats {
   calls: number;
@@ -78,27 +85,47 @@ function buckets(now: number): { starts: number[]; labels: string[] } {
   return { starts, labels: starts.map((t) => new Date(t).toISOString().slice(11, 16)) };
 }
 
-function charts(space: string, entries: ShownEntry[], now: number): H {
-  const { starts, labels } = buckets(now);
+/**
+ * Per 5-minute bucket, counted in invocations (never in journal events): submitted in the bucket;
+ * by outcome, each invocation once, in the bucket of its latest status change of the hour, and
+ * only when that change left it finished or in reconciliation (an invocation retried, or
+ * reconciled and then resolved, counts once; one still waiting is not finished).
+ */
+export function throughput(entries: ShownEntry[], starts: number[]): { submitted: number[]; finished: number[]; outcomes: Array<{ name: string; cls: string; values: number[] }> } {
   const idx = (at: number): number => Math.floor((at - starts[0]!) / BUCKET);
-  const outcome = OUTCOMES.map((o) => ({ ...o, values: starts.map(() => 0) }));
+  const outcomes = OUTCOMES.map((o) => ({ name: o.name, cls: o.cls, values: starts.map(() => 0) }));
   const submitted = starts.map(() => 0);
   const finished = starts.map(() => 0);
+  const latest = new Map<string, ShownEntry>();
+  const seen = new Set<string>();
+  // Newest first: the first status change met per invocation is its latest.
   for (const e of entries) {
+    const id = e.refs.invocationId;
     const i = idx(e.at);
-    if (i < 0 || i >= starts.length) continue;
-    if (e.type === "invocation.submitted") submitted[i]!++;
-    const to = e.type.startsWith("invocation.") ? e.type.slice(11) : "";
-    const o = to === "succeeded" ? 0 : to === "failed" ? 1 : to === "denied" ? 2 : to === "reconciliation_required" ? 3 : -1;
-    if (o >= 0) {
-      outcome[o]!.values[i]!++;
-      finished[i]!++;
-    }
+    if (id === undefined || i < 0 || i >= starts.length) continue;
+    if (e.type === "invocation.submitted") {
+      if (!seen.has(id)) submitted[i]!++;
+      seen.add(id);
+    } else if (e.type.startsWith("invocation.") && !latest.has(id)) latest.set(id, e);
   }
+  for (const e of latest.values()) {
+    const status = e.type.slice("invocation.".length);
+    const o = OUTCOMES.findIndex((x) => x.status === status);
+    if (o < 0) continue;
+    const i = idx(e.at);
+    outcomes[o]!.values[i]!++;
+    if (FINISHED.has(status)) finished[i]!++;
+  }
+  return { submitted, finished, outcomes };
+}
+
+function charts(space: string, entries: ShownEntry[], now: number): H {
+  const { starts, labels } = buckets(now);
+  const { submitted, finished, outcomes } = throughput(entries, starts);
   const id = `c-${space.replace(/[^A-Za-z0-9_-]/g, "_")}`;
   return h`<div class="charts">
-  ${stackedBars(`${id}-out`, `Outcomes per 5 minutes, last hour (${space})`, labels, outcome)}
-  ${lines(`${id}-tp`, `Throughput per 5 minutes, last hour (${space})`, labels, [
+  ${stackedBars(`${id}-out`, `Outcomes per 5 minutes, last hour, in invocations (${space})`, labels, outcomes)}
+  ${lines(`${id}-tp`, `Throughput per 5 minutes, last hour, in invocations (${space})`, labels, [
     { name: "submitted", cls: "s-info", values: submitted },
     { name: "finished", cls: "s-ok", values: finished },
   ])}
@@ -123,7 +150,7 @@ export async function healthBody(data: ConsoleData, v: Viewer, query: { verify?:
       c.operations.map((op) => {
         const b = breakers.find((x) => x.connector === c.id && x.operation === op);
         const s = stats.get(`${c.id}\u0000${op}`);
-        return h`<tr><td>${c.id}</td><td>${op}</td><td>${badge(b?.state ?? "closed")}${b && b.state !== "closed" ? h` <span class="muted">until ${time(b.openUntil)}</span>` : nothing}</td><td>${b?.failures ?? 0}</td><td>${s?.calls ?? 0}</td><td>${s && s.calls > 0 ? `${Math.round((s.errors / s.calls) * 100)}%` : "—"}</td><td>${ms(median(s?.latencies ?? []))}</td><td>${ms(p95(s?.latencies ?? []))}</td></tr>`;
+        return [h`${c.id}`, h`${op}`, h`${badge(b?.state ?? "closed")}${b && b.state !== "closed" ? h` <span class="muted">until ${time(b.openUntil)}</span>` : nothing}`, h`${b?.failures ?? 0}`, h`${s?.calls ?? 0}`, h`${s && s.calls > 0 ? `${Math.round((s.errors / s.calls) * 100)}%` : "—"}`, h`${ms(median(s?.latencies ?? []))}`, h`${ms(p95(s?.latencies ?? []))}`];
       }),
     );
     const running: Invocation[] = await data.invocations(scope, { status: "running", limit: 500 });
@@ -142,23 +169,24 @@ ${charts(space, entries, now)}
 ${truncated ? h`<p class="muted">Only the latest 20,000 journal entries of the hour were read.</p>` : nothing}
 <h3>Connectors</h3>
 <p class="muted">Breaker state is this process's (each worker process keeps its own); calls, errors and latency come from the journal of the last hour (latency: decision consumed to attempt settled).</p>
-<div class="table-wrap" role="region" aria-label="Connectors in ${space}" tabindex="0"><table>
-<thead><tr><th scope="col">Connector</th><th scope="col">Operation</th><th scope="col">Breaker</th><th scope="col">Consecutive failures</th><th scope="col">Calls (1 h)</th><th scope="col">Error rate</th><th scope="col">Median latency</th><th scope="col">p95 latency</th></tr></thead>
-<tbody data-testid="connectors">${connectorRows}</tbody></table></div>
+${table({ label: `Connectors in ${space}`, testid: "connectors", columns: CONNECTOR_COLUMNS, rows: connectorRows })}
 <h3>Workers and leases</h3>
 ${
   byOwner.size > 0
-    ? h`<div class="table-wrap" role="region" aria-label="Workers in ${space}" tabindex="0"><table><thead><tr><th scope="col">Worker</th><th scope="col">Leases held</th><th scope="col">Earliest lease expiry</th><th scope="col">Invocations</th></tr></thead><tbody>
-${[...byOwner].map(([owner, invs]) => {
-  const exp = Math.min(...invs.map((i) => i.leaseExpiresAt ?? Infinity));
-  return h`<tr><td class="mono">${owner}</td><td>${invs.length}</td><td>${Number.isFinite(exp) ? h`${time(exp)} ${exp < now ? h`${badge("expired")}` : h`<span class="muted">(${relative(exp, now)})</span>`}` : "—"}</td><td>${invs.slice(0, 5).map((i) => h`<a class="mono" href="/console/spaces/${enc(space)}/invocations/${enc(i.invocationId)}">${i.invocationId}</a> `)}</td></tr>`;
-})}</tbody></table></div>`
+    ? table({
+        label: `Workers in ${space}`,
+        columns: [{ label: "Worker", cls: "id lead" }, { label: "Leases held" }, { label: "Earliest lease expiry" }, { label: "Invocations" }],
+        rows: [...byOwner].map(([owner, invs]) => {
+          const exp = Math.min(...invs.map((i) => i.leaseExpiresAt ?? Infinity));
+          return [idText(owner), h`${invs.length}`, Number.isFinite(exp) ? h`${time(exp)} ${exp < now ? h`${badge("expired")}` : h`<span class="muted">(${relative(exp, now)})</span>`}` : h`—`, h`${invs.slice(0, 5).map((i) => h`<a href="/console/spaces/${enc(space)}/invocations/${enc(i.invocationId)}">${idText(i.invocationId)}</a> `)}`];
+        }),
+      })
     : h`<p class="empty">No invocation is running right now (no lease held).</p>`
 }
 <h3>Journal</h3>
 <dl class="facts">
   <div><dt>Entries (head)</dt><dd>${head?.seq ?? 0}${unsealed > 0 ? h` <span class="muted">(+${unsealed >= 1000 ? "1000 or more" : unsealed} not sealed yet)</span>` : nothing}</dd></div>
-  <div><dt>Head hash</dt><dd class="mono">${head?.hash ?? "—"}</dd></div>
+  <div><dt>Head hash</dt><dd>${head ? idText(head.hash) : "—"}</dd></div>
   <div><dt>Last signed checkpoint</dt><dd>${cp ? h`seq ${cp.seq} at ${time(cp.at)}${head && cp.seq < head.seq ? h` <span class="muted">(${head.seq - cp.seq} entries since)</span>` : nothing}` : "none yet (writ journal checkpoint)"}</dd></div>
 </dl>
 <form method="get" action="/console/health#h-${space}" class="inline-form"><input type="hidden" name="verify" value="${space}"><button type="submit">Verify the journal of ${space}</button></form>

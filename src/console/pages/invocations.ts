@@ -1,7 +1,7 @@
 /** Invocations: a filtered, searchable, cursor-paged list, and one invocation's detail with its journal timeline. */
 import { INVOCATION_STATUSES, type Invocation, type InvocationStatus, type Json } from "../../core/types.js";
 import type { ConsoleData, ShownEntry } from "../data.js";
-import { actorText, badge, enc, h, json, nothing, q, time, type H } from "../html.js";
+import { actorText, badge, code, enc, h, idText, json, nothing, q, table, time, type H } from "../html.js";
 import { isSpaceId } from "../options.js";
 import type { Viewer } from "../viewer.js";
 import { REASON_TEXT } from "./reconciliations.js";
@@ -39,15 +39,10 @@ export function pickSpace(v: Viewer, asked: string | undefined): string | null {
   return v.allows(asked, "submit") || v.allows(asked, "approve") || v.allows(asked, "operate") ? asked : null;
 }
 
-function row(space: string, inv: Invocation): H {
-  return h`<tr>
-  <td><a href="/console/spaces/${enc(space)}/invocations/${enc(inv.invocationId)}" class="mono">${inv.invocationId}</a></td>
-  <td>${inv.action}</td>
-  <td>${badge(inv.status)}</td>
-  <td>${actorText(inv.request.actor)}</td>
-  <td class="mono">${inv.idempotencyKey}</td>
-  <td>${time(inv.createdAt)}</td>
-</tr>`;
+const LIST_COLUMNS = [{ label: "Invocation", cls: "id lead" }, { label: "Action" }, { label: "Status", cls: "status" }, { label: "Actor" }, { label: "Idempotency key", cls: "id" }, { label: "Created" }];
+
+function row(space: string, inv: Invocation): H[] {
+  return [h`<a href="/console/spaces/${enc(space)}/invocations/${enc(inv.invocationId)}">${idText(inv.invocationId)}</a>`, h`${inv.action}`, badge(inv.status), h`${actorText(inv.request.actor)}`, idText(inv.idempotencyKey), time(inv.createdAt)];
 }
 
 export async function invocationsBody(data: ConsoleData, v: Viewer, query: ListQuery, actions: string[]): Promise<H> {
@@ -104,11 +99,7 @@ export async function invocationsBody(data: ConsoleData, v: Viewer, query: ListQ
 </form>
 ${
   items.length > 0
-    ? h`<div class="table-wrap" role="region" aria-label="Invocations in ${space}" tabindex="0"><table>
-  <caption class="visually-hidden">Invocations in space ${space}, newest first</caption>
-  <thead><tr><th scope="col">Invocation</th><th scope="col">Action</th><th scope="col">Status</th><th scope="col">Actor</th><th scope="col">Idempotency key</th><th scope="col">Created</th></tr></thead>
-  <tbody data-testid="invocation-rows">${items.map((i) => row(space, i))}</tbody>
-</table></div>`
+    ? table({ label: `Invocations in ${space}`, caption: `Invocations in space ${space}, newest first`, columns: LIST_COLUMNS, rows: items.map((i) => row(space, i)), testid: "invocation-rows" })
     : h`<p class="empty">${search ? `No invocation with the id or idempotency key “${search}” in ${space}.` : "No invocations match."}</p>`
 }
 ${next ? h`<p class="pager"><a href="/console/invocations${q({ ...keep, cursor: next })}" rel="next">Older invocations →</a>${items.length < PAGE ? h` <span class="muted">(scanned ${scanned}; more may match further back)</span>` : nothing}</p>` : nothing}`;
@@ -125,10 +116,35 @@ function actorOf(v: Json | undefined): string {
   return a && typeof a === "object" && typeof a.type === "string" && typeof a.id === "string" ? `${a.type}:${a.id}` : "";
 }
 
-/** One line saying what a journal entry means. */
-export function describe(e: ShownEntry): { title: string; detail: string; kind: string } {
+/** An unknown outcome, said once: what the reason code means and what the connector replied. */
+function explain(reasonCode: string, reason: string): string {
+  return `${REASON_TEXT[reasonCode] ?? "The outcome is not known."} The connector said: “${reason}”`;
+}
+
+/** What a journal entry means: a title, a reason code if any, and a short detail. */
+export interface Described {
+  title: string;
+  code?: string;
+  detail: string;
+  kind: string;
+}
+
+/**
+ * Reasons a detail page says once, in the one place they belong: an unknown outcome's connector
+ * reply is explained in the notice at the top while its reconciliation is open (`above`), else
+ * in its "Sent to reconciliation" entry. Every other mention carries only the reason code.
+ */
+export interface Said {
+  reasons: ReadonlySet<string>;
+  above: ReadonlySet<string>;
+}
+
+/** One line saying what a journal entry means (reasons in `said` are left to their one place). */
+export function describe(e: ShownEntry, said: Said = { reasons: new Set(), above: new Set() }): Described {
   const d = (e.data ?? {}) as { [k: string]: Json };
   const reasons = Array.isArray(d.reasons) ? d.reasons.map(String).join("; ") : "";
+  const unsaid = (v: Json | undefined): string => (said.reasons.has(str(v)) ? "" : str(v));
+  const withCode = (c: string, rest: Omit<Described, "code">): Described => (c ? { ...rest, code: c } : rest);
   switch (e.type) {
     case "invocation.submitted":
       return { kind: "info", title: "Submitted", detail: `by ${actorOf(d.actor)} under authority ${str(d.authorityRef)}, idempotency key ${str(d.idempotencyKey)}` };
@@ -136,12 +152,6 @@ export function describe(e: ShownEntry): { title: string; detail: string; kind: 
       return { kind: "info", title: "Claimed by a worker", detail: `${str(d.owner)} (claim ${str(d.attemptCount)})` };
     case "approval.opened":
       return { kind: "wait", title: "Evaluated: approval required", detail: `${reasons ? `policy ${reasons}; ` : ""}quorum ${str(d.quorum)} of ${Array.isArray(d.approverRoles) ? d.approverRoles.map((r) => str(r)).join(", ") : ""}` };
-    case "approval.vote":
-    case "approval.granted":
-    case "approval.denied":
-    case "approval.revoked":
-    case "approval.expired":
-      return { kind: e.type === "approval.granted" ? "ok" : e.type === "approval.vote" ? "info" : "bad", title: `Approval ${e.type.slice(9)}`, detail: `${actorOf(d.by) ? `by ${actorOf(d.by)}` : ""}${d.note ? ` — “${str(d.note)}”` : ""} (${str(d.votes)} of ${str(d.quorum)} votes)` };
     case "approval.closed":
       return { kind: "info", title: "Approval closed", detail: `the invocation was ${str(d.invocationStatus)}${actorOf(d.by) ? ` by ${actorOf(d.by)}` : ""}; no vote is taken on it` };
     case "decision.consumed":
@@ -153,18 +163,26 @@ export function describe(e: ShownEntry): { title: string; detail: string; kind: 
     case "attempt.duplicate": {
       const state = str(d.state);
       const kind = state === "SUCCEEDED" || state === "DUPLICATE" ? "ok" : state === "HANDED_OFF" ? "wait" : state === "REFUSED" || state === "FAILED" ? "bad" : "warn";
-      return { kind, title: `Attempt ${state.toLowerCase().replace(/_/g, " ")}${d.stepName ? ` at step ${str(d.stepIndex)} (${str(d.stepName)})` : ""}`, detail: [str(d.reasonCode), str(d.reason), d.externalRef ? `reference ${str(d.externalRef)}` : ""].filter(Boolean).join(": ") };
+      return withCode(str(d.reasonCode), { kind, title: `Attempt ${state.toLowerCase().replace(/_/g, " ")}${d.stepName ? ` at step ${str(d.stepIndex)} (${str(d.stepName)})` : ""}`, detail: [unsaid(d.reason), d.externalRef ? `reference ${str(d.externalRef)}` : ""].filter(Boolean).join(": ") });
     }
-    case "reconciliation.opened":
-      return { kind: "warn", title: "Sent to reconciliation", detail: `${str(d.reasonCode)}: ${REASON_TEXT[str(d.reasonCode)] ?? ""} ${str(d.reason)}`.trim() };
+    case "reconciliation.opened": {
+      // The place the unknown outcome is explained, unless the notice at the top already does.
+      const above = said.above.has(str(d.reason));
+      return withCode(str(d.reasonCode), { kind: "warn", title: "Sent to reconciliation", detail: above ? "(explained at the top of the page)" : explain(str(d.reasonCode), str(d.reason)) });
+    }
     case "reconciliation.resolved":
       return { kind: d.outcome === "succeeded" ? "ok" : "bad", title: `Reconciliation resolved as ${str(d.outcome)}`, detail: `by ${actorOf(d.by)}${d.externalRef ? `, reference ${str(d.externalRef)}` : ""} — “${str(d.note)}”` };
     default:
+      // Every other approval.* entry (vote, granted, denied, revoked, expired, and any added later).
+      if (e.type.startsWith("approval.")) {
+        const what = e.type.slice(9);
+        return { kind: what === "granted" ? "ok" : what === "vote" ? "info" : "bad", title: `Approval ${what}`, detail: `${actorOf(d.by) ? `by ${actorOf(d.by)}` : ""}${d.note ? ` — “${str(d.note)}”` : ""} (${str(d.votes)} of ${str(d.quorum)} votes)` };
+      }
       if (e.type.startsWith("completion.")) return { kind: "info", title: `Completion ${e.type.slice(11)}`, detail: [str(d.outcome), str(d.externalRef)].filter(Boolean).join(", ") };
       if (e.type.startsWith("invocation.")) {
         const to = e.type.slice(11);
         const kind = to === "succeeded" ? "ok" : to === "failed" || to === "denied" ? "bad" : to === "reconciliation_required" ? "warn" : "info";
-        return { kind, title: `Status: ${str(d.from).replace(/_/g, " ")} → ${to.replace(/_/g, " ")}`, detail: [reasons, str(d.error)].filter(Boolean).join("; ") };
+        return { kind, title: `Status: ${str(d.from).replace(/_/g, " ")} → ${to.replace(/_/g, " ")}`, detail: [reasons, unsaid(d.error)].filter(Boolean).join("; ") };
       }
       return { kind: "info", title: e.type, detail: "" };
   }
@@ -188,51 +206,75 @@ export async function invocationDetail(data: ConsoleData, v: Viewer, space: stri
   );
   const timeline = [...entries].reverse();
   const recOpen = recs.find((r) => r.status === "open");
-  const body = h`<p class="crumbs"><a href="/console/invocations${q({ space })}">Invocations</a> / <span class="mono">${inv.invocationId}</span></p>
+  const stepOf = (i: number): string => `step ${i}${steps.find((x) => x.stepIndex === i) ? ` (${steps.find((x) => x.stepIndex === i)!.stepName})` : ""}`;
+  const said: Said = { reasons: new Set(recs.map((r) => r.reason)), above: new Set(recOpen ? [recOpen.reason] : []) };
+  const reasonCell = (c: string | undefined, reason: string | undefined): H => h`${c ? code(c) : nothing}${c && reason && !said.reasons.has(reason) ? " " : ""}${reason && !said.reasons.has(reason) ? reason : ""}`;
+  const body = h`<p class="crumbs"><a href="/console/invocations${q({ space })}">Invocations</a> / ${idText(inv.invocationId)}</p>
 <h1>${inv.action} <span class="muted">v${inv.actionVersion}</span> <span data-testid="status">${badge(inv.status)}</span></h1>
-${inv.status === "awaiting_approval" && approval ? h`<p class="flash info">Waiting for approval <a href="/console/approvals#apr-${approval.approvalId}">${approval.approvalId}</a> (${approval.votes.filter((x) => x.verdict === "approve").length} of ${approval.quorum}).</p>` : nothing}
-${recOpen ? h`<p class="flash warn">The outcome is unknown: <a href="/console/reconciliations#rec-${recOpen.reconciliationId}">resolve it in the reconciliation queue</a>.</p>` : nothing}
+${inv.status === "awaiting_approval" && approval ? h`<p class="flash info">Waiting for approval <a href="/console/approvals#apr-${approval.approvalId}">${idText(approval.approvalId)}</a> (${approval.votes.filter((x) => x.verdict === "approve").length} of ${approval.quorum}).</p>` : nothing}
+${
+  recOpen
+    ? h`<div class="flash warn" data-testid="unknown-outcome"><p>The outcome of ${stepOf(recOpen.stepIndex)} is unknown. ${code(recOpen.reasonCode)}: ${explain(recOpen.reasonCode, recOpen.reason)}</p>
+<p><a href="/console/reconciliations#rec-${recOpen.reconciliationId}">Resolve it in the reconciliation queue</a>.</p></div>`
+    : nothing
+}
 <dl class="facts">
-  <div><dt>Invocation</dt><dd class="mono">${inv.invocationId}</dd></div>
+  <div><dt>Invocation</dt><dd>${idText(inv.invocationId)}</dd></div>
   <div><dt>Space</dt><dd>${space}</dd></div>
   <div><dt>Actor</dt><dd>${actorText(inv.request.actor)}</dd></div>
   <div><dt>Authority</dt><dd>${inv.request.authorityRef}</dd></div>
-  <div><dt>Idempotency key</dt><dd class="mono">${inv.idempotencyKey}</dd></div>
-  <div><dt>Request digest</dt><dd class="mono">${inv.requestDigest}</dd></div>
+  <div><dt>Idempotency key</dt><dd>${idText(inv.idempotencyKey)}</dd></div>
+  <div><dt>Request digest</dt><dd>${idText(inv.requestDigest)}</dd></div>
   <div><dt>Created</dt><dd>${time(inv.createdAt)}</dd></div>
   <div><dt>Updated</dt><dd>${time(inv.updatedAt)}</dd></div>
   <div><dt>Claims</dt><dd>${inv.attemptCount}${inv.retryCount > 0 ? `, ${inv.retryCount} retries` : ""}</dd></div>
   ${inv.reasons && inv.reasons.length > 0 ? h`<div><dt>Reasons</dt><dd>${inv.reasons.join("; ")}</dd></div>` : nothing}
-  ${inv.lastError ? h`<div><dt>Last error</dt><dd>${inv.lastError}</dd></div>` : nothing}
-  ${inv.leaseOwner ? h`<div><dt>Lease</dt><dd>${inv.leaseOwner} until ${time(inv.leaseExpiresAt)}</dd></div>` : nothing}
+  ${inv.lastError && !said.reasons.has(inv.lastError) ? h`<div><dt>Last error</dt><dd>${inv.lastError}</dd></div>` : nothing}
+  ${inv.leaseOwner ? h`<div><dt>Lease</dt><dd>${idText(inv.leaseOwner)} until ${time(inv.leaseExpiresAt)}</dd></div>` : nothing}
 </dl>
 <h2>Parameters <span class="muted">(sensitive fields masked)</span></h2>
-${json(inv.request.params)}
-${inv.result !== undefined ? h`<h2>Result</h2>${json(inv.result)}` : nothing}
+${json(inv.request.params, "Parameters")}
+${inv.result !== undefined ? h`<h2>Result</h2>${json(inv.result, "Result")}` : nothing}
 <h2 id="timeline-h">Timeline</h2>
 <ol class="timeline" aria-labelledby="timeline-h" data-testid="timeline">
 ${timeline.map((e) => {
-  const d = describe(e);
-  return h`<li class="ev ${d.kind}" data-type="${e.type}"><span class="when">${time(e.at)}</span> <strong>${d.title}</strong>${d.detail ? h` <span class="detail">${d.detail}</span>` : nothing}</li>`;
+  const d = describe(e, said);
+  return h`<li class="ev ${d.kind}" data-type="${e.type}"><span class="when">${time(e.at)}</span> <strong>${d.title}</strong>${d.code || d.detail ? h` <span class="detail">${d.code ? code(d.code) : nothing}${d.code && d.detail ? " " : ""}${d.detail}</span>` : nothing}</li>`;
 })}
 </ol>
 ${truncated ? h`<p class="muted">Older journal entries were not scanned (the journal is long); the timeline may miss the earliest events.</p>` : nothing}
 <h2>Steps</h2>
 ${
   steps.length > 0
-    ? h`<div class="table-wrap" role="region" aria-label="Steps" tabindex="0"><table><thead><tr><th scope="col">#</th><th scope="col">Step</th><th scope="col">Connector</th><th scope="col">Status</th><th scope="col">Reference</th><th scope="col">Reason</th><th scope="col">Started</th><th scope="col">Ended</th></tr></thead>
-<tbody>${steps.map((s) => h`<tr><td>${s.stepIndex}</td><td>${s.stepName}</td><td>${s.connector ?? "—"}</td><td>${badge(s.status)}</td><td class="mono">${s.externalRef ?? ""}</td><td>${s.reasonCode ? h`<span class="mono">${s.reasonCode}</span> ` : nothing}${s.reason ?? ""}</td><td>${time(s.startedAt)}</td><td>${time(s.endedAt)}</td></tr>`)}</tbody></table></div>`
+    ? table({
+        label: "Steps",
+        columns: [{ label: "#" }, { label: "Step", cls: "lead" }, { label: "Connector" }, { label: "Status", cls: "status" }, { label: "Reference", cls: "id" }, { label: "Reason" }, { label: "Started" }, { label: "Ended" }],
+        rows: steps.map((x) => [h`${x.stepIndex}`, h`${x.stepName}`, h`${x.connector ?? "—"}`, badge(x.status), x.externalRef ? idText(x.externalRef) : nothing, reasonCell(x.reasonCode, x.reason), time(x.startedAt), time(x.endedAt)]),
+      })
     : h`<p class="empty">No step has started.</p>`
 }
 <h2>Attempts</h2>
 ${
   attempts.length > 0
-    ? h`<div class="table-wrap" role="region" aria-label="Attempts" tabindex="0"><table><thead><tr><th scope="col">Attempt</th><th scope="col">State</th><th scope="col">Reason code</th><th scope="col">Reason</th><th scope="col">Decision</th><th scope="col">Started</th><th scope="col">Ended</th></tr></thead>
-<tbody>${attempts.map((a) => h`<tr><td class="mono">${a.attemptId}</td><td>${badge(a.state)}</td><td class="mono">${a.reasonCode ?? ""}</td><td>${a.reason ?? ""}</td><td class="mono">${a.decisionId ?? ""}</td><td>${time(a.startedAt)}</td><td>${time(a.endedAt)}</td></tr>`)}</tbody></table></div>`
+    ? table({
+        label: "Attempts",
+        columns: [{ label: "Attempt", cls: "id lead" }, { label: "State", cls: "status" }, { label: "Reason" }, { label: "Decision", cls: "id" }, { label: "Started" }, { label: "Ended" }],
+        rows: attempts.map((x) => [idText(x.attemptId), badge(x.state), reasonCell(x.reasonCode, x.reason), x.decisionId ? idText(x.decisionId) : nothing, time(x.startedAt), time(x.endedAt)]),
+      })
     : h`<p class="empty">No attempt yet.</p>`
 }
 <h2>Journal entries</h2>
-<div class="table-wrap" role="region" aria-label="Journal entries" tabindex="0"><table class="journal"><thead><tr><th scope="col">Seq</th><th scope="col">Type</th><th scope="col">At</th><th scope="col">Hash / previous</th><th scope="col">Data</th></tr></thead>
-<tbody>${timeline.map((e) => h`<tr><td>${e.seq ?? "—"}</td><td class="mono">${e.type}</td><td>${time(e.at)}</td><td class="mono hash">${e.hash === undefined ? h`<span class="muted">not sealed yet (the sequencer chains it within moments)</span>` : h`${e.hash}<br><span class="muted">${e.prevHash ?? "(first)"}</span>`}</td><td><details><summary>data</summary>${json(e.data)}</details></td></tr>`)}</tbody></table></div>`;
+${table({
+  label: "Journal entries",
+  cls: "journal",
+  columns: [{ label: "Seq" }, { label: "Type", cls: "lead" }, { label: "At" }, { label: "Hash / previous", cls: "id hash" }, { label: "Data" }],
+  rows: timeline.map((e) => [
+    h`${e.seq ?? "—"}`,
+    h`<span class="mono">${e.type}</span>`,
+    time(e.at),
+    e.hash === undefined ? h`<span class="muted">not sealed yet (the sequencer chains it within moments)</span>` : h`${idText(e.hash)}<br><span class="muted">${e.prevHash ? idText(e.prevHash) : "(first)"}</span>`,
+    h`<details><summary>data</summary>${json(e.data, `Data of ${e.type}${e.seq !== undefined ? ` (seq ${e.seq})` : ""}`)}</details>`,
+  ]),
+})}`;
   return { body, title: `${inv.action} ${inv.invocationId}` };
 }

@@ -16,10 +16,15 @@ export function reconciliationRoutes(s: ServerContext): Route[] {
       access: { kind: "key", roles: ["operate"] },
       params: SpacePath,
       query: ReconciliationListQuery,
-      responses: { 200: { description: "reconciliations", schema: ReconciliationList } },
+      description:
+        "The queue of outcomes Writ cannot know: the invocations' reconciliations (`items`) and the keys bare boundary executions left unknown (`unknownKeys`, settled with POST …/boundary/keys/resolve). Both oldest first.",
+      responses: { 200: { description: "reconciliations and unknown keys", schema: ReconciliationList } },
       async handle({ caller, query }) {
-        const items = await reconcile.list(caller.scope, { limit: query.limit ?? 100, ...(query.status ? { status: query.status } : {}) });
-        return { status: 200, body: { items } };
+        const limit = query.limit ?? 100;
+        const items = await reconcile.list(caller.scope, { limit, ...(query.status ? { status: query.status } : {}) });
+        const keys = query.status === "resolved" ? [] : await reconcile.unknownKeys(caller.scope, { limit });
+        const unknownKeys = keys.map((k) => ({ action: k.action, idempotencyKey: k.idempotencyKey, attemptId: k.attemptId, requestDigest: k.requestDigest, updatedAt: k.updatedAt }));
+        return { status: 200, body: { items, unknownKeys } };
       },
     }),
     defineRoute({

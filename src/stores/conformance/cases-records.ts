@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { assertRecord, rejectsWithCode, withStore } from "./assertions.js";
 import type { StoreConformanceCase } from "./case.js";
-import { T0, approval, attempt, authority, idempotency, newScope, reconciliation, uid } from "./fixtures.js";
+import { T0, approval, attempt, authority, idempotency, invocation, newScope, reconciliation, uid } from "./fixtures.js";
 
 /** Ids of records, sorted: for lists whose order the port leaves open. */
 function idsOf<T>(records: T[], id: (r: T) => string): string[] {
@@ -32,6 +32,42 @@ export const recordCases: StoreConformanceCase[] = [
           assertRecord(await tx.getIdempotency(scope, otherAction.action, otherAction.idempotencyKey), otherAction, "same key, other action");
           assert.equal(await tx.getIdempotency(scope, rec.action, uid("key")), null, "unknown key");
         });
+      });
+    },
+  },
+  {
+    // Invariant: listUnknownKeys returns exactly the scope's keys in state unknown that no
+    // invocation of the store holds (bare executions), oldest first (updatedAt, action, key),
+    // honours the limit, and never another scope's keys; a key that is resolved leaves the list.
+    name: "idempotency: unknown keys of bare executions, oldest first, scoped",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        const other = newScope();
+        const held = invocation(scope);
+        const late = idempotency(scope, { state: "unknown", updatedAt: T0 + 30 });
+        const early = idempotency(scope, { state: "unknown", updatedAt: T0 + 10 });
+        const tieB = idempotency(scope, { state: "unknown", updatedAt: T0 + 20, action: "payments.refund", idempotencyKey: "zz-b" });
+        const tieA = idempotency(scope, { state: "unknown", updatedAt: T0 + 20, action: "payments.capture", idempotencyKey: "zz-a" });
+        const ofInvocation = idempotency(scope, { state: "unknown", invocationId: held.invocationId, action: held.action, idempotencyKey: held.idempotencyKey });
+        const known = idempotency(scope, { state: "failed" });
+        const running = idempotency(scope, { state: "in_progress" });
+        const elsewhere = idempotency(other, { state: "unknown" });
+        await store.transact(async (tx) => {
+          await tx.insertInvocation(scope, held);
+          for (const r of [late, early, tieB, tieA, ofInvocation, known, running]) await tx.putIdempotency(scope, r);
+          await tx.putIdempotency(other, elsewhere);
+        });
+        const key = (r: { action: string; idempotencyKey: string }): string => `${r.action}/${r.idempotencyKey}`;
+        await store.transact(async (tx) => {
+          assert.deepStrictEqual((await tx.listUnknownKeys(scope)).map(key), [early, tieA, tieB, late].map(key), "bare unknown keys, oldest first");
+          assert.deepStrictEqual((await tx.listUnknownKeys(scope, { limit: 2 })).map(key), [early, tieA].map(key), "limit");
+          assertRecord((await tx.listUnknownKeys(scope))[0], early, "the listed record");
+          assert.deepStrictEqual((await tx.listUnknownKeys(other)).map(key), [key(elsewhere)], "the other scope's own");
+          assert.deepStrictEqual(await tx.listUnknownKeys(newScope()), [], "an empty scope");
+        });
+        await store.transact((tx) => tx.putIdempotency(scope, { ...early, state: "failed", updatedAt: T0 + 40 }));
+        assert.deepStrictEqual((await store.transact((tx) => tx.listUnknownKeys(scope))).map(key), [tieA, tieB, late].map(key), "a resolved key leaves the list");
       });
     },
   },

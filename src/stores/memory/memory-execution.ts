@@ -25,6 +25,19 @@ export function getIdempotency(w: Work, scope: Scope, action: string, idempotenc
   return copyOrNull(findScope(w.state, scope)?.idempotency.get(keyOf(action, idempotencyKey)));
 }
 
+/** Unknown keys no invocation holds, oldest first (updatedAt, action, key). */
+export function listUnknownKeys(w: Work, scope: Scope, limit: number | undefined): IdempotencyRecord[] {
+  const data = findScope(w.state, scope);
+  if (!data) return [];
+  const bare = [...data.idempotency.values()].filter((r) => r.state === "unknown" && !data.invocations.has(r.invocationId));
+  bare.sort((a, b) => a.updatedAt - b.updatedAt || cmp(a.action, b.action) || cmp(a.idempotencyKey, b.idempotencyKey));
+  return (limit === undefined ? bare : bare.slice(0, limit)).map((r) => copy(r));
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 export function putIdempotency(w: Work, scope: Scope, rec: IdempotencyRecord): void {
   setUndoable(w, scopeFor(w.state, scope).idempotency, keyOf(rec.action, rec.idempotencyKey), copy(rec));
 }

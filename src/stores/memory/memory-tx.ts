@@ -90,6 +90,9 @@ export class MemoryTx implements StoreTx {
   async getIdempotency(scope: Scope, action: string, idempotencyKey: string): Promise<IdempotencyRecord | null> {
     return execution.getIdempotency(this.#enter("getIdempotency"), scope, action, idempotencyKey);
   }
+  async listUnknownKeys(scope: Scope, opts?: ListOptions): Promise<IdempotencyRecord[]> {
+    return execution.listUnknownKeys(this.#enter("listUnknownKeys"), scope, opts?.limit);
+  }
   async putIdempotency(scope: Scope, rec: IdempotencyRecord): Promise<void> {
     execution.putIdempotency(this.#enter("putIdempotency"), scope, rec);
   }

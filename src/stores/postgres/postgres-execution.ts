@@ -30,6 +30,12 @@ const GET_IDEMPOTENCY = statement(
   "get_idempotency",
   "SELECT doc FROM writ_idempotency WHERE tenant_id = $1 AND space_id = $2 AND action = $3 AND idempotency_key = $4",
 );
+const LIST_UNKNOWN_KEYS = statement(
+  "list_unknown_keys",
+  "SELECT k.doc FROM writ_idempotency k WHERE k.tenant_id = $1 AND k.space_id = $2 AND k.state = 'unknown' " +
+    "AND NOT EXISTS (SELECT 1 FROM writ_invocations i WHERE i.tenant_id = k.tenant_id AND i.space_id = k.space_id AND i.invocation_id = k.doc->>'invocationId') " +
+    "ORDER BY (k.doc->>'updatedAt')::bigint, k.action, k.idempotency_key LIMIT $3",
+);
 const PUT_IDEMPOTENCY = statement(
   "put_idempotency",
   "INSERT INTO writ_idempotency (tenant_id, space_id, action, idempotency_key, state, doc) VALUES ($1, $2, $3, $4, $5, $6) " +
@@ -50,6 +56,11 @@ export async function getConsumedDecision(x: Exec, scope: Scope, decisionId: str
 export async function getIdempotency(x: Exec, scope: Scope, action: string, idempotencyKey: string): Promise<IdempotencyRecord | null> {
   const [row] = await x.rows<DocRow<IdempotencyRecord>>(GET_IDEMPOTENCY, [scope.tenantId, scope.spaceId, action, idempotencyKey]);
   return row?.doc ?? null;
+}
+
+/** Unknown keys no invocation holds, oldest first (through the partial index writ_idempotency_unknown). */
+export async function listUnknownKeys(x: Exec, scope: Scope, limit: number | undefined): Promise<IdempotencyRecord[]> {
+  return (await x.rows<DocRow<IdempotencyRecord>>(LIST_UNKNOWN_KEYS, [scope.tenantId, scope.spaceId, limitParam(limit)])).map((r) => r.doc);
 }
 
 export async function putIdempotency(x: Exec, scope: Scope, rec: IdempotencyRecord): Promise<void> {

@@ -616,6 +616,14 @@ ALTER TABLE writ_attempt_seqs SET (autovacuum_vacuum_scale_factor = 0.0, autovac
  */
 const BATCHED_TRANSITIONS = batchFunctionsSql(BATCHABLE);
 
+/**
+ * Keys left unknown by bare executions, listed for operators (docs/boundary.md, Interrupted
+ * executions): a partial index holds only the few keys in that state.
+ */
+const UNKNOWN_KEYS = `
+CREATE INDEX writ_idempotency_unknown ON writ_idempotency (tenant_id, space_id) WHERE state = 'unknown';
+`;
+
 /** All migrations, ascending by version (1, 2, 3, … without gaps). */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, name: "initial_schema", sql: INITIAL_SCHEMA },
@@ -627,6 +635,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 7, name: "breakers", sql: BREAKERS },
   { version: 8, name: "hot_path_history", sql: HOT_PATH_HISTORY },
   { version: 9, name: "batched_transitions", sql: BATCHED_TRANSITIONS },
+  { version: 10, name: "unknown_keys", sql: UNKNOWN_KEYS },
 ];
 
 /** The schema version this build creates and expects. */

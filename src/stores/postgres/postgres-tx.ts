@@ -86,6 +86,10 @@ export class PostgresTx implements StoreTx {
     return execution.getIdempotency(this.#in(scope), scope, action, idempotencyKey);
   }
 
+  async listUnknownKeys(scope: Scope, opts?: ListOptions): Promise<IdempotencyRecord[]> {
+    return execution.listUnknownKeys(this.#in(scope), scope, opts?.limit);
+  }
+
   async putIdempotency(scope: Scope, rec: IdempotencyRecord): Promise<void> {
     const x = this.#in(scope);
     return execution.putIdempotency(x, scope, rec);

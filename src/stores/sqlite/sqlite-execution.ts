@@ -20,6 +20,7 @@ export interface SqliteExecutionStatements {
   consumeDecision: Database.Statement;
   getConsumedDecision: Database.Statement;
   getIdempotency: Database.Statement;
+  listUnknownKeys: Database.Statement;
   putIdempotency: Database.Statement;
   insertAttempt: Database.Statement;
   updateAttempt: Database.Statement;
@@ -39,6 +40,12 @@ export function prepareExecutionStatements(p: Prepare): SqliteExecutionStatement
     ),
     getConsumedDecision: p(`SELECT doc FROM consumed_decisions WHERE ${SCOPE} AND decision_id = @id`).pluck(),
     getIdempotency: p(`SELECT doc FROM idempotency WHERE ${SCOPE} AND action = @action AND idempotency_key = @key`).pluck(),
+    // Through the partial index idempotency_unknown; the invocation check is one primary-key probe each.
+    listUnknownKeys: p(
+      `SELECT doc FROM idempotency k WHERE k.tenant_id = @t AND k.space_id = @s AND k.state = 'unknown' ` +
+        "AND NOT EXISTS (SELECT 1 FROM invocations i WHERE i.tenant_id = k.tenant_id AND i.space_id = k.space_id AND i.invocation_id = json_extract(k.doc, '$.invocationId')) " +
+        "ORDER BY json_extract(k.doc, '$.updatedAt'), k.action, k.idempotency_key LIMIT @limit",
+    ).pluck(),
     putIdempotency: p(
       "INSERT INTO idempotency (tenant_id, space_id, action, idempotency_key, state, doc) VALUES (@t, @s, @action, @key, @state, @doc) " +
         "ON CONFLICT (tenant_id, space_id, action, idempotency_key) DO UPDATE SET state = excluded.state, doc = excluded.doc",

@@ -256,6 +256,15 @@ CREATE TABLE breakers (
 );
 `,
   },
+  {
+    version: 7,
+    name: "unknown_keys",
+    sql: `
+-- Keys left unknown by bare executions, listed for operators (docs/boundary.md, Interrupted
+-- executions): a partial index holds only the few keys in that state.
+CREATE INDEX idempotency_unknown ON idempotency (tenant_id, space_id) WHERE state = 'unknown';
+`,
+  },
 ];
 
 /** The schema version this build creates and expects. */

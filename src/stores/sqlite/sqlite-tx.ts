@@ -190,6 +190,11 @@ export class SqliteTx implements StoreTx {
     return one(this.#q.getIdempotency, { ...this.#sp(scope), action, key: idempotencyKey });
   }
 
+  async listUnknownKeys(scope: Scope, opts: ListOptions = {}): Promise<IdempotencyRecord[]> {
+    const docs = this.#q.listUnknownKeys.all({ ...this.#sp(scope), limit: limitParam(opts.limit) }) as string[];
+    return docs.map((d) => parse<IdempotencyRecord>(d));
+  }
+
   async putIdempotency(scope: Scope, rec: IdempotencyRecord): Promise<void> {
     const sp = this.#sp(scope);
     this.#q.putIdempotency.run({ ...sp, action: rec.action, key: rec.idempotencyKey, state: rec.state, doc: JSON.stringify(rec) });
