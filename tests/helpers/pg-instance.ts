@@ -126,6 +126,11 @@ export interface PgInstanceOptions {
    * socket directory appended.
    */
   standbyOf?: PgInstance;
+  /**
+   * The port to listen on (a standby rebuilt in place of a failed server keeps its address, so
+   * the clients' multi-host URL still names it). @defaultValue a free port
+   */
+  port?: number;
 }
 
 /** initdb in a temporary directory and start; throws (naming why) when the binaries are missing. */
@@ -151,7 +156,7 @@ export async function startPgInstance(opts: PgInstanceOptions = {}): Promise<PgI
     });
   }
   const host = netns?.listen ?? "127.0.0.1";
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const conf = [`port = ${port}`, `listen_addresses = '${host}'`, `unix_socket_directories = '${dataDir}'`, "max_connections = 200", ...(opts.conf ?? [])];
   writeFileSync(join(dataDir, "postgresql.conf"), `${readFileSync(join(dataDir, "postgresql.conf"), "utf8")}\n${conf.join("\n")}\n`);
   // In a namespace, clients (and standbys) come from other namespaces' addresses: trust them too
