@@ -90,7 +90,7 @@ describe("postgresStore refuses bad multi-host URLs", () => {
 });
 
 /** What each scripted host does: refuse, or accept as a server in that state. */
-type Behaviour = "refuse" | "primary" | "standby" | "read-only";
+type Behaviour = "refuse" | "hang" | "primary" | "standby" | "read-only";
 
 /** A scripted `pg.Client`: connects to `host:port` from its connection string, or from host/port set before connect(). */
 function scriptedDriver(hosts: Record<string, Behaviour>) {
@@ -114,6 +114,12 @@ function scriptedDriver(hosts: Record<string, Behaviour>) {
       this.#where = `${this.host}:${this.port}`;
       const b = hosts[this.#where];
       log.push(`connect ${this.#where}`);
+      if (b === "hang") {
+        // Packets swallowed: the attempt ends at its own connection timeout.
+        await new Promise((r) => setTimeout(r, this.config.connectionTimeoutMillis));
+        log.push(`timeout ${this.#where} after ${this.config.connectionTimeoutMillis} ms`);
+        throw new Error("timeout expired");
+      }
       if (b === undefined || b === "refuse") throw new Error(`connect ECONNREFUSED ${this.#where}`);
     }
     async query<R>(q: PgQuery): Promise<PgResult<R>> {
@@ -152,6 +158,19 @@ describe("multiHostClient", () => {
     const c2 = new (multiHostClient(none.Client, t, 1000))(config(t.url));
     await c2.connect();
     expect((c2 as unknown as { host: string }).host).toBe("a");
+  });
+
+  it("a host that swallows packets gets a share of the timeout, not all of it: the next host is still tried", async () => {
+    const { Client, log } = scriptedDriver({ "a:1": "hang", "b:2": "primary" });
+    const t = parsePgUrl("postgres://u@a:1,b:2/db?target_session_attrs=read-write");
+    const c = new (multiHostClient(Client, t, 400))(config(t.url));
+    await c.connect();
+    expect((c as unknown as { host: string }).host).toBe("b");
+    expect(log.filter((l) => !l.startsWith("timeout"))).toEqual(["connect a:1", "end a:1", "connect b:2", "end b:2", "connect b:2"]);
+    // Its share: half of the 400 ms for the first of two hosts (a millisecond may pass before it is computed).
+    const share = Number(/^timeout a:1 after (\d+) ms$/.exec(log[1] ?? "")?.[1]);
+    expect(share).toBeGreaterThan(150);
+    expect(share).toBeLessThanOrEqual(200);
   });
 
   it("no host fits: the error names each host's reason; the callback form reports it", async () => {
