@@ -61,6 +61,16 @@ describe("the cluster checker", () => {
     ["a request under a key that is no step's", (i) => void (i.ledger as LedgerLine[]).push(line("writ-step-drifted-0", "effect")), "C2 keyed retries", undefined],
     ["a request without an idempotency key", (i) => void (i.ledger as LedgerLine[]).push(line("", "nokey")), "C2 keyed retries", undefined],
     ["an admitted invocation missing from the store", (i) => void (i.admitted as string[]).push("inv-lost"), "C3 nothing lost", "inv-lost"],
+    [
+      "an invocation acknowledged before a failover, missing after it",
+      (i) => {
+        (i.admitted as string[]).push("inv-lost");
+        i.admittedAt = { "inv-lost": 5_000 };
+        i.failovers = [5_200];
+      },
+      "C7 failover durability",
+      "inv-lost",
+    ],
     ["an invocation left running", (i) => void (i.records.invocations[1]!.inv.status = "running"), "C3 nothing lost", "inv-b"],
     ["reconciliation_required without an open reconciliation", (i) => void (i.records.invocations[2]!.recs = []), "C3 nothing lost", "inv-c"],
     ["a success whose effect the provider never saw", (i) => void (i.ledger as LedgerLine[]).splice(3, 1), "C4 no phantom success", "inv-b"],

@@ -2,7 +2,7 @@
  * The long variant of nemesis.test.ts (npm run test:long): random nemesis schedules, with faults
  * that overlap on different machines, round after round on one cluster for a configurable time.
  * Each round submits, faults, heals, waits for everything to settle and runs the checker
- * (fixtures/checker.ts, C1-C6); a finding fails the run with the round's seed, its nemesis history
+ * (fixtures/checker.ts, C1-C7; failovers among the faults); a finding fails the run with the round's seed, its nemesis history
  * and the offending invocations.
  *
  * WRIT_CLUSTER_MINUTES: how long (default 10); WRIT_CLUSTER_ROUND_S: the faulting part of a round

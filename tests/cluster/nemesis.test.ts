@@ -1,15 +1,18 @@
 /**
- * A Writ cluster under a seeded nemesis (docs/cluster-tests.md): PostgreSQL, a provider and three
- * `writ worker` processes, each in its own network namespace, while the test submits a stream of
- * requests. Each seed's schedule brings every fault kind once, in a seeded order: a worker cut
- * from PostgreSQL, a worker cut from the provider, a lossy slow link, a worker paused past its
- * lease, a worker SIGKILLed and restarted, PostgreSQL SIGKILLed and restarted.
+ * A Writ cluster under a seeded nemesis (docs/cluster-tests.md): PostgreSQL (a primary and its
+ * synchronous hot standby, reached through a multi-host URL), a provider and three `writ worker`
+ * processes, each in its own network namespace, while the test submits a stream of requests. Each
+ * seed's schedule brings every fault kind once, in a seeded order: a worker cut from PostgreSQL, a
+ * worker cut from the provider, a lossy slow link, a worker paused past its lease, a worker
+ * SIGKILLed and restarted, PostgreSQL SIGKILLed and restarted, the primary SIGKILLed and the
+ * standby promoted (the old primary fenced and rebuilt as a standby).
  *
- * Invariants (fixtures/checker.ts, C1-C6), checked after the faults healed: no non-idempotent
+ * Invariants (fixtures/checker.ts, C1-C7), checked after the faults healed: no non-idempotent
  * step reaches the provider twice; idempotent steps are sent at most once per attempt, applied
  * once, always under their one stable key; every admitted invocation is settled or waits for a
  * person with one open reconciliation naming the unknown step; no success without its effects;
- * every journal verifies; everything settles within the recovery bound. A finding fails the test
+ * every journal verifies; everything settles within the recovery bound; nothing acknowledged before
+ * a failover is missing after it (C7). A finding fails the test
  * with the seed, the nemesis history and the offending invocations.
  *
  * Replay a seed: WRIT_CLUSTER_SEEDS=<seed> npx vitest run tests/cluster/nemesis.test.ts

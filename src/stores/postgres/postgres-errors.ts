@@ -3,12 +3,26 @@
  * password: URLs are masked, and the configured password (when known) is blanked out.
  */
 import { WritError, type ErrorCode } from "../../core/errors.js";
+import { parsePgUrl } from "./postgres-url.js";
 
 /** SQLSTATE classes and codes the store treats specially. */
 const UNIQUE_VIOLATION = "23505";
 const UNDEFINED_TABLE = "42P01";
 /** Serialization failure and deadlock: the transaction may succeed if run again. */
 const RETRYABLE = new Set(["40001", "40P01"]);
+
+/** read_only_sql_transaction: the server is (now) a standby, or read-only. */
+const READ_ONLY_SQL_TRANSACTION = "25006";
+
+/**
+ * Whether `e` says the connection's server no longer takes writes (SQLSTATE 25006: a failover
+ * turned it into a standby, or it was made read-only). Such a connection is discarded, so the pool
+ * opens a new one, which a multi-host URL places on the new primary (docs/deploying-postgres.md).
+ */
+export function onReadOnlyServer(e: unknown): boolean {
+  const details = (e as { details?: { sqlState?: unknown } } | null)?.details;
+  return (details?.sqlState ?? sqlStateOf(e)) === READ_ONLY_SQL_TRANSACTION;
+}
 
 /** The WritError code for a SQLSTATE. */
 export function codeForSqlState(sqlState: string | undefined): ErrorCode {
@@ -49,11 +63,11 @@ export function toWritError(e: unknown, secrets: readonly string[] = []): WritEr
   });
 }
 
-/** The password inside a connection URL, if any (to blank it out of messages). */
+/** The password inside a connection URL, if any (to blank it out of messages); a multi-host URL's too. */
 export function passwordOf(url: string | undefined): string[] {
   if (url === undefined) return [];
   try {
-    const p = decodeURIComponent(new URL(url).password);
+    const p = decodeURIComponent(new URL(parsePgUrl(url).hostUrls[0] ?? url).password);
     return p.length > 0 ? [p] : [];
   } catch {
     return [];

@@ -3,11 +3,17 @@
  */
 import { WritError } from "../../core/errors.js";
 import type { PgDriver, PgPool } from "./postgres-driver.js";
+import { parsePgUrl, PgUrlError } from "./postgres-url.js";
 
 /** Where the store's connections come from: a URL (the store owns its pool) or a pool you own. */
 export type PostgresConnection =
   | {
-      /** `postgres://user:password@host:port/database?…`; never echoed in errors. */
+      /**
+       * `postgres://user:password@host:port/database?…`; never echoed in errors. Several hosts
+       * (`@h1:5432,h2:5432/db`) and `target_session_attrs` (`any`, `read-write`, `read-only`,
+       * `primary`, `standby`, `prefer-standby`) as in libpq: each new connection tries the hosts in
+       * order (docs/deploying-postgres.md, "Failover and multi-host URLs").
+       */
       url: string;
       /**
        * The driver the store builds its pool with: `Pool` (and `Client`, for the wake-up
@@ -165,11 +171,20 @@ export function checkConnection(conn: PostgresConnection): void {
     return;
   }
   if (typeof url !== "string" || !/^postgres(ql)?:\/\/./i.test(url)) throw invalid("url", "must be a postgres:// or postgresql:// URL");
+  let target;
   try {
-    new URL(url);
+    target = parsePgUrl(url);
+  } catch (e) {
+    if (e instanceof PgUrlError) throw invalid(e.option, e.message);
+    throw e;
+  }
+  try {
+    new URL(target.url);
   } catch {
     throw invalid("url", "is not a valid URL");
   }
+  // A multi-host URL needs the driver's Client: each connection chooses its host (postgres-multihost.ts).
+  if (target.multi && pg !== undefined && (pg as { Client?: unknown }).Client === undefined) throw invalid("pg", "needs `Client` for a URL with several hosts or target_session_attrs");
 }
 
 /** Applies defaults and validates; throws `INVALID_OPTION` naming the bad option. */

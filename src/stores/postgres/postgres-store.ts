@@ -7,13 +7,14 @@ import { guardStore } from "../../core/store-guard.js";
 import { WritError } from "../../core/errors.js";
 import type { Store, StoreTx } from "../../core/store.js";
 import type { Scope } from "../../core/types.js";
-import { connectGuarded, createConnection, createPool, defaultPgDriver, type OwnedPgPool, type PgPool, type PgPooledConnection } from "./postgres-driver.js";
-import { passwordOf, toWritError } from "./postgres-errors.js";
+import { clientClass, connectGuarded, createConnection, createPool, defaultPgDriver, type OwnedPgPool, type PgPool, type PgPooledConnection } from "./postgres-driver.js";
+import { onReadOnlyServer, passwordOf, toWritError } from "./postgres-errors.js";
 import { ConnectionExec, type Exec } from "./postgres-exec.js";
 import { postgresTransitions } from "./postgres-transitions.js";
 import { genericTransitions } from "../../core/transitions.js";
 import { WakeListener, type ListenConnection } from "./postgres-listener.js";
 import { migratePostgres, postgresSchemaVersion } from "./postgres-migrate.js";
+import { parsePgUrl } from "./postgres-url.js";
 import { checkConnection, resolvePostgresOptions, type PostgresConnection, type PostgresStoreOptions, type ResolvedPostgresOptions } from "./postgres-options.js";
 import { analyzeStale, statsKeeper } from "./postgres-stats.js";
 import { PostgresTx } from "./postgres-tx.js";
@@ -63,14 +64,15 @@ function pooling(conn: PostgresConnection, opts: ResolvedPostgresOptions): Pooli
       },
     };
   }
-  const url = conn.url;
+  const target = parsePgUrl(conn.url);
   const driver = conn.pg ?? defaultPgDriver();
-  const pool: OwnedPgPool = createPool(url, opts, driver);
+  const Client = clientClass(target, opts, driver);
+  const pool: OwnedPgPool = createPool(target, opts, driver, Client);
   return {
     pool,
     end: () => pool.end(),
     listenConnection: async () => {
-      const c = createConnection(url, opts, driver);
+      const c = createConnection(target, opts, Client);
       if (c === null) {
         // A driver without `Client`: the listener holds a pooled connection while someone listens.
         const pooled = await connectGuarded(pool);
@@ -196,6 +198,8 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
       return out;
     } catch (e) {
       tx.end();
+      // On a server that no longer takes writes (a failover): discard, so the pool reconnects.
+      if (onReadOnlyServer(e) || onReadOnlyServer(x.failure)) healthy = false;
       if (healthy) {
         try {
           await c.query({ text: "ROLLBACK" });
@@ -261,9 +265,10 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
           return await fn(x);
         } catch (e) {
           // A server-raised error leaves the connection usable; a broken one is discarded, and so
-          // is one the server is terminating (class 57: shutdown, crash; class 08: connection).
+          // is one the server is terminating (class 57: shutdown, crash; class 08: connection), and
+          // one on a server that no longer takes writes (25006: it is a standby now).
           const state = (e as { details?: { sqlState?: unknown } }).details?.sqlState;
-          if (typeof state !== "string" || state.startsWith("57") || state.startsWith("08")) healthy = false;
+          if (typeof state !== "string" || state.startsWith("57") || state.startsWith("08") || onReadOnlyServer(e)) healthy = false;
           throw e;
         } finally {
           c.release(healthy ? undefined : true);
