@@ -17,6 +17,7 @@ import { satisfies, type PgTarget, type TargetSessionAttrs } from "./postgres-ur
 
 /** What the class needs of node-postgres' `Client`: connect, query, end, and its `host`/`port` (read at connect). */
 interface PgClientInstance extends PgStandaloneConnection {
+  removeListener?(event: "error", listener: (err: Error) => void): unknown;
   /** pg-pool calls it with a callback; the listener without. */
   connect(callback?: (err?: Error) => void): Promise<unknown>;
   host?: string;
@@ -72,6 +73,20 @@ export function multiHostClient(Base: PgClientClass, target: PgTarget, timeoutMs
     }
 
     async #connect(): Promise<void> {
+      // The attribute check runs a query after the connection is up, while pg-pool (or the
+      // listener) has not yet attached its error listener: a server dying in that window emits
+      // 'error' on this client, which must not be an uncaught exception. The failed check rejects
+      // connect(), and the caller discards the client.
+      const absorb = (): undefined => undefined;
+      this.on("error", absorb);
+      try {
+        await this.#choose();
+      } finally {
+        this.removeListener?.("error", absorb);
+      }
+    }
+
+    async #choose(): Promise<void> {
       const deadline = Date.now() + timeoutMs;
       const failures: string[] = [];
       const order = passes(target.attrs);
