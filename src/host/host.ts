@@ -112,10 +112,10 @@ export interface Host {
  * in clear silently (docs/security.md, Data at rest).
  */
 function refuseCleartextSensitive(options: HostOptions): void {
-  if (options.dataKey !== undefined || options.allowCleartextSensitive === true) return;
   if (options.allowCleartextSensitive !== undefined && typeof options.allowCleartextSensitive !== "boolean") {
     throw new WritError("INVALID_OPTION", "createHost: allowCleartextSensitive must be a boolean");
   }
+  if (options.dataKey !== undefined || options.allowCleartextSensitive === true) return;
   const marked = (options.actions as ReadonlyArray<ActionDefinition<unknown>>).find((a) => (a.sensitive ?? []).length > 0);
   if (!marked) return;
   throw new WritError(

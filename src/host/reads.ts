@@ -8,7 +8,7 @@ import type { ActionDefinition } from "../core/action.js";
 import { redactFor } from "../core/redact.js";
 import { sealedStore, type DataKeyPort, type SensitiveMap } from "../core/sealing.js";
 import { readCommitted, type InvocationFilter, type Store } from "../core/store.js";
-import type { Invocation, Scope } from "../core/types.js";
+import type { IdempotencyRecord, Invocation, Scope } from "../core/types.js";
 
 /** Which params of each action are sealed at rest, and each action's step names. */
 export function sensitiveMap(actions: ReadonlyArray<ActionDefinition<unknown>>): SensitiveMap {
@@ -51,4 +51,17 @@ export function invocationReads(store: Store, actions: ReadonlyMap<string, Actio
       return (await readCommitted(store, (tx) => tx.listInvocations(scope, filter))).map(redact);
     },
   };
+}
+
+/** What an operator sees of a key left unknown (the HTTP queue and `writ reconcile ls` show the same). */
+export interface UnknownKeyView {
+  action: string;
+  idempotencyKey: string;
+  attemptId: string;
+  requestDigest: string;
+  updatedAt: number;
+}
+
+export function unknownKeyView(k: IdempotencyRecord): UnknownKeyView {
+  return { action: k.action, idempotencyKey: k.idempotencyKey, attemptId: k.attemptId, requestDigest: k.requestDigest, updatedAt: k.updatedAt };
 }

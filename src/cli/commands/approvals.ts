@@ -8,6 +8,7 @@ import { WritError } from "../../core/errors.js";
 import { readCommitted } from "../../core/store.js";
 import { brief, time } from "../output.js";
 import type { ResolveInput } from "../../host/key-resolution.js";
+import { unknownKeyView } from "../../host/reads.js";
 
 function printApprovals(ctx: CliContext, items: readonly Approval[]): void {
   ctx.out.table(items, [
@@ -119,7 +120,7 @@ export const reconcileLs: CommandBody = {
     // Keys bare boundary executions left unknown belong to the same queue (resolve-key settles them);
     // -q prints reconciliation ids only, so scripts reading one id stay safe.
     const keys = invocationId === undefined && status !== "resolved" ? await readCommitted(store, (tx) => tx.listUnknownKeys(scope, { limit })) : [];
-    const unknownKeys = keys.map((k) => ({ action: k.action, idempotencyKey: k.idempotencyKey, attemptId: k.attemptId, updatedAt: k.updatedAt }));
+    const unknownKeys = keys.map(unknownKeyView);
     printList(ctx, { items, unknownKeys }, items, (r) => r.reconciliationId, () => {
       if (items.length > 0) printReconciliations(ctx, items);
       if (unknownKeys.length === 0) return;

@@ -2,6 +2,7 @@
 import type { ServerContext } from "../context.js";
 import { invocationView } from "../context.js";
 import { defineRoute, type Route } from "../registry.js";
+import { unknownKeyView } from "../../host/reads.js";
 import { ErrorBody, InvocationAnswer, ReconciliationList, ReconciliationListQuery, ReconciliationPath, ResolveBody, SpacePath } from "../schemas.js";
 
 export function reconciliationRoutes(s: ServerContext): Route[] {
@@ -23,7 +24,7 @@ export function reconciliationRoutes(s: ServerContext): Route[] {
         const limit = query.limit ?? 100;
         const items = await reconcile.list(caller.scope, { limit, ...(query.status ? { status: query.status } : {}) });
         const keys = query.status === "resolved" ? [] : await reconcile.unknownKeys(caller.scope, { limit });
-        const unknownKeys = keys.map((k) => ({ action: k.action, idempotencyKey: k.idempotencyKey, attemptId: k.attemptId, requestDigest: k.requestDigest, updatedAt: k.updatedAt }));
+        const unknownKeys = keys.map(unknownKeyView);
         return { status: 200, body: { items, unknownKeys } };
       },
     }),
