@@ -96,11 +96,14 @@ const stores: Corruptible[] = [
           const c = new pg.Client({ connectionString: db.url });
           await c.connect();
           const q = (sql: string, seq: number) => c.query(sql, [scope.tenantId, scope.spaceId, seq]);
-          const where = "WHERE tenant_id = $1 AND space_id = $2 AND seq = $3";
+          // An entry's document is written once, unsealed; its seq and hash are in the chain table
+          // (docs/journal.md, "Storage on PostgreSQL"). Each corruption edits the document of the
+          // entry the chain puts at that seq; a field the document carries stands over the chain's.
+          const where = "WHERE id = (SELECT id FROM writ_journal_chain c WHERE c.tenant_id = $1 AND c.space_id = $2 AND c.seq = $3) AND tenant_id = $1 AND space_id = $2";
           await q(`UPDATE writ_journal SET doc = '"garbage"'::json ${where}`, 2);
           await q(`UPDATE writ_journal SET doc = '[1,2]'::json ${where}`, 3);
           await q(`UPDATE writ_journal SET doc = jsonb_set(doc::jsonb, '{seq}', '"four"')::json ${where}`, 4);
-          await q(`UPDATE writ_journal SET doc = (doc::jsonb - 'hash')::json ${where}`, 5);
+          await q(`UPDATE writ_journal SET doc = jsonb_set(doc::jsonb, '{hash}', 'null')::json ${where}`, 5);
           await c.end();
         },
         async close() {

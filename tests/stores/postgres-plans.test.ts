@@ -22,7 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLAIM, HEARTBEAT, NEXT_RUN_AT } from "../../src/stores/postgres/postgres-claims.js";
 import { GET_ATTEMPT, GET_STEPS } from "../../src/stores/postgres/postgres-execution.js";
 import { ConnectionExec, type Statement } from "../../src/stores/postgres/postgres-exec.js";
-import { HEAD } from "../../src/stores/postgres/postgres-journal.js";
+import { HEAD, LIST_UNSEALED } from "../../src/stores/postgres/postgres-journal.js";
 import { analyzeStale } from "../../src/stores/postgres/postgres-stats.js";
 import { migratePostgres } from "../../src/stores/postgres/postgres-migrate.js";
 import { freshDatabase, pgServerOrNull, type FreshDatabase } from "../helpers/pg.js";
@@ -99,12 +99,20 @@ async function history(c: pg.Client, n: number): Promise<void> {
   await c.query(`UPDATE writ_attempts SET state = 'succeeded' WHERE tenant_id = '${T}'`);
   await c.query(`INSERT INTO writ_steps (tenant_id, space_id, invocation_id, step_index, status, attempt_id, doc) SELECT '${T}', '${S}', 'inv_' || g, 0, 'succeeded', 'att_' || g, '{}' ${range}`);
   await c.query(`INSERT INTO writ_journal (tenant_id, space_id, id, type, at, doc) SELECT '${T}', '${S}', 'e' || g, 'invocation.succeeded', g, '{}' ${range}`);
-  await c.query(`UPDATE writ_journal SET seq = pos - (SELECT min(pos) FROM writ_journal) + 1, hash = 'h' WHERE tenant_id = '${T}'`);
+  // Sealed as the sequencer seals (migration 11): a link per entry in the chain, the queue emptied.
+  await c.query(`INSERT INTO writ_journal_chain (tenant_id, space_id, seq, id, prev_hash, hash)
+                 SELECT tenant_id, space_id, pos - (SELECT min(pos) FROM writ_journal) + 1, id, NULL, 'h' FROM writ_journal WHERE tenant_id = '${T}'`);
+  await c.query(`DELETE FROM writ_journal_pending WHERE tenant_id = '${T}'`);
   // Live work: 20 queued and due, 3 running with lapsed leases, 3 running and live.
   await c.query(`INSERT INTO writ_invocations (tenant_id, space_id, invocation_id, action, idempotency_key, status, run_at, lease_owner, lease_token, lease_expires_at, attempt_count, created_at, updated_at, doc)
                  SELECT '${T}', '${S}', 'live_' || g, 'a', 'live' || g, CASE WHEN g <= 20 THEN 'queued' ELSE 'running' END, ${n} + g,
                         CASE WHEN g > 20 THEN 'w2' END, CASE WHEN g > 20 THEN 'lt' || g END, CASE WHEN g > 23 THEN 1e15::bigint WHEN g > 20 THEN ${n} END,
                         1, ${n} + g, ${n} + g, '{}' FROM generate_series(1, 26) AS g`);
+  // Live journal entries: 5 written and not yet sealed (queued by the trigger).
+  await c.query(`INSERT INTO writ_journal (tenant_id, space_id, id, type, at, doc) SELECT '${T}', '${S}', 'live_e' || g, 'invocation.claimed', ${n} + g, '{}' FROM generate_series(1, 5) AS g`);
+  // This session's counts reach pg_stat_user_tables now, not up to a second later (the keeper reads them there).
+  await c.query("SELECT pg_stat_force_next_flush()");
+  await c.query("SELECT 1");
 }
 
 /** The hot statements, with the arguments a worker passes. */
@@ -116,6 +124,7 @@ function hot(now: number): Array<{ name: string; stmt: Statement; values: unknow
     { name: "getAttempt", stmt: GET_ATTEMPT, values: [T, S, "att_77"] },
     { name: "getSteps", stmt: GET_STEPS, values: [T, S, "inv_77"] },
     { name: "journalHead", stmt: HEAD, values: [T, S] },
+    { name: "listUnsealed", stmt: LIST_UNSEALED, values: [T, S, 100] },
   ];
 }
 
@@ -134,7 +143,7 @@ describe.skipIf(server === null)("PostgreSQL hot statements on a long history", 
     clients.push(c);
     await migratePostgres(c);
     // This test decides when vacuum runs: autovacuum stays out of its tables.
-    for (const t of ["writ_invocations", "writ_journal", "writ_attempts", "writ_steps"]) await c.query(`ALTER TABLE ${t} SET (autovacuum_enabled = false)`);
+    for (const t of ["writ_invocations", "writ_journal", "writ_journal_chain", "writ_journal_pending", "writ_attempts", "writ_steps"]) await c.query(`ALTER TABLE ${t} SET (autovacuum_enabled = false)`);
     return c;
   };
   /** The keeper's check; `vacuum: false` keeps it to statistics (the first test decides when vacuum runs). */
@@ -210,7 +219,7 @@ describe.skipIf(server === null)("PostgreSQL hot statements on a long history", 
     const now = HISTORY * 10;
     const figures: string[] = [];
     for (const c of [big, small]) {
-      for (const t of ["writ_invocations", "writ_journal", "writ_attempts", "writ_steps"]) await c.query(`VACUUM ${t}`);
+      for (const t of ["writ_invocations", "writ_journal", "writ_journal_chain", "writ_journal_pending", "writ_attempts", "writ_steps"]) await c.query(`VACUUM ${t}`);
       await analyze(c);
       await c.query("ANALYZE");
     }

@@ -10,7 +10,10 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { isWritError, LeaseLostError, type WritError } from "../../src/core/errors.js";
-import type { Invocation } from "../../src/core/types.js";
+import { chain, sealScopesNow, verifyStoredJournal } from "../../src/core/journal.js";
+import { createKeyring } from "../../src/core/keyring.js";
+import type { Invocation, UnsealedEntry } from "../../src/core/types.js";
+import { nodeCryptoPort } from "../../src/node/crypto.js";
 import { MIGRATION_LOCK_KEY, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION, postgresStore, type PostgresStore, type PostgresStoreOptions } from "../../src/stores/postgres/index.js";
 import { T0, approval, decision, fenceOf, idempotency, invocation, newScope, step, uid } from "../../src/stores/conformance/fixtures.js";
 import { migratePostgres } from "../../src/stores/postgres/postgres-migrate.js";
@@ -319,7 +322,9 @@ describe.skipIf(server === null)("postgres store", () => {
           "writ_idempotency",
           "writ_invocations",
           "writ_journal",
+          "writ_journal_chain",
           "writ_journal_checkpoints",
+          "writ_journal_pending",
           "writ_migrations",
           "writ_policy_versions",
           "writ_reconciliations",
@@ -372,6 +377,44 @@ describe.skipIf(server === null)("postgres store", () => {
           expect((await tx.listExpiredPendingApprovals(2_500, 10)).map((a) => a.approvalId)).toEqual([pending.approvalId]);
           expect(await tx.findStepByExternalRef(scope, "payments", "op-1")).toEqual(handedOff);
         });
+      } finally {
+        await c.end();
+      }
+    });
+
+    it("upgrading a version-10 journal: sealed entries read as they were and verify, unsealed ones are sealed after them", async () => {
+      // Invariant: migration 11 (the journal written once) moves no entry, changes no hash and
+      // loses no unsealed entry: the chain read after it is the chain written before it.
+      const fresh = await freshDatabase({ empty: true });
+      extraDbs.push(fresh);
+      const c = new pg.Client({ connectionString: fresh.url });
+      await c.connect();
+      try {
+        expect(await migratePostgres(c, [], POSTGRES_MIGRATIONS.slice(0, 10))).toBe(10);
+        const crypto = nodeCryptoPort();
+        const scope = newScope();
+        const draft = (i: number): UnsealedEntry => ({ tenantId: scope.tenantId, spaceId: scope.spaceId, id: `e${i}`, at: T0 + i, type: "test.event", refs: { n: String(i) }, data: { i } });
+        const sealed = chain(crypto, scope, null, [1, 2, 3].map(draft));
+        // Rows as the version-10 schema stored them: sealed ones with seq, hash and the sealed
+        // document; unsealed ones with neither.
+        for (const e of sealed) {
+          await c.query("INSERT INTO writ_journal (tenant_id, space_id, seq, id, type, at, hash, doc) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)", [scope.tenantId, scope.spaceId, e.seq, e.id, e.type, e.at, e.hash, JSON.stringify(e)]);
+        }
+        for (const u of [4, 5].map(draft)) {
+          await c.query("INSERT INTO writ_journal (tenant_id, space_id, id, type, at, doc) VALUES ($1, $2, $3, $4, $5, $6)", [scope.tenantId, scope.spaceId, u.id, u.type, u.at, JSON.stringify(u)]);
+        }
+        const store = open({}, fresh.url);
+        await store.migrate();
+        expect(await store.schemaVersion()).toBe(POSTGRES_SCHEMA_VERSION);
+        await store.transact(async (tx) => {
+          expect(await tx.readJournal(scope)).toEqual(sealed);
+          expect((await tx.listUnsealed(scope)).map((u) => u.id)).toEqual(["e4", "e5"]);
+        });
+        expect(await sealScopesNow(store, crypto, [scope])).toEqual([{ ok: true, value: 2 }]);
+        const all = await store.transact((tx) => tx.readJournal(scope));
+        expect(all.map((e) => [e.seq, e.id])).toEqual([[1, "e1"], [2, "e2"], [3, "e3"], [4, "e4"], [5, "e5"]]);
+        expect(all[3]!.prevHash).toBe(sealed[2]!.hash);
+        expect((await verifyStoredJournal(store, crypto, createKeyring(), scope)).problems).toEqual([]);
       } finally {
         await c.end();
       }

@@ -1,6 +1,13 @@
 /**
  * Journal and checkpoint statements. The store keeps the chain's shape (seq contiguous from 1 per
  * scope, ids unique per scope); hashes are the core's business.
+ *
+ * Storage (migration 11, docs/journal.md "Storage on PostgreSQL"): an entry's document is written
+ * once, unsealed, into `writ_journal` and never updated; a trigger queues it in
+ * `writ_journal_pending`. Sealing deletes it from there and adds its link (seq, prev_hash, hash) to
+ * `writ_journal_chain`. A sealed entry is its document with its link's fields; rows sealed before
+ * migration 11 carry those fields in their documents too, and the document's own fields win, so an
+ * edit of a document is seen by verification as it always was.
  */
 import { WritError } from "../../core/errors.js";
 import { journalRowOf } from "../../core/journal.js";
@@ -9,20 +16,26 @@ import type { JournalCheckpoint, JournalEntry, Scope, UnsealedEntry } from "../.
 import { statement, type Exec } from "./postgres-exec.js";
 import { docOf, limitParam, numOrNull, type DocRow } from "./postgres-rows.js";
 
-export const HEAD = statement("journal_head", "SELECT seq, hash FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq IS NOT NULL ORDER BY seq DESC LIMIT 1");
+export const HEAD = statement("journal_head", "SELECT seq, hash FROM writ_journal_chain WHERE tenant_id = $1 AND space_id = $2 ORDER BY seq DESC LIMIT 1");
 const IDS_PRESENT = statement("journal_ids_present", "SELECT id FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND id = ANY($3::text[])");
 /**
- * Appends a batch in one statement, only if it starts right after the head ($8 = first seq) and
- * none of its ids is in the journal yet; otherwise it writes no row (CONFLICT, transaction still
- * usable). A concurrent append of the same seq fails on the unique index of sealed seqs instead.
+ * Appends a batch of sealed entries in one statement (their documents, sealed, and their links),
+ * only if it starts right after the head ($8 = first seq) and none of its ids is in the journal
+ * yet; otherwise it writes no row (CONFLICT, transaction still usable). A concurrent append of the
+ * same seq fails on the chain's primary key instead.
  */
 const APPEND = statement(
   "insert_journal",
-  `INSERT INTO writ_journal (tenant_id, space_id, seq, id, type, at, hash, doc)
-   SELECT $1, $2, e.seq, e.id, e.type, e.at, e.hash, e.doc
-     FROM unnest($3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::text[], $9::json[]) AS e(seq, id, type, at, hash, doc)
-    WHERE (SELECT coalesce(max(seq), 0) FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq IS NOT NULL) = $8::bigint - 1
-      AND NOT EXISTS (SELECT 1 FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND id = ANY($4::text[]))`,
+  `WITH batch AS (
+     SELECT e.* FROM unnest($3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::text[], $9::json[], $10::text[]) AS e(seq, id, type, at, hash, doc, prev_hash)
+      WHERE coalesce((SELECT seq FROM writ_journal_chain WHERE tenant_id = $1 AND space_id = $2 ORDER BY seq DESC LIMIT 1), 0) = $8::bigint - 1
+        AND NOT EXISTS (SELECT 1 FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND id = ANY($4::text[]))
+   ), docs AS (
+     INSERT INTO writ_journal (tenant_id, space_id, seq, id, type, at, hash, doc)
+     SELECT $1, $2, seq, id, type, at, hash, doc FROM batch
+   )
+   INSERT INTO writ_journal_chain (tenant_id, space_id, seq, id, prev_hash, hash)
+   SELECT $1, $2, seq, id, prev_hash, hash FROM batch`,
 );
 /**
  * A transition's entries, unsealed, in one statement: no lock, no head read. `pos` is taken in
@@ -42,7 +55,7 @@ const INSERT_UNSEALED = statement(
  * What is unsealed and visible to this statement (committed, or written by this transaction), in
  * the order written. A lower pos can commit after a higher one: it is simply found by a later run.
  */
-export const LIST_UNSEALED = statement("list_unsealed", "SELECT doc FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq IS NULL ORDER BY pos LIMIT $3");
+export const LIST_UNSEALED = statement("list_unsealed", "SELECT doc FROM writ_unsealed($1, $2, $3) ORDER BY pos");
 /**
  * Seals a batch in one statement, only if it starts right after the sealed head ($7 = first seq)
  * and every id is unsealed; otherwise it writes no row and the caller gets CONFLICT.
@@ -50,21 +63,29 @@ export const LIST_UNSEALED = statement("list_unsealed", "SELECT doc FROM writ_jo
 const SEAL = statement(
   "seal_journal",
   `WITH batch AS (
-     SELECT u.id, u.seq, u.hash, u.doc FROM unnest($3::text[], $4::bigint[], $5::text[], $6::json[]) AS u(id, seq, hash, doc)
+     SELECT u.id, u.seq, u.hash, u.prev_hash FROM unnest($3::text[], $4::bigint[], $5::text[], $6::text[]) AS u(id, seq, hash, prev_hash)
    ), ok AS (
-     SELECT (SELECT coalesce(max(seq), 0) FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq IS NOT NULL) = $7::bigint - 1
-        AND (SELECT count(*) FROM writ_journal j JOIN batch b ON j.id = b.id WHERE j.tenant_id = $1 AND j.space_id = $2 AND j.seq IS NULL) = $8::bigint AS go
+     SELECT coalesce((SELECT seq FROM writ_journal_chain WHERE tenant_id = $1 AND space_id = $2 ORDER BY seq DESC LIMIT 1), 0) = $7::bigint - 1
+        AND (SELECT count(*) FROM writ_journal_pending p JOIN batch b ON p.id = b.id WHERE p.tenant_id = $1 AND p.space_id = $2) = $8::bigint AS go
+   ), unqueued AS (
+     DELETE FROM writ_journal_pending p USING batch b, ok
+      WHERE ok.go AND p.tenant_id = $1 AND p.space_id = $2 AND p.id = b.id
    )
-   UPDATE writ_journal j SET seq = b.seq, hash = b.hash, doc = b.doc
-     FROM batch b, ok
-    WHERE ok.go AND j.tenant_id = $1 AND j.space_id = $2 AND j.id = b.id AND j.seq IS NULL`,
+   INSERT INTO writ_journal_chain (tenant_id, space_id, seq, id, prev_hash, hash)
+   SELECT $1, $2, b.seq, b.id, b.prev_hash, b.hash FROM batch b, ok WHERE ok.go`,
 );
-/** The sequencer's cross-scope look-up, on the partial index of unsealed rows. */
+/** The sequencer's cross-scope look-up, on the queue of unsealed entries (as small as the backlog). */
 const UNSEALED_SCOPES = statement(
   "unsealed_scopes",
-  `SELECT tenant_id AS "tenantId", space_id AS "spaceId", min(at) AS "oldestAt" FROM writ_journal WHERE seq IS NULL GROUP BY tenant_id, space_id LIMIT $1`,
+  `SELECT tenant_id AS "tenantId", space_id AS "spaceId", oldest_at AS "oldestAt" FROM writ_unsealed_scopes($1)`,
 );
-const READ = statement("read_journal", "SELECT seq, doc FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq >= $3 ORDER BY seq LIMIT $4");
+/** Sealed entries by seq: each link and its document (NULL if the document's row is gone: reported corrupt). */
+const READ = statement(
+  "read_journal",
+  `SELECT c.seq, c.prev_hash AS "prevHash", c.hash, j.doc FROM writ_journal_chain c
+     LEFT JOIN writ_journal j ON j.tenant_id = c.tenant_id AND j.space_id = c.space_id AND j.id = c.id
+    WHERE c.tenant_id = $1 AND c.space_id = $2 AND c.seq >= $3 ORDER BY c.seq LIMIT $4`,
+);
 const INSERT_CHECKPOINT = statement(
   "insert_checkpoint",
   "INSERT INTO writ_journal_checkpoints (tenant_id, space_id, seq, head_hash, doc) VALUES ($1, $2, $3, $4, $5)",
@@ -109,6 +130,7 @@ export async function insertJournal(x: Exec, scope: Scope, entries: JournalEntry
     entries.map((e) => e.hash),
     first.seq,
     entries.map(docOf),
+    entries.map((e) => e.prevHash),
   ]);
   if (n !== entries.length) {
     throw new WritError("CONFLICT", `journal append at seq ${first.seq} does not continue the head, or reuses an entry id`);
@@ -144,7 +166,7 @@ export async function sealJournal(x: Exec, scope: Scope, entries: JournalEntry[]
     entries.map((e) => e.id),
     entries.map((e) => e.seq),
     entries.map((e) => e.hash),
-    entries.map(docOf),
+    entries.map((e) => e.prevHash),
     first.seq,
     entries.length,
   ]);
@@ -160,9 +182,9 @@ export async function unsealedScopes(x: Exec, limit: number): Promise<Array<Scop
 export async function readJournal(x: Exec, scope: Scope, opts: ListOptions & { fromSeq?: number } = {}): Promise<JournalEntry[]> {
   const from = numOrNull(opts.fromSeq) ?? 0;
   if (!Number.isFinite(from)) throw new WritError("INVALID_ARGUMENT", "fromSeq must be a number");
-  const rows = await x.rows<{ seq: string | number; doc: unknown }>(READ, [scope.tenantId, scope.spaceId, Math.ceil(from), limitParam(opts.limit)]);
+  const rows = await x.rows<SealedRow>(READ, [scope.tenantId, scope.spaceId, Math.ceil(from), limitParam(opts.limit)]);
   // A row whose doc is not an entry is returned as a placeholder naming it (verification reports it).
-  return rows.map((r) => journalRowOf(scope, Number(r.seq), r.doc));
+  return rows.map((r) => sealedEntryOf(scope, r));
 }
 
 export async function insertCheckpoint(x: Exec, scope: Scope, cp: JournalCheckpoint): Promise<void> {
@@ -171,4 +193,43 @@ export async function insertCheckpoint(x: Exec, scope: Scope, cp: JournalCheckpo
 
 export async function listCheckpoints(x: Exec, scope: Scope): Promise<JournalCheckpoint[]> {
   return (await x.rows<DocRow<JournalCheckpoint>>(LIST_CHECKPOINTS, [scope.tenantId, scope.spaceId])).map((r) => r.doc);
+}
+
+/** A sealed entry as read: its link in the chain and its document. */
+export interface SealedRow {
+  seq: string | number;
+  prevHash: string | null;
+  hash: string;
+  doc: unknown;
+}
+
+/** The fields of a sealed entry, in the order the core writes them. */
+const ENTRY_FIELDS = ["tenantId", "spaceId", "seq", "id", "at", "type", "refs", "data", "prevHash", "hash"] as const;
+
+/**
+ * The sealed entry of a chain row: its document with the link's `seq`, `prevHash` and `hash` where
+ * the document has none (entries sealed since migration 11 are stored unsealed; older ones carry
+ * them, and their own values stand, so an edited older document still fails verification). A
+ * document that is not an object is returned as the core's placeholder naming what is wrong.
+ */
+export function sealedEntryOf(scope: Scope, r: SealedRow): JournalEntry {
+  const seq = Number(r.seq);
+  let doc = r.doc;
+  if (typeof doc === "string") {
+    try {
+      doc = JSON.parse(doc);
+    } catch {
+      return journalRowOf(scope, seq, r.doc);
+    }
+  }
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) return journalRowOf(scope, seq, doc);
+  const d = doc as Record<string, unknown>;
+  const link: Record<string, unknown> = { seq, prevHash: r.prevHash, hash: r.hash };
+  const out: Record<string, unknown> = {};
+  for (const k of ENTRY_FIELDS) {
+    if (k in d) out[k] = d[k];
+    else if (k in link) out[k] = link[k];
+  }
+  for (const [k, v] of Object.entries(d)) if (!(k in out)) out[k] = v;
+  return journalRowOf(scope, seq, out);
 }

@@ -624,6 +624,94 @@ const UNKNOWN_KEYS = `
 CREATE INDEX writ_idempotency_unknown ON writ_idempotency (tenant_id, space_id) WHERE state = 'unknown';
 `;
 
+/**
+ * The journal written once (docs/journal.md, "Storage on PostgreSQL"): an entry's row in
+ * `writ_journal` is inserted by its transition and never updated again. Sealing no longer rewrites
+ * it (a new version of the whole document and an entry in every index, left behind as a dead row
+ * for vacuum); it deletes the entry's small row from `writ_journal_pending` (the unsealed entries,
+ * in the order written) and inserts a narrow row into `writ_journal_chain` (seq, id, prev_hash,
+ * hash): the chain is that table, read by seq, joined to the entries by id. Existing sealed rows
+ * keep their documents and get their chain rows here; existing unsealed rows become pending.
+ *
+ * A statement-level trigger with a transition table queues every unsealed row any statement
+ * inserts (the transition functions, the claim, the generic path), so the writers are unchanged.
+ * \`writ_seal_if_head\` keeps its signature; of each document in p_docs it now reads only
+ * \`prevHash\` (callers send just that).
+ */
+const JOURNAL_WRITTEN_ONCE = `
+CREATE TABLE writ_journal_chain (
+  tenant_id text COLLATE "C" NOT NULL,
+  space_id text COLLATE "C" NOT NULL,
+  seq bigint NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  prev_hash text COLLATE "C",
+  hash text COLLATE "C" NOT NULL,
+  PRIMARY KEY (tenant_id, space_id, seq)
+);
+CREATE TABLE writ_journal_pending (
+  tenant_id text COLLATE "C" NOT NULL,
+  space_id text COLLATE "C" NOT NULL,
+  pos bigint NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  at bigint NOT NULL,
+  PRIMARY KEY (tenant_id, space_id, pos)
+);
+INSERT INTO writ_journal_chain (tenant_id, space_id, seq, id, prev_hash, hash)
+  SELECT tenant_id, space_id, seq, id, doc->>'prevHash', hash FROM writ_journal WHERE seq IS NOT NULL;
+INSERT INTO writ_journal_pending (tenant_id, space_id, pos, id, at)
+  SELECT tenant_id, space_id, pos, id, at FROM writ_journal WHERE seq IS NULL;
+DROP INDEX writ_journal_unsealed;
+DROP INDEX writ_journal_by_seq;
+
+CREATE FUNCTION writ_journal_queue() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO writ_journal_pending (tenant_id, space_id, pos, id, at)
+  SELECT tenant_id, space_id, pos, id, at FROM writ_journal_new WHERE seq IS NULL;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER writ_journal_queue AFTER INSERT ON writ_journal
+  REFERENCING NEW TABLE AS writ_journal_new
+  FOR EACH STATEMENT EXECUTE FUNCTION writ_journal_queue();
+
+CREATE OR REPLACE FUNCTION writ_seal_if_head(p_t text, p_s text, p_lock bigint, p_head bigint, p_ids text[], p_seqs bigint[], p_hashes text[], p_docs json[]) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE v_n integer;
+BEGIN
+  PERFORM pg_advisory_xact_lock(p_lock);
+  IF coalesce((SELECT seq FROM writ_journal_chain WHERE tenant_id = p_t AND space_id = p_s ORDER BY seq DESC LIMIT 1), 0) <> p_head THEN
+    RETURN 0;
+  END IF;
+  DELETE FROM writ_journal_pending p USING unnest(p_ids) AS b(id)
+   WHERE p.tenant_id = p_t AND p.space_id = p_s AND p.id = b.id;
+  GET DIAGNOSTICS v_n = ROW_COUNT;
+  IF v_n <> coalesce(array_length(p_ids, 1), 0) THEN
+    RAISE EXCEPTION 'journal seal names an entry that is not unsealed' USING ERRCODE = 'WRCNF';
+  END IF;
+  INSERT INTO writ_journal_chain (tenant_id, space_id, seq, id, prev_hash, hash)
+  SELECT p_t, p_s, b.seq, b.id, b.doc->>'prevHash', b.hash FROM unnest(p_ids, p_seqs, p_hashes, p_docs) AS b(id, seq, hash, doc);
+  RETURN v_n;
+END
+$$;
+
+-- The queue's reads and the seal's delete go through its primary key even when the table is
+-- bloated: after a backlog was sealed, its heap keeps the backlog's (empty) pages and its index
+-- statistics overstate every index scan, and the planner would read every page of the heap.
+ALTER FUNCTION writ_seal_if_head(text, text, bigint, bigint, text[], bigint[], text[], json[]) SET enable_seqscan = off;
+CREATE FUNCTION writ_unsealed(p_t text, p_s text, p_limit integer) RETURNS TABLE (doc json, pos bigint)
+LANGUAGE sql STABLE SET enable_seqscan = off AS $$
+  SELECT j.doc, p.pos FROM writ_journal_pending p JOIN writ_journal j ON j.tenant_id = p.tenant_id AND j.space_id = p.space_id AND j.id = p.id
+   WHERE p.tenant_id = p_t AND p.space_id = p_s ORDER BY p.pos LIMIT p_limit
+$$;
+CREATE FUNCTION writ_unsealed_scopes(p_limit integer) RETURNS TABLE (tenant_id text, space_id text, oldest_at bigint)
+LANGUAGE sql STABLE SET enable_seqscan = off AS $$
+  SELECT tenant_id, space_id, min(at) FROM writ_journal_pending GROUP BY tenant_id, space_id LIMIT p_limit
+$$;
+
+ALTER TABLE writ_journal_pending SET (autovacuum_vacuum_scale_factor = 0.0, autovacuum_vacuum_threshold = 1000, autovacuum_analyze_scale_factor = 0.0, autovacuum_analyze_threshold = 1000);
+ALTER TABLE writ_journal_chain SET (autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_analyze_scale_factor = 0.02, autovacuum_analyze_threshold = 500);
+`;
+
 /** All migrations, ascending by version (1, 2, 3, … without gaps). */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, name: "initial_schema", sql: INITIAL_SCHEMA },
@@ -636,6 +724,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 8, name: "hot_path_history", sql: HOT_PATH_HISTORY },
   { version: 9, name: "batched_transitions", sql: BATCHED_TRANSITIONS },
   { version: 10, name: "unknown_keys", sql: UNKNOWN_KEYS },
+  { version: 11, name: "journal_written_once", sql: JOURNAL_WRITTEN_ONCE },
 ];
 
 /** The schema version this build creates and expects. */

@@ -15,7 +15,7 @@
 import { statement, type Exec } from "./postgres-exec.js";
 
 /** The tables every invocation writes. */
-export const HOT_TABLES = ["writ_invocations", "writ_journal", "writ_attempts", "writ_steps", "writ_idempotency", "writ_consumed_decisions"] as const;
+export const HOT_TABLES = ["writ_invocations", "writ_journal", "writ_journal_pending", "writ_journal_chain", "writ_attempts", "writ_steps", "writ_idempotency", "writ_consumed_decisions"] as const;
 
 const STALE = statement(
   "stale_statistics_2",

@@ -46,9 +46,8 @@ const PREPARE = statement(
 );
 const READ_UNSEALED = statement(
   "t_read_unsealed",
-  `SELECT (SELECT json_build_object('seq', seq, 'hash', hash) FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq IS NOT NULL ORDER BY seq DESC LIMIT 1) AS head,
-          (SELECT coalesce(json_agg(u.doc ORDER BY u.pos), '[]') FROM (
-             SELECT doc, pos FROM writ_journal WHERE tenant_id = $1 AND space_id = $2 AND seq IS NULL ORDER BY pos LIMIT $3) u) AS entries`,
+  `SELECT (SELECT json_build_object('seq', seq, 'hash', hash) FROM writ_journal_chain WHERE tenant_id = $1 AND space_id = $2 ORDER BY seq DESC LIMIT 1) AS head,
+          (SELECT coalesce(json_agg(u.doc ORDER BY u.pos), '[]') FROM writ_unsealed($1, $2, $3) u) AS entries`,
 );
 
 /** The claim and each claimed invocation's prepare read, read after the claim (`writ_claim_prepared`, migration 9). */
@@ -59,9 +58,8 @@ const CLAIM_PREPARED = statement(
 
 const READ_UNSEALED_MANY = statement(
   "t_read_unsealed_many",
-  `SELECT (SELECT json_build_object('seq', seq, 'hash', hash) FROM writ_journal WHERE tenant_id = sc.tid AND space_id = sc.sid AND seq IS NOT NULL ORDER BY seq DESC LIMIT 1) AS head,
-          (SELECT coalesce(json_agg(u.doc ORDER BY u.pos), '[]') FROM (
-             SELECT doc, pos FROM writ_journal WHERE tenant_id = sc.tid AND space_id = sc.sid AND seq IS NULL ORDER BY pos LIMIT $3) u) AS entries
+  `SELECT (SELECT json_build_object('seq', seq, 'hash', hash) FROM writ_journal_chain WHERE tenant_id = sc.tid AND space_id = sc.sid ORDER BY seq DESC LIMIT 1) AS head,
+          (SELECT coalesce(json_agg(u.doc ORDER BY u.pos), '[]') FROM writ_unsealed(sc.tid, sc.sid, $3) u) AS entries
      FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS sc(tid, sid, n) ORDER BY sc.n`,
 );
 
@@ -285,7 +283,9 @@ function sealCall(scope: Scope, headSeq: number, entries: readonly JournalEntry[
       entries.map((e) => e.id),
       entries.map((e) => e.seq),
       entries.map((e) => e.hash),
-      entries.map(docOf),
+      // Since migration 11 the function reads only each entry's link from these documents: the
+      // entry's own document was written once, unsealed, and stays as it is.
+      entries.map((e) => JSON.stringify({ prevHash: e.prevHash })),
     ],
     scope,
     invocationId: "",
