@@ -28,7 +28,18 @@ export interface SimResult {
   violations: Violation[];
   traceHash: string;
   events: number;
-  stats: { invocations: number; statuses: Record<string, number>; calls: number; effects: number; crashes: number; virtualMs: number; drainSteps: number };
+  stats: {
+    invocations: number;
+    statuses: Record<string, number>;
+    calls: number;
+    effects: number;
+    crashes: number;
+    virtualMs: number;
+    drainSteps: number;
+    /** Batching (docs/simulation.md, "Batches"): the seed's batch size (null: off) and its batch operations. */
+    batchMax: number | null;
+    batches: { ops: number; multi: number; members: number; failedAlone: number };
+  };
   notes: string[];
   trace: string[] | null;
 }
@@ -204,7 +215,7 @@ async function runOn(seed: number, kind: SimStoreKind, inner: Store, config: Sim
     violations,
     traceHash: hash,
     events,
-    stats: { invocations: invs.length, statuses, calls: w.obs.calls.length, effects: w.obs.effects.length, crashes, virtualMs: sim.now - start, drainSteps },
+    stats: { invocations: invs.length, statuses, calls: w.obs.calls.length, effects: w.obs.effects.length, crashes, virtualMs: sim.now - start, drainSteps, batchMax: w.batchMax ?? null, batches: { ...w.batches } },
     notes: w.obs.notes,
     trace: sim.lines,
   };

@@ -5,11 +5,14 @@
  * settle. What committed transactions wrote is reported to the observer (claims, attempt
  * settlements, invocation and breaker rows), so invariants are checked against what really reached the store.
  *
- * The wrapper has no native transitions: the generic composition (src/core/transitions.ts) runs
- * over its `transact`, so each transition is one interceptable operation on every store.
+ * Without `batchMax` the wrapper has no native transitions: the generic composition
+ * (src/core/transitions.ts) runs over its `transact`, so each transition is one interceptable
+ * operation on every store. With it, write transitions are batched as on PostgreSQL (below).
  */
+import { coalescer, type BatchOutcome } from "../../src/core/batch.js";
 import { WritError } from "../../src/core/errors.js";
 import type { Store, StoreTx } from "../../src/core/store.js";
+import { applyEach, genericTransitions, type AdmitResult, type BatchMember, type BeginResult, type StoreTransitions } from "../../src/core/transitions.js";
 import type { AttemptRecord, BreakerRecord, Fence, Invocation, Scope, StepCheckpoint } from "../../src/core/types.js";
 import type { SimNode } from "./kernel.js";
 
@@ -34,9 +37,16 @@ export interface StoreHooks {
   committed(node: SimNode, c: Committed): void;
   /** Whether a lost acknowledgement decided before the transaction applies to what it wrote. */
   loseAck(node: SimNode, c: Committed): boolean;
+  /** Called once per batch operation the node ran (batching on): its members and how many failed alone beside one that applied. */
+  batched?(node: SimNode, members: number, failedAlone: number): void;
 }
 
-export function simStore(node: SimNode, inner: Store, hooks: StoreHooks): Store {
+export interface SimStoreOptions {
+  /** Batch the node's write transitions as PostgreSQL does, at most this many per batch; undefined: one operation each. */
+  batchMax?: number;
+}
+
+export function simStore(node: SimNode, inner: Store, hooks: StoreHooks, options: SimStoreOptions = {}): Store {
   const listeners = new Set<(scope: Scope) => void | Promise<void>>();
 
   function watch(tx: StoreTx, c: Committed, journaled: Map<string, Scope>): StoreTx {
@@ -95,26 +105,47 @@ export function simStore(node: SimNode, inner: Store, hooks: StoreHooks): Store 
     });
   }
 
-  async function run<T>(kind: "tx" | "read", fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+  /**
+   * One operation of the node: the seed's fault for it, `work` over the shared store, what it
+   * committed reported, the journal hints after it (like the memory store: a sequencer seal runs
+   * before the operation resolves).
+   */
+  async function operate<T>(kind: "tx" | "read", work: (c: Committed, journaled: Map<string, Scope>) => Promise<T>): Promise<T> {
     const journaled = new Map<string, Scope>();
     const value = await node.op(kind, async () => {
       const fault = hooks.fault(node, kind);
       if (fault === "throw") throw new WritError("STORE_ERROR", "sim: injected store failure (nothing written)");
       const c: Committed = { claims: [], attempts: [], invocations: [], breakers: [], intents: [] };
-      const body = (tx: StoreTx): Promise<T> => fn(watch(tx, c, journaled));
-      const v = kind === "read" && inner.read ? await inner.read(body) : await inner.transact(body);
+      const v = await work(c, journaled);
       hooks.committed(node, c);
       if (fault === "lost-ack" && hooks.loseAck(node, c)) throw new WritError("STORE_ERROR", "sim: injected lost acknowledgement (the commit happened)");
       return v;
     });
-    // Like the memory store: the journal hint runs (a sequencer seal) before transact resolves.
     if (journaled.size > 0 && listeners.size > 0) {
       await Promise.allSettled([...journaled.values()].flatMap((sc) => [...listeners].map(async (cb) => cb(sc))));
     }
     return value;
   }
 
-  return {
+  /** The shared store as one operation sees it: its transactions watched, no operation of their own. */
+  function within(c: Committed, journaled: Map<string, Scope>): Store {
+    return {
+      kind: inner.kind,
+      migrate: () => inner.migrate(),
+      close: async () => undefined,
+      transact: (fn) => inner.transact((tx) => fn(watch(tx, c, journaled))),
+      read: (fn) => (inner.read ? inner.read((tx) => fn(watch(tx, c, journaled))) : inner.transact((tx) => fn(watch(tx, c, journaled)))),
+    };
+  }
+
+  function run<T>(kind: "tx" | "read", fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+    return operate(kind, (c, journaled) => {
+      const store = within(c, journaled);
+      return kind === "read" ? store.read!(fn) : store.transact(fn);
+    });
+  }
+
+  const store: Store = {
     kind: inner.kind,
     migrate: () => inner.migrate(),
     close: async () => undefined,
@@ -124,5 +155,36 @@ export function simStore(node: SimNode, inner: Store, hooks: StoreHooks): Store 
       listeners.add(cb);
       return () => void listeners.delete(cb);
     },
+  };
+  if (options.batchMax === undefined) return store;
+  const apply = (members: BatchMember[]): Promise<BatchOutcome[]> =>
+    operate("tx", async (c, journaled) => {
+      const outs = await applyEach(genericTransitions(within(c, journaled)), members);
+      const failed = outs.filter((o) => !o.ok).length;
+      hooks.batched?.(node, members.length, failed < outs.length ? failed : 0);
+      return outs;
+    });
+  return { ...store, transitions: batchedTransitions(store, options.batchMax, apply) };
+}
+
+/**
+ * PostgreSQL's batching, simulated (docs/simulation.md, "Batches"): the write transitions of one
+ * node queue behind a batch in flight (the store's own coalescer) and go together as one operation
+ * with one fault: an injected failure writes none of them, a lost acknowledgement fails every
+ * member although all committed, and a node that dies with a batch queued or in flight never hears
+ * back. Inside the operation each member is its own transaction and fails alone, as a member's
+ * subtransaction does on PostgreSQL.
+ */
+function batchedTransitions(store: Store, batchMax: number, apply: (members: BatchMember[]) => Promise<BatchOutcome[]>): StoreTransitions {
+  const single = genericTransitions(store);
+  const queue = coalescer<BatchMember, unknown>(apply, { maxBatch: batchMax });
+  return {
+    ...single,
+    admit: (scope, input) => queue({ kind: "admit", scope, input }) as Promise<AdmitResult>,
+    begin: (scope, input) => queue({ kind: "begin", scope, input }) as Promise<BeginResult>,
+    record: (scope, input) => queue({ kind: "record", scope, input }) as Promise<number>,
+    advance: (scope, input) => queue({ kind: "advance", scope, input }) as Promise<void>,
+    settle: (scope, input) => queue({ kind: "settle", scope, input }) as Promise<{ invocationRev?: number }>,
+    batch: apply,
   };
 }

@@ -214,6 +214,10 @@ export class World {
   readonly #intentClaim = new Map<string, ClaimSeen>();
 
   readonly seed: number;
+  /** Most members per batch of a node's write transitions; undefined: this seed does not batch. */
+  readonly batchMax: number | undefined;
+  /** Batch operations run, those with more than one member, their members, and members that failed while another applied. */
+  readonly batches = { ops: 0, multi: 0, members: 0, failedAlone: 0 };
   readonly inner: Store;
   readonly config: SimConfig;
   readonly options: WorldOptions;
@@ -242,6 +246,8 @@ export class World {
     };
     this.crypto = simCrypto(this.obs.decisions);
     this.actions = planActions(this.rng);
+    // Half the seeds batch their nodes' write transitions as PostgreSQL does (docs/simulation.md, "Batches").
+    this.batchMax = this.rng.chance(0.5) ? this.rng.int(2, 8) : undefined;
     this.env = new SimNode(this.sim, "env");
     this.apiNode = new SimNode(this.sim, "api");
   }
@@ -294,6 +300,14 @@ export class World {
 
   nodeStore(node: SimNode): Store {
     return simStore(node, this.inner, {
+      batched: (_n, members, failedAlone) => {
+        this.batches.ops++;
+        this.batches.failedAlone += failedAlone;
+        if (members > 1) {
+          this.batches.multi++;
+          this.batches.members += members;
+        }
+      },
       fault: (n) => this.storeFault(n),
       committed: (n, c) => this.committed(n, c),
       // A claim whose acknowledgement is lost stays leased to a live worker that heartbeats it
@@ -303,7 +317,7 @@ export class World {
         if (!lose) this.sim.trace(`fault ${n.name} lost-ack withheld (claim)`);
         return lose;
       },
-    });
+    }, { batchMax: this.batchMax });
   }
 
   // ---- policy and providers ----
@@ -528,7 +542,9 @@ export class World {
     const deploy = this.on("redeploy") && this.#nodeSeq > 3 && this.rng.chance(0.3);
     const actions = deploy ? redeployed(this.actions, this.rng) : this.actions.map((a) => a.def);
     const host = this.hostOn(node, this.nodeStore(node), actions, this.connector(node, claims));
-    const worker = host.worker({ id: node.name, concurrency: 2, batchSize: 2, leaseMs: HOST_LIMITS.leaseMs, heartbeatMs: 3000, pollMs: 4000 });
+    // A batching seed runs more at once per worker, so that its transitions meet in batches.
+    const slots = this.batchMax === undefined ? 2 : 4;
+    const worker = host.worker({ id: node.name, concurrency: slots, batchSize: slots, leaseMs: HOST_LIMITS.leaseMs, heartbeatMs: 3000, pollMs: 4000 });
     this.sim.trace(`start ${node.name}${deploy ? " (redeployed)" : ""}`);
     const w: WorkerNode = { node, host, worker, claims };
     this.workers.push(w);
