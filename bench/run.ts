@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every benchmark, ratios measured side by side in one run, JSON under bench/results/.
- * Select some with `npm run bench -- boundary` (names: boundary, policy, durable, http, host, latency, cli, growth).
+ * Select some with `npm run bench -- boundary` (names: boundary, policy, durable, http, host, cost, latency, cli, growth).
  *
  * The benchmarks' own dependencies (graphile-worker, postgres.js, autocannon) are in
  * bench/package.json, not in the root install: the first run installs them into bench/node_modules.
@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { fmt, writeResult } from "./lib.js";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
-const NAMES = ["boundary", "policy", "durable", "http", "host", "latency", "cli", "growth"];
+const NAMES = ["boundary", "policy", "durable", "http", "host", "cost", "latency", "cli", "growth"];
 const only = new Set(process.argv.slice(2));
 for (const name of only) {
   if (!NAMES.includes(name)) {
@@ -35,7 +35,7 @@ function ensureBenchDependencies(): void {
     process.exit(1);
   }
 }
-if (want("http") || want("host")) ensureBenchDependencies();
+if (want("http") || want("host") || want("cost")) ensureBenchDependencies();
 
 if (want("cli")) {
   const { benchCli } = await import("./cli.js");
@@ -109,6 +109,22 @@ if (want("http")) {
   const hs = r.httpOverHostSubmit;
   console.log(`  HTTP submit ${fmt(hs.httpPerSec)}/s vs in-process host.submit ${fmt(hs.hostPerSec)}/s (p50 ${hs.hostP50Ms.toFixed(1)} ms), ${r.connections} concurrent each, same store | HTTP/host.submit ${hs.ratio.toFixed(3)} (goal >= ${hs.goal}; medians of ${hs.rounds.length} interleaved rounds)`);
   console.log("  ->", writeResult("http", r));
+}
+
+if (want("cost")) {
+  const { benchCost } = await import("./cost.js");
+  const r = await benchCost(Math.min(rounds, 3));
+  if (r === null) console.log("cost: skipped (no PostgreSQL server)");
+  else {
+    const line = (name: string, m: { perSec: number; nodeCpuMs: number; nodeSysMs: number; pgCpuMs: number; walBytes: number }): string =>
+      `  ${name.padEnd(15)} ${fmt(m.perSec)}/s | Node CPU ${m.nodeCpuMs.toFixed(2)} ms (system ${m.nodeSysMs.toFixed(2)}) | PostgreSQL backends ${m.pgCpuMs.toFixed(2)} ms | WAL ${fmt(m.walBytes)} B`;
+    console.log(`cost per item on PostgreSQL, one process submitting and working, 16 in flight, ${r.items} items (medians of ${r.rounds.length} interleaved rounds; load ${r.loadavg.map((x) => x.toFixed(1)).join(" ")}):`);
+    console.log(line("Writ", r.medians.writ));
+    console.log(line("graphile-worker", r.medians.graphile));
+    console.log(`  Writ / graphile-worker: Node CPU ${r.ratios.nodeCpu.toFixed(2)}, PostgreSQL CPU ${r.ratios.pgCpu.toFixed(2)}, total CPU ${r.ratios.totalCpu.toFixed(2)}, WAL ${r.ratios.wal.toFixed(1)}`);
+    if (r.walByRelation) console.log(`  Writ's WAL by relation (B per item): ${r.walByRelation.slice(0, 10).map((w) => `${w.relation} ${fmt(w.bytes)}`).join(", ")}`);
+    console.log("  ->", writeResult("cost", r));
+  }
 }
 
 if (want("host")) {
