@@ -16,12 +16,16 @@ declare const document: unknown;
 
 let source: string | undefined;
 
-/** Every violation axe-core finds on the page (its default rule set), with up to five nodes each. */
-export async function axeViolations(page: Page): Promise<Found[]> {
+/**
+ * Every violation axe-core finds on the page (its default rule set, less the rules named in
+ * `skip`), with up to five nodes each.
+ */
+export async function axeViolations(page: Page, skip: readonly string[] = []): Promise<Found[]> {
   source ??= readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
   if (!(await page.evaluate(() => window.axe !== undefined))) await page.evaluate(source);
-  return page.evaluate(async () => {
-    const r = await window.axe!.run(document, { resultTypes: ["violations"] });
+  const rules = Object.fromEntries(skip.map((id) => [id, { enabled: false }]));
+  return page.evaluate(async (rules) => {
+    const r = await window.axe!.run(document, { resultTypes: ["violations"], rules });
     return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 5).map((n) => ({ target: n.target, html: n.html.slice(0, 160), ...(n.failureSummary ? { failureSummary: n.failureSummary } : {}) })) }));
-  });
+  }, rules);
 }

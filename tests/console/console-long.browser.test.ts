@@ -5,8 +5,8 @@
  * decided; twenty reconciliations, some resolved.
  *
  * Invariants, on every page of the fixture at 1280 px and at a 390 px phone width, with every
- * <details> open: axe-core (its default rules, every impact) finds nothing, and the page does not
- * scroll sideways.
+ * <details> open: axe-core (its default rules, every impact; at 390 px without color-contrast,
+ * see VIEWPORTS) finds nothing, and the page does not scroll sideways.
  */
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -35,9 +35,16 @@ declare const document: { documentElement: { scrollWidth: number; clientWidth: n
 declare const getComputedStyle: (n: Node) => { overflowX: string; fontSize: string };
 declare const window: { innerWidth: number };
 
+/**
+ * axe's rules each viewport skips. At 390 px color-contrast (axe's costliest rule: without it the
+ * 390 px pass took 68 s instead of 97 s on a loaded machine) runs no new check: the phone styles (src/console/assets.ts, max-width 40rem) change
+ * no colour, the h1 they shrink stays large bold text, and the stacked tables' column labels are
+ * pseudo-elements, which the rule does not read. Every other rule (the layout-dependent ones
+ * included: scrollable regions, target size) runs at both widths.
+ */
 const VIEWPORTS = [
-  { name: "laptop", width: 1280, height: 900 },
-  { name: "phone", width: 390, height: 844 },
+  { name: "laptop", width: 1280, height: 900, skip: [] as string[] },
+  { name: "phone", width: 390, height: 844, skip: ["color-contrast"] },
 ] as const;
 
 describe.skipIf(!run)("console on long pages", () => {
@@ -85,14 +92,14 @@ describe.skipIf(!run)("console on long pages", () => {
   });
 
   for (const vp of VIEWPORTS) {
-    it(`every page passes axe (all rules, all impacts) and does not scroll sideways at ${vp.width} px`, async () => {
+    it(`every page passes axe (${vp.skip.length === 0 ? "all rules" : `all rules but ${vp.skip.join(", ")}`}, all impacts) and does not scroll sideways at ${vp.width} px`, async () => {
       const page = await signedIn(vp);
       const found: Record<string, unknown> = {};
       for (const [name, path] of pages()) {
         await page.goto(`${rig.url}${path}`);
         // Open every <details> (journal data, chart numbers), as a reader would.
         await page.evaluate(() => document.querySelectorAll("details").forEach((d) => (d.open = true)));
-        const bad = await axeViolations(page);
+        const bad = await axeViolations(page, vp.skip);
         if (bad.length > 0) found[name] = bad;
         const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
         if (overflow > 1) found[`${name} overflow`] = overflow;
