@@ -100,9 +100,17 @@ export async function toolCallKey(prefix: string, tool: GovernedTool & { action:
   return `${prefix}:${tool.name}:derived:${await sha256Hex(canonicalize({ action: tool.action.id, version: tool.action.version, arguments: args as Json }))}`;
 }
 
+/** What a refused submit says is wrong: the params schema's issues (text, or `{ path, message }`), else the error's message. */
 function issuesOf(e: WritApiError): string {
-  const issues = (e.details as { issues?: Array<{ path?: string; message?: string }> } | undefined)?.issues;
-  return Array.isArray(issues) && issues.length > 0 ? issues.map((i) => `${i.path ?? ""}: ${i.message ?? ""}`).join("; ") : e.message;
+  const issues = (e.details as { issues?: unknown } | undefined)?.issues;
+  if (!Array.isArray(issues) || issues.length === 0) return e.message;
+  return issues
+    .slice(0, 10)
+    .map((i: unknown) => {
+      const { path, message } = (typeof i === "object" && i !== null ? i : {}) as { path?: unknown; message?: unknown };
+      return typeof message === "string" ? `${typeof path === "string" ? path : ""}: ${message}` : String(i);
+    })
+    .join("; ");
 }
 
 /** The approval an agent's key may read (the approve role), else only its id. */
