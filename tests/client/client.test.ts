@@ -302,3 +302,36 @@ describe("retries", () => {
     expect(calls).toBe(1);
   });
 });
+
+describe("the long poll's bounds", () => {
+  it("is woken by the host's events, not by its re-read: with the re-read an hour away it still answers when a worker moves the invocation", async () => {
+    const { waitForInvocation } = await import("../../src/host/wait.js");
+    const { invocation } = await clientOf(rig, "acme.submit").invocations.submit(refundInput(47));
+    const scope = { tenantId: "acme", spaceId: "prod" };
+    const waiting = waitForInvocation(rig.runtime.host, scope, invocation.invocationId, { until: new Set(["succeeded" as const]), ms: 30_000, pollMs: 3_600_000 });
+    await new Promise((r) => setTimeout(r, 100));
+    const t0 = Date.now();
+    await rig.work();
+    const r = await waiting;
+    expect(r).toMatchObject({ reached: true, invocation: { status: "succeeded" } });
+    expect(Date.now() - t0).toBeLessThan(5_000);
+  });
+
+  it("a server that closes answers its pending long polls at once (reached: false) instead of waiting them out", async () => {
+    const other = await startRig();
+    try {
+      const { invocation } = await clientOf(other, "acme.submit").invocations.submit(refundInput(48));
+      const polled = fetch(`${other.url}/v1/spaces/prod/invocations/${invocation.invocationId}?wait=60&until=final`, { headers: { authorization: `Bearer ${other.keys["acme.submit"]!}` } });
+      await new Promise((r) => setTimeout(r, 300));
+      const t0 = Date.now();
+      const closing = other.server.close();
+      const res = await polled;
+      await closing;
+      expect(Date.now() - t0).toBeLessThan(5_000);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ reached: false, invocation: { status: "queued" } });
+    } finally {
+      await other.close();
+    }
+  });
+});
