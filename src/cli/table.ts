@@ -13,6 +13,7 @@ export const COMMANDS: readonly Command[] = [
   { name: "submit", summary: "submit a request (from --file or flags); prints the invocation", load: async () => (await import("./commands/invocations.js")).submit },
   { name: "get", summary: "show one invocation with its steps, approval and reconciliations", args: "<invocation-id>", load: async () => (await import("./commands/invocations.js")).get },
   { name: "ls", summary: "list invocations, newest first", load: async () => (await import("./commands/invocations.js")).ls },
+  { name: "wait", summary: "wait until an invocation reaches a state (--until, default settled) or --timeout passes; through a server's long poll with --url", args: "<invocation-id>", load: async () => (await import("./commands/invocations.js")).wait },
   { name: "cancel", summary: "cancel an invocation none of whose steps has started", args: "<invocation-id>", load: async () => (await import("./commands/invocations.js")).cancel },
   { name: "approvals ls", summary: "list approvals (pending by default)", load: async () => (await import("./commands/approvals.js")).approvalsLs },
   { name: "approvals approve", summary: "vote to approve; at quorum the invocation is queued again", args: "<approval-id>", load: async () => (await import("./commands/approvals.js")).approvalsApprove },

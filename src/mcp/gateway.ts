@@ -10,12 +10,12 @@ import type { ActionDefinition } from "../core/action.js";
 import { canonicalize } from "../core/canonical.js";
 import { base64url, utf8 } from "../core/encoding.js";
 import { WritError, errorMessage } from "../core/errors.js";
-import { globsCover } from "../core/glob.js";
 import type { ActionRequest, Authority, Invocation, Json } from "../core/types.js";
 import type { Host } from "../host/host.js";
 import { silentLogger } from "../host/options.js";
 import type { McpCaller } from "./principal.js";
-import { invocationChanges } from "./changes.js";
+import { invocationChanges } from "../host/changes.js";
+import { grantedActions } from "../host/granted.js";
 import { errorResult, isSettled, stopsWaiting, toolResult, type CallToolAnswer, type Extras } from "./results.js";
 import { RESULT_SCHEMA, STATUS_INPUT_SCHEMA, inputSchemaOf } from "./schema.js";
 import { createInvocationTaskStore } from "./task-store.js";
@@ -150,13 +150,7 @@ export function createMcpServer(host: Host, caller: McpCaller, options: McpGatew
   async function visible(): Promise<Map<string, VisibleTool>> {
     const out = new Map<string, VisibleTool>();
     if (!caller.canSubmit) return out;
-    const now = clock.now();
-    const mine = (await host.authorities.list(caller.scope, { limit: 1000 }))
-      .filter((a) => sameActor(a.principal, caller.principal) && a.status === "active" && (a.expiresAt === undefined || a.expiresAt > now))
-      .sort((a, b) => (a.authorityRef < b.authorityRef ? -1 : a.authorityRef > b.authorityRef ? 1 : 0));
-    for (const action of host.context.actions.values()) {
-      const authority = mine.find((a) => globsCover(a.actions, action.id));
-      if (!authority) continue;
+    for (const { action, authority } of await grantedActions(host, caller.scope, caller.principal)) {
       const name = toolNameOf(action.id);
       if (name === STATUS_TOOL || out.has(name)) {
         o.logger.warn({ action: action.id, tool: name }, "MCP: two actions map to one tool name; the later one is not offered");

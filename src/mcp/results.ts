@@ -27,15 +27,25 @@ export interface CallToolAnswer {
   isError?: boolean;
 }
 
+/** The fields of an invocation a result is made of (the core record or the HTTP API's view of it). */
+export type DescribedInvocation = Pick<Invocation, "invocationId" | "action" | "status" | "reasons" | "lastError"> & { result?: unknown };
+
+/** The fields of an approval a waiting result names. */
+export type DescribedApproval = Pick<Approval, "approvalId" | "approverRoles" | "quorum" | "expiresAt"> & { votes: ReadonlyArray<{ verdict: "approve" | "deny" }> };
+
 /** What else is known about a waiting invocation: its approval, its open reconciliation. */
 export interface Extras {
-  approval?: Approval | null;
+  approval?: DescribedApproval | null;
   reconciliationId?: string;
   replayed?: boolean;
+  /** How the agent follows the invocation, in words. @defaultValue "Call writ_invocation_status with invocationId <id> to follow it." */
+  follow?: string;
+  /** How a later call gets a new idempotency key, in words. @defaultValue "a new _meta idempotency key" */
+  newKey?: string;
 }
 
 /** True when the invocation will not change without a person, a completion or a worker. */
-export function isSettled(inv: Invocation): boolean {
+export function isSettled(inv: Pick<Invocation, "status">): boolean {
   return inv.status === "succeeded" || inv.status === "failed" || inv.status === "denied" || inv.status === "cancelled";
 }
 
@@ -43,28 +53,28 @@ export function isSettled(inv: Invocation): boolean {
  * True when waiting longer inside one tool call cannot help: the state is final, or it waits for a
  * person (an approval, an operator's reconciliation) or for an outside operation's callback.
  */
-export function stopsWaiting(inv: Invocation): boolean {
+export function stopsWaiting(inv: Pick<Invocation, "status">): boolean {
   return isSettled(inv) || inv.status === "reconciliation_required" || inv.status === "awaiting_approval" || inv.status === "parked";
 }
 
-function transient(inv: Invocation): boolean {
+function transient(inv: DescribedInvocation): boolean {
   return (inv.lastError ?? "").startsWith("CONNECTOR_TRANSIENT_FAILURE") || (inv.lastError ?? "").startsWith("circuit open");
 }
 
 /** The structured result for an invocation. */
-export function describe(inv: Invocation, x: Extras = {}): WritToolResult {
+export function describe(inv: DescribedInvocation, x: Extras = {}): WritToolResult {
   const base = { invocationId: inv.invocationId, action: inv.action, status: inv.status, ...(x.replayed ? { replayed: true } : {}) };
-  const poll = `Call writ_invocation_status with invocationId ${inv.invocationId} to follow it.`;
+  const poll = x.follow ?? `Call writ_invocation_status with invocationId ${inv.invocationId} to follow it.`;
   switch (inv.status) {
     case "succeeded":
-      return { ...base, outputs: inv.result ?? null, retry: "not_needed", next: x.replayed ? "Done earlier: this call matched an earlier one with the same idempotency key; nothing was done again." : "Done. The outputs are the action's results." };
+      return { ...base, outputs: (inv.result ?? null) as Json, retry: "not_needed", next: x.replayed ? "Done earlier: this call matched an earlier one with the same idempotency key; nothing was done again." : "Done. The outputs are the action's results." };
     case "denied":
       return { ...base, reasons: inv.reasons ?? [], retry: "do_not_retry", next: `Denied by policy: ${(inv.reasons ?? []).join("; ") || "no reason given"}. Do not retry the same request; ask a person if it must happen.` };
     case "cancelled":
       return { ...base, reasons: inv.reasons ?? [], retry: "do_not_retry", next: "Cancelled before any step ran: nothing happened." };
     case "failed":
       return transient(inv)
-        ? { ...base, error: inv.lastError ?? "failed", retry: "new_key_may_help", next: `Failed after retries (${inv.lastError ?? "transient failure"}). Nothing is pending. A later call with a new _meta idempotency key may succeed; the same key returns this failure.` }
+        ? { ...base, error: inv.lastError ?? "failed", retry: "new_key_may_help", next: `Failed after retries (${inv.lastError ?? "transient failure"}). Nothing is pending. A later call with ${x.newKey ?? "a new _meta idempotency key"} may succeed; the same key returns this failure.` }
         : { ...base, error: inv.lastError ?? "failed", retry: "do_not_retry", next: `Failed definitely (${inv.lastError ?? "failed"}). Retrying the same request will not help; change it or ask a person.` };
     case "reconciliation_required":
       return {

@@ -20,6 +20,7 @@ import type { ServerContext } from "./context.js";
 import { ApiError, errorReply } from "./errors.js";
 import { metricsFor } from "./metrics.js";
 import { hasRequestId, jsonResponse, mountRoutes, openApiDocument, type AppEnv, type Route } from "./registry.js";
+import { actionRoutes } from "./routes/actions.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { boundaryRoutes } from "./routes/boundary.js";
 import { completionRoutes } from "./routes/completions.js";
@@ -112,6 +113,7 @@ export function apiRoutes(s: ServerContext, openapi: () => unknown): Route[] {
   return [
     ...systemRoutes(s, openapi),
     ...invocationRoutes(s),
+    ...actionRoutes(s),
     ...approvalRoutes(s),
     ...reconciliationRoutes(s),
     ...breakerRoutes(s),
@@ -122,7 +124,7 @@ export function apiRoutes(s: ServerContext, openapi: () => unknown): Route[] {
   ];
 }
 
-/** Ends the console's live streams of an app (its server is closing). */
+/** Ends the console's live streams and the long polls of an app (its server is closing). */
 const liveClosers = new WeakMap<object, () => void>();
 export function closeLiveStreams(app: object): void {
   liveClosers.get(app)?.();
@@ -140,7 +142,8 @@ export function createApp(runtime: Runtime, options: CreateAppOptions = {}): Hon
   const opts = resolveAppOptions(runtime, options);
   const { clock, crypto, random } = runtime.host.context.o;
   const log = opts.logger;
-  const s: ServerContext = { runtime, clock, crypto, random, metrics: metricsFor(runtime.host), log, healthTimeoutMs: opts.healthTimeoutMs };
+  const closing = new AbortController();
+  const s: ServerContext = { runtime, clock, crypto, random, metrics: metricsFor(runtime.host), log, healthTimeoutMs: opts.healthTimeoutMs, closing: closing.signal };
 
   let doc: unknown;
   const info = {
@@ -163,6 +166,7 @@ export function createApp(runtime: Runtime, options: CreateAppOptions = {}): Hon
   const limiter = createRateLimiter(opts.rateLimit, () => clock.now());
   const keyCache = { maxAgeMs: opts.apiKeyCacheMs };
   const app = new Hono<AppEnv>();
+  liveClosers.set(app, () => closing.abort());
   app.use("*", async (c, next) => {
     const given = c.req.header("x-request-id");
     const requestId = given !== undefined && REQUEST_ID.test(given) ? given : `req_${base64url(random.bytes(12))}`;
@@ -197,7 +201,10 @@ export function createApp(runtime: Runtime, options: CreateAppOptions = {}): Hon
   if (consoleOptions.enabled !== false) {
     const con = createConsole(s, consoleOptions);
     app.route("/console", con.app);
-    liveClosers.set(app, () => con.close());
+    liveClosers.set(app, () => {
+      closing.abort();
+      con.close();
+    });
   }
   if (options.mcp !== false) {
     const demoSpace = configDemoSpace(runtime.config);

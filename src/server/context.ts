@@ -18,6 +18,8 @@ export interface ServerContext {
   metrics: ServerMetrics;
   log: Logger;
   healthTimeoutMs: number;
+  /** Aborts when the server closes: long polls answer at once instead of holding the close up. */
+  closing: AbortSignal;
 }
 
 /**

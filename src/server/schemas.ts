@@ -19,6 +19,7 @@ import {
   RECONCILIATION_STATUSES,
 } from "../core/types.js";
 import { MAX_DECISION_LENGTH } from "../core/decision.js";
+import { untilStatuses } from "../host/wait.js";
 
 /** Names schemas for the OpenAPI document (`#/components/schemas/<id>`). */
 export const schemaRegistry = z.registry<{ id: string; description?: string }>();
@@ -168,7 +169,56 @@ export const InvocationListQuery = z.strictObject({
   limit: queryInt(1, 500).optional().describe("page size, 1-500 (default 50)"),
   cursor: Id.optional().describe("nextCursor of the previous page"),
 });
+/** The longest long poll a `GET …/invocations/{id}?wait=` may ask for, in seconds. */
+export const MAX_WAIT_SECONDS = 60;
+export const InvocationGetQuery = z
+  .strictObject({
+    wait: queryInt(0, MAX_WAIT_SECONDS)
+      .optional()
+      .describe(`long poll: answer as soon as the invocation is in a state \`until\` names, or after this many seconds (0-${MAX_WAIT_SECONDS}); without it the answer is immediate`),
+    until: z
+      .string()
+      .max(300)
+      .superRefine((v, ctx) => {
+        const problem = untilStatuses(v);
+        if (typeof problem === "string") ctx.addIssue({ code: "custom", message: problem });
+      })
+      .optional()
+      .describe("with wait: the states that end the wait: `final` (succeeded, failed, denied, cancelled), `settled` (final, or waiting for a person or a callback: awaiting_approval, parked, reconciliation_required; the default), or statuses, comma-separated (`awaiting_approval,final`). A final state always ends the wait."),
+  })
+  .superRefine((q, ctx) => {
+    if (q.until !== undefined && q.wait === undefined) ctx.addIssue({ code: "custom", path: ["until"], message: "needs wait (the long poll's bound in seconds)" });
+  });
+export const InvocationRead = named(
+  "InvocationRead",
+  z.object({
+    invocation: Invocation,
+    reached: z.boolean().optional().describe("with wait: true when the invocation is in a state `until` names; false when the wait ended first (time ran out, or a final state `until` does not name)"),
+  }),
+);
 export const CancelBody = named("Cancel", z.strictObject({}), "no fields: send `{}` or no body at all");
+
+// Actions ---------------------------------------------------------------------------------------
+
+export const GrantedAction = named(
+  "GrantedAction",
+  z.object({
+    action: z.string(),
+    version: z.string(),
+    title: z.string().describe("a short human title: the action's title, else a readable form of its id"),
+    description: z.string().optional(),
+    inputSchema: JsonObject.describe("JSON Schema (draft 2020-12) of the action's params"),
+    annotations: z.object({
+      readOnly: z.boolean().describe("the action changes nothing outside"),
+      destructive: z.boolean().describe("the action may destroy or irreversibly change something"),
+      idempotent: z.boolean().describe("running it twice has the effect of once"),
+      openWorld: z.boolean().describe("the action reaches systems outside the operator's own"),
+    }),
+    authorityRef: z.string().describe("the authority of the key's principal that covers it: submit with it"),
+  }),
+  "an action the API key's principal may ask for, with the authority it acts under",
+);
+export const ActionList = named("ActionList", z.object({ items: z.array(GrantedAction) }));
 
 // Approvals -------------------------------------------------------------------------------------
 

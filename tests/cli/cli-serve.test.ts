@@ -8,7 +8,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BIN, REPO, childEnv, workspace } from "./helpers.js";
+import { BIN, REPO, childEnv, json, workspace, writ } from "./helpers.js";
 
 interface Banner {
   url: string;
@@ -111,10 +111,25 @@ describe("writ serve with the example config", () => {
     expect((await until(s, smallId, "succeeded")).result).toEqual({ refund: { ref: "re_1" } });
     const parked = await until(s, largeId, "awaiting_approval");
     expect((await api(s, "POST", `/approvals/${String(parked.approvalId)}/approve`, { note: "mine" }, demo.agentKey)).status).toBe(403);
+    // `writ wait` through the server's long poll, started before the approval: it answers once the refund ran.
+    const remote = ["--url", s.banner.url, "--key-file", demo.agentKeyFile, "--tenant", "demo", "--space", "default", "--json"];
+    const waiting = writ(ws.dir, ["wait", largeId, "--until", "final", "--timeout", "30", ...remote]);
     const approved = await api(s, "POST", `/approvals/${String(parked.approvalId)}/approve`, { note: "ok" });
     expect(approved.status).toBe(200);
     expect((approved.body.approval as { votes: Array<{ approver: unknown }> }).votes[0]?.approver).toEqual({ type: "user", id: "demo-approver" });
+    const waited = await waiting;
+    expect(waited.code, waited.stderr).toBe(0);
+    expect(json(waited)).toMatchObject({ reached: true, invocation: { invocationId: largeId, status: "succeeded" } });
     await until(s, largeId, "succeeded");
+    // A final state --until does not name ends the wait at once: exit 1, WAIT_TIMEOUT; a bad --until is a usage error (2).
+    const missed = await writ(ws.dir, ["wait", largeId, "--until", "awaiting_approval", ...remote]);
+    expect(missed.code).toBe(1);
+    expect(missed.stderr).toMatch(/WAIT_TIMEOUT|ended succeeded, which --until awaiting_approval does not name/);
+    expect((await writ(ws.dir, ["wait", largeId, "--until", "done", ...remote])).code).toBe(2);
+    // Without --url it reads the local store (the demo's SQLite file, beside the running server).
+    const local = await writ(ws.dir, ["wait", smallId, "--config", CONFIG, "--tenant", "demo", "--space", "default", "--json"], { env: { WRIT_DEMO_DIR: join(ws.dir, ".writ") } });
+    expect(local.code, local.stderr).toBe(0);
+    expect(json(local)).toMatchObject({ reached: true, invocation: { status: "succeeded" } });
 
     s.child.kill("SIGTERM");
     expect(await s.exited).toBe(0);

@@ -26,9 +26,11 @@ function built(rel: string): string {
   return p;
 }
 
-/** Every specifier a compiled module imports (static, re-export, side-effect, dynamic with a literal). */
-function specifiers(code: string): string[] {
+/** Every specifier a compiled module imports (static, re-export, side-effect, dynamic with a literal), outside doc comments. */
+function specifiers(source: string): string[] {
   const out: string[] = [];
+  // Doc comments are kept in dist/ and hold examples (`import { createClient } from "writ/client"`): not imports.
+  const code = source.replace(/\/\*\*[\s\S]*?\*\//g, "");
   for (const m of code.matchAll(/(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*["']([^"']+)["']|(?:^|[\s;])import\s*["']([^"']+)["']|\bimport\(\s*["']([^"']+)["']\s*\)|\brequire\(\s*["']([^"']+)["']\s*\)|\bimport\(\s*([^"'\s)][^)]*)\)/gm)) {
     out.push(m[1] ?? m[2] ?? m[3] ?? m[4] ?? `<non-literal ${m[5]}>`);
   }
@@ -54,7 +56,7 @@ function graph(entry: string): { files: Set<string>; outside: string[] } {
 
 describe("package entries", () => {
   it("every subpath entry the brief names exists with types, and compiled", () => {
-    expect(entries.map(([k]) => k).sort()).toEqual([".", "./cedar", "./core", "./host", "./node", "./postgres", "./server", "./sqlite"]);
+    expect(entries.map(([k]) => k).sort()).toEqual([".", "./ai-sdk", "./cedar", "./client", "./core", "./host", "./langchain", "./node", "./openai-agents", "./postgres", "./server", "./sqlite"]);
     for (const [, e] of entries) {
       built(e.import);
       built(e.types);
@@ -69,6 +71,16 @@ describe("package entries", () => {
     expect(names).toEqual(expect.arrayContaining(["dist/core/boundary.js", "dist/core/journal.js", "dist/stores/memory/memory-store.js"]));
     // And the check sees an import that leaves: the root entry's graph reaches node:crypto.
     expect(graph(built("dist/index.js")).outside.some((o) => o.endsWith("imports node:crypto"))).toBe(true);
+  });
+
+  it("writ/client loads no Node built-in and no package; each adapter only its framework (compiled import graphs)", () => {
+    const client = graph(built((pkg.exports["./client"] as { import: string }).import));
+    expect(client.outside).toEqual([]);
+    expect([...client.files].map((f) => f.slice(REPO.length + 1))).toEqual(expect.arrayContaining(["dist/client/client.js", "dist/client/tools.js"]));
+    for (const [entry, peer] of [["./ai-sdk", "ai"], ["./openai-agents", "@openai/agents"], ["./langchain", "@langchain/core/tools"]] as const) {
+      const g = graph(built((pkg.exports[entry] as { import: string }).import));
+      expect(g.outside.map((o) => o.replace(/^.* imports /, "")), entry).toEqual([peer]);
+    }
   });
 
   it("no public entry re-exports with export *", () => {

@@ -75,6 +75,7 @@ describe("the packed package", () => {
       "writ/host": ["createHost", "createHostCore", "versionedCedarPolicy"],
       "writ/server": ["createApp", "startServer", "openRuntime"],
       "writ/node": ["nodeCryptoPort", "systemClock", "systemRandom", "defaultPorts"],
+      "writ/client": ["createClient", "WritApiError", "isWritApiError", "governedTools"],
     };
     const script = `const want = ${JSON.stringify(expected)};
 const missing = [];
@@ -85,6 +86,28 @@ for (const [entry, names] of Object.entries(want)) {
 console.log(JSON.stringify(missing));`;
     writeFileSync(join(project, "entries.mjs"), script);
     expect(JSON.parse(run(process.execPath, ["entries.mjs"], project))).toEqual([]);
+  }, TIMEOUT);
+
+  it("ships the client and the adapters; writ/client imports without the optional peers, an adapter names the peer it lacks", () => {
+    const client = readdirSync(join(project, "node_modules", "writ", "dist", "client"));
+    expect(client).toEqual(expect.arrayContaining(["index.js", "index.d.ts", "openapi.d.ts", "adapters"]));
+    expect(readdirSync(join(project, "node_modules", "writ", "dist", "client", "adapters"))).toEqual(expect.arrayContaining(["ai-sdk.js", "openai-agents.js", "langchain.js", "ai-sdk.d.ts"]));
+    // Optional peers are not installed with writ.
+    const modules = readdirSync(join(project, "node_modules"));
+    for (const peer of ["ai", "@openai", "@langchain"]) expect(modules).not.toContain(peer);
+    const script = `const c = await import("writ/client");
+const client = c.createClient({ baseUrl: "http://127.0.0.1:1", apiKey: "writ_x_y", retry: { retries: 0 } });
+const out = { client: typeof client.invocations.wait, adapters: {} };
+for (const a of ["writ/ai-sdk", "writ/openai-agents", "writ/langchain"]) {
+  try { await import(a); out.adapters[a] = "loaded"; } catch (e) { out.adapters[a] = e.code + " " + String(e.message).split("\\n")[0]; }
+}
+console.log(JSON.stringify(out));`;
+    writeFileSync(join(project, "client.mjs"), script);
+    const out = JSON.parse(run(process.execPath, ["client.mjs"], project)) as { client: string; adapters: Record<string, string> };
+    expect(out.client).toBe("function");
+    expect(out.adapters["writ/ai-sdk"]).toMatch(/^ERR_MODULE_NOT_FOUND .*'ai'/);
+    expect(out.adapters["writ/openai-agents"]).toMatch(/^ERR_MODULE_NOT_FOUND .*'@openai\/agents'/);
+    expect(out.adapters["writ/langchain"]).toMatch(/^ERR_MODULE_NOT_FOUND .*'@langchain\/core'/);
   }, TIMEOUT);
 
   it("`npx writ --help` answers from the compiled CLI, exit 0", () => {

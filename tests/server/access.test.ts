@@ -54,6 +54,7 @@ describe("roles", () => {
   const cases: Array<[string, string, string, unknown, string[], string[]]> = [
     // [what, method, path, body, allowed keys, refused keys]
     ["submit", "POST", "/v1/spaces/prod/invocations", () => own(1), ["acme.submit", "acme.admin"], ["acme.approve", "acme.operate"]],
+    ["list actions", "GET", "/v1/spaces/prod/actions", undefined, ["acme.submit", "acme.admin"], ["acme.approve", "acme.operate"]],
     ["list approvals", "GET", "/v1/spaces/prod/approvals", undefined, ["acme.approve", "acme.admin"], ["acme.submit", "acme.operate"]],
     ["list reconciliations", "GET", "/v1/spaces/prod/reconciliations", undefined, ["acme.operate", "acme.admin"], ["acme.submit", "acme.approve"]],
     ["read the journal", "GET", "/v1/spaces/prod/journal", undefined, ["acme.operate", "acme.admin"], ["acme.submit", "acme.approve"]],
@@ -92,6 +93,12 @@ describe("tenants", () => {
     expect(other.json.error.code).toBe("NOT_FOUND");
     expect(missing.status).toBe(404);
     expect(other.json.error.message.replace(acmeInvocation, "X")).toBe(missing.json.error.message.replace("inv_doesnotexist", "X"));
+    // A long poll across tenants is the same 404, at once (it does not wait first).
+    const t0 = Date.now();
+    const polled = await call(rig, "GET", `/v1/spaces/prod/invocations/${acmeInvocation}?wait=5`, { key: "globex.admin" });
+    expect(polled.status).toBe(404);
+    expect(polled.json.error.message.replace(acmeInvocation, "X")).toBe(missing.json.error.message.replace("inv_doesnotexist", "X"));
+    expect(Date.now() - t0).toBeLessThan(2_000);
     const cancel = await call(rig, "POST", `/v1/spaces/prod/invocations/${acmeInvocation}/cancel`, { key: "globex.submit" });
     expect(cancel.status).toBe(404);
     const list = await call(rig, "GET", "/v1/spaces/prod/invocations", { key: "globex.submit" });

@@ -20,6 +20,7 @@ const EXPECTED_ROUTES = [
   "GET /v1/spaces/{spaceId}/invocations",
   "GET /v1/spaces/{spaceId}/invocations/{invocationId}",
   "POST /v1/spaces/{spaceId}/invocations/{invocationId}/cancel",
+  "GET /v1/spaces/{spaceId}/actions",
   "GET /v1/spaces/{spaceId}/approvals",
   "GET /v1/spaces/{spaceId}/approvals/{approvalId}",
   "POST /v1/spaces/{spaceId}/approvals/{approvalId}/approve",

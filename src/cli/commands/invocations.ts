@@ -7,14 +7,14 @@ import { redactFor } from "../../core/redact.js";
 import { INVOCATION_STATUSES, TERMINAL_INVOCATION_STATUSES, type Invocation, type InvocationStatus, type Json, type Scope, type StepCheckpoint } from "../../core/types.js";
 import { systemRandom } from "../../node/clock.js";
 import type { Runtime } from "../../runtime/runtime.js";
+import type { Invocation as ApiInvocation, WaitUntil } from "../../client/index.js";
+import type { CliContext } from "../context.js";
 import { flag, intFlag, oneOf, parseActor, str } from "../args.js";
 import { AS_OPTION, LIMIT_OPTION, QUIET_OPTION, printList, type CommandBody } from "../command.js";
 import { CliError, EXIT, usageError } from "../exit-codes.js";
 import { jsonObject, readInput } from "../files.js";
 import { brief, time, type Printer } from "../output.js";
 
-/** Statuses after which an invocation waits for nobody but a person (or nothing at all). */
-const SETTLED = new Set<string>([...TERMINAL_INVOCATION_STATUSES, "awaiting_approval", "parked", "reconciliation_required"]);
 
 export const submit: CommandBody = {
   options: {
@@ -77,22 +77,72 @@ export const submit: CommandBody = {
   },
 };
 
-/** Polls until the invocation needs no worker any more; a timeout is a failure (exit 1) naming the likely cause. */
+/** Waits (woken by this process's events, reading the store every 150 ms) until the invocation needs no worker any more; a timeout is a failure (exit 1) naming the likely cause. */
 async function waitSettled(rt: Runtime, inv: Invocation, timeoutMs: number): Promise<Invocation> {
   const scope: Scope = { tenantId: inv.tenantId, spaceId: inv.spaceId };
-  const deadline = Date.now() + timeoutMs;
-  let cur = inv;
-  while (!SETTLED.has(cur.status)) {
-    if (Date.now() >= deadline) {
-      throw new CliError(EXIT.FAILED, "WAIT_TIMEOUT", `invocation ${cur.invocationId} is still ${cur.status} after ${Math.round(timeoutMs / 1000)}s: is a worker running (writ serve or writ worker)?`);
-    }
-    await new Promise((r) => setTimeout(r, 150));
-    cur = (await rt.host.get(scope, cur.invocationId)) ?? cur;
+  const { WAIT_GROUPS, waitForInvocation } = await import("../../host/wait.js");
+  const r = await waitForInvocation(rt.host, scope, inv.invocationId, { until: new Set(WAIT_GROUPS.settled), ms: timeoutMs, pollMs: LOCAL_POLL_MS });
+  const cur = r?.invocation ?? inv;
+  if (!r?.reached) {
+    throw new CliError(EXIT.FAILED, "WAIT_TIMEOUT", `invocation ${cur.invocationId} is still ${cur.status} after ${Math.round(timeoutMs / 1000)}s: is a worker running (writ serve or writ worker)?`);
   }
   return cur;
 }
 
-function printInvocationSummary(out: Printer, inv: Invocation, more: ReadonlyArray<readonly [string, string | undefined]> = []): void {
+/** How often a wait on the local store reads it again: the worker that moves the invocation runs in another process. */
+const LOCAL_POLL_MS = 150;
+
+export const wait: CommandBody = {
+  options: {
+    until: { type: "string", value: "<states>", description: "final, settled (the default: final, or waiting for a person or a callback), or statuses, comma-separated (awaiting_approval,final)" },
+    timeout: { type: "string", value: "<seconds>", description: "give up after this long: exit 1 with WAIT_TIMEOUT (default 30)" },
+    url: { type: "string", value: "<url>", description: "wait through a Writ server's long poll (default $WRIT_URL); needs an API key: --key-file or $WRIT_API_KEY" },
+    "key-file": { type: "string", value: "<file>", description: "with --url: a file holding the API key (e.g. .writ/demo-agent-key)" },
+  },
+  details:
+    "Answers as soon as the invocation is in a state --until names (exit 0) or a final state it does not name, or the time runs out (exit 1, WAIT_TIMEOUT). With --url (or $WRIT_URL) it waits through the server's long poll (GET …/invocations/{id}?wait=&until=), which answers the moment the server's worker moves the invocation; otherwise it reads the local store.",
+  async run(ctx, p) {
+    const id = p[0]!;
+    const { DEFAULT_UNTIL, untilStatuses } = await import("../../host/wait.js");
+    const untilText = str(ctx.values, "until") ?? DEFAULT_UNTIL;
+    const until = untilStatuses(untilText);
+    if (typeof until === "string") throw usageError(`--until: ${until}`);
+    const timeoutS = intFlag(ctx.values, "timeout", 0) ?? 30;
+    const url = str(ctx.values, "url") ?? ctx.env.WRIT_URL;
+    const r = url !== undefined && url.length > 0 ? await waitRemote(ctx, url, id, untilText, timeoutS) : await waitLocal(ctx, id, until, timeoutS);
+    ctx.out.result(r, () => printInvocationSummary(ctx.out, r.invocation));
+    if (!r.reached) {
+      const why = TERMINAL_INVOCATION_STATUSES.includes(r.invocation.status) ? `ended ${r.invocation.status}, which --until ${untilText} does not name` : `is still ${r.invocation.status} after ${timeoutS}s`;
+      throw new CliError(EXIT.FAILED, "WAIT_TIMEOUT", `invocation ${id} ${why}`);
+    }
+  },
+};
+
+async function waitLocal(ctx: CliContext, id: string, until: ReadonlySet<InvocationStatus>, timeoutS: number): Promise<{ invocation: Invocation; reached: boolean }> {
+  const scope = await ctx.scope();
+  const rt = await ctx.runtime();
+  const { waitForInvocation } = await import("../../host/wait.js");
+  const r = await waitForInvocation(rt.host, scope, id, { until, ms: timeoutS * 1000, pollMs: LOCAL_POLL_MS });
+  if (!r) throw new WritError("NOT_FOUND", `no invocation ${id} in ${scope.tenantId}/${scope.spaceId}`);
+  return r;
+}
+
+async function waitRemote(ctx: CliContext, url: string, id: string, until: string, timeoutS: number): Promise<{ invocation: ApiInvocation; reached: boolean }> {
+  const keyFile = str(ctx.values, "key-file");
+  const apiKey = keyFile !== undefined ? readInput(keyFile, "key-file").trim() : ctx.env.WRIT_API_KEY;
+  if (apiKey === undefined || apiKey.length === 0) throw usageError("waiting through a server needs an API key: --key-file <file> or $WRIT_API_KEY");
+  const { createClient, isWritApiError } = await import("../../client/index.js");
+  try {
+    const client = createClient({ baseUrl: url, apiKey, space: (await ctx.scope()).spaceId });
+    return await client.invocations.wait(id, { until: until.split(",") as WaitUntil[], timeoutMs: timeoutS * 1000 });
+  } catch (e) {
+    if (!isWritApiError(e)) throw e;
+    const exit = e.code === "VALIDATION_FAILED" || e.code === "INVALID_OPTION" ? EXIT.USAGE : e.code === "NETWORK_ERROR" || e.code === "SERVICE_UNAVAILABLE" ? EXIT.STORE : EXIT.FAILED;
+    throw new CliError(exit, e.code, `${e.message}${e.requestId ? ` (request ${e.requestId})` : ""}`);
+  }
+}
+
+function printInvocationSummary(out: Printer, inv: Pick<Invocation, "invocationId" | "status" | "action" | "actionVersion" | "tenantId" | "spaceId" | "idempotencyKey" | "approvalId" | "reasons" | "lastError"> & { result?: unknown }, more: ReadonlyArray<readonly [string, string | undefined]> = []): void {
   out.record([
     ["invocation", inv.invocationId],
     ["status", inv.status],

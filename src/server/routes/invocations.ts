@@ -2,7 +2,9 @@
 import { invocationView, notFound, requestOf, type ServerContext } from "../context.js";
 import { submitterOf } from "../../runtime/principals.js";
 import { defineRoute, type Route } from "../registry.js";
-import { ActionRequest, CancelBody, ErrorBody, InvocationAnswer, InvocationListQuery, InvocationPage, InvocationPath, SpacePath, SubmitAnswer } from "../schemas.js";
+import { ActionRequest, CancelBody, ErrorBody, InvocationAnswer, InvocationGetQuery, InvocationListQuery, InvocationPage, InvocationPath, InvocationRead, SpacePath, SubmitAnswer } from "../schemas.js";
+import { DEFAULT_UNTIL, untilStatuses, waitForInvocation } from "../../host/wait.js";
+import type { InvocationStatus } from "../../core/types.js";
 
 const READERS = ["submit", "approve", "operate"] as const;
 
@@ -54,15 +56,25 @@ export function invocationRoutes(s: ServerContext): Route[] {
       path: "/v1/spaces/{spaceId}/invocations/{invocationId}",
       operationId: "getInvocation",
       tag: "invocations",
-      summary: "Get one invocation",
-      description: "An invocation of another tenant or space is answered 404, like one that does not exist.",
+      summary: "Get one invocation, at once or by long poll",
+      description:
+        "An invocation of another tenant or space is answered 404, like one that does not exist. With `wait` (seconds, at most 60) the answer waits until the invocation is in a state `until` names (default `settled`) or reaches a final state, or the time runs out; `reached` says which. The server answers the moment a worker in its process moves the invocation, and reads again every second for changes other processes make.",
       access: { kind: "key", roles: READERS },
       params: InvocationPath,
-      responses: { 200: { description: "the invocation", schema: InvocationAnswer } },
-      async handle({ caller, params }) {
-        const inv = await host.get(caller.scope, params.invocationId);
-        if (!inv) throw notFound("invocation", params.invocationId);
-        return { status: 200, body: { invocation: invocationView(inv) } };
+      query: InvocationGetQuery,
+      responses: { 200: { description: "the invocation; with wait, once it is in a state until names or the wait ends", schema: InvocationRead } },
+      async handle({ c, caller, params, query }) {
+        if (query.wait === undefined) {
+          const inv = await host.get(caller.scope, params.invocationId);
+          if (!inv) throw notFound("invocation", params.invocationId);
+          return { status: 200, body: { invocation: invocationView(inv) } };
+        }
+        const until = untilStatuses(query.until ?? DEFAULT_UNTIL) as ReadonlySet<InvocationStatus>;
+        // The wait ends early when the caller goes away or the server closes (its last read is answered).
+        const signal = AbortSignal.any([c.req.raw.signal, s.closing]);
+        const r = await waitForInvocation(host, caller.scope, params.invocationId, { until, ms: query.wait * 1000, signal });
+        if (!r) throw notFound("invocation", params.invocationId);
+        return { status: 200, body: { invocation: invocationView(r.invocation), reached: r.reached } };
       },
     }),
     defineRoute({

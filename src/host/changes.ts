@@ -1,12 +1,13 @@
 /**
  * Waiting for an invocation to change, woken by the host's own events (`onEvent`, one per
  * transition this process makes) instead of a tight poll: a tool call that waits answers as soon
- * as a worker in this process moves its invocation (docs/mcp.md, Plain calls). A change made by
+ * as a worker in this process moves its invocation (docs/mcp.md, Plain calls; the HTTP long poll,
+ * docs/http-api.md). A change made by
  * another process (`writ mcp --no-worker` beside `writ serve`) raises no event here; the caller's
  * poll interval catches it.
  */
-import type { Host } from "../host/host.js";
-import type { HostEvent } from "../host/events.js";
+import type { Host } from "./host.js";
+import type { HostEvent } from "./events.js";
 
 /** A watch on one invocation: events that came since the last `next` are not lost. */
 export interface InvocationWatch {
