@@ -20,7 +20,8 @@ export interface SubscriptionInput {
   events: string[];
   /** @defaultValue "standard" */
   format?: string;
-  filter?: SubscriptionFilter;
+  /** Checked like the rest: `statuses` must be ending statuses (see {@link SubscriptionFilter}). */
+  filter?: { actions?: string[]; statuses?: string[]; spaces?: string[] };
   description?: string;
   /** @defaultValue true */
   enabled?: boolean;

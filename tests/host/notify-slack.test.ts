@@ -60,7 +60,7 @@ function blockKitProblems(msg: unknown): string[] {
         break;
       }
       default:
-        out.push(`${w}: unexpected block type ${JSON.stringify(b.type)}`);
+        out.push(`${w}: unexpected block type ${JSON.stringify(b.type) ?? "none"}`);
     }
   });
   return out;
