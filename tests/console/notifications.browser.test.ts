@@ -5,11 +5,12 @@
  * token) and each delivery with its tries; Redeliver sends the same event again; the page needs an
  * admin key over every space; the Content-Security-Policy blocked nothing.
  */
-import type { Browser, BrowserContext, ConsoleMessage, Page } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiKey } from "../../src/runtime/api-keys.js";
 import { startReceiver, type Receiver } from "../host/notify-fixture.js";
-import { BROWSER_AVAILABLE, BROWSER_REQUIRED, launchChromium, screenshot, seriousViolations } from "../helpers/browser.js";
+import { BROWSER_AVAILABLE, BROWSER_REQUIRED, launchChromium } from "../helpers/browser.js";
+import { people } from "./people.js";
 import { SCOPE, startConsoleRig, until, type ConsoleRig } from "./rig.js";
 
 const run = BROWSER_AVAILABLE || BROWSER_REQUIRED;
@@ -20,31 +21,8 @@ describe.skipIf(!run)("console notifications page in a real browser", () => {
   let ok: Receiver;
   let failing: Receiver;
   let adminAll: string;
-  const contexts: BrowserContext[] = [];
-  const cspErrors: string[] = [];
-
-  async function personPage(): Promise<Page> {
-    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    contexts.push(ctx);
-    const page = await ctx.newPage();
-    page.on("console", (m: ConsoleMessage) => {
-      if (/Content Security Policy|Refused to/i.test(m.text())) cspErrors.push(m.text());
-    });
-    return page;
-  }
-
-  async function signIn(page: Page, key: string): Promise<void> {
-    await page.goto(`${rig.url}/console`);
-    await page.getByLabel("API key").fill(key);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.waitForURL(/\/console\/(approvals|reconciliations|invocations)/);
-  }
-
-  async function check(page: Page, name: string): Promise<void> {
-    const bad = await seriousViolations(page);
-    expect(bad, `${name}: ${JSON.stringify(bad, null, 2)}`).toEqual([]);
-    await screenshot(page, name);
-  }
+  const who = people(() => browser, () => rig.url);
+  const { page: personPage, signIn, check } = who;
 
   beforeAll(async () => {
     rig = await startConsoleRig();
@@ -57,12 +35,12 @@ describe.skipIf(!run)("console notifications page in a real browser", () => {
   });
 
   afterAll(async () => {
-    for (const c of contexts) await c.close().catch(() => {});
+    await who.closeAll();
     await browser?.close();
     await rig?.close();
     await ok?.close();
     await failing?.close();
-    expect(cspErrors).toEqual([]);
+    expect(who.cspErrors).toEqual([]);
   });
 
   it("lists subscriptions and deliveries with their tries; Redeliver sends the event again; axe finds nothing serious", async () => {
