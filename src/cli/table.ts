@@ -39,6 +39,13 @@ export const COMMANDS: readonly Command[] = [
   { name: "authorities suspend", summary: "suspend an authority (nothing runs under it until reinstated)", args: "<authority-ref>", load: async () => (await import("./commands/authorities.js")).authoritiesSuspend },
   { name: "authorities reinstate", summary: "reinstate a suspended authority", args: "<authority-ref>", load: async () => (await import("./commands/authorities.js")).authoritiesReinstate },
   { name: "authorities revoke", summary: "revoke an authority for good", args: "<authority-ref>", load: async () => (await import("./commands/authorities.js")).authoritiesRevoke },
+  { name: "notifications subscribe", summary: "subscribe a URL to events (Standard Webhooks or Slack); prints its signing secret once", load: async () => (await import("./commands/notifications.js")).notificationsSubscribe },
+  { name: "notifications ls", summary: "list the tenant's notification subscriptions (never secrets)", load: async () => (await import("./commands/notifications.js")).notificationsLs },
+  { name: "notifications disable", summary: "pause a subscription (its events wait, nothing is lost)", args: "<subscription-id>", load: async () => (await import("./commands/notifications.js")).notificationsDisable },
+  { name: "notifications enable", summary: "resume a paused subscription", args: "<subscription-id>", load: async () => (await import("./commands/notifications.js")).notificationsEnable },
+  { name: "notifications rm", summary: "delete a subscription with its deliveries", args: "<subscription-id>", load: async () => (await import("./commands/notifications.js")).notificationsRm },
+  { name: "notifications deliveries", summary: "list deliveries, newest first, with their tries", load: async () => (await import("./commands/notifications.js")).notificationsDeliveries },
+  { name: "notifications redeliver", summary: "send a delivered or dead delivery again (same event id and body)", args: "<delivery-id>", load: async () => (await import("./commands/notifications.js")).notificationsRedeliver },
   { name: "migrate", summary: "apply pending store migrations (idempotent; safe while other processes start)", load: async () => (await import("./commands/keys.js")).migrate },
   { name: "doctor", summary: "check the config, policy, connectors, signing keys and store; say what is wrong and how to fix it", load: async () => (await import("./commands/doctor.js")).doctor },
 ];

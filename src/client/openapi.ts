@@ -290,6 +290,97 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/notifications/subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the tenant's notification subscriptions */
+        get: operations["listSubscriptions"];
+        put?: never;
+        /**
+         * Subscribe a URL to events (its signing secret is in this answer only)
+         * @description Events from now on are delivered to `url`, signed the Standard Webhooks way with the `whsec_` secret of this answer (shown once). A bad URL, an unknown event name or a bad filter is 400 naming the problem.
+         */
+        post: operations["createSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/notifications/subscriptions/{subscriptionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a subscription */
+        get: operations["getSubscription"];
+        put?: never;
+        post?: never;
+        /** Delete a subscription with its deliveries */
+        delete: operations["deleteSubscription"];
+        options?: never;
+        head?: never;
+        /** Change a subscription (enabled: false pauses it) */
+        patch: operations["updateSubscription"];
+        trace?: never;
+    };
+    "/v1/notifications/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List deliveries, newest first, with their tries */
+        get: operations["listDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/notifications/deliveries/{deliveryId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a delivery and every try */
+        get: operations["getDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/notifications/deliveries/{deliveryId}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a delivered or dead delivery again (same event id and body) */
+        post: operations["redeliver"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/spaces/{spaceId}/breakers": {
         parameters: {
             query?: never;
@@ -938,6 +1029,112 @@ export interface components {
             status: "ok";
             store: string;
         };
+        SubscriptionFilter: {
+            /** @description action globs (`payments.*`): events about other actions are not sent */
+            actions?: string[];
+            /** @description for invocation.ended: only these ending statuses */
+            statuses?: ("succeeded" | "failed" | "denied" | "cancelled")[];
+            /** @description only events of these spaces */
+            spaces?: string[];
+        };
+        SubscriptionCreate: {
+            /** @description http(s), without credentials; every delivery is signed with the subscription's secret */
+            url: string;
+            events: ("approval.requested" | "approval.decided" | "approval.expiring" | "reconciliation.opened" | "reconciliation.resolved" | "invocation.ended" | "handoff.overdue" | "journal.verify_failed" | "breaker.opened")[];
+            /**
+             * @description `standard` (Standard Webhooks JSON, the default) or `slack` (an incoming-webhook Block Kit message)
+             * @enum {string}
+             */
+            format?: "standard" | "slack";
+            filter?: components["schemas"]["SubscriptionFilter"];
+            description?: string;
+            enabled?: boolean;
+        };
+        SubscriptionUpdate: {
+            /** @description http(s), without credentials; every delivery is signed with the subscription's secret */
+            url?: string;
+            events?: ("approval.requested" | "approval.decided" | "approval.expiring" | "reconciliation.opened" | "reconciliation.resolved" | "invocation.ended" | "handoff.overdue" | "journal.verify_failed" | "breaker.opened")[];
+            /**
+             * @description `standard` (Standard Webhooks JSON, the default) or `slack` (an incoming-webhook Block Kit message)
+             * @enum {string}
+             */
+            format?: "standard" | "slack";
+            filter?: components["schemas"]["SubscriptionFilter"];
+            description?: string;
+            enabled?: boolean;
+        };
+        Subscription: {
+            tenantId: string;
+            subscriptionId: string;
+            url: string;
+            events: ("approval.requested" | "approval.decided" | "approval.expiring" | "reconciliation.opened" | "reconciliation.resolved" | "invocation.ended" | "handoff.overdue" | "journal.verify_failed" | "breaker.opened")[];
+            filter?: components["schemas"]["SubscriptionFilter"];
+            /** @enum {string} */
+            format: "standard" | "slack";
+            description?: string;
+            enabled: boolean;
+            /** @description epoch milliseconds */
+            createdAt: number;
+            /** @description epoch milliseconds */
+            updatedAt: number;
+            createdBy?: components["schemas"]["Actor"];
+        };
+        SubscriptionCreated: {
+            subscription: components["schemas"]["Subscription"];
+            /** @description the `whsec_` signing secret, shown this once: verify deliveries with it */
+            secret: string;
+        };
+        SubscriptionAnswer: {
+            subscription: components["schemas"]["Subscription"];
+        };
+        SubscriptionList: {
+            items: components["schemas"]["Subscription"][];
+        };
+        DeliveryAttempt: {
+            /** @description epoch milliseconds */
+            at: number;
+            latencyMs: number;
+            statusCode?: number;
+            error?: string;
+            response?: string;
+        };
+        Delivery: {
+            tenantId: string;
+            deliveryId: string;
+            subscriptionId: string;
+            seq?: number;
+            /** @description the webhook-id of every try: receivers dedupe on it */
+            eventId: string;
+            /** @enum {string} */
+            eventType: "approval.requested" | "approval.decided" | "approval.expiring" | "reconciliation.opened" | "reconciliation.resolved" | "invocation.ended" | "handoff.overdue" | "journal.verify_failed" | "breaker.opened";
+            spaceId?: string;
+            /** @description epoch milliseconds */
+            at: number;
+            /** @description the exact body sent (sensitive params masked) */
+            body: string;
+            /** @enum {string} */
+            status: "pending" | "delivered" | "dead";
+            attempts: number;
+            /** @description epoch milliseconds */
+            nextAttemptAt: number;
+            /** @description epoch milliseconds */
+            createdAt: number;
+            /** @description epoch milliseconds */
+            updatedAt: number;
+            /** @description epoch milliseconds */
+            deliveredAt?: number;
+            deadReason?: string;
+            log: components["schemas"]["DeliveryAttempt"][];
+        };
+        DeliveryAnswer: {
+            delivery: components["schemas"]["Delivery"];
+        };
+        DeliveryList: {
+            items: components["schemas"]["Delivery"][];
+            /** @description pass as beforeSeq for the next (older) page; null on the last */
+            nextBeforeSeq: number | null;
+        };
+        Redeliver: Record<string, never>;
     };
     responses: {
         /** @description bad input (VALIDATION_FAILED, MALFORMED_JSON, ...) */
@@ -1573,6 +1770,261 @@ export interface operations {
             403: components["responses"]["Error403"];
             404: components["responses"]["Error404"];
             /** @description INVALID_STATE: already resolved */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    listSubscriptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description subscriptions, oldest first (secrets never shown) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionList"];
+                };
+            };
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    createSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionCreate"];
+            };
+        };
+        responses: {
+            /** @description the subscription and its secret */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionCreated"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    getSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the subscription */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionAnswer"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    deleteSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    updateSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionUpdate"];
+            };
+        };
+        responses: {
+            /** @description the subscription as changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionAnswer"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    listDeliveries: {
+        parameters: {
+            query?: {
+                subscriptionId?: string;
+                status?: "pending" | "delivered" | "dead";
+                limit?: number;
+                beforeSeq?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description deliveries, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryList"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    getDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deliveryId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryAnswer"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    redeliver: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deliveryId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["Redeliver"];
+            };
+        };
+        responses: {
+            /** @description the delivery, pending again */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryAnswer"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            403: components["responses"]["Error403"];
+            404: components["responses"]["Error404"];
+            /** @description INVALID_STATE: it is still pending */
             409: {
                 headers: {
                     [name: string]: unknown;

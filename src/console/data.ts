@@ -123,7 +123,12 @@ export function consoleData(runtime: Runtime): ConsoleData {
       }
       return { entries: out, truncated: false };
     },
-    verifyJournal: (scope) => verifyStoredJournal(store, host.context.o.crypto, runtime.keyring, scope),
+    async verifyJournal(scope) {
+      const v = await verifyStoredJournal(store, host.context.o.crypto, runtime.keyring, scope);
+      // A failure is an event for the tenant's subscribers (journal.verify_failed).
+      if (!v.ok) await host.notifications.verifyFailed(scope, v).catch(() => undefined);
+      return v;
+    },
     action: (id) => actions.get(id),
     connectors: () => runtime.config.connectors.map((c) => ({ id: c.id, operations: Object.keys(c.operations) })),
     breakers: (scope) => host.breakers(scope),

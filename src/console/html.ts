@@ -153,12 +153,14 @@ export function enc(s: string): string {
 }
 
 export interface Nav {
-  active: "approvals" | "reconciliations" | "invocations" | "health" | "none";
+  active: "approvals" | "reconciliations" | "invocations" | "health" | "notifications" | "none";
   pendingApprovals: number;
   openReconciliations: number;
   canApprove: boolean;
   canOperate: boolean;
   canRead: boolean;
+  /** An admin key over every space: the tenant's notifications. */
+  canNotify?: boolean;
 }
 
 export interface Who {
@@ -218,6 +220,7 @@ export function page(p: PageInput): H {
     ${nav.canOperate ? navLink(nav, "reconciliations", "/console/reconciliations", "Reconciliations", nav.openReconciliations) : nothing}
     ${nav.canRead ? navLink(nav, "invocations", "/console/invocations", "Invocations") : nothing}
     ${nav.canOperate ? navLink(nav, "health", "/console/health", "Health") : nothing}
+    ${nav.canNotify ? navLink(nav, "notifications", "/console/notifications", "Notifications") : nothing}
   </ul></nav>`
       : nothing
   }

@@ -29,6 +29,7 @@ import { approvalsBody } from "./pages/approvals.js";
 import { healthBody } from "./pages/health.js";
 import { invocationDetail, invocationsBody, pickSpace } from "./pages/invocations.js";
 import { reconciliationsBody } from "./pages/reconciliations.js";
+import { notificationsBody } from "./pages/notifications.js";
 import { createSessions, sameToken, type Sessions } from "./session.js";
 import { navOf, viewerOf, type Viewer } from "./viewer.js";
 
@@ -268,6 +269,9 @@ ${error ? h`<p class="flash error" role="alert" id="signin-error">${error}</p>` 
 
   // pages ---------------------------------------------------------------------------------------
 
+  const needTenantAdmin = (v: Viewer): void => {
+    if (!v.key.spaces.includes("*") || !v.allows("*", "admin")) throw new ApiError("FORBIDDEN", "The notifications page needs an admin API key for every space (*)");
+  };
   const need = (v: Viewer, role: ApiRole, what: string): void => {
     if (v.spacesWith(role).length === 0) throw new ApiError("FORBIDDEN", `${what} needs an API key with the ${role} role in one of your spaces`);
   };
@@ -371,6 +375,34 @@ ${error ? h`<p class="flash error" role="alert" id="signin-error">${error}</p>` 
       const body = await healthBody(data, v, { verify: c.req.query("verify") }, clock.now());
       return render(c, v, "health", "Health", body);
     }),
+  );
+
+  app.get(
+    "/notifications",
+    signedIn("/console/notifications", async (c, v) => {
+      needTenantAdmin(v);
+      const body = await notificationsBody(runtime.host.notifications, v, { status: c.req.query("status") }, clock.now());
+      return render(c, v, "notifications", "Notifications", body);
+    }),
+  );
+
+  app.post(
+    "/notifications/deliveries/:id/redeliver",
+    signedIn(
+      "/console/notifications/deliveries/:id/redeliver",
+      async (c, v, form) => {
+        const back = safeBack(form.get("back"), "/console/notifications");
+        needTenantAdmin(v);
+        try {
+          const d = await runtime.host.notifications.redeliver(v.key.tenantId, param(c, "id"));
+          return done(c, v, "ok", `Delivery ${d.deliveryId} (${d.eventType}) is pending again: it is sent in its turn.`, back);
+        } catch (e) {
+          if (e instanceof WritError && STATUS_OF[e.code] < 500) return done(c, v, "error", `Refused: ${e.message}`, back);
+          throw e;
+        }
+      },
+      "post",
+    ),
   );
 
   app.get(

@@ -48,5 +48,6 @@ export async function navOf(v: Viewer, data: ConsoleData, active: Nav["active"])
   for (const s of approveIn) pendingApprovals += (await data.approvals(v.scope(s), "pending", 1000)).length;
   for (const s of operateIn) openReconciliations += (await data.reconciliations(v.scope(s), { status: "open", limit: 1000 })).length;
   const canRead = v.spaces.some((s) => v.allows(s, "submit") || v.allows(s, "approve") || v.allows(s, "operate"));
-  return { active, pendingApprovals, openReconciliations, canApprove: approveIn.length > 0, canOperate: operateIn.length > 0, canRead };
+  const canNotify = v.key.spaces.includes("*") && keyAllows(v.key, "*", "admin");
+  return { active, pendingApprovals, openReconciliations, canApprove: approveIn.length > 0, canOperate: operateIn.length > 0, canRead, canNotify };
 }

@@ -5,6 +5,7 @@
  * the same read cannot both win: that is how exactly one probe goes through after a cooldown.
  */
 import { isWritError } from "./errors.js";
+import { draft, unsealedEntries } from "./journal.js";
 import { readCommitted, type Store } from "./store.js";
 import type { BreakerRecord, Scope } from "./types.js";
 
@@ -108,8 +109,16 @@ export async function mutateBreaker<T>(store: Store, key: BreakerKey, decide: (r
   for (let round = 0; round < ROUNDS; round++) {
     try {
       return await store.transact(async (tx) => {
-        const d = decide(await tx.getBreaker(key, key.connector, key.operation));
+        const rec = await tx.getBreaker(key, key.connector, key.operation);
+        const d = decide(rec);
         if (d.write !== null) await tx.putBreaker(key, d.write);
+        // An opening is journaled with the write that opens it (notifications read it from there).
+        if (d.write !== null && d.write.state === "open" && rec?.state !== "open") {
+          const w = d.write;
+          const entry = draft("breaker.opened", [key.connector, key.operation, w.openedAt], w.openedAt, { connector: key.connector, operation: key.operation }, { connector: key.connector, operation: key.operation, failures: w.failures, openUntil: w.openUntil, from: rec?.state ?? "closed" });
+          const scope = { tenantId: key.tenantId, spaceId: key.spaceId };
+          await tx.insertUnsealed(scope, unsealedEntries(scope, [entry]));
+        }
         return d.answer;
       });
     } catch (e) {

@@ -52,7 +52,8 @@ export type JournalEntryType =
   | "authority.created"
   | "policy.activated"
   | "api_key.created"
-  | "api_key.delegation_set";
+  | "api_key.delegation_set"
+  | "breaker.opened";
 
 /**
  * The one builder of journal drafts: the entry's id is its type and the key parts that make it

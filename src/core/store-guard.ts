@@ -26,7 +26,7 @@
  * each holding a later class while waiting for an earlier one, which this wrapper refuses.
  */
 import { WritError } from "./errors.js";
-import type { ClaimOptions, InvocationFilter, ListOptions, Store, StoreTx } from "./store.js";
+import type { ClaimOptions, DeliveryFilter, InvocationFilter, ListOptions, Store, StoreTx, SubscriptionClaimOptions } from "./store.js";
 import type { BatchOutcome } from "./batch.js";
 import { advanceWrites, beginWrites, recordWrites, settleWrites, type AdmitInput, type AdvanceInput, type BatchMember, type BeginInput, type RecordInput, type SettleInput, type StoreTransitions } from "./transitions.js";
 import type {
@@ -37,6 +37,7 @@ import type {
   Authority,
   CompletionRecord,
   ConsumedDecision,
+  Delivery,
   Fence,
   IdempotencyRecord,
   Invocation,
@@ -47,9 +48,10 @@ import type {
   ReconciliationStatus,
   Scope,
   StepCheckpoint,
+  Subscription,
   UnsealedEntry,
 } from "./types.js";
-import { BREAKER_STATES } from "./types.js";
+import { BREAKER_STATES, DELIVERY_STATUSES } from "./types.js";
 
 /** Bounds of the shared input rules. */
 export const STORE_LIMITS = {
@@ -581,6 +583,108 @@ class GuardedTx implements StoreTx {
     if (scope !== undefined) checkStoreScope(scope);
     return this.#tx.listEarlyCompletions(receivedBefore, max, scope);
   }
+
+  // notifications: tenant-level rows outside the lock classes (a dispatcher holds one subscription's row)
+  async putSubscription(sub: Subscription): Promise<void> {
+    if (typeof sub !== "object" || sub === null) throw bad("a subscription must be an object");
+    id(sub.tenantId, "tenantId");
+    id(sub.subscriptionId, "subscriptionId");
+    if (typeof sub.url !== "string" || !Array.isArray(sub.events) || typeof sub.enabled !== "boolean") throw bad("a subscription needs a url, events and enabled");
+    return this.#tx.putSubscription(sub);
+  }
+
+  async getSubscription(tenantId: string, subscriptionId: string): Promise<Subscription | null> {
+    id(tenantId, "tenantId");
+    id(subscriptionId, "subscriptionId");
+    return this.#tx.getSubscription(tenantId, subscriptionId);
+  }
+
+  async listSubscriptions(tenantId: string): Promise<Subscription[]> {
+    id(tenantId, "tenantId");
+    return this.#tx.listSubscriptions(tenantId);
+  }
+
+  async deleteSubscription(tenantId: string, subscriptionId: string): Promise<boolean> {
+    id(tenantId, "tenantId");
+    id(subscriptionId, "subscriptionId");
+    return this.#tx.deleteSubscription(tenantId, subscriptionId);
+  }
+
+  async claimSubscriptions(opts: SubscriptionClaimOptions): Promise<Subscription[]> {
+    if (typeof opts !== "object" || opts === null) throw bad("claimSubscriptions needs options");
+    id(opts.owner, "owner");
+    nonNegInt(opts.now, "now");
+    nonNegInt(opts.limit, "limit");
+    if (!Number.isSafeInteger(opts.leaseMs) || opts.leaseMs <= 0) throw bad("leaseMs must be a positive integer");
+    return this.#tx.claimSubscriptions(opts);
+  }
+
+  async holdSubscription(subscriptionId: string, owner: string, until: number): Promise<boolean> {
+    id(subscriptionId, "subscriptionId");
+    id(owner, "owner");
+    nonNegInt(until, "until");
+    return this.#tx.holdSubscription(subscriptionId, owner, until);
+  }
+
+  async notifyCursors(subscriptionId: string): Promise<Map<string, number>> {
+    id(subscriptionId, "subscriptionId");
+    return this.#tx.notifyCursors(subscriptionId);
+  }
+
+  async putNotifyCursor(subscriptionId: string, spaceId: string, seq: number): Promise<void> {
+    id(subscriptionId, "subscriptionId");
+    id(spaceId, "spaceId");
+    nonNegInt(seq, "seq");
+    return this.#tx.putNotifyCursor(subscriptionId, spaceId, seq);
+  }
+
+  async journalHeads(tenantId: string): Promise<Array<{ spaceId: string; seq: number }>> {
+    id(tenantId, "tenantId");
+    return this.#tx.journalHeads(tenantId);
+  }
+
+  async insertDeliveries(deliveries: Delivery[]): Promise<number> {
+    if (!Array.isArray(deliveries)) throw bad("deliveries must be an array");
+    if (deliveries.length > STORE_LIMITS.batch) throw bad(`at most ${STORE_LIMITS.batch} deliveries in one call`);
+    for (const d of deliveries) delivery(d);
+    return this.#tx.insertDeliveries(deliveries);
+  }
+
+  async getDelivery(tenantId: string, deliveryId: string): Promise<Delivery | null> {
+    id(tenantId, "tenantId");
+    id(deliveryId, "deliveryId");
+    return this.#tx.getDelivery(tenantId, deliveryId);
+  }
+
+  async listDeliveries(tenantId: string, filter?: DeliveryFilter): Promise<Delivery[]> {
+    id(tenantId, "tenantId");
+    limit(filter);
+    optId(filter?.subscriptionId, "subscriptionId");
+    if (filter?.status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(filter.status)) throw bad(`status must be one of ${DELIVERY_STATUSES.join(", ")}`);
+    if (filter?.beforeSeq !== undefined) nonNegInt(filter.beforeSeq, "beforeSeq");
+    return this.#tx.listDeliveries(tenantId, filter);
+  }
+
+  async nextDelivery(subscriptionId: string): Promise<Delivery | null> {
+    id(subscriptionId, "subscriptionId");
+    return this.#tx.nextDelivery(subscriptionId);
+  }
+
+  async updateDelivery(d: Delivery): Promise<void> {
+    delivery(d);
+    return this.#tx.updateDelivery(d);
+  }
+}
+
+function delivery(d: Delivery): void {
+  if (typeof d !== "object" || d === null) throw bad("a delivery must be an object");
+  id(d.tenantId, "tenantId");
+  id(d.deliveryId, "deliveryId");
+  id(d.subscriptionId, "subscriptionId");
+  id(d.eventId, "eventId");
+  if (!(DELIVERY_STATUSES as readonly string[]).includes(d.status)) throw bad(`a delivery's status must be one of ${DELIVERY_STATUSES.join(", ")}`);
+  if (typeof d.body !== "string") throw bad("a delivery's body must be a string");
+  nonNegInt(d.nextAttemptAt, "nextAttemptAt");
 }
 
 const GUARDED = Symbol.for("writ.store.guarded");

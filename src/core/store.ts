@@ -25,6 +25,8 @@ import type {
   Authority,
   CompletionRecord,
   ConsumedDecision,
+  Delivery,
+  DeliveryStatus,
   Fence,
   IdempotencyRecord,
   Invocation,
@@ -36,6 +38,7 @@ import type {
   ReconciliationStatus,
   Scope,
   StepCheckpoint,
+  Subscription,
   UnsealedEntry,
 } from "./types.js";
 
@@ -111,7 +114,66 @@ export interface ClaimOptions {
   limit: number;
 }
 
-export interface StoreTx {
+/** Which deliveries `listDeliveries` returns: newest first. */
+export interface DeliveryFilter extends ListOptions {
+  subscriptionId?: string;
+  status?: DeliveryStatus;
+  /** Page cursor: only deliveries with a lower `seq` (older ones). */
+  beforeSeq?: number;
+}
+
+/** A dispatcher's claim of subscriptions (docs/notifications.md, "Ordering and workers"). */
+export interface SubscriptionClaimOptions {
+  /** A fresh owner id per claim: the lease is held by it until `now + leaseMs` or a release. */
+  owner: string;
+  now: number;
+  leaseMs: number;
+  limit: number;
+}
+
+/**
+ * Notification subscriptions and their outbox (docs/notifications.md). Tenant-level records:
+ * subscriptions, a per-(subscription, space) cursor into the sealed journal, and deliveries.
+ */
+export interface NotificationTx {
+  /** Inserts or replaces by subscriptionId (never its lease); SCOPE_VIOLATION when the id is another tenant's. */
+  putSubscription(sub: Subscription): Promise<void>;
+  getSubscription(tenantId: string, subscriptionId: string): Promise<Subscription | null>;
+  /** The tenant's subscriptions, oldest first. */
+  listSubscriptions(tenantId: string): Promise<Subscription[]>;
+  /** Deletes the subscription with its cursors and deliveries; false when there was none. */
+  deleteSubscription(tenantId: string, subscriptionId: string): Promise<boolean>;
+  /**
+   * Leases up to `limit` enabled subscriptions whose lease is free or lapsed (across tenants),
+   * least recently leased first. Concurrent claimers never receive the same subscription while
+   * its lease runs (PostgreSQL: `FOR UPDATE SKIP LOCKED`).
+   */
+  claimSubscriptions(opts: SubscriptionClaimOptions): Promise<Subscription[]>;
+  /**
+   * Moves the lease `owner` holds on the subscription to `until` (0 releases it) and holds the
+   * row for the transaction; false, nothing written, when `owner` no longer holds it.
+   */
+  holdSubscription(subscriptionId: string, owner: string, until: number): Promise<boolean>;
+  /** The subscription's journal cursors: spaceId -> the last seq turned into deliveries. */
+  notifyCursors(subscriptionId: string): Promise<Map<string, number>>;
+  putNotifyCursor(subscriptionId: string, spaceId: string, seq: number): Promise<void>;
+  /** The tenant's spaces with a sealed journal and each one's highest sealed seq. */
+  journalHeads(tenantId: string): Promise<Array<{ spaceId: string; seq: number }>>;
+  /**
+   * Inserts deliveries in order, skipping any whose (subscriptionId, eventId) is already present
+   * (earlier in the batch included); stamps each inserted one's `seq`. Returns how many it inserted.
+   */
+  insertDeliveries(deliveries: Delivery[]): Promise<number>;
+  getDelivery(tenantId: string, deliveryId: string): Promise<Delivery | null>;
+  /** The tenant's deliveries, newest first. */
+  listDeliveries(tenantId: string, filter?: DeliveryFilter): Promise<Delivery[]>;
+  /** The subscription's oldest `pending` delivery (the head of its line), or null. */
+  nextDelivery(subscriptionId: string): Promise<Delivery | null>;
+  /** Replaces a delivery (matched by deliveryId; its seq never changes); NOT_FOUND otherwise. */
+  updateDelivery(d: Delivery): Promise<void>;
+}
+
+export interface StoreTx extends NotificationTx {
   /**
    * Serialises transactions that touch the same logical keys (e.g. an idempotency key and a
    * decision id) until this transaction ends. A no-op where transactions are already serial.

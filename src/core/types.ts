@@ -493,3 +493,93 @@ export interface ApiKeyRecord {
   createdAt: number;
   revokedAt?: number;
 }
+
+/** What a notification subscription may ask for (docs/notifications.md lists what each carries). */
+export const NOTIFICATION_EVENTS = [
+  "approval.requested",
+  "approval.decided",
+  "approval.expiring",
+  "reconciliation.opened",
+  "reconciliation.resolved",
+  "invocation.ended",
+  "handoff.overdue",
+  "journal.verify_failed",
+  "breaker.opened",
+] as const;
+export type NotificationEventType = (typeof NOTIFICATION_EVENTS)[number];
+
+/** `standard`: a Standard Webhooks JSON body; `slack`: a Slack incoming-webhook Block Kit message. */
+export const NOTIFICATION_FORMATS = ["standard", "slack"] as const;
+export type NotificationFormat = (typeof NOTIFICATION_FORMATS)[number];
+
+/** Narrows which events of the subscribed kinds are delivered (an absent list: all). */
+export interface SubscriptionFilter {
+  /** Action globs (`payments.*`): events about an invocation of another action are not delivered. */
+  actions?: string[];
+  /** For `invocation.ended`: only these ending statuses. */
+  statuses?: InvocationStatus[];
+  /** Only events of these spaces of the tenant. */
+  spaces?: string[];
+}
+
+/** A tenant's notification subscription (docs/notifications.md). */
+export interface Subscription {
+  tenantId: string;
+  subscriptionId: string;
+  url: string;
+  events: NotificationEventType[];
+  filter?: SubscriptionFilter;
+  format: NotificationFormat;
+  /**
+   * The signing secret as stored: `whsec_…`, or a sealed envelope `{"$writ.sealed":…}` (as JSON
+   * text) when the host seals at rest with a data key. Never returned by the API after creation.
+   */
+  secret: string;
+  description?: string;
+  enabled: boolean;
+  createdAt: number;
+  updatedAt: number;
+  createdBy?: Actor;
+}
+
+export const DELIVERY_STATUSES = ["pending", "delivered", "dead"] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/** One try of a delivery. */
+export interface DeliveryAttempt {
+  at: number;
+  latencyMs: number;
+  /** The receiver's HTTP status, when it answered. */
+  statusCode?: number;
+  /** Why the try failed (network error, timeout, non-2xx), never secrets. */
+  error?: string;
+  /** The start of the receiver's answer (at most 512 characters). */
+  response?: string;
+}
+
+/** One event on its way to one subscription: the outbox row. */
+export interface Delivery {
+  tenantId: string;
+  deliveryId: string;
+  subscriptionId: string;
+  /** Per store, ascending in the order deliveries were written: the subscription's delivery order. */
+  seq?: number;
+  /** The event's id, the `webhook-id` of every try (receivers dedupe on it). */
+  eventId: string;
+  eventType: NotificationEventType;
+  spaceId?: string;
+  /** When the event happened. */
+  at: number;
+  /** The exact body sent (already masked). */
+  body: string;
+  status: DeliveryStatus;
+  /** Tries since it was written or last redelivered. */
+  attempts: number;
+  nextAttemptAt: number;
+  createdAt: number;
+  updatedAt: number;
+  deliveredAt?: number;
+  deadReason?: string;
+  /** Every try, oldest first (the latest 100 are kept). */
+  log: DeliveryAttempt[];
+}

@@ -29,6 +29,9 @@ import { authorityCovers, createAuthorities, type Authorities } from "./authorit
 import { complete, completionLockKey, listEarlyCompletions, receiveCompletion, sweepEarlyCompletions, sweepOverdue, type CompletionAnswer, type CompletionInput } from "./completions.js";
 import type { PolicyResult } from "../core/policy.js";
 import { webhookSecretBytes, type WebhookHeaders } from "../core/webhook.js";
+import { createDispatcher } from "./notify-dispatcher.js";
+import { resolveNotificationOptions } from "./notify-options.js";
+import { notificationsApi, type NotificationsApi } from "./notify-subscriptions.js";
 
 export interface SubmitResult {
   invocation: Invocation;
@@ -102,6 +105,11 @@ export interface Host {
   preview(request: unknown): Promise<Preview>;
   /** The scope's circuit breakers as the store holds them (shared by every worker; docs/host.md). */
   breakers(scope: Scope): Promise<BreakerView[]>;
+  /**
+   * Notification subscriptions and their deliveries (docs/notifications.md). `dispatchOnce` serves
+   * the subscriptions one claim gets (tests and scripts); a started worker runs the dispatcher.
+   */
+  notifications: NotificationsApi & { dispatchOnce(): Promise<number> };
   /** The context shared by the host's parts (for the policy/approval and completion modules). */
   readonly context: HostContext;
 }
@@ -162,6 +170,9 @@ export function createHostCore(options: HostOptions): Host {
   for (const s of o.completionSecrets ?? []) for (const secret of s.secrets) webhookSecretBytes(secret);
   const approvals = createApprovals(ctx);
   const authorities = createAuthorities(ctx);
+  const notify = resolveNotificationOptions(o.notifications);
+  const notifications = notificationsApi(ctx, notify);
+  const dispatcher = () => createDispatcher(ctx, notify);
   const sweep = async (): Promise<{ overdue: number; approvalsExpired: number; earlyExpired: number }> => ({
     overdue: await sweepOverdue(ctx),
     approvalsExpired: await approvals.sweep(),
@@ -355,7 +366,7 @@ export function createHostCore(options: HostOptions): Host {
       resolveKey: (scope, key, input) => resolveKey(ctx, scope, key, input),
       unknownKeys: (scope, opts) => readCommitted(o.store, (tx) => tx.listUnknownKeys(scope, opts)),
     },
-    worker: (wo) => createWorker(ctx, wo, sweep),
+    worker: (wo) => createWorker(ctx, wo, sweep, notify.dispatch ? dispatcher() : undefined),
     approvals,
     authorities,
     complete: (scope, input) => complete(ctx, scope, input),
@@ -380,6 +391,7 @@ export function createHostCore(options: HostOptions): Host {
       return out;
     },
     breakers: (scope) => ctx.breakers.list(scope),
+    notifications: { ...notifications, dispatchOnce: () => dispatcher().runOnce() },
     context: ctx,
   };
 }

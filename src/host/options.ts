@@ -1,5 +1,6 @@
 /** Host options: one typed object, defaults in one place, validated at construction. */
 import { inProgressTimeoutOf } from "../core/boundary.js";
+import type { NotificationOptions } from "./notify-options.js";
 import { MAX_TIMER_MS } from "../core/validate.js";
 import type { DataKeyPort } from "../core/sealing.js";
 import type { ActionDefinition, Connector, RetryPolicy } from "../core/action.js";
@@ -105,6 +106,8 @@ export interface HostOptions {
    * unsealed for longer. An integer from 1 to 60000. @defaultValue 250
    */
   sealWithinMs?: number;
+  /** Notification delivery (docs/notifications.md): console links, retries, dead letters. */
+  notifications?: NotificationOptions;
 }
 
 export interface ResolvedHostOptions {

@@ -48,7 +48,13 @@ export interface Worker {
   inFlight(): number;
 }
 
-export function createWorker(ctx: HostContext, options: WorkerOptions = {}, sweep?: () => Promise<unknown>): Worker {
+/** A background part a started worker runs beside its claim loop (the notification dispatcher). */
+export interface WorkerCompanion {
+  start(): void;
+  stop(): Promise<void>;
+}
+
+export function createWorker(ctx: HostContext, options: WorkerOptions = {}, sweep?: () => Promise<unknown>, companion?: WorkerCompanion): Worker {
   const { o } = ctx;
   const int = (name: string, v: unknown, dflt: number, max = Number.MAX_SAFE_INTEGER): number => {
     if (v === undefined) return dflt;
@@ -268,6 +274,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
       });
       heartbeat();
       loop = runLoop().catch((e: unknown) => ctx.log.error({ worker: id, err: errorMessage(e) }, "worker loop crashed"));
+      companion?.start();
     },
     async stop(opts = {}) {
       running = false;
@@ -278,6 +285,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
       }
       await loop;
       await Promise.allSettled([...inflight]);
+      await companion?.stop();
       cancelHeartbeat?.();
       unsubscribe?.();
       await stopSealing?.();

@@ -27,6 +27,7 @@ import { completionRoutes } from "./routes/completions.js";
 import { decisionRoutes } from "./routes/decisions.js";
 import { invocationRoutes } from "./routes/invocations.js";
 import { journalRoutes } from "./routes/journal.js";
+import { notificationRoutes } from "./routes/notifications.js";
 import { reconciliationRoutes } from "./routes/reconciliations.js";
 import { breakerRoutes } from "./routes/breakers.js";
 import { systemRoutes } from "./routes/system.js";
@@ -116,6 +117,7 @@ export function apiRoutes(s: ServerContext, openapi: () => unknown): Route[] {
     ...actionRoutes(s),
     ...approvalRoutes(s),
     ...reconciliationRoutes(s),
+    ...notificationRoutes(s),
     ...breakerRoutes(s),
     ...journalRoutes(s),
     ...decisionRoutes(s),

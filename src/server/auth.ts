@@ -63,3 +63,12 @@ export function authorize(key: ApiKeyRecord, spaceId: string, roles: readonly Ap
     roles: key.roles.includes("admin") ? [...API_ROLES] : [...key.roles],
   };
 }
+
+/**
+ * 403 unless the key may act on the whole tenant: it covers every space (`*`) and holds one of
+ * `roles`. The caller's scope names the tenant with the space `*`.
+ */
+export function authorizeTenant(key: ApiKeyRecord, roles: readonly ApiRole[]): Caller {
+  if (!key.spaces.includes("*")) throw new ApiError("FORBIDDEN", "this route acts on the whole tenant: it needs an API key for every space (*)");
+  return authorize(key, "*", roles);
+}

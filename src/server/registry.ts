@@ -8,7 +8,7 @@ import { isDeepStrictEqual } from "node:util";
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import type { ApiKeyRecord, ApiRole } from "../core/types.js";
-import { authorize, type Caller } from "./auth.js";
+import { authorize, authorizeTenant, type Caller } from "./auth.js";
 import { decodeUtf8, isJsonContentType, parseJsonBody, readBody } from "./body.js";
 import { ApiError, STATUS_OF } from "./errors.js";
 import { ErrorBody, schemaRegistry } from "./schemas.js";
@@ -19,8 +19,11 @@ export type Access =
   | { kind: "public" }
   /** A signed Standard Webhooks delivery: the signature authenticates, no API key. */
   | { kind: "webhook" }
-  /** An API key holding one of `roles` in the path's space. */
-  | { kind: "key"; roles: readonly ApiRole[] };
+  /**
+   * An API key holding one of `roles` in the path's space; with `tenant`, a route about the whole
+   * tenant (no space in its path): the key must cover every space (`*`) and hold one of `roles`.
+   */
+  | { kind: "key"; roles: readonly ApiRole[]; tenant?: boolean };
 
 /** Per-request values the app keeps on the Hono context. */
 export interface AppEnv {
@@ -58,7 +61,7 @@ export interface Reply {
 }
 
 export interface RouteSpec<P, Q, B, A extends Access> {
-  method: "get" | "post";
+  method: "get" | "post" | "patch" | "delete";
   /** OpenAPI template, e.g. `/v1/spaces/{spaceId}/invocations`. */
   path: string;
   operationId: string;
@@ -180,7 +183,8 @@ export function jsonResponse(c: Context<AppEnv>, status: number, body: unknown, 
 export function mountRoutes(app: Hono<AppEnv>, routes: readonly Route[], o: MountOptions): void {
   const methods = new Map<string, Set<string>>();
   for (const route of routes) {
-    if (route.access.kind === "key" && !route.path.includes("{spaceId}")) throw new Error(`${route.operationId}: keyed routes live under a space`);
+    if (route.access.kind === "key" && !route.access.tenant && !route.path.includes("{spaceId}")) throw new Error(`${route.operationId}: keyed routes live under a space`);
+    if (route.access.kind === "key" && route.access.tenant && route.path.includes("{spaceId}")) throw new Error(`${route.operationId}: tenant routes have no space in their path`);
     const set = methods.get(route.path) ?? new Set<string>();
     set.add(route.method.toUpperCase());
     methods.set(route.path, set);
@@ -190,9 +194,9 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly Route[], o: Moun
         let caller: Caller | null = null;
         const key = route.access.kind === "key" ? await o.authenticate(c.req.header("authorization")) : null;
         const params = route.params ? validate(route.params, c.req.param(), "path") : EMPTY;
-        if (key && route.access.kind === "key") caller = authorize(key, (params as { spaceId: string }).spaceId, route.access.roles);
+        if (key && route.access.kind === "key") caller = route.access.tenant ? authorizeTenant(key, route.access.roles) : authorize(key, (params as { spaceId: string }).spaceId, route.access.roles);
         const query = route.query ? validate(route.query, queryOf(c), "query") : EMPTY;
-        const { body, raw } = route.method === "post" ? await readJson(c, route, o) : { body: undefined, raw: "" };
+        const { body, raw } = route.method === "post" || route.method === "patch" ? await readJson(c, route, o) : { body: undefined, raw: "" };
         const reply = await route.handle({ c, params, query, body, rawBody: raw, caller });
         if (reply instanceof Response) return reply;
         if (o.checkResponses) checkReply(route, reply);
@@ -285,6 +289,7 @@ function operation(r: Route): JsonSchema {
   if (r.access.kind === "key") {
     op.security = [{ apiKey: [] }];
     op["x-writ-roles"] = [...r.access.roles];
+    if (r.access.tenant) op["x-writ-tenant"] = true;
   } else if (r.access.kind === "webhook") {
     op.security = [{ webhookSignature: [] }];
     op.parameters = [

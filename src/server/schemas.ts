@@ -14,9 +14,13 @@ import {
   ATTEMPT_STATES,
   COMPLETION_DISPOSITIONS,
   DECISION_RESULTS,
+  DELIVERY_STATUSES,
   IDEMPOTENCY_STATES,
   INVOCATION_STATUSES,
+  NOTIFICATION_EVENTS,
+  NOTIFICATION_FORMATS,
   RECONCILIATION_STATUSES,
+  TERMINAL_INVOCATION_STATUSES,
 } from "../core/types.js";
 import { MAX_DECISION_LENGTH } from "../core/decision.js";
 import { untilStatuses } from "../host/wait.js";
@@ -518,3 +522,95 @@ export const InvocationPath = z.strictObject({ spaceId: Id, invocationId: Id });
 export const ApprovalPath = z.strictObject({ spaceId: Id, approvalId: Id });
 export const ReconciliationPath = z.strictObject({ spaceId: Id, reconciliationId: Id });
 export const ConnectorPath = z.strictObject({ connector: z.string().min(1).max(128).regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]*$/, "must be a connector id") });
+
+// Notifications (docs/notifications.md) ---------------------------------------------------------
+
+const NotificationEvent = z.enum(NOTIFICATION_EVENTS);
+const SubscriptionFilter = named(
+  "SubscriptionFilter",
+  z.strictObject({
+    actions: z.array(z.string().min(1).max(512)).min(1).max(100).optional().describe("action globs (`payments.*`): events about other actions are not sent"),
+    statuses: z.array(z.enum(TERMINAL_INVOCATION_STATUSES as [string, ...string[]])).min(1).max(10).optional().describe("for invocation.ended: only these ending statuses"),
+    spaces: z.array(Id).min(1).max(100).optional().describe("only events of these spaces"),
+  }),
+  "narrows which events of the subscribed kinds are sent",
+);
+const SubscriptionFields = {
+  url: z.string().min(1).max(2048).describe("http(s), without credentials; every delivery is signed with the subscription's secret"),
+  events: z.array(NotificationEvent).min(1).max(NOTIFICATION_EVENTS.length * 2),
+  format: z.enum(NOTIFICATION_FORMATS).optional().describe("`standard` (Standard Webhooks JSON, the default) or `slack` (an incoming-webhook Block Kit message)"),
+  filter: SubscriptionFilter.optional(),
+  description: z.string().max(200).optional(),
+  enabled: z.boolean().optional(),
+};
+export const SubscriptionBody = named("SubscriptionCreate", z.strictObject(SubscriptionFields), "a new subscription");
+export const SubscriptionPatch = named(
+  "SubscriptionUpdate",
+  z.strictObject({ ...SubscriptionFields, url: SubscriptionFields.url.optional(), events: SubscriptionFields.events.optional() }),
+  "the fields to change (`enabled: false` pauses deliveries; they wait)",
+);
+export const Subscription = named(
+  "Subscription",
+  z.object({
+    tenantId: Id,
+    subscriptionId: Id,
+    url: z.string(),
+    events: z.array(NotificationEvent),
+    filter: SubscriptionFilter.optional(),
+    format: z.enum(NOTIFICATION_FORMATS),
+    description: z.string().optional(),
+    enabled: z.boolean(),
+    createdAt: Millis,
+    updatedAt: Millis,
+    createdBy: Actor.optional(),
+  }),
+  "a tenant's notification subscription (its secret is shown only when it is created)",
+);
+export const SubscriptionCreated = named(
+  "SubscriptionCreated",
+  z.object({ subscription: Subscription, secret: z.string().describe("the `whsec_` signing secret, shown this once: verify deliveries with it") }),
+);
+export const SubscriptionAnswer = named("SubscriptionAnswer", z.object({ subscription: Subscription }));
+export const SubscriptionList = named("SubscriptionList", z.object({ items: z.array(Subscription) }));
+export const DeliveryAttempt = named(
+  "DeliveryAttempt",
+  z.object({ at: Millis, latencyMs: z.number().int().nonnegative(), statusCode: z.number().int().optional(), error: z.string().optional(), response: z.string().optional() }),
+  "one try: the receiver's status, how long it took, why it failed, the start of its answer",
+);
+export const Delivery = named(
+  "Delivery",
+  z.object({
+    tenantId: Id,
+    deliveryId: Id,
+    subscriptionId: Id,
+    seq: z.number().int().positive().optional(),
+    eventId: z.string().describe("the webhook-id of every try: receivers dedupe on it"),
+    eventType: NotificationEvent,
+    spaceId: z.string().optional(),
+    at: Millis,
+    body: z.string().describe("the exact body sent (sensitive params masked)"),
+    status: z.enum(DELIVERY_STATUSES),
+    attempts: z.number().int().nonnegative(),
+    nextAttemptAt: Millis,
+    createdAt: Millis,
+    updatedAt: Millis,
+    deliveredAt: Millis.optional(),
+    deadReason: z.string().optional(),
+    log: z.array(DeliveryAttempt),
+  }),
+  "one event on its way to one subscription",
+);
+export const DeliveryAnswer = named("DeliveryAnswer", z.object({ delivery: Delivery }));
+export const DeliveryList = named(
+  "DeliveryList",
+  z.object({ items: z.array(Delivery), nextBeforeSeq: z.number().int().positive().nullable().describe("pass as beforeSeq for the next (older) page; null on the last") }),
+);
+export const DeliveryListQuery = z.strictObject({
+  subscriptionId: Id.optional(),
+  status: z.enum(DELIVERY_STATUSES).optional(),
+  limit: queryInt(1, 200).optional(),
+  beforeSeq: queryInt(1, Number.MAX_SAFE_INTEGER).optional(),
+});
+export const RedeliverBody = named("Redeliver", z.strictObject({}), "nothing to say: the delivery is sent again as it was (an empty body is read as {})");
+export const SubscriptionPath = z.strictObject({ subscriptionId: Id });
+export const DeliveryPath = z.strictObject({ deliveryId: Id });

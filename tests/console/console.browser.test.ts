@@ -4,9 +4,10 @@
  * no serious or critical violation, and the page's Content-Security-Policy blocked nothing the
  * console itself serves (no inline script or style anywhere).
  */
-import type { Browser, BrowserContext, ConsoleMessage, Locator, Page } from "playwright-core";
+import type { Browser, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BROWSER_AVAILABLE, BROWSER_REQUIRED, launchChromium, screenshot, seriousViolations } from "../helpers/browser.js";
+import { BROWSER_AVAILABLE, BROWSER_REQUIRED, launchChromium } from "../helpers/browser.js";
+import { people } from "./people.js";
 import { SCOPE, startConsoleRig, until, type ConsoleRig } from "./rig.js";
 
 const run = BROWSER_AVAILABLE || BROWSER_REQUIRED;
@@ -40,32 +41,9 @@ async function title(page: Page, re: RegExp): Promise<void> {
 describe.skipIf(!run)("console in a real browser", () => {
   let rig: ConsoleRig;
   let browser: Browser;
-  const contexts: BrowserContext[] = [];
-  const cspErrors: string[] = [];
-
-  async function personPage(viewport = { width: 1280, height: 900 }): Promise<Page> {
-    const ctx = await browser.newContext({ viewport });
-    contexts.push(ctx);
-    const page = await ctx.newPage();
-    page.on("console", (m: ConsoleMessage) => {
-      if (/Content Security Policy|Refused to/i.test(m.text())) cspErrors.push(m.text());
-    });
-    return page;
-  }
-
-  async function signIn(page: Page, key: string): Promise<void> {
-    await page.goto(`${rig.url}/console`);
-    await page.getByLabel("API key").fill(key);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.waitForURL(/\/console\/(approvals|reconciliations|invocations)/);
-  }
-
-  /** axe on the current screen, and a screenshot of it. */
-  async function check(page: Page, name: string): Promise<void> {
-    const bad = await seriousViolations(page);
-    expect(bad, `${name}: ${JSON.stringify(bad, null, 2)}`).toEqual([]);
-    await screenshot(page, name);
-  }
+  const who = people(() => browser, () => rig.url);
+  const { cspErrors } = who;
+  const { page: personPage, signIn, check } = who;
 
   const pendingApproval = (invocationId: string) =>
     until(`approval of ${invocationId}`, async () => (await rig.runtime.host.approvals.list(SCOPE, { status: "pending" })).find((a) => a.invocationId === invocationId));
@@ -77,7 +55,7 @@ describe.skipIf(!run)("console in a real browser", () => {
   });
 
   afterAll(async () => {
-    for (const c of contexts) await c.close().catch(() => {});
+    await who.closeAll();
     await browser?.close();
     await rig?.close();
   });

@@ -68,13 +68,13 @@ describe("numeric query parameters", () => {
 
   it("are integers with a minimum and a maximum in the document, never strings", () => {
     const found = numeric();
-    expect(found.length).toBe(7);
+    expect(found.length).toBe(8);
     for (const { op, p } of found) {
       expect(p.schema, `${op} ${p.name}`).toEqual({ type: "integer", minimum: expect.any(Number), maximum: expect.any(Number) });
       expect(p.schema.minimum).toBe(1);
     }
     const limit = (id: string) => found.find((f) => f.op === id && f.p.name === "limit")!.p.schema.maximum;
-    expect([limit("listInvocations"), limit("listApprovals"), limit("listReconciliations"), limit("readJournal"), limit("listEarlyCompletions")]).toEqual([500, 500, 500, 1000, 1000]);
+    expect([limit("listInvocations"), limit("listApprovals"), limit("listReconciliations"), limit("readJournal"), limit("listEarlyCompletions"), limit("listDeliveries")]).toEqual([500, 500, 500, 1000, 1000, 200]);
   });
 
   it("are read from the query string; out of range, non-integer, empty or repeated is 400 naming the parameter, never a 5xx", async () => {

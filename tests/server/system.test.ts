@@ -38,6 +38,14 @@ const EXPECTED_ROUTES = [
   "POST /v1/spaces/{spaceId}/boundary/keys/resolve",
   "POST /v1/completions/{connector}",
   "GET /v1/spaces/{spaceId}/completions/early",
+  "GET /v1/notifications/subscriptions",
+  "POST /v1/notifications/subscriptions",
+  "GET /v1/notifications/subscriptions/{subscriptionId}",
+  "PATCH /v1/notifications/subscriptions/{subscriptionId}",
+  "DELETE /v1/notifications/subscriptions/{subscriptionId}",
+  "GET /v1/notifications/deliveries",
+  "GET /v1/notifications/deliveries/{deliveryId}",
+  "POST /v1/notifications/deliveries/{deliveryId}/redeliver",
 ];
 
 describe("/openapi.json", () => {

@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 
 const storesDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../src/stores");
 const STORES = ["memory", "sqlite", "postgres"] as const;
-const DOMAINS = ["claims", "execution", "invocations", "journal", "records", "transitions"];
+const DOMAINS = ["claims", "execution", "invocations", "journal", "notifications", "records", "transitions"];
 
 /** The names of a store folder's files without the `<store>-` prefix and `.ts`; throws on an unprefixed file. */
 function namesOf(root: string, store: string): string[] {

@@ -168,6 +168,8 @@ export const worker: CommandBody = {
         if (results.length === 0) break;
         for (const r of results) counts[r] = (counts[r] ?? 0) + 1;
       }
+      // And a few passes of the notification dispatcher: what is due now is sent (docs/notifications.md).
+      for (let pass = 0; pass < 10 && (await rt.host.notifications.dispatchOnce()) > 0; pass++);
       const total = Object.values(counts).reduce((a, b) => a + b, 0);
       ctx.out.result({ processed: total, results: counts }, () =>
         ctx.out.line(total === 0 ? "nothing to run" : `processed ${total}: ${Object.entries(counts).map(([k, n]) => `${n} ${k}`).join(", ")}`),

@@ -79,6 +79,8 @@ export function journalRoutes(s: ServerContext): Route[] {
       responses: { 200: { description: "the verification (ok: false lists the problems)", schema: JournalVerification } },
       async handle({ caller }) {
         const v = await verifyStoredJournal(store, s.crypto, keyring, caller.scope, { now: s.clock.now(), sealWithinMs: checkSealWithinMs("config host", s.runtime.config.host?.sealWithinMs) });
+        // A failure is an event for the tenant's subscribers (journal.verify_failed); the answer does not wait on it failing.
+        if (!v.ok) await s.runtime.host.notifications.verifyFailed(caller.scope, v).catch((e: unknown) => s.log.error({ err: errorMessage(e) }, "journal.verify_failed not recorded"));
         return { status: 200, body: v };
       },
     }),

@@ -18,6 +18,7 @@ import { invocationCases } from "./cases-invocations.js";
 import { isolationCases } from "./cases-isolation.js";
 import { inputCases } from "./cases-input.js";
 import { journalCases } from "./cases-journal.js";
+import { notificationCases } from "./cases-notifications.js";
 import { raceCases } from "./cases-races.js";
 import { recordCases } from "./cases-records.js";
 import { transactionCases } from "./cases-transactions.js";
@@ -43,6 +44,7 @@ export const storeConformanceCases: StoreConformanceCase[] = [
   ...transitionCases,
   ...batchCases,
   ...breakerCases,
+  ...notificationCases,
 ];
 
 /** Options of {@link runStoreConformance}. */

@@ -13,6 +13,7 @@ import type {
   Authority,
   CompletionRecord,
   ConsumedDecision,
+  Delivery,
   IdempotencyRecord,
   Invocation,
   JournalCheckpoint,
@@ -21,6 +22,7 @@ import type {
   ReconciliationRecord,
   Scope,
   StepCheckpoint,
+  Subscription,
   UnsealedEntry,
 } from "../../core/types.js";
 import { ClaimIndex } from "./memory-claim-index.js";
@@ -67,6 +69,23 @@ export interface MemoryState {
   /** keyId -> API key (tenant-level records). */
   readonly apiKeys: Map<string, ApiKeyRecord>;
   readonly claims: ClaimIndex;
+  /** Notification records (tenant-level, docs/notifications.md). */
+  readonly notify: NotifyState;
+}
+
+/** Subscriptions, their leases and cursors, and deliveries. */
+export interface NotifyState {
+  readonly subscriptions: Map<string, Subscription>;
+  /** subscriptionId -> lease (owner, until, when it was taken). */
+  readonly leases: Map<string, { owner: string; until: number; at: number }>;
+  /** `keyOf(subscriptionId, spaceId)` -> seq. */
+  readonly cursors: Map<string, number>;
+  /** deliveryId -> delivery. */
+  readonly deliveries: Map<string, Delivery>;
+  /** `keyOf(subscriptionId, eventId)` -> deliveryId. */
+  readonly deliveryEvents: Map<string, string>;
+  /** The last delivery seq handed out. */
+  readonly seq: Map<"n", number>;
 }
 
 /** One transaction's view: the state, its undo log, and whether it made work runnable. */
@@ -81,7 +100,8 @@ export interface Work {
 }
 
 export function newState(): MemoryState {
-  return { tenants: new Map(), apiKeys: new Map(), claims: new ClaimIndex() };
+  const notify: NotifyState = { subscriptions: new Map(), leases: new Map(), cursors: new Map(), deliveries: new Map(), deliveryEvents: new Map(), seq: new Map() };
+  return { tenants: new Map(), apiKeys: new Map(), claims: new ClaimIndex(), notify };
 }
 
 /** The composite key of (action, idempotencyKey). */

@@ -4,7 +4,7 @@
  * synchronous, so an operation's effect is applied (and logged for undo) when it is called.
  */
 import { WritError } from "../../core/errors.js";
-import type { ClaimOptions, InvocationFilter, ListOptions, StoreTx } from "../../core/store.js";
+import type { ClaimOptions, DeliveryFilter, InvocationFilter, ListOptions, StoreTx, SubscriptionClaimOptions } from "../../core/store.js";
 import type {
   ApiKeyRecord,
   BreakerRecord,
@@ -13,6 +13,7 @@ import type {
   Authority,
   CompletionRecord,
   ConsumedDecision,
+  Delivery,
   Fence,
   IdempotencyRecord,
   Invocation,
@@ -23,12 +24,14 @@ import type {
   ReconciliationStatus,
   Scope,
   StepCheckpoint,
+  Subscription,
   UnsealedEntry,
 } from "../../core/types.js";
 import * as claims from "./memory-claims.js";
 import * as execution from "./memory-execution.js";
 import * as invocations from "./memory-invocations.js";
 import * as journal from "./memory-journal.js";
+import * as notify from "./memory-notifications.js";
 import * as records from "./memory-records.js";
 import { findScope, type MemoryState, type Work } from "./memory-state.js";
 
@@ -254,5 +257,49 @@ export class MemoryTx implements StoreTx {
   }
   async listEarlyCompletions(receivedBefore: number, limit: number, scope?: Scope): Promise<CompletionRecord[]> {
     return claims.listEarlyCompletions(this.#enter("listEarlyCompletions"), receivedBefore, limit, scope);
+  }
+
+  // notifications (docs/notifications.md)
+  async putSubscription(sub: Subscription): Promise<void> {
+    notify.putSubscription(this.#enter("putSubscription"), sub);
+  }
+  async getSubscription(tenantId: string, subscriptionId: string): Promise<Subscription | null> {
+    return notify.getSubscription(this.#enter("getSubscription"), tenantId, subscriptionId);
+  }
+  async listSubscriptions(tenantId: string): Promise<Subscription[]> {
+    return notify.listSubscriptions(this.#enter("listSubscriptions"), tenantId);
+  }
+  async deleteSubscription(tenantId: string, subscriptionId: string): Promise<boolean> {
+    return notify.deleteSubscription(this.#enter("deleteSubscription"), tenantId, subscriptionId);
+  }
+  async claimSubscriptions(opts: SubscriptionClaimOptions): Promise<Subscription[]> {
+    return notify.claimSubscriptions(this.#enter("claimSubscriptions"), opts);
+  }
+  async holdSubscription(subscriptionId: string, owner: string, until: number): Promise<boolean> {
+    return notify.holdSubscription(this.#enter("holdSubscription"), subscriptionId, owner, until);
+  }
+  async notifyCursors(subscriptionId: string): Promise<Map<string, number>> {
+    return notify.notifyCursors(this.#enter("notifyCursors"), subscriptionId);
+  }
+  async putNotifyCursor(subscriptionId: string, spaceId: string, seq: number): Promise<void> {
+    notify.putNotifyCursor(this.#enter("putNotifyCursor"), subscriptionId, spaceId, seq);
+  }
+  async journalHeads(tenantId: string): Promise<Array<{ spaceId: string; seq: number }>> {
+    return notify.journalHeads(this.#enter("journalHeads"), tenantId);
+  }
+  async insertDeliveries(deliveries: Delivery[]): Promise<number> {
+    return notify.insertDeliveries(this.#enter("insertDeliveries"), deliveries);
+  }
+  async getDelivery(tenantId: string, deliveryId: string): Promise<Delivery | null> {
+    return notify.getDelivery(this.#enter("getDelivery"), tenantId, deliveryId);
+  }
+  async listDeliveries(tenantId: string, filter?: DeliveryFilter): Promise<Delivery[]> {
+    return notify.listDeliveries(this.#enter("listDeliveries"), tenantId, filter);
+  }
+  async nextDelivery(subscriptionId: string): Promise<Delivery | null> {
+    return notify.nextDelivery(this.#enter("nextDelivery"), subscriptionId);
+  }
+  async updateDelivery(d: Delivery): Promise<void> {
+    notify.updateDelivery(this.#enter("updateDelivery"), d);
   }
 }

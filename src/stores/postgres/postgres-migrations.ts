@@ -712,6 +712,43 @@ ALTER TABLE writ_journal_pending SET (autovacuum_vacuum_scale_factor = 0.0, auto
 ALTER TABLE writ_journal_chain SET (autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_analyze_scale_factor = 0.02, autovacuum_analyze_threshold = 500);
 `;
 
+/**
+ * Notification subscriptions, their cursors into the sealed journal and their deliveries (the
+ * outbox; docs/notifications.md). A delivery's seq is its place in its subscription's order.
+ */
+const NOTIFICATIONS = `
+CREATE TABLE writ_notify_subscriptions (
+  subscription_id text COLLATE "C" PRIMARY KEY,
+  tenant_id text COLLATE "C" NOT NULL,
+  enabled boolean NOT NULL,
+  created_at bigint NOT NULL,
+  doc json NOT NULL,
+  lease_owner text COLLATE "C",
+  lease_until bigint NOT NULL DEFAULT 0,
+  leased_at bigint NOT NULL DEFAULT 0
+);
+CREATE INDEX writ_notify_subscriptions_by_tenant ON writ_notify_subscriptions (tenant_id, created_at);
+CREATE INDEX writ_notify_subscriptions_free ON writ_notify_subscriptions (leased_at, subscription_id) WHERE enabled;
+CREATE TABLE writ_notify_cursors (
+  subscription_id text COLLATE "C" NOT NULL,
+  space_id text COLLATE "C" NOT NULL,
+  seq bigint NOT NULL,
+  PRIMARY KEY (subscription_id, space_id)
+);
+CREATE TABLE writ_notify_deliveries (
+  seq bigserial PRIMARY KEY,
+  delivery_id text COLLATE "C" NOT NULL UNIQUE,
+  tenant_id text COLLATE "C" NOT NULL,
+  subscription_id text COLLATE "C" NOT NULL,
+  event_id text COLLATE "C" NOT NULL,
+  status text NOT NULL,
+  doc json NOT NULL,
+  UNIQUE (subscription_id, event_id)
+);
+CREATE INDEX writ_notify_deliveries_pending ON writ_notify_deliveries (subscription_id, seq) WHERE status = 'pending';
+CREATE INDEX writ_notify_deliveries_by_tenant ON writ_notify_deliveries (tenant_id, seq);
+`;
+
 /** All migrations, ascending by version (1, 2, 3, … without gaps). */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, name: "initial_schema", sql: INITIAL_SCHEMA },
@@ -725,6 +762,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 9, name: "batched_transitions", sql: BATCHED_TRANSITIONS },
   { version: 10, name: "unknown_keys", sql: UNKNOWN_KEYS },
   { version: 11, name: "journal_written_once", sql: JOURNAL_WRITTEN_ONCE },
+  { version: 12, name: "notifications", sql: NOTIFICATIONS },
 ];
 
 /** The schema version this build creates and expects. */

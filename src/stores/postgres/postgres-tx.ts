@@ -3,7 +3,7 @@
  * one statement each operation needs on the transaction's connection.
  */
 import { WritError } from "../../core/errors.js";
-import { assertScope, type ClaimOptions, type InvocationFilter, type ListOptions, type StoreTx } from "../../core/store.js";
+import { assertScope, type ClaimOptions, type DeliveryFilter, type InvocationFilter, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
 import type {
   ApiKeyRecord,
   BreakerRecord,
@@ -12,6 +12,7 @@ import type {
   Authority,
   CompletionRecord,
   ConsumedDecision,
+  Delivery,
   Fence,
   IdempotencyRecord,
   Invocation,
@@ -22,6 +23,7 @@ import type {
   ReconciliationStatus,
   Scope,
   StepCheckpoint,
+  Subscription,
   UnsealedEntry,
 } from "../../core/types.js";
 import * as claims from "./postgres-claims.js";
@@ -30,6 +32,7 @@ import * as execution from "./postgres-execution.js";
 import * as invocations from "./postgres-invocations.js";
 import * as journal from "./postgres-journal.js";
 import { lockKeys } from "./postgres-locks.js";
+import * as notify from "./postgres-notifications.js";
 import * as records from "./postgres-records.js";
 
 function checkScope(scope: Scope): void {
@@ -330,5 +333,63 @@ export class PostgresTx implements StoreTx {
 
   async listEarlyCompletions(receivedBefore: number, limit: number, scope?: Scope): Promise<CompletionRecord[]> {
     return claims.listEarlyCompletions(scope ? this.#in(scope) : this.#in(), receivedBefore, limit, scope);
+  }
+
+  // notifications (docs/notifications.md)
+
+  async putSubscription(sub: Subscription): Promise<void> {
+    return notify.putSubscription(this.#in(), sub);
+  }
+
+  async getSubscription(tenantId: string, subscriptionId: string): Promise<Subscription | null> {
+    return notify.getSubscription(this.#in(), tenantId, subscriptionId);
+  }
+
+  async listSubscriptions(tenantId: string): Promise<Subscription[]> {
+    return notify.listSubscriptions(this.#in(), tenantId);
+  }
+
+  async deleteSubscription(tenantId: string, subscriptionId: string): Promise<boolean> {
+    return notify.deleteSubscription(this.#in(), tenantId, subscriptionId);
+  }
+
+  async claimSubscriptions(opts: SubscriptionClaimOptions): Promise<Subscription[]> {
+    return notify.claimSubscriptions(this.#in(), opts);
+  }
+
+  async holdSubscription(subscriptionId: string, owner: string, until: number): Promise<boolean> {
+    return notify.holdSubscription(this.#in(), subscriptionId, owner, until);
+  }
+
+  async notifyCursors(subscriptionId: string): Promise<Map<string, number>> {
+    return notify.notifyCursors(this.#in(), subscriptionId);
+  }
+
+  async putNotifyCursor(subscriptionId: string, spaceId: string, seq: number): Promise<void> {
+    return notify.putNotifyCursor(this.#in(), subscriptionId, spaceId, seq);
+  }
+
+  async journalHeads(tenantId: string): Promise<Array<{ spaceId: string; seq: number }>> {
+    return notify.journalHeads(this.#in(), tenantId);
+  }
+
+  async insertDeliveries(deliveries: Delivery[]): Promise<number> {
+    return notify.insertDeliveries(this.#in(), deliveries);
+  }
+
+  async getDelivery(tenantId: string, deliveryId: string): Promise<Delivery | null> {
+    return notify.getDelivery(this.#in(), tenantId, deliveryId);
+  }
+
+  async listDeliveries(tenantId: string, filter?: DeliveryFilter): Promise<Delivery[]> {
+    return notify.listDeliveries(this.#in(), tenantId, filter);
+  }
+
+  async nextDelivery(subscriptionId: string): Promise<Delivery | null> {
+    return notify.nextDelivery(this.#in(), subscriptionId);
+  }
+
+  async updateDelivery(d: Delivery): Promise<void> {
+    return notify.updateDelivery(this.#in(), d);
   }
 }

@@ -265,6 +265,43 @@ CREATE TABLE breakers (
 CREATE INDEX idempotency_unknown ON idempotency (tenant_id, space_id) WHERE state = 'unknown';
 `,
   },
+  {
+    version: 8,
+    name: "notifications",
+    sql: `
+-- Notification subscriptions, their cursors into the sealed journal and their deliveries (the
+-- outbox; docs/notifications.md). A delivery's seq is its place in its subscription's order.
+CREATE TABLE notify_subscriptions (
+  subscription_id TEXT PRIMARY KEY,
+  tenant_id TEXT NOT NULL,
+  enabled INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  doc TEXT NOT NULL,
+  lease_owner TEXT,
+  lease_until INTEGER NOT NULL DEFAULT 0,
+  leased_at INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX notify_subscriptions_by_tenant ON notify_subscriptions (tenant_id, created_at);
+CREATE TABLE notify_cursors (
+  subscription_id TEXT NOT NULL,
+  space_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  PRIMARY KEY (subscription_id, space_id)
+);
+CREATE TABLE notify_deliveries (
+  seq INTEGER PRIMARY KEY,
+  delivery_id TEXT NOT NULL UNIQUE,
+  tenant_id TEXT NOT NULL,
+  subscription_id TEXT NOT NULL,
+  event_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  doc TEXT NOT NULL,
+  UNIQUE (subscription_id, event_id)
+);
+CREATE INDEX notify_deliveries_pending ON notify_deliveries (subscription_id, seq) WHERE status = 'pending';
+CREATE INDEX notify_deliveries_by_tenant ON notify_deliveries (tenant_id, seq);
+`,
+  },
 ];
 
 /** The schema version this build creates and expects. */

@@ -1,7 +1,7 @@
 /**
  * Every fixed SQL statement of the SQLite store, prepared once per connection, assembled from the
  * domain files (sqlite-invocations.ts, sqlite-claims.ts, sqlite-execution.ts, sqlite-records.ts,
- * sqlite-journal.ts; docs/stores.md, "Layout"), and the list statements whose WHERE depends on
+ * sqlite-journal.ts, sqlite-notifications.ts; docs/stores.md, "Layout"), and the list statements whose WHERE depends on
  * their filters.
  */
 import type Database from "better-sqlite3";
@@ -9,10 +9,11 @@ import { prepareClaimStatements, type SqliteClaimStatements } from "./sqlite-cla
 import { attemptListSql, prepareExecutionStatements, type SqliteExecutionStatements } from "./sqlite-execution.js";
 import { invocationListSql, prepareInvocationStatements, type SqliteInvocationStatements } from "./sqlite-invocations.js";
 import { prepareJournalStatements, type SqliteJournalStatements } from "./sqlite-journal.js";
+import { prepareNotificationStatements, type SqliteNotificationStatements } from "./sqlite-notifications.js";
 import { approvalListSql, prepareRecordStatements, reconciliationListSql, type SqliteRecordStatements } from "./sqlite-records.js";
 
 /** The fixed statements, by name. */
-export type SqliteStatements = SqliteInvocationStatements & SqliteClaimStatements & SqliteExecutionStatements & SqliteRecordStatements & SqliteJournalStatements;
+export type SqliteStatements = SqliteInvocationStatements & SqliteClaimStatements & SqliteExecutionStatements & SqliteRecordStatements & SqliteJournalStatements & SqliteNotificationStatements;
 
 /** Prepares the fixed statements; the schema must be migrated first. */
 export function prepareStatements(db: Database.Database): SqliteStatements {
@@ -23,6 +24,7 @@ export function prepareStatements(db: Database.Database): SqliteStatements {
     ...prepareInvocationStatements(p),
     ...prepareClaimStatements(p),
     ...prepareRecordStatements(p),
+    ...prepareNotificationStatements(p),
   };
 }
 

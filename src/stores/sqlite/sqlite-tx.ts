@@ -5,7 +5,7 @@
 import { LeaseLostError, WritError } from "../../core/errors.js";
 import { journalRowOf } from "../../core/journal.js";
 import { nextRevision } from "../../core/store-guard.js";
-import { assertScope, type ClaimOptions, type InvocationFilter, type ListOptions, type StoreTx } from "../../core/store.js";
+import { assertScope, type ClaimOptions, type DeliveryFilter, type InvocationFilter, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
 import type {
   ApiKeyRecord,
   BreakerRecord,
@@ -14,6 +14,7 @@ import type {
   Authority,
   CompletionRecord,
   ConsumedDecision,
+  Delivery,
   Fence,
   IdempotencyRecord,
   Invocation,
@@ -24,9 +25,11 @@ import type {
   ReconciliationStatus,
   Scope,
   StepCheckpoint,
+  Subscription,
   UnsealedEntry,
 } from "../../core/types.js";
 import type { Statement } from "better-sqlite3";
+import * as notify from "./sqlite-notifications.js";
 import type { ListStatements, SqliteStatements } from "./sqlite-statements.js";
 
 /** What a transaction needs from its store. */
@@ -615,6 +618,78 @@ export class SqliteTx implements StoreTx {
   async listExpiredPendingApprovals(now: number, limit: number): Promise<Approval[]> {
     this.#checkOpen();
     return (this.#q.listExpiredPendingApprovals.all({ now, limit: limitParam(limit) }) as string[]).map((d) => parse<Approval>(d));
+  }
+
+  // notifications (docs/notifications.md)
+
+  async putSubscription(sub: Subscription): Promise<void> {
+    this.#checkOpen();
+    notify.putSubscription(this.#q, sub);
+  }
+
+  async getSubscription(tenantId: string, subscriptionId: string): Promise<Subscription | null> {
+    this.#checkOpen();
+    return notify.getSubscription(this.#q, tenantId, subscriptionId);
+  }
+
+  async listSubscriptions(tenantId: string): Promise<Subscription[]> {
+    this.#checkOpen();
+    return notify.listSubscriptions(this.#q, tenantId);
+  }
+
+  async deleteSubscription(tenantId: string, subscriptionId: string): Promise<boolean> {
+    this.#checkOpen();
+    return notify.deleteSubscription(this.#q, tenantId, subscriptionId);
+  }
+
+  async claimSubscriptions(opts: SubscriptionClaimOptions): Promise<Subscription[]> {
+    this.#checkOpen();
+    return notify.claimSubscriptions(this.#q, opts);
+  }
+
+  async holdSubscription(subscriptionId: string, owner: string, until: number): Promise<boolean> {
+    this.#checkOpen();
+    return notify.holdSubscription(this.#q, subscriptionId, owner, until);
+  }
+
+  async notifyCursors(subscriptionId: string): Promise<Map<string, number>> {
+    this.#checkOpen();
+    return notify.notifyCursors(this.#q, subscriptionId);
+  }
+
+  async putNotifyCursor(subscriptionId: string, spaceId: string, seq: number): Promise<void> {
+    this.#checkOpen();
+    notify.putNotifyCursor(this.#q, subscriptionId, spaceId, seq);
+  }
+
+  async journalHeads(tenantId: string): Promise<Array<{ spaceId: string; seq: number }>> {
+    this.#checkOpen();
+    return notify.journalHeads(this.#q, tenantId);
+  }
+
+  async insertDeliveries(deliveries: Delivery[]): Promise<number> {
+    this.#checkOpen();
+    return notify.insertDeliveries(this.#q, deliveries);
+  }
+
+  async getDelivery(tenantId: string, deliveryId: string): Promise<Delivery | null> {
+    this.#checkOpen();
+    return notify.getDelivery(this.#q, tenantId, deliveryId);
+  }
+
+  async listDeliveries(tenantId: string, filter?: DeliveryFilter): Promise<Delivery[]> {
+    this.#checkOpen();
+    return notify.listDeliveries(this.#q, tenantId, filter);
+  }
+
+  async nextDelivery(subscriptionId: string): Promise<Delivery | null> {
+    this.#checkOpen();
+    return notify.nextDelivery(this.#q, subscriptionId);
+  }
+
+  async updateDelivery(d: Delivery): Promise<void> {
+    this.#checkOpen();
+    notify.updateDelivery(this.#q, d);
   }
 }
 
