@@ -9,6 +9,12 @@ export interface Clock {
   now(): number;
   /** Calls `fn` after `ms`; returns a cancel function. */
   setTimer(ms: number, fn: () => void): () => void;
+  /**
+   * Optional, for a clock read from elsewhere (a PostgreSQL store's: the database server's,
+   * sampled): resolves once it is set; rejects when setting it failed (a later call tries again).
+   * A worker waits for it before it claims.
+   */
+  ready?(): Promise<void>;
 }
 
 /** Entropy. */

@@ -16,6 +16,7 @@
  *   `attemptId`, which needs a new decision). `succeeded` and `unknown` never return to `started`.
  */
 import { WritError } from "./errors.js";
+import type { Clock } from "./ports.js";
 import type { StoreTransitions } from "./transitions.js";
 import type {
   ApiKeyRecord,
@@ -59,6 +60,13 @@ export interface Store {
   read?<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
   /** Releases connections and file handles; further calls reject with `STORE_CLOSED`. */
   close(): Promise<void>;
+  /**
+   * Optional: the clock that governs this store's leases and deadlines when processes on several
+   * machines share it (PostgreSQL: the database server's clock, sampled; docs/deploying-postgres.md).
+   * A host on this store uses it unless given a clock of its own. Stores without one (memory,
+   * SQLite: one machine) run on the process clock.
+   */
+  readonly clock?: Clock;
   /**
    * Optional wake-up hint (LISTEN/NOTIFY on PostgreSQL): `cb` runs when work may be available.
    * Workers always keep polling; this only shortens the wait. Returns an unsubscribe function.

@@ -27,6 +27,8 @@ export type CreateHostOptions = Omit<HostOptions, "clock" | "crypto" | "random">
  * const worker = host.worker({ concurrency: 8 }); worker.start();
  */
 export function createHost(options: CreateHostOptions): Host {
-  return createHostCore({ ...options, ...defaultPorts(options) });
+  // The store's clock where it has one (PostgreSQL: the server's), unless a clock is given.
+  const clock = options.clock ?? options.store.clock;
+  return createHostCore({ ...options, ...defaultPorts({ ...options, ...(clock !== undefined ? { clock } : {}) }) });
 }
 

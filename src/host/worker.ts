@@ -119,6 +119,8 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
 
   /** Claims up to `limit`; where the store can, with each invocation's prepare read in the same statement. */
   async function claim(limit: number): Promise<Claimed[]> {
+    // A clock read from elsewhere (the database server's) is set before the first lease is stamped.
+    if (o.clock.ready !== undefined) await o.clock.ready();
     const now = o.clock.now();
     const tokens = Array.from({ length: limit }, () => base64url(o.random.bytes(16)));
     const t = transitionsOf(o.store);

@@ -62,6 +62,8 @@ export async function openRuntime(config: WritConfig, options: OpenRuntimeOption
   let host: Host;
   try {
     if (options.migrate ?? true) await store.migrate();
+    // On a store with a clock of its own (PostgreSQL: the server's), leases and deadlines follow it.
+    await store.clock?.ready?.();
     host = createHostCore({
       store,
       actions: config.actions,
@@ -69,7 +71,7 @@ export async function openRuntime(config: WritConfig, options: OpenRuntimeOption
       policy,
       signingKey,
       keyring,
-      clock: systemClock,
+      clock: store.clock ?? systemClock,
       crypto: defaultCrypto(),
       random: systemRandom,
       dataKey,

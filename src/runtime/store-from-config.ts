@@ -34,19 +34,36 @@ export function describeStore(config: WritConfig, baseDir: string): string {
   switch (s.kind) {
     case "sqlite":
       return `the SQLite database ${sqliteFileOf(config, baseDir) ?? ":memory:"}`;
-    case "postgres": {
-      try {
-        const u = new URL(s.url);
-        return `the PostgreSQL database ${u.host}${u.pathname}`;
-      } catch {
-        return "the PostgreSQL database of store.url";
-      }
-    }
+    case "postgres":
+      return describePostgresUrl(s.url);
     case "memory":
       return "the memory store (nothing persists between processes)";
     case "custom":
       return "the config's custom store";
   }
+}
+
+/**
+ * Where a `postgres://` URL points, for messages: its host (or, for a multi-host URL, every host
+ * in the order they are tried, with `target_session_attrs`) and database. Never the user name or
+ * password. Parsed here with a regular expression, not the store's URL module: a SQLite CLI loads
+ * nothing of PostgreSQL's.
+ */
+export function describePostgresUrl(url: string): string {
+  // The authority's user info ends at its last "@" (an encoded password may hold one).
+  const m = /^postgres(?:ql)?:\/\/(?:[^/?#]*@)?([^/?#]*)([^?#]*)(?:\?([^#]*))?$/i.exec(url);
+  const hosts = m?.[1]?.split(",") ?? [];
+  if (m === null || hosts.some((h) => h.length === 0 && hosts.length > 1)) return "the PostgreSQL database of store.url";
+  const path = m[2] ?? "";
+  if (hosts.length === 1) return `the PostgreSQL database ${hosts[0]}${path}`;
+  let attrs: string | null = null;
+  try {
+    attrs = new URLSearchParams(m[3] ?? "").get("target_session_attrs");
+  } catch {
+    attrs = null;
+  }
+  const db = path.replace(/^\//, "");
+  return `the PostgreSQL database ${db.length > 0 ? db : "(the user's default)"} on ${hosts.length} hosts, tried in order: ${hosts.join(", ")}${attrs !== null ? ` (target_session_attrs=${attrs})` : ""}`;
 }
 
 /** Why a file cannot be created (its nearest existing ancestor is not a writable directory), or null. */

@@ -75,6 +75,18 @@ describe("the cluster checker", () => {
     ["reconciliation_required without an open reconciliation", (i) => void (i.records.invocations[2]!.recs = []), "C3 nothing lost", "inv-c"],
     ["a success whose effect the provider never saw", (i) => void (i.ledger as LedgerLine[]).splice(3, 1), "C4 no phantom success", "inv-b"],
     ["a journal that does not verify", (i) => void (i.records.journals["cluster/even"] = [{ kind: "broken_link", seq: 4 }]), "C5 evidence", undefined],
+    [
+      "a claim that took a live lease (a worker's clock ahead)",
+      (i) => void (i.leaseAnomalies = [{ kind: "stolen", invocationId: "inv-b", owner: "w1", prevOwner: "w0", prevExpiresAt: 301_500, expiresAt: 603_000, dbNow: 1_000 }]),
+      "C8 leases on one clock",
+      "inv-b",
+    ],
+    [
+      "a lease stamped dead at birth (a worker's clock behind)",
+      (i) => void (i.leaseAnomalies = [{ kind: "born-dead", invocationId: "inv-a", owner: "w2", prevOwner: null, prevExpiresAt: null, expiresAt: 1_000, dbNow: 181_000 }]),
+      "C8 leases on one clock",
+      "inv-a",
+    ],
     ["recovery over its bound", (i) => void (i.recovery = { ms: 40_000, boundMs: 33_000 }), "C6 recovery", undefined],
   ];
   for (const [what, corrupt, invariant, invocationId] of corruptions) {

@@ -15,6 +15,8 @@ export interface PgQuery {
   text: string;
   values?: unknown[];
   name?: string;
+  /** This query's deadline (ms), over the connection's `query_timeout` (node-postgres). */
+  query_timeout?: number;
 }
 
 /** What a query answers. `command` is the tag (`COMMIT`, or `ROLLBACK` for an aborted commit). */
@@ -65,6 +67,11 @@ export interface PgClientConfig {
   connectionString: string;
   connectionTimeoutMillis: number;
   application_name: string;
+  /** How long a statement may go unanswered before it fails and its connection is discarded (absent: forever). */
+  query_timeout?: number;
+  /** TCP keepalive, so an idle connection whose peer vanished is found dead. */
+  keepAlive?: boolean;
+  keepAliveInitialDelayMillis?: number;
 }
 
 /** The pool settings: the client's plus the pool's own. */
@@ -92,8 +99,15 @@ export function defaultPgDriver(): PgDriver {
 }
 
 function clientConfig(target: PgTarget, opts: ResolvedPostgresOptions): PgClientConfig {
-  return { connectionString: target.url, connectionTimeoutMillis: opts.connectionTimeoutMs, application_name: opts.applicationName };
+  return {
+    connectionString: target.url,
+    connectionTimeoutMillis: opts.connectionTimeoutMs,
+    application_name: opts.applicationName,
+    ...(opts.queryTimeoutMs > 0 ? { query_timeout: opts.queryTimeoutMs } : {}),
+    ...(opts.keepAliveMs > 0 ? { keepAlive: true, keepAliveInitialDelayMillis: opts.keepAliveMs } : {}),
+  };
 }
+
 
 /**
  * The connection class for `target`: the driver's own `Client` for a single-host URL (or none);

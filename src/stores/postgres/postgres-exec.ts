@@ -45,10 +45,14 @@ export class ConnectionExec implements Exec {
   /** The first database error; PostgreSQL has aborted the transaction since. */
   failure: WritError | undefined;
 
-  constructor(conn: PgConnection, prepared: boolean, secrets: readonly string[]) {
+  readonly #deadline: { query_timeout?: number };
+
+  /** `queryTimeoutMs` replaces the connection's statement deadline for this exec's statements (migrations, maintenance). */
+  constructor(conn: PgConnection, prepared: boolean, secrets: readonly string[], queryTimeoutMs?: number) {
     this.#conn = conn;
     this.#prepared = prepared;
     this.#secrets = secrets;
+    this.#deadline = queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs };
   }
 
   async #run<R extends object>(stmt: Statement, values: unknown[]): Promise<PgResult<R>> {
@@ -57,7 +61,7 @@ export class ConnectionExec implements Exec {
     }
     checkValues(values);
     try {
-      return await this.#conn.query<R>(this.#prepared ? { name: stmt.name, text: stmt.text, values } : { text: stmt.text, values });
+      return await this.#conn.query<R>(this.#prepared ? { name: stmt.name, text: stmt.text, values, ...this.#deadline } : { text: stmt.text, values, ...this.#deadline });
     } catch (e) {
       const err = toWritError(e, this.#secrets);
       this.failure ??= err;
@@ -76,7 +80,7 @@ export class ConnectionExec implements Exec {
   /** Runs a utility command (BEGIN, COMMIT, DDL) without preparing it; returns its command tag. */
   async command(text: string): Promise<string> {
     try {
-      return (await this.#conn.query({ text })).command;
+      return (await this.#conn.query({ text, ...this.#deadline })).command;
     } catch (e) {
       const err = toWritError(e, this.#secrets);
       this.failure ??= err;

@@ -6,6 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import { WritError } from "../../core/errors.js";
+import { NO_DEADLINE_MS } from "./postgres-options.js";
 import { ConnectionExec, statement } from "./postgres-exec.js";
 import type { PgConnection } from "./postgres-driver.js";
 import { POSTGRES_MIGRATIONS, type PostgresMigration } from "./postgres-migrations.js";
@@ -39,7 +40,8 @@ function checkApplied(applied: { version: number; name: string }[], migrations: 
  * of its own (no transaction open); the lock is released before returning.
  */
 export async function migratePostgres(conn: PgConnection, secrets: readonly string[] = [], migrations: readonly PostgresMigration[] = POSTGRES_MIGRATIONS): Promise<number> {
-  const x = new ConnectionExec(conn, false, secrets);
+  // A migration may rewrite a large table: no statement deadline.
+  const x = new ConnectionExec(conn, false, secrets, NO_DEADLINE_MS);
   const key = String(MIGRATION_LOCK_KEY);
   await x.count(LOCK, [key]);
   try {

@@ -100,6 +100,28 @@ export interface PostgresStoreOptions {
    */
   batchLingerMs?: number;
   /**
+   * How long (ms) a statement may go unanswered before it fails with `STORE_ERROR` and its
+   * connection is discarded (node-postgres `query_timeout`, a client-side deadline). It is what
+   * finds a server that vanished silently mid-statement (a network partition drops packets;
+   * nothing is refused), which TCP alone notices only after many minutes. Migrations, ANALYZE and
+   * VACUUM have none. Longer than any statement of yours should take; 0 waits forever.
+   * @defaultValue 30000
+   */
+  queryTimeoutMs?: number;
+  /**
+   * TCP keepalive on the store's connections: after this long (ms) idle, the kernel probes the
+   * peer, so an idle connection (a pooled one, the wake-up listener's) whose server vanished is
+   * found dead instead of being handed out. 0 turns it off. @defaultValue 10000
+   */
+  keepAliveMs?: number;
+  /**
+   * How often (ms) the store samples the database server's clock (docs/deploying-postgres.md,
+   * "Whose clock governs leases"): hosts on the store run on the server's clock, so workers on
+   * machines whose clocks disagree still agree on leases and deadlines. A sample is one small
+   * statement; a stepped local clock is sampled again at once. @defaultValue 10000
+   */
+  clockSampleMs?: number;
+  /**
    * `application_name` of the store's connections, shown in `pg_stat_activity` (ignored with `pool`).
    * @defaultValue "writ"
    */
@@ -119,6 +141,9 @@ export interface ResolvedPostgresOptions {
   batchMax: number;
   batchLingerMs: number;
   applicationName: string;
+  clockSampleMs: number;
+  queryTimeoutMs: number;
+  keepAliveMs: number;
 }
 
 /** The defaults, in one place. */
@@ -134,7 +159,17 @@ export const POSTGRES_DEFAULTS = {
   batchMax: 32,
   batchLingerMs: 0,
   applicationName: "writ",
+  clockSampleMs: 10_000,
+  queryTimeoutMs: 30_000,
+  keepAliveMs: 10_000,
 } as const satisfies ResolvedPostgresOptions;
+
+/**
+ * The per-query deadline of statements that may rightly run long (migrations, ANALYZE and VACUUM):
+ * node-postgres takes a query's own `query_timeout` over the connection's when it is non-zero, so
+ * "none" is the longest timer Node keeps (about 24 days). Also the largest deadline option.
+ */
+export const NO_DEADLINE_MS = 2_147_483_647;
 
 function invalid(option: string, message: string): WritError {
   return new WritError("INVALID_OPTION", `postgresStore option \`${option}\` ${message}`, { details: { option } });
@@ -204,5 +239,8 @@ export function resolvePostgresOptions(opts: PostgresStoreOptions = {}): Resolve
     batchMax: intOption("batchMax", opts.batchMax, POSTGRES_DEFAULTS.batchMax, 1, 60),
     batchLingerMs: intOption("batchLingerMs", opts.batchLingerMs, POSTGRES_DEFAULTS.batchLingerMs, 0, 1000),
     applicationName,
+    clockSampleMs: intOption("clockSampleMs", opts.clockSampleMs, POSTGRES_DEFAULTS.clockSampleMs, 100),
+    queryTimeoutMs: intOption("queryTimeoutMs", opts.queryTimeoutMs, POSTGRES_DEFAULTS.queryTimeoutMs, 0, NO_DEADLINE_MS),
+    keepAliveMs: intOption("keepAliveMs", opts.keepAliveMs, POSTGRES_DEFAULTS.keepAliveMs, 0, NO_DEADLINE_MS),
   };
 }

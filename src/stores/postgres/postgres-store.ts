@@ -15,9 +15,10 @@ import { genericTransitions } from "../../core/transitions.js";
 import { WakeListener, type ListenConnection } from "./postgres-listener.js";
 import { migratePostgres, postgresSchemaVersion } from "./postgres-migrate.js";
 import { parsePgUrl } from "./postgres-url.js";
-import { checkConnection, resolvePostgresOptions, type PostgresConnection, type PostgresStoreOptions, type ResolvedPostgresOptions } from "./postgres-options.js";
+import { checkConnection, NO_DEADLINE_MS, resolvePostgresOptions, type PostgresConnection, type PostgresStoreOptions, type ResolvedPostgresOptions } from "./postgres-options.js";
 import { analyzeStale, statsKeeper } from "./postgres-stats.js";
 import { PostgresTx } from "./postgres-tx.js";
+import { CLOCK_SQL, databaseClock, type DatabaseClock } from "./postgres-clock.js";
 
 /** The PostgreSQL store: the Store port plus a few PostgreSQL facts. */
 export interface PostgresStore extends Store {
@@ -39,6 +40,8 @@ export interface PostgresStore extends Store {
   onJournalAppend(cb: (scope: Scope) => void | Promise<void>): () => void;
   /** Resolves once the wake-up listener's LISTEN is in effect (after a first `onWake`). */
   listening(): Promise<void>;
+  /** The database server's clock, sampled (postgres-clock.ts): hosts on this store run on it. */
+  readonly clock: DatabaseClock;
 }
 
 function closedError(): WritError {
@@ -152,7 +155,8 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
 
   const stats = statsKeeper(opts.analyzeEveryMs, () =>
     withConnection((c) => {
-      const x = new ConnectionExec(c, opts.preparedStatements, secrets);
+      // ANALYZE and VACUUM of a large table may rightly run long: no statement deadline.
+      const x = new ConnectionExec(c, opts.preparedStatements, secrets, NO_DEADLINE_MS);
       return analyzeStale(x, (text) => x.command(text));
     }),
   );
@@ -198,8 +202,11 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
       return out;
     } catch (e) {
       tx.end();
-      // On a server that no longer takes writes (a failover): discard, so the pool reconnects.
+      // On a server that no longer takes writes (a failover): discard, so the pool reconnects. So
+      // is a connection whose statement failed without the server's word (a broken connection, a
+      // statement past its deadline): a ROLLBACK on it would only wait again.
       if (onReadOnlyServer(e) || onReadOnlyServer(x.failure)) healthy = false;
+      if (x.failure !== undefined && typeof (x.failure.details as { sqlState?: unknown } | undefined)?.sqlState !== "string") healthy = false;
       if (healthy) {
         try {
           await c.query({ text: "ROLLBACK" });
@@ -276,6 +283,16 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
       })(),
     );
   };
+  const clock = databaseClock({
+    everyMs: opts.clockSampleMs,
+    read: () =>
+      track(
+        withConnection(async (c) => {
+          const { rows } = await c.query<{ ms: number }>({ text: CLOCK_SQL });
+          return Number(rows[0]?.ms);
+        }),
+      ),
+  });
   let guarded: PostgresStore | undefined;
   const transitions = postgresTransitions(runStatement, (scope) => hintJournal([scope]), () => genericTransitions(guarded!), { batchMax: opts.batchMax, batchLingerMs: opts.batchLingerMs });
 
@@ -287,6 +304,7 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     read,
     close(): Promise<void> {
       closed ??= (async () => {
+        clock.stop();
         await listener.stop();
         await stats.stop();
         journalListeners.clear();
@@ -315,6 +333,7 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     },
     listening: () => listener.listening(),
     journalHintDelayMs: opts.journalHintDelayMs,
+    clock,
     transitions,
   }));
 }
