@@ -106,6 +106,22 @@ export interface WritClient {
     resolveKey: (body: T.BodyOf<"resolveBoundaryKey">, o?: CallOptions) => Promise<T.KeyResolution>;
   };
   completions: { early: (query?: T.QueryOf<"listEarlyCompletions">, o?: CallOptions) => Promise<T.EarlyCompletionList> };
+  /** Webhook subscriptions of the key's tenant and their deliveries (docs/notifications.md); admin keys. */
+  notifications: {
+    subscriptions: {
+      list: (o?: CallOptions) => Promise<T.AnswerOf<"listSubscriptions", 200>["items"]>;
+      /** The answer carries the signing secret, shown this once. */
+      create: (body: T.BodyOf<"createSubscription">, o?: CallOptions) => Promise<T.AnswerOf<"createSubscription", 201>>;
+      get: (subscriptionId: string, o?: CallOptions) => Promise<T.AnswerOf<"getSubscription", 200>["subscription"]>;
+      update: (subscriptionId: string, body: T.BodyOf<"updateSubscription">, o?: CallOptions) => Promise<T.AnswerOf<"updateSubscription", 200>["subscription"]>;
+      delete: (subscriptionId: string, o?: CallOptions) => Promise<void>;
+    };
+    deliveries: {
+      list: (query?: T.QueryOf<"listDeliveries">, o?: CallOptions) => Promise<T.AnswerOf<"listDeliveries", 200>>;
+      get: (deliveryId: string, o?: CallOptions) => Promise<T.AnswerOf<"getDelivery", 200>["delivery"]>;
+      redeliver: (deliveryId: string, o?: CallOptions) => Promise<T.AnswerOf<"redeliver", 200>["delivery"]>;
+    };
+  };
   system: {
     health: (o?: CallOptions) => Promise<T.Health>;
     jwks: (o?: CallOptions) => Promise<T.Jwks>;
@@ -120,7 +136,7 @@ const MAX_WAIT_SECONDS = 60;
 const RETRY_STATUSES = new Set([429, 502, 503, 504]);
 
 interface Req {
-  method: "GET" | "POST";
+  method: "GET" | "POST" | "PATCH" | "DELETE";
   path: string;
   query?: Record<string, string | number | undefined> | undefined;
   body?: unknown;
@@ -315,6 +331,25 @@ export function createClient(options: WritClientOptions): WritClient {
       resolveKey: (body, o) => post(`${sp}/boundary/keys/resolve`, body, o),
     },
     completions: { early: (query, o) => get(`${sp}/completions/early`, o, query) },
+    notifications: {
+      subscriptions: {
+        list: async (o) => (await get<T.AnswerOf<"listSubscriptions", 200>>("/v1/notifications/subscriptions", o)).items,
+        create: (body, o) => post("/v1/notifications/subscriptions", body, o),
+        get: async (subscriptionId, o) => (await get<T.AnswerOf<"getSubscription", 200>>(`/v1/notifications/subscriptions/${id(subscriptionId)}`, o)).subscription,
+        update: async (subscriptionId, body, o = {}) =>
+          (await json<T.AnswerOf<"updateSubscription", 200>>({ method: "PATCH", path: `/v1/notifications/subscriptions/${id(subscriptionId)}`, body, safe: false, signal: o.signal })).subscription,
+        async delete(subscriptionId, o = {}) {
+          const res = await send({ method: "DELETE", path: `/v1/notifications/subscriptions/${id(subscriptionId)}`, safe: false, signal: o.signal });
+          if (!res.ok) throw await errorOf(res);
+          await res.body?.cancel();
+        },
+      },
+      deliveries: {
+        list: (query, o) => get("/v1/notifications/deliveries", o, query),
+        get: async (deliveryId, o) => (await get<T.AnswerOf<"getDelivery", 200>>(`/v1/notifications/deliveries/${id(deliveryId)}`, o)).delivery,
+        redeliver: async (deliveryId, o) => (await post<T.AnswerOf<"redeliver", 200>>(`/v1/notifications/deliveries/${id(deliveryId)}/redeliver`, {}, o)).delivery,
+      },
+    },
     system: {
       health: (o) => get("/healthz", o),
       jwks: (o) => get("/.well-known/jwks.json", o),

@@ -335,3 +335,24 @@ describe("the long poll's bounds", () => {
     }
   });
 });
+
+describe("notifications", () => {
+  it("an admin key creates, reads, pauses and deletes a subscription; deliveries list; an unknown delivery is NOT_FOUND", async () => {
+    const admin = clientOf(rig, "acme.admin");
+    const created = await admin.notifications.subscriptions.create({ url: "https://hooks.example.com/writ", events: ["approval.requested", "invocation.ended"] });
+    expect(created.secret).toMatch(/^whsec_/);
+    const subId = created.subscription.subscriptionId;
+    expect((await admin.notifications.subscriptions.list()).map((s) => s.subscriptionId)).toContain(subId);
+    expect((await admin.notifications.subscriptions.get(subId)).events).toEqual(["approval.requested", "invocation.ended"]);
+    expect((await admin.notifications.subscriptions.update(subId, { enabled: false })).enabled).toBe(false);
+    expect(Array.isArray((await admin.notifications.deliveries.list({ subscriptionId: subId })).items)).toBe(true);
+    const missing = await admin.notifications.deliveries.redeliver("dlv_missing").catch((e: unknown) => e);
+    expect(isWritApiError(missing, "NOT_FOUND")).toBe(true);
+    await admin.notifications.subscriptions.delete(subId);
+    const gone = await admin.notifications.subscriptions.get(subId).catch((e: unknown) => e);
+    expect(isWritApiError(gone, "NOT_FOUND")).toBe(true);
+    // Not an admin: refused, and nothing is created.
+    const agent = await clientOf(rig, "acme.submit").notifications.subscriptions.list().catch((e: unknown) => e);
+    expect(isWritApiError(agent, "FORBIDDEN")).toBe(true);
+  });
+});
