@@ -153,7 +153,7 @@ export interface NotificationTx {
   deleteSubscription(tenantId: string, subscriptionId: string): Promise<boolean>;
   /**
    * Leases up to `limit` enabled subscriptions whose lease is free or lapsed (across tenants),
-   * least recently leased first. Concurrent claimers never receive the same subscription while
+   * least recently leased first (by a turn counter, not by time). Concurrent claimers never receive the same subscription while
    * its lease runs (PostgreSQL: `FOR UPDATE SKIP LOCKED`).
    */
   claimSubscriptions(opts: SubscriptionClaimOptions): Promise<Subscription[]>;

@@ -6,6 +6,9 @@
  * params masked, and the events that are not invocation transitions (breaker, verify, expiring,
  * overdue handoff).
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { manualClock } from "../../src/core/manual-clock.js";
@@ -13,6 +16,7 @@ import type { Store } from "../../src/core/store.js";
 import type { Delivery } from "../../src/core/types.js";
 import { verifyWebhook, webhookSecretBytes } from "../../src/core/webhook.js";
 import { sealJournalNow } from "../../src/index.js";
+import { localDataKey } from "../../src/runtime/data-key-file.js";
 import { allStoreFactories } from "../helpers/stores.js";
 import { crypto, grantAuthority, makeHostBench, type HostBench } from "./fixture.js";
 import { firstOf, startReceiver, type Receiver } from "./notify-fixture.js";
@@ -26,7 +30,6 @@ for (const factory of allStoreFactories()) {
     let rx: Receiver;
     beforeAll(async () => {
       ({ store, cleanup } = await factory.make());
-      rx = await startReceiver();
     });
     afterAll(async () => {
       await rx.close();
@@ -36,8 +39,10 @@ for (const factory of allStoreFactories()) {
     async function bench(over: Parameters<typeof makeHostBench>[1] = {}): Promise<HostBench> {
       const b = makeHostBench(store, { notifications: { retryBaseMs: 1000, retryMaxMs: 8000, maxAttempts: 5, consoleUrl: "https://writ.example.com" }, ...over });
       await grantAuthority(b);
-      rx.requests.length = 0;
-      rx.answer = () => 204;
+      // A receiver per test: subscriptions of earlier tests (their dispatchers serve every tenant's
+      // on a shared store) never reach this one.
+      await rx?.close();
+      rx = await startReceiver();
       return b;
     }
 
@@ -223,6 +228,25 @@ for (const factory of allStoreFactories()) {
       expect(byType["breaker.opened"]).toMatchObject({ connector: "c", operation: "a", failures: 1 });
       expect(byType["journal.verify_failed"]).toMatchObject({ problems: [{ kind: "hash_mismatch", seq: 2 }] });
       expect(byType["handoff.overdue"]).toMatchObject({ reasonCode: "COMPLETION_OVERDUE", action: "long.one" });
+    });
+
+    // Invariant: with a data key the stored secret is a sealed envelope (the secret's text is
+    // nowhere in the stored row), and deliveries are still signed with the secret shown at creation.
+    it("the secret is sealed at rest under the data key and still signs", async () => {
+      const dir = mkdtempSync(join(tmpdir(), "writ-notify-key-"));
+      try {
+        const b = await bench({ dataKey: localDataKey(join(dir, "data-key.json")) });
+        const { secret, subscription } = await b.host.notifications.create(b.scope.tenantId, { url: rx.url, events: ["invocation.ended"] });
+        const stored = await b.store.transact((tx) => tx.getSubscription(b.scope.tenantId, subscription.subscriptionId));
+        expect(stored!.secret.startsWith("sealed:")).toBe(true);
+        expect(JSON.stringify(stored)).not.toContain(secret.slice(6));
+        await ended(b, 1);
+        await dispatch(b);
+        const r = rx.requests[0]!;
+        expect(verifyWebhook(crypto, [webhookSecretBytes(secret)], { id: r.id, timestamp: r.timestamp, signature: r.signature }, r.body, b.clock.now())).toBe(0);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
 
     // Invariant: bad input is INVALID_ARGUMENT naming the problem, and nothing is created.

@@ -49,9 +49,14 @@ export function claimSubscriptions(w: Work, opts: SubscriptionClaimOptions): Sub
   const n = w.state.notify;
   const free = [...n.subscriptions.values()]
     .filter((s) => s.enabled && (n.leases.get(s.subscriptionId)?.until ?? 0) <= opts.now)
-    .sort((a, b) => (n.leases.get(a.subscriptionId)?.at ?? 0) - (n.leases.get(b.subscriptionId)?.at ?? 0) || cmp(a.subscriptionId, b.subscriptionId))
+    .sort((a, b) => (n.leases.get(a.subscriptionId)?.turn ?? 0) - (n.leases.get(b.subscriptionId)?.turn ?? 0) || cmp(a.subscriptionId, b.subscriptionId))
     .slice(0, opts.limit);
-  for (const s of free) setUndoable(w, n.leases, s.subscriptionId, { owner: opts.owner, until: opts.now + opts.leaseMs, at: opts.now });
+  // Claims go round: each lease takes the next turn, the least recent turn goes first.
+  for (const s of free) {
+    const turn = (n.seq.get("turn") ?? 0) + 1;
+    setUndoable(w, n.seq, "turn", turn);
+    setUndoable(w, n.leases, s.subscriptionId, { owner: opts.owner, until: opts.now + opts.leaseMs, turn });
+  }
   return free.map(copy);
 }
 

@@ -76,16 +76,16 @@ export interface MemoryState {
 /** Subscriptions, their leases and cursors, and deliveries. */
 export interface NotifyState {
   readonly subscriptions: Map<string, Subscription>;
-  /** subscriptionId -> lease (owner, until, when it was taken). */
-  readonly leases: Map<string, { owner: string; until: number; at: number }>;
+  /** subscriptionId -> lease (owner, until, its turn: claims take the least recent turn first). */
+  readonly leases: Map<string, { owner: string; until: number; turn: number }>;
   /** `keyOf(subscriptionId, spaceId)` -> seq. */
   readonly cursors: Map<string, number>;
   /** deliveryId -> delivery. */
   readonly deliveries: Map<string, Delivery>;
   /** `keyOf(subscriptionId, eventId)` -> deliveryId. */
   readonly deliveryEvents: Map<string, string>;
-  /** The last delivery seq handed out. */
-  readonly seq: Map<"n", number>;
+  /** The last delivery seq (`n`) and lease turn (`turn`) handed out. */
+  readonly seq: Map<"n" | "turn", number>;
 }
 
 /** One transaction's view: the state, its undo log, and whether it made work runnable. */

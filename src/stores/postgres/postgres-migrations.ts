@@ -725,10 +725,11 @@ CREATE TABLE writ_notify_subscriptions (
   doc json NOT NULL,
   lease_owner text COLLATE "C",
   lease_until bigint NOT NULL DEFAULT 0,
-  leased_at bigint NOT NULL DEFAULT 0
+  lease_turn bigint NOT NULL DEFAULT 0
 );
+CREATE SEQUENCE writ_notify_lease_turn;
 CREATE INDEX writ_notify_subscriptions_by_tenant ON writ_notify_subscriptions (tenant_id, created_at);
-CREATE INDEX writ_notify_subscriptions_free ON writ_notify_subscriptions (leased_at, subscription_id) WHERE enabled;
+CREATE INDEX writ_notify_subscriptions_free ON writ_notify_subscriptions (lease_turn, subscription_id) WHERE enabled;
 CREATE TABLE writ_notify_cursors (
   subscription_id text COLLATE "C" NOT NULL,
   space_id text COLLATE "C" NOT NULL,

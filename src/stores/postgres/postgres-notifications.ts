@@ -2,7 +2,8 @@
  * Notification records (docs/notifications.md): subscriptions with their leases, per-(subscription,
  * space) journal cursors, and deliveries whose bigserial `seq` is the delivery order. Claims skip
  * rows another dispatcher has locked (`FOR UPDATE SKIP LOCKED`), so two workers never lease the same
- * subscription: one sender per subscription keeps its order.
+ * subscription: one sender per subscription keeps its order. Claims go round: each lease takes the
+ * next turn of a sequence and the least recent turn goes first (a shared millisecond orders nothing).
  */
 import { WritError } from "../../core/errors.js";
 import type { DeliveryFilter, SubscriptionClaimOptions } from "../../core/store.js";
@@ -22,8 +23,8 @@ const DELETE_CURSORS = statement("delete_notify_cursors", "DELETE FROM writ_noti
 const DELETE_DELIVERIES = statement("delete_notify_deliveries", "DELETE FROM writ_notify_deliveries WHERE subscription_id = $1");
 const CLAIM_SUBSCRIPTIONS = statement(
   "claim_subscriptions",
-  "UPDATE writ_notify_subscriptions SET lease_owner = $1, lease_until = $2::bigint + $3::bigint, leased_at = $2 WHERE subscription_id IN (" +
-    "SELECT subscription_id FROM writ_notify_subscriptions WHERE enabled AND lease_until <= $2 ORDER BY leased_at, subscription_id LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING doc",
+  "UPDATE writ_notify_subscriptions SET lease_owner = $1, lease_until = $2::bigint + $3::bigint, lease_turn = nextval('writ_notify_lease_turn') WHERE subscription_id IN (" +
+    "SELECT subscription_id FROM writ_notify_subscriptions WHERE enabled AND lease_until <= $2 ORDER BY lease_turn, subscription_id LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING doc",
 );
 const HOLD_SUBSCRIPTION = statement("hold_subscription", "UPDATE writ_notify_subscriptions SET lease_until = $3 WHERE subscription_id = $1 AND lease_owner = $2");
 const NOTIFY_CURSORS = statement("notify_cursors", "SELECT space_id, seq FROM writ_notify_cursors WHERE subscription_id = $1");

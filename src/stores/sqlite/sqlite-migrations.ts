@@ -279,7 +279,7 @@ CREATE TABLE notify_subscriptions (
   doc TEXT NOT NULL,
   lease_owner TEXT,
   lease_until INTEGER NOT NULL DEFAULT 0,
-  leased_at INTEGER NOT NULL DEFAULT 0
+  lease_turn INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX notify_subscriptions_by_tenant ON notify_subscriptions (tenant_id, created_at);
 CREATE TABLE notify_cursors (

@@ -2,6 +2,8 @@
  * Notification records (docs/notifications.md): subscriptions with their leases, per-(subscription,
  * space) journal cursors, and deliveries whose INTEGER PRIMARY KEY is the delivery order.
  * Transactions are serial on one connection, so a claim reads then writes without SKIP LOCKED.
+ * Claims go round: each lease takes the next turn number, the least recent turn is claimed first
+ * (time cannot order them: many claims share a millisecond, and a frozen clock would starve some).
  */
 import type Database from "better-sqlite3";
 import { WritError } from "../../core/errors.js";
@@ -53,8 +55,8 @@ export function prepareNotificationStatements(p: Prepare): SqliteNotificationSta
     deleteSubscription: p("DELETE FROM notify_subscriptions WHERE subscription_id = @id AND tenant_id = @tenant"),
     deleteCursors: p("DELETE FROM notify_cursors WHERE subscription_id = @id"),
     deleteDeliveries: p("DELETE FROM notify_deliveries WHERE subscription_id = @id"),
-    freeSubscriptions: p("SELECT subscription_id AS id, doc FROM notify_subscriptions WHERE enabled = 1 AND lease_until <= @now ORDER BY leased_at, subscription_id LIMIT @limit"),
-    leaseSubscription: p("UPDATE notify_subscriptions SET lease_owner = @owner, lease_until = @until, leased_at = @now WHERE subscription_id = @id"),
+    freeSubscriptions: p("SELECT subscription_id AS id, doc FROM notify_subscriptions WHERE enabled = 1 AND lease_until <= @now ORDER BY lease_turn, subscription_id LIMIT @limit"),
+    leaseSubscription: p("UPDATE notify_subscriptions SET lease_owner = @owner, lease_until = @until, lease_turn = (SELECT max(lease_turn) FROM notify_subscriptions) + 1 WHERE subscription_id = @id"),
     holdSubscription: p("UPDATE notify_subscriptions SET lease_until = @until WHERE subscription_id = @id AND lease_owner = @owner"),
     notifyCursors: p("SELECT space_id AS spaceId, seq FROM notify_cursors WHERE subscription_id = @id"),
     putNotifyCursor: p("INSERT INTO notify_cursors (subscription_id, space_id, seq) VALUES (@id, @space, @seq) ON CONFLICT (subscription_id, space_id) DO UPDATE SET seq = excluded.seq"),
@@ -113,7 +115,7 @@ export function deleteSubscription(q: SqliteNotificationStatements, tenantId: st
 
 export function claimSubscriptions(q: SqliteNotificationStatements, o: SubscriptionClaimOptions): Subscription[] {
   const rows = q.freeSubscriptions.all({ now: o.now, limit: o.limit }) as Array<{ id: string; doc: string }>;
-  for (const r of rows) q.leaseSubscription.run({ id: r.id, owner: o.owner, until: o.now + o.leaseMs, now: o.now });
+  for (const r of rows) q.leaseSubscription.run({ id: r.id, owner: o.owner, until: o.now + o.leaseMs });
   return rows.map((r) => parse<Subscription>(r.doc));
 }
 
