@@ -76,7 +76,9 @@ export const CONSOLE_JS = `(function () {
   }
   if (!signedIn || typeof window.EventSource !== "function") return;
   var es = new EventSource("/console/events");
-  var last = null;
+  // The signature the page was rendered at: a change that overtook the page while it loaded
+  // differs from it, so the first event refreshes the page.
+  var last = body.getAttribute("data-live-sig");
   var lastApprovals = null;
   es.addEventListener("change", function (ev) {
     var d;
@@ -89,10 +91,9 @@ export const CONSOLE_JS = `(function () {
       announce(n + (n === 1 ? " new approval is" : " new approvals are") + " waiting.");
     }
     lastApprovals = d.approvals;
-    var first = last === null;
-    var changed = d.sig !== last;
+    var changed = last !== null && d.sig !== last;
     last = d.sig;
-    if (!first && changed && live) refresh(false);
+    if (changed && live) refresh(false);
   });
   es.addEventListener("signed-out", function () { es.close(); window.location.assign("/console/sign-in"); });
   document.addEventListener("focusout", function () {

@@ -176,6 +176,8 @@ export interface PageInput {
   title: string;
   /** `inbox`, `queue`, `invocation:<space>:<id>` — pages the live script refreshes on change. */
   live?: string;
+  /** The live signature sampled before the page read its data (see live.ts). */
+  liveSig?: string;
   nav?: Nav;
   who?: Who;
   flash?: { kind: "ok" | "error"; text: string } | undefined;
@@ -209,7 +211,7 @@ export function page(p: PageInput): H {
 <link rel="stylesheet" href="/console/static/console.css">
 <script src="/console/static/console.js" defer></script>
 </head>
-<body${p.live ? h` data-live="${p.live}"` : nothing} data-title="${p.title} · Writ console" data-pending="${n}">
+<body${p.live ? h` data-live="${p.live}"` : nothing}${p.liveSig !== undefined ? h` data-live-sig="${p.liveSig}"` : nothing} data-title="${p.title} · Writ console" data-pending="${n}">
 <a class="skip" href="#main">Skip to content</a>
 <header class="top">
   <a class="brand" href="/console">Writ console</a>

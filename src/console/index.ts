@@ -23,7 +23,7 @@ import { readBody, decodeUtf8 } from "../server/body.js";
 import { CONSOLE_CSS, CONSOLE_ICON, CONSOLE_JS } from "./assets.js";
 import { consoleData, type ConsoleData } from "./data.js";
 import { h, page, type H, type Nav } from "./html.js";
-import { liveStream, type LiveStreams, createLiveStreams } from "./live.js";
+import { liveSig, liveStream, type LiveStreams, createLiveStreams } from "./live.js";
 import { resolveConsoleOptions, type ConsoleOptions, type ResolvedConsoleOptions } from "./options.js";
 import { approvalsBody } from "./pages/approvals.js";
 import { healthBody } from "./pages/health.js";
@@ -107,11 +107,15 @@ export function createConsole(s: ServerContext, options: ConsoleOptions = {}): C
     return viewerOf(id, session, key, o);
   }
 
+  /** Live signatures of page requests, sampled before the page reads its data. */
+  const sigs = new WeakMap<Viewer, string>();
+
   async function render(c: C, v: Viewer, active: Nav["active"], title: string, body: H, live?: string, status = 200): Promise<Response> {
     const nav = await navOf(v, data, active);
     const flash = v.session.flash;
     delete v.session.flash;
-    return send(c, status, page({ title, nav, who: v.who, flash, body, ...(live ? { live } : {}) }));
+    const sig = live ? sigs.get(v) : undefined;
+    return send(c, status, page({ title, nav, who: v.who, flash, body, ...(live ? { live } : {}), ...(sig !== undefined ? { liveSig: sig } : {}) }));
   }
 
   /** Reads a form body (urlencoded, at most 16 KiB). */
@@ -153,6 +157,14 @@ export function createConsole(s: ServerContext, options: ConsoleOptions = {}): C
         }
         const token = form.get("_csrf");
         if (token === null || !sameToken(crypto, token, v.session.csrf)) return csrfRefused(c);
+      } else {
+        // Sampled first: a change that lands while the page reads its data moves the stream's
+        // signature past this one, so the stream's first event refreshes the page.
+        try {
+          sigs.set(v, await liveSig(data, v));
+        } catch {
+          /* the page renders without one; the stream's first event then only sets its baseline */
+        }
       }
       try {
         return await fn(c, v, form);

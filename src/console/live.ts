@@ -36,6 +36,17 @@ export function createLiveStreams(): LiveStreams {
 }
 
 const MAX_STREAMS = 1000;
+
+/**
+ * What the live stream compares between ticks: each space's sealed journal head and how much waits
+ * to be sealed. A page carries the value sampled before it read its data, so the stream's first
+ * event refreshes a page that a change overtook while it loaded.
+ */
+export async function liveSig(data: ConsoleData, v: Viewer): Promise<string> {
+  const heads: Record<string, string> = {};
+  for (const s of v.spaces) heads[s] = `${(await data.journalHead(v.scope(s)))?.seq ?? 0}+${await data.unsealedCount(v.scope(s), 1000)}`;
+  return JSON.stringify(heads);
+}
 const HEARTBEAT_MS = 15_000;
 
 export function liveStream(c: Context<AppEnv>, v: Viewer, data: ConsoleData, streams: LiveStreams, o: ResolvedConsoleOptions, clock: Clock, recheck: () => Promise<Viewer | null>): Response {
@@ -72,10 +83,8 @@ export function liveStream(c: Context<AppEnv>, v: Viewer, data: ConsoleData, str
             write("event: signed-out\ndata: {}\n\n");
             return end();
           }
-          const heads: Record<string, string> = {};
           // The sealed head and what waits to be sealed: a change shows at once, not only once sealed.
-          for (const s of v.spaces) heads[s] = `${(await data.journalHead(v.scope(s)))?.seq ?? 0}+${await data.unsealedCount(v.scope(s), 1000)}`;
-          const sig = JSON.stringify(heads);
+          const sig = await liveSig(data, v);
           if (sig !== last) {
             last = sig;
             let approvals = 0;

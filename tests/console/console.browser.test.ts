@@ -188,6 +188,26 @@ describe.skipIf(!run)("console in a real browser", () => {
     await sees(page.getByTestId("timeline"), "by user:olga");
   });
 
+  it("refreshes a page that a change overtook before its live stream connected", async () => {
+    // The race the first live event must cover: the page is rendered, then a reconciliation opens,
+    // then the stream connects. Its first event already carries the new state; the page must still
+    // refresh (it compares with the signature it was rendered at).
+    const page = await personPage();
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    await page.route("**/console/events", async (route) => {
+      await held;
+      await route.continue();
+    });
+    await signIn(page, rig.keys.olga);
+    await page.waitForURL(/reconciliations/);
+    const { invocationId } = await rig.submit({ action: "messages.send", params: { to: "lost@example.com", body: "sent while the stream was held" } });
+    await until("reconciliation open", async () => (await rig.runtime.host.reconcile.list(SCOPE, { status: "open" })).find((r) => r.invocationId === invocationId));
+    expect(await page.locator("[data-reconciliation]").filter({ hasText: invocationId }).count()).toBe(0);
+    release();
+    await visible(page.locator("[data-reconciliation]").filter({ hasText: invocationId }), 10_000);
+  });
+
   it("lists invocations with filters, search and cursor pages", async () => {
     for (let i = 0; i < 27; i++) await rig.submit({ action: "payments.refund", params: { paymentId: `pay_bulk_${i}`, amount: 100 + i, currency: "EUR" }, idempotencyKey: `bulk-${i}` });
     await until("bulk done", async () => ((await rig.runtime.host.list(SCOPE, { status: "queued" })).length === 0 ? true : undefined));
