@@ -305,6 +305,17 @@ class GuardedTx implements StoreTx {
     return this.#tx.listCheckpoints(scope);
   }
 
+  async journalArchivedThrough(scope: Scope): Promise<number> {
+    checkStoreScope(scope);
+    return this.#tx.journalArchivedThrough(scope);
+  }
+
+  async setJournalArchivedThrough(scope: Scope, seq: number): Promise<void> {
+    checkStoreScope(scope);
+    if (!Number.isSafeInteger(seq) || seq < 0) throw new WritError("INVALID_ARGUMENT", "the archive watermark must be a non-negative integer seq");
+    return this.#tx.setJournalArchivedThrough(scope, seq);
+  }
+
   async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {
     checkStoreScope(scope);
     record(scope, inv, "invocation");

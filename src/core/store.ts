@@ -263,6 +263,18 @@ export interface StoreTx extends NotificationTx {
   insertCheckpoint(scope: Scope, cp: JournalCheckpoint): Promise<void>;
   /** Ascending by seq; several checkpoints may share a seq (the head re-signed later). */
   listCheckpoints(scope: Scope): Promise<JournalCheckpoint[]>;
+  /**
+   * The archive watermark: the highest seq whose journal segment an archiver wrote and verified
+   * (0 while nothing is archived). Retention prunes nothing whose entries lie above it
+   * (docs/retention.md).
+   */
+  journalArchivedThrough(scope: Scope): Promise<number>;
+  /**
+   * Moves the archive watermark to `seq`, an integer from the current watermark up to the sealed
+   * head: the same value again is a no-op (an archiver re-run after a crash); a lower one or one
+   * past the sealed head throws `CONFLICT` and writes nothing.
+   */
+  setJournalArchivedThrough(scope: Scope, seq: number): Promise<void>;
 
   // invocations
   /** Inserts; CONFLICT if (scope, action, idempotencyKey) or the id exists. */
@@ -377,4 +389,13 @@ export function assertScope(scope: Scope, rec: { tenantId: string; spaceId: stri
   if (!sameScope(scope, rec)) {
     throw new WritError("SCOPE_VIOLATION", `${what} belongs to another scope than the one this operation runs in`);
   }
+}
+
+/**
+ * Refuses an archive watermark move (see `Tx.setJournalArchivedThrough`): backwards, or past the
+ * sealed head. Each store calls it with the values it read inside the same transaction.
+ */
+export function checkArchiveMove(current: number, sealedHead: number, seq: number): void {
+  if (seq < current) throw new WritError("CONFLICT", `the archive watermark is at seq ${current} and never moves back (asked ${seq})`);
+  if (seq > sealedHead) throw new WritError("CONFLICT", `the archive watermark cannot pass the sealed head (head ${sealedHead}, asked ${seq})`);
 }

@@ -322,6 +322,7 @@ describe.skipIf(server === null)("postgres store", () => {
           "writ_idempotency",
           "writ_invocations",
           "writ_journal",
+          "writ_journal_archive_state",
           "writ_journal_chain",
           "writ_journal_checkpoints",
           "writ_journal_pending",

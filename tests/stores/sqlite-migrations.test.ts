@@ -26,6 +26,7 @@ const TABLES = [
   "idempotency",
   "invocations",
   "journal",
+  "journal_archive_state",
   "journal_checkpoints",
   "notify_cursors",
   "notify_deliveries",

@@ -105,4 +105,37 @@ export const journalCases: StoreConformanceCase[] = [
       });
     },
   },
+  {
+    // Invariant: the archive watermark starts at 0, moves only forward and never past the sealed
+    // head; setting the same value again is a no-op; a refused move writes nothing; another scope's
+    // watermark is its own; a rolled-back transaction leaves it where it was.
+    name: "journal: the archive watermark moves forward only, up to the sealed head",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        const other = newScope();
+        assert.equal(await store.transact((tx) => tx.journalArchivedThrough(scope)), 0);
+        await rejectsWithCode(store.transact((tx) => tx.setJournalArchivedThrough(scope, 1)), "CONFLICT", "a watermark past an empty journal");
+        await store.transact((tx) => tx.insertJournal(scope, journalChain(scope, 4)));
+        await store.transact((tx) => tx.setJournalArchivedThrough(scope, 2));
+        await store.transact((tx) => tx.setJournalArchivedThrough(scope, 2));
+        assert.equal(await store.transact((tx) => tx.journalArchivedThrough(scope)), 2);
+        await rejectsWithCode(store.transact((tx) => tx.setJournalArchivedThrough(scope, 1)), "CONFLICT", "a watermark moved back");
+        await rejectsWithCode(store.transact((tx) => tx.setJournalArchivedThrough(scope, 5)), "CONFLICT", "a watermark past the head");
+        await rejectsWithCode(store.transact((tx) => tx.setJournalArchivedThrough(scope, 2.5)), "INVALID_ARGUMENT", "a fractional watermark");
+        assert.equal(await store.transact((tx) => tx.journalArchivedThrough(scope)), 2, "refused moves wrote nothing");
+        await assert.rejects(
+          store.transact(async (tx) => {
+            await tx.setJournalArchivedThrough(scope, 4);
+            throw new Error("rolled back");
+          }),
+          /rolled back/,
+        );
+        assert.equal(await store.transact((tx) => tx.journalArchivedThrough(scope)), 2, "rolled back with its transaction");
+        await store.transact((tx) => tx.setJournalArchivedThrough(scope, 4));
+        assert.equal(await store.transact((tx) => tx.journalArchivedThrough(scope)), 4);
+        assert.equal(await store.transact((tx) => tx.journalArchivedThrough(other)), 0, "another scope's watermark");
+      });
+    },
+  },
 ];

@@ -4,7 +4,7 @@
  * core's job (`core/journal.ts`, sealed by `core/sequencer.ts`).
  */
 import { WritError } from "../../core/errors.js";
-import { assertScope, type ListOptions } from "../../core/store.js";
+import { assertScope, checkArchiveMove, type ListOptions } from "../../core/store.js";
 import type { JournalCheckpoint, JournalEntry, Scope, UnsealedEntry } from "../../core/types.js";
 import { copy } from "./memory-copy.js";
 import { findScope, limited, scopeFor, type Work } from "./memory-state.js";
@@ -138,4 +138,19 @@ export function insertCheckpoint(w: Work, scope: Scope, cp: JournalCheckpoint): 
 /** In seq order. */
 export function listCheckpoints(w: Work, scope: Scope): JournalCheckpoint[] {
   return (findScope(w.state, scope)?.checkpoints ?? []).map(copy);
+}
+
+export function journalArchivedThrough(w: Work, scope: Scope): number {
+  return findScope(w.state, scope)?.archive.through ?? 0;
+}
+
+export function setJournalArchivedThrough(w: Work, scope: Scope, seq: number): void {
+  const current = journalArchivedThrough(w, scope);
+  checkArchiveMove(current, journalHead(w, scope)?.seq ?? 0, seq);
+  if (seq === current) return;
+  const archive = scopeFor(w.state, scope).archive;
+  archive.through = seq;
+  w.undo.push(() => {
+    archive.through = current;
+  });
 }

@@ -44,6 +44,8 @@ export interface ScopeData {
   readonly journalIds: Set<string>;
   /** In seq order. */
   readonly checkpoints: JournalCheckpoint[];
+  /** The archive watermark (`Tx.journalArchivedThrough`). */
+  readonly archive: { through: number };
   readonly invocations: Map<string, Invocation>;
   /** `keyOf(action, idempotencyKey)` -> invocationId. */
   readonly invocationKeys: Map<string, string>;
@@ -141,6 +143,7 @@ function newScopeData(): ScopeData {
     unsealed: [],
     journalIds: new Set(),
     checkpoints: [],
+    archive: { through: 0 },
     invocations: new Map(),
     invocationKeys: new Map(),
     steps: new Map(),

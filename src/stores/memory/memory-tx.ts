@@ -143,6 +143,12 @@ export class MemoryTx implements StoreTx {
   async listCheckpoints(scope: Scope): Promise<JournalCheckpoint[]> {
     return journal.listCheckpoints(this.#enter("listCheckpoints"), scope);
   }
+  async journalArchivedThrough(scope: Scope): Promise<number> {
+    return journal.journalArchivedThrough(this.#enter("journalArchivedThrough"), scope);
+  }
+  async setJournalArchivedThrough(scope: Scope, seq: number): Promise<void> {
+    journal.setJournalArchivedThrough(this.#enter("setJournalArchivedThrough"), scope, seq);
+  }
 
   async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {
     invocations.insertInvocation(this.#enter("insertInvocation"), scope, inv);

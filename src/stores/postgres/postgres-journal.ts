@@ -11,7 +11,7 @@
  */
 import { WritError } from "../../core/errors.js";
 import { journalRowOf } from "../../core/journal.js";
-import type { ListOptions } from "../../core/store.js";
+import { checkArchiveMove, type ListOptions } from "../../core/store.js";
 import type { JournalCheckpoint, JournalEntry, Scope, UnsealedEntry } from "../../core/types.js";
 import { statement, type Exec } from "./postgres-exec.js";
 import { docOf, limitParam, numOrNull, type DocRow } from "./postgres-rows.js";
@@ -90,6 +90,14 @@ const INSERT_CHECKPOINT = statement(
   "insert_checkpoint",
   "INSERT INTO writ_journal_checkpoints (tenant_id, space_id, seq, head_hash, doc) VALUES ($1, $2, $3, $4, $5)",
 );
+const ARCHIVED_THROUGH = statement("archived_through", "SELECT archived_through FROM writ_journal_archive_state WHERE tenant_id = $1 AND space_id = $2");
+// The row is created, then locked: two archivers moving one scope's watermark take turns.
+const ARCHIVE_ROW = statement(
+  "archive_row",
+  "INSERT INTO writ_journal_archive_state (tenant_id, space_id, archived_through) VALUES ($1, $2, 0) ON CONFLICT (tenant_id, space_id) DO NOTHING",
+);
+const ARCHIVE_LOCK = statement("archive_lock", "SELECT archived_through FROM writ_journal_archive_state WHERE tenant_id = $1 AND space_id = $2 FOR UPDATE");
+const SET_ARCHIVED_THROUGH = statement("set_archived_through", "UPDATE writ_journal_archive_state SET archived_through = $3 WHERE tenant_id = $1 AND space_id = $2");
 const LIST_CHECKPOINTS = statement("list_checkpoints", "SELECT doc FROM writ_journal_checkpoints WHERE tenant_id = $1 AND space_id = $2 ORDER BY seq, id");
 
 export async function journalHead(x: Exec, scope: Scope): Promise<{ seq: number; hash: string } | null> {
@@ -232,4 +240,18 @@ export function sealedEntryOf(scope: Scope, r: SealedRow): JournalEntry {
   }
   for (const [k, v] of Object.entries(d)) if (!(k in out)) out[k] = v;
   return journalRowOf(scope, seq, out);
+}
+
+export async function journalArchivedThrough(x: Exec, scope: Scope): Promise<number> {
+  const [row] = await x.rows<{ archived_through: string }>(ARCHIVED_THROUGH, [scope.tenantId, scope.spaceId]);
+  return row === undefined ? 0 : Number(row.archived_through);
+}
+
+export async function setJournalArchivedThrough(x: Exec, scope: Scope, seq: number): Promise<void> {
+  const sp = [scope.tenantId, scope.spaceId];
+  await x.count(ARCHIVE_ROW, sp);
+  const [row] = await x.rows<{ archived_through: string }>(ARCHIVE_LOCK, sp);
+  const current = Number(row?.archived_through ?? 0);
+  checkArchiveMove(current, (await journalHead(x, scope))?.seq ?? 0, seq);
+  if (seq !== current) await x.count(SET_ARCHIVED_THROUGH, [...sp, seq]);
 }

@@ -170,6 +170,14 @@ export class PostgresTx implements StoreTx {
     return journal.listCheckpoints(this.#in(scope), scope);
   }
 
+  async journalArchivedThrough(scope: Scope): Promise<number> {
+    return journal.journalArchivedThrough(this.#in(scope), scope);
+  }
+
+  async setJournalArchivedThrough(scope: Scope, seq: number): Promise<void> {
+    return journal.setJournalArchivedThrough(this.#in(scope), scope, seq);
+  }
+
   async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {
     const x = this.#in(scope);
     return invocations.insertInvocation(x, scope, inv);

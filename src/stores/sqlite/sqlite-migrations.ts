@@ -302,6 +302,20 @@ CREATE INDEX notify_deliveries_pending ON notify_deliveries (subscription_id, se
 CREATE INDEX notify_deliveries_by_tenant ON notify_deliveries (tenant_id, seq);
 `,
   },
+  {
+    version: 9,
+    name: "journal_archive_state",
+    sql: `
+-- Per scope, the highest seq whose journal segment is archived and verified (docs/retention.md);
+-- a scope without a row has archived nothing.
+CREATE TABLE journal_archive_state (
+  tenant_id TEXT NOT NULL,
+  space_id TEXT NOT NULL,
+  archived_through INTEGER NOT NULL,
+  PRIMARY KEY (tenant_id, space_id)
+) WITHOUT ROWID;
+`,
+  },
 ];
 
 /** The schema version this build creates and expects. */

@@ -5,7 +5,7 @@
 import { LeaseLostError, WritError } from "../../core/errors.js";
 import { journalRowOf } from "../../core/journal.js";
 import { nextRevision } from "../../core/store-guard.js";
-import { assertScope, type ClaimOptions, type DeliveryFilter, type InvocationFilter, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
+import { assertScope, checkArchiveMove, type ClaimOptions, type DeliveryFilter, type InvocationFilter, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
 import type {
   ApiKeyRecord,
   BreakerRecord,
@@ -329,6 +329,17 @@ export class SqliteTx implements StoreTx {
 
   async listCheckpoints(scope: Scope): Promise<JournalCheckpoint[]> {
     return this.#q.listCheckpoints.all(this.#sp(scope)).map((d) => parse<JournalCheckpoint>(d));
+  }
+
+  async journalArchivedThrough(scope: Scope): Promise<number> {
+    return (this.#q.archivedThrough.get(this.#sp(scope)) as number | undefined) ?? 0;
+  }
+
+  async setJournalArchivedThrough(scope: Scope, seq: number): Promise<void> {
+    const sp = this.#sp(scope);
+    const current = (this.#q.archivedThrough.get(sp) as number | undefined) ?? 0;
+    checkArchiveMove(current, (this.#q.journalHead.get(sp) as { seq: number } | undefined)?.seq ?? 0, seq);
+    if (seq !== current) this.#q.setArchivedThrough.run({ ...sp, seq });
   }
 
   // invocations
