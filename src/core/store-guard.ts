@@ -26,7 +26,7 @@
  * each holding a later class while waiting for an earlier one, which this wrapper refuses.
  */
 import { WritError } from "./errors.js";
-import type { ClaimOptions, DeliveryFilter, InvocationFilter, ListOptions, Store, StoreTx, SubscriptionClaimOptions } from "./store.js";
+import { AGED_RECORD_KINDS, type AgedRecordKind, type ClaimOptions, type DeliveryFilter, type EndedCursor, type InvocationFilter, type ListOptions, type PrunedInvocationRows, type Store, type StoreTx, type SubscriptionClaimOptions } from "./store.js";
 import type { BatchOutcome } from "./batch.js";
 import { advanceWrites, beginWrites, recordWrites, settleWrites, type AdmitInput, type AdvanceInput, type BatchMember, type BeginInput, type RecordInput, type SettleInput, type StoreTransitions } from "./transitions.js";
 import type {
@@ -106,6 +106,10 @@ function limit(opts: ListOptions | undefined): void {
 
 function nonNegInt(v: unknown, what: string): void {
   if (!Number.isSafeInteger(v) || (v as number) < 0) throw bad(`${what} must be a non-negative integer`);
+}
+
+function agedKind(kind: unknown): void {
+  if (!(AGED_RECORD_KINDS as readonly unknown[]).includes(kind)) throw bad(`kind must be one of ${AGED_RECORD_KINDS.join(", ")}`);
 }
 
 function fenceFor(fence: Fence | undefined, invocationId: string): void {
@@ -593,6 +597,49 @@ class GuardedTx implements StoreTx {
     nonNegInt(max, "limit");
     if (scope !== undefined) checkStoreScope(scope);
     return this.#tx.listEarlyCompletions(receivedBefore, max, scope);
+  }
+
+  // retention (docs/retention.md)
+  async listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<Invocation[]> {
+    if (typeof opts !== "object" || opts === null) throw bad("listEndedInvocations needs { endedBefore, limit }");
+    nonNegInt(opts.endedBefore, "endedBefore");
+    nonNegInt(opts.limit, "limit");
+    const a = opts.after;
+    if (a !== undefined) {
+      if (typeof a !== "object" || a === null) throw bad("after must be { updatedAt, tenantId, spaceId, invocationId }");
+      nonNegInt(a.updatedAt, "after.updatedAt");
+      checkStoreScope(a);
+      id(a.invocationId, "after.invocationId");
+    }
+    return this.#tx.listEndedInvocations(opts);
+  }
+
+  async journalNamesAbove(scope: Scope, aboveSeq: number, invocationIds: string[]): Promise<Set<string>> {
+    checkStoreScope(scope);
+    nonNegInt(aboveSeq, "aboveSeq");
+    if (!Array.isArray(invocationIds) || invocationIds.length > STORE_LIMITS.batch) throw bad(`invocationIds must be a list of at most ${STORE_LIMITS.batch}`);
+    for (const i of invocationIds) id(i, "invocationId");
+    return this.#tx.journalNamesAbove(scope, aboveSeq, invocationIds);
+  }
+
+  async deleteInvocation(scope: Scope, invocationId: string): Promise<PrunedInvocationRows> {
+    checkStoreScope(scope);
+    id(invocationId, "invocationId");
+    this.#locks.row(scope, invocationId, "deleteInvocation");
+    return this.#tx.deleteInvocation(scope, invocationId);
+  }
+
+  async deleteAgedRecords(kind: AgedRecordKind, before: number, max: number): Promise<number> {
+    agedKind(kind);
+    nonNegInt(before, "before");
+    nonNegInt(max, "limit");
+    return this.#tx.deleteAgedRecords(kind, before, max);
+  }
+
+  async countAgedRecords(kind: AgedRecordKind, before: number): Promise<number> {
+    agedKind(kind);
+    nonNegInt(before, "before");
+    return this.#tx.countAgedRecords(kind, before);
   }
 
   // notifications: tenant-level rows outside the lock classes (a dispatcher holds one subscription's row)

@@ -181,7 +181,64 @@ export interface NotificationTx {
   updateDelivery(d: Delivery): Promise<void>;
 }
 
-export interface StoreTx extends NotificationTx {
+/** Where a scan of ended invocations goes on from (docs/retention.md): the last one it looked at. */
+export interface EndedCursor {
+  updatedAt: number;
+  tenantId: string;
+  spaceId: string;
+  invocationId: string;
+}
+
+/** Records that retention deletes by age alone (docs/retention.md). */
+export const AGED_RECORD_KINDS = ["notify_deliveries", "expired_completions", "webhook_deliveries"] as const;
+export type AgedRecordKind = (typeof AGED_RECORD_KINDS)[number];
+
+/** What `deleteInvocation` removed, by kind (journal entries and checkpoints are never among them). */
+export interface PrunedInvocationRows {
+  invocations: number;
+  steps: number;
+  attempts: number;
+  decisions: number;
+  idempotency: number;
+  reconciliations: number;
+  approvals: number;
+  completions: number;
+}
+
+/**
+ * Retention (docs/retention.md): the reads that decide what may go and the deletes that remove
+ * it. A pruner calls them in short transactions, a small batch each; every delete removes a whole
+ * invocation (children first, then the row) inside its transaction, so no prefix of a prune run
+ * leaves a half-deleted invocation behind.
+ */
+export interface RetentionTx {
+  /**
+   * Ended invocations (succeeded, failed, denied, cancelled) last updated before `endedBefore`,
+   * across scopes, in (updatedAt, tenantId, spaceId, invocationId) order, only those after `after`.
+   */
+  listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<Invocation[]>;
+  /**
+   * Of `invocationIds`, those that a journal entry of the scope names (`refs.invocationId`) while
+   * it is unsealed or sealed with a seq above `aboveSeq` (not archived yet).
+   */
+  journalNamesAbove(scope: Scope, aboveSeq: number, invocationIds: string[]): Promise<Set<string>>;
+  /**
+   * Deletes an ended invocation with its steps, its attempts and the decisions they consumed, the
+   * idempotency record that names it, its reconciliations, its approval and the completions
+   * matched to it. `CONFLICT`, nothing deleted, when it is not ended; all zero when it is gone.
+   */
+  deleteInvocation(scope: Scope, invocationId: string): Promise<PrunedInvocationRows>;
+  /**
+   * Deletes up to `limit` records of `kind` older than `before`, oldest first, across scopes:
+   * `notify_deliveries` delivered or dead (by updatedAt), `expired_completions` (by expiredAt),
+   * `webhook_deliveries` remembered delivery ids (by receivedAt). Returns how many.
+   */
+  deleteAgedRecords(kind: AgedRecordKind, before: number, limit: number): Promise<number>;
+  /** How many records `deleteAgedRecords` would delete with no limit. */
+  countAgedRecords(kind: AgedRecordKind, before: number): Promise<number>;
+}
+
+export interface StoreTx extends NotificationTx, RetentionTx {
   /**
    * Serialises transactions that touch the same logical keys (e.g. an idempotency key and a
    * decision id) until this transaction ends. A no-op where transactions are already serial.

@@ -8,13 +8,4 @@ export function fcRun(suite: string, name: string, numRuns: number): { seed: num
 }
 
 /** Deterministic PRNG (mulberry32): a seed replays a schedule, a shuffle or a workload. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { prng } from "../../src/stores/conformance/fixtures.js";

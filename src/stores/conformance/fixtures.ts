@@ -22,6 +22,18 @@ import type {
 /** A fixed "now" for the cases (2023-11-14T22:13:20Z). */
 export const T0 = 1_700_000_000_000;
 
+/** Deterministic PRNG (mulberry32): a seed replays a schedule, a shuffle or a workload. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 /** A short unique id with a readable prefix; ids only use [a-z0-9-] so every collation orders them alike. */
 export function uid(prefix: string): string {
   return `${prefix}-${randomUUID().replaceAll("-", "").slice(0, 16)}`;

@@ -21,6 +21,7 @@ import { journalCases } from "./cases-journal.js";
 import { notificationCases } from "./cases-notifications.js";
 import { raceCases } from "./cases-races.js";
 import { recordCases } from "./cases-records.js";
+import { retentionCases } from "./cases-retention.js";
 import { transactionCases } from "./cases-transactions.js";
 import { batchCases } from "./cases-batch.js";
 import { transitionCases } from "./cases-transitions.js";
@@ -45,6 +46,7 @@ export const storeConformanceCases: StoreConformanceCase[] = [
   ...batchCases,
   ...breakerCases,
   ...notificationCases,
+  ...retentionCases,
 ];
 
 /** Options of {@link runStoreConformance}. */

@@ -83,8 +83,8 @@ export function listAttempts(w: Work, scope: Scope, opts: ListOptions & { invoca
   const start = opts.afterSeq === undefined ? 0 : Math.max(0, Math.floor(opts.afterSeq));
   const out: AttemptRecord[] = [];
   for (let i = start; i < all.length && (limit === undefined || out.length < limit); i++) {
-    const a = all[i] as AttemptRecord;
-    if (invocationId === undefined || a.invocationId === invocationId) out.push(a);
+    const a = all[i];
+    if (a != null && (invocationId === undefined || a.invocationId === invocationId)) out.push(a);
   }
   return limited(out, limit).map(copy);
 }

@@ -6,14 +6,7 @@ import { WritError } from "../../core/errors.js";
 import type { DeliveryFilter, SubscriptionClaimOptions } from "../../core/store.js";
 import type { Delivery, Subscription } from "../../core/types.js";
 import { copy, copyOrNull } from "./memory-copy.js";
-import { keyOf, limited, setUndoable, type Work } from "./memory-state.js";
-
-function deleteUndoable<K, V>(w: Work, map: Map<K, V>, key: K): void {
-  const prev = map.get(key);
-  if (prev === undefined) return;
-  map.delete(key);
-  w.undo.push(() => map.set(key, prev));
-}
+import { deleteUndoable, keyOf, limited, setUndoable, type Work } from "./memory-state.js";
 
 export function putSubscription(w: Work, sub: Subscription): void {
   const prev = w.state.notify.subscriptions.get(sub.subscriptionId);

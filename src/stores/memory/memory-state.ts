@@ -32,8 +32,8 @@ export interface ScopeData {
   readonly decisions: Map<string, ConsumedDecision>;
   /** Keyed by `keyOf(action, idempotencyKey)`. */
   readonly idempotency: Map<string, IdempotencyRecord>;
-  /** In seq order; `attempts[i].seq === i + 1`. */
-  readonly attempts: AttemptRecord[];
+  /** In seq order; `attempts[i].seq === i + 1`; a pruned attempt leaves null in its slot (docs/retention.md). */
+  readonly attempts: Array<AttemptRecord | null>;
   /** attemptId -> index in `attempts`. */
   readonly attemptIndex: Map<string, number>;
   /** Sealed entries in seq order; `journal[i].seq === i + 1`. */
@@ -169,6 +169,14 @@ export function setUndoable<K, V>(w: Work, map: Map<K, V>, key: K, value: V): vo
   map.set(key, value);
   if (prev === undefined) w.undo.push(() => map.delete(key));
   else w.undo.push(() => map.set(key, prev));
+}
+
+/** `map.delete(key)`, undone on rollback. */
+export function deleteUndoable<K, V>(w: Work, map: Map<K, V>, key: K): void {
+  const prev = map.get(key);
+  if (prev === undefined) return;
+  map.delete(key);
+  w.undo.push(() => map.set(key, prev));
 }
 
 /** The first `limit` items (all when `limit` is undefined); a bad limit is `INVALID_ARGUMENT`. */

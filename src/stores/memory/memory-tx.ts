@@ -4,7 +4,7 @@
  * synchronous, so an operation's effect is applied (and logged for undo) when it is called.
  */
 import { WritError } from "../../core/errors.js";
-import type { ClaimOptions, DeliveryFilter, InvocationFilter, ListOptions, StoreTx, SubscriptionClaimOptions } from "../../core/store.js";
+import type { AgedRecordKind, ClaimOptions, DeliveryFilter, EndedCursor, InvocationFilter, ListOptions, PrunedInvocationRows, StoreTx, SubscriptionClaimOptions } from "../../core/store.js";
 import type {
   ApiKeyRecord,
   BreakerRecord,
@@ -33,6 +33,7 @@ import * as invocations from "./memory-invocations.js";
 import * as journal from "./memory-journal.js";
 import * as notify from "./memory-notifications.js";
 import * as records from "./memory-records.js";
+import * as retention from "./memory-retention.js";
 import { findScope, type MemoryState, type Work } from "./memory-state.js";
 
 /** A point where the memory store's fault hook may throw: a `StoreTx` operation, or the commit. */
@@ -263,6 +264,23 @@ export class MemoryTx implements StoreTx {
   }
   async listEarlyCompletions(receivedBefore: number, limit: number, scope?: Scope): Promise<CompletionRecord[]> {
     return claims.listEarlyCompletions(this.#enter("listEarlyCompletions"), receivedBefore, limit, scope);
+  }
+
+  // retention (docs/retention.md)
+  async listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<Invocation[]> {
+    return retention.listEndedInvocations(this.#enter("listEndedInvocations"), opts);
+  }
+  async journalNamesAbove(scope: Scope, aboveSeq: number, invocationIds: string[]): Promise<Set<string>> {
+    return retention.journalNamesAbove(this.#enter("journalNamesAbove"), scope, aboveSeq, invocationIds);
+  }
+  async deleteInvocation(scope: Scope, invocationId: string): Promise<PrunedInvocationRows> {
+    return retention.deleteInvocation(this.#enter("deleteInvocation"), scope, invocationId);
+  }
+  async deleteAgedRecords(kind: AgedRecordKind, before: number, limit: number): Promise<number> {
+    return retention.deleteAgedRecords(this.#enter("deleteAgedRecords"), kind, before, limit);
+  }
+  async countAgedRecords(kind: AgedRecordKind, before: number): Promise<number> {
+    return retention.countAgedRecords(this.#enter("countAgedRecords"), kind, before);
   }
 
   // notifications (docs/notifications.md)

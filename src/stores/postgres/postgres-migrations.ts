@@ -729,6 +729,27 @@ CREATE TABLE writ_journal_archive_state (
 );
 `;
 
+/**
+ * Retention (docs/retention.md): the pruner finds ended invocations oldest first across scopes,
+ * and delivered or dead notification deliveries, expired completions and remembered webhook
+ * delivery ids by age, each through a partial index that holds only those rows. The tables it
+ * deletes from churn: autovacuum visits them after 2% of their rows died (default 20%), and
+ * analyzes them as often, so the space pruning frees is reused rather than the tables growing.
+ */
+const RETENTION = `
+CREATE INDEX writ_invocations_ended ON writ_invocations (updated_at, tenant_id, space_id, invocation_id)
+  WHERE status IN ('succeeded', 'failed', 'denied', 'cancelled');
+CREATE INDEX writ_notify_deliveries_done ON writ_notify_deliveries (((doc->>'updatedAt')::bigint)) WHERE status <> 'pending';
+CREATE INDEX writ_completions_expired ON writ_completions (((doc->>'expiredAt')::bigint)) WHERE doc->>'disposition' = 'expired';
+CREATE INDEX writ_deliveries_by_age ON writ_deliveries (received_at);
+ALTER TABLE writ_consumed_decisions SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 500, autovacuum_analyze_scale_factor = 0.02, autovacuum_analyze_threshold = 500);
+ALTER TABLE writ_approvals SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 500, autovacuum_analyze_scale_factor = 0.02, autovacuum_analyze_threshold = 500);
+ALTER TABLE writ_reconciliations SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 500, autovacuum_analyze_scale_factor = 0.02, autovacuum_analyze_threshold = 500);
+ALTER TABLE writ_completions SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 500, autovacuum_analyze_scale_factor = 0.02, autovacuum_analyze_threshold = 500);
+ALTER TABLE writ_deliveries SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 500, autovacuum_analyze_scale_factor = 0.02, autovacuum_analyze_threshold = 500);
+ALTER TABLE writ_notify_deliveries SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 500, autovacuum_analyze_scale_factor = 0.02, autovacuum_analyze_threshold = 500);
+`;
+
 const NOTIFICATIONS = `
 CREATE TABLE writ_notify_subscriptions (
   subscription_id text COLLATE "C" PRIMARY KEY,
@@ -778,6 +799,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 11, name: "journal_written_once", sql: JOURNAL_WRITTEN_ONCE },
   { version: 12, name: "notifications", sql: NOTIFICATIONS },
   { version: 13, name: "journal_archive_state", sql: JOURNAL_ARCHIVE_STATE },
+  { version: 14, name: "retention", sql: RETENTION },
 ];
 
 /** The schema version this build creates and expects. */

@@ -3,7 +3,7 @@
  * one statement each operation needs on the transaction's connection.
  */
 import { WritError } from "../../core/errors.js";
-import { assertScope, type ClaimOptions, type DeliveryFilter, type InvocationFilter, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
+import { assertScope, type AgedRecordKind, type ClaimOptions, type EndedCursor, type PrunedInvocationRows, type DeliveryFilter, type InvocationFilter, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
 import type {
   ApiKeyRecord,
   BreakerRecord,
@@ -34,6 +34,7 @@ import * as journal from "./postgres-journal.js";
 import { lockKeys } from "./postgres-locks.js";
 import * as notify from "./postgres-notifications.js";
 import * as records from "./postgres-records.js";
+import * as retention from "./postgres-retention.js";
 
 function checkScope(scope: Scope): void {
   if (typeof scope !== "object" || scope === null || typeof scope.tenantId !== "string" || typeof scope.spaceId !== "string") {
@@ -341,6 +342,28 @@ export class PostgresTx implements StoreTx {
 
   async listEarlyCompletions(receivedBefore: number, limit: number, scope?: Scope): Promise<CompletionRecord[]> {
     return claims.listEarlyCompletions(scope ? this.#in(scope) : this.#in(), receivedBefore, limit, scope);
+  }
+
+  // retention (docs/retention.md)
+
+  async listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<Invocation[]> {
+    return retention.listEndedInvocations(this.#in(), opts);
+  }
+
+  async journalNamesAbove(scope: Scope, aboveSeq: number, invocationIds: string[]): Promise<Set<string>> {
+    return retention.journalNamesAbove(this.#in(scope), scope, aboveSeq, invocationIds);
+  }
+
+  async deleteInvocation(scope: Scope, invocationId: string): Promise<PrunedInvocationRows> {
+    return retention.deleteInvocation(this.#in(scope), scope, invocationId);
+  }
+
+  async deleteAgedRecords(kind: AgedRecordKind, before: number, limit: number): Promise<number> {
+    return retention.deleteAgedRecords(this.#in(), kind, before, limit);
+  }
+
+  async countAgedRecords(kind: AgedRecordKind, before: number): Promise<number> {
+    return retention.countAgedRecords(this.#in(), kind, before);
   }
 
   // notifications (docs/notifications.md)

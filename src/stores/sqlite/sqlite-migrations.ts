@@ -316,6 +316,20 @@ CREATE TABLE journal_archive_state (
 ) WITHOUT ROWID;
 `,
   },
+  {
+    version: 10,
+    name: "retention",
+    sql: `
+-- Retention (docs/retention.md): the pruner finds ended invocations oldest first across scopes, and
+-- delivered or dead notification deliveries, expired completions and remembered webhook delivery
+-- ids by age, each through an index that holds only those rows.
+CREATE INDEX invocations_ended ON invocations (json_extract(doc, '$.updatedAt'), tenant_id, space_id, invocation_id)
+  WHERE status IN ('succeeded', 'failed', 'denied', 'cancelled');
+CREATE INDEX notify_deliveries_done ON notify_deliveries (json_extract(doc, '$.updatedAt')) WHERE status <> 'pending';
+CREATE INDEX completions_expired ON completions (json_extract(doc, '$.expiredAt')) WHERE json_extract(doc, '$.disposition') = 'expired';
+CREATE INDEX deliveries_by_age ON deliveries (seen_at);
+`,
+  },
 ];
 
 /** The schema version this build creates and expects. */

@@ -1,7 +1,7 @@
 /**
  * Every fixed SQL statement of the SQLite store, prepared once per connection, assembled from the
  * domain files (sqlite-invocations.ts, sqlite-claims.ts, sqlite-execution.ts, sqlite-records.ts,
- * sqlite-journal.ts, sqlite-notifications.ts; docs/stores.md, "Layout"), and the list statements whose WHERE depends on
+ * sqlite-journal.ts, sqlite-notifications.ts, sqlite-retention.ts; docs/stores.md, "Layout"), and the list statements whose WHERE depends on
  * their filters.
  */
 import type Database from "better-sqlite3";
@@ -10,10 +10,11 @@ import { attemptListSql, prepareExecutionStatements, type SqliteExecutionStateme
 import { invocationListSql, prepareInvocationStatements, type SqliteInvocationStatements } from "./sqlite-invocations.js";
 import { prepareJournalStatements, type SqliteJournalStatements } from "./sqlite-journal.js";
 import { prepareNotificationStatements, type SqliteNotificationStatements } from "./sqlite-notifications.js";
+import { prepareRetentionStatements, type SqliteRetentionStatements } from "./sqlite-retention.js";
 import { approvalListSql, prepareRecordStatements, reconciliationListSql, type SqliteRecordStatements } from "./sqlite-records.js";
 
 /** The fixed statements, by name. */
-export type SqliteStatements = SqliteInvocationStatements & SqliteClaimStatements & SqliteExecutionStatements & SqliteRecordStatements & SqliteJournalStatements & SqliteNotificationStatements;
+export type SqliteStatements = SqliteInvocationStatements & SqliteClaimStatements & SqliteExecutionStatements & SqliteRecordStatements & SqliteJournalStatements & SqliteNotificationStatements & SqliteRetentionStatements;
 
 /** Prepares the fixed statements; the schema must be migrated first. */
 export function prepareStatements(db: Database.Database): SqliteStatements {
@@ -25,6 +26,7 @@ export function prepareStatements(db: Database.Database): SqliteStatements {
     ...prepareClaimStatements(p),
     ...prepareRecordStatements(p),
     ...prepareNotificationStatements(p),
+    ...prepareRetentionStatements(p),
   };
 }
 

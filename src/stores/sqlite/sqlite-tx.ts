@@ -5,7 +5,7 @@
 import { LeaseLostError, WritError } from "../../core/errors.js";
 import { journalRowOf } from "../../core/journal.js";
 import { nextRevision } from "../../core/store-guard.js";
-import { assertScope, checkArchiveMove, type ClaimOptions, type DeliveryFilter, type InvocationFilter, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
+import { assertScope, checkArchiveMove, type AgedRecordKind, type ClaimOptions, type EndedCursor, type PrunedInvocationRows, type DeliveryFilter, type InvocationFilter, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
 import type {
   ApiKeyRecord,
   BreakerRecord,
@@ -30,6 +30,7 @@ import type {
 } from "../../core/types.js";
 import type { Statement } from "better-sqlite3";
 import * as notify from "./sqlite-notifications.js";
+import * as retention from "./sqlite-retention.js";
 import type { ListStatements, SqliteStatements } from "./sqlite-statements.js";
 
 /** What a transaction needs from its store. */
@@ -629,6 +630,31 @@ export class SqliteTx implements StoreTx {
   async listExpiredPendingApprovals(now: number, limit: number): Promise<Approval[]> {
     this.#checkOpen();
     return (this.#q.listExpiredPendingApprovals.all({ now, limit: limitParam(limit) }) as string[]).map((d) => parse<Approval>(d));
+  }
+
+  // retention (docs/retention.md)
+
+  async listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<Invocation[]> {
+    this.#checkOpen();
+    return retention.listEndedInvocations(this.#q, opts);
+  }
+
+  async journalNamesAbove(scope: Scope, aboveSeq: number, invocationIds: string[]): Promise<Set<string>> {
+    return retention.journalNamesAbove(this.#q, this.#sp(scope), aboveSeq, invocationIds);
+  }
+
+  async deleteInvocation(scope: Scope, invocationId: string): Promise<PrunedInvocationRows> {
+    return retention.deleteInvocation(this.#q, this.#sp(scope), invocationId);
+  }
+
+  async deleteAgedRecords(kind: AgedRecordKind, before: number, limit: number): Promise<number> {
+    this.#checkOpen();
+    return retention.deleteAgedRecords(this.#q, kind, before, limit);
+  }
+
+  async countAgedRecords(kind: AgedRecordKind, before: number): Promise<number> {
+    this.#checkOpen();
+    return retention.countAgedRecords(this.#q, kind, before);
   }
 
   // notifications (docs/notifications.md)

@@ -1,0 +1,240 @@
+/**
+ * Retention (docs/retention.md): ended invocations found oldest first across scopes, the journal's
+ * hold on them, whole-invocation deletes that never touch the journal, age-only deletes, and the
+ * pruner deleting exactly what is ended, old enough and archived.
+ */
+import assert from "node:assert/strict";
+import { runRetention, type RetentionSettings } from "../../core/retention.js";
+import type { Store, StoreTx } from "../../core/store.js";
+import type { CompletionRecord, Delivery, Invocation, InvocationStatus, JournalEntry, Scope, UnsealedEntry } from "../../core/types.js";
+import { rejectsWithCode, withStore } from "./assertions.js";
+import type { StoreConformanceCase } from "./case.js";
+import { approval, attempt, decision, idempotency, invocation, newScope, prng, reconciliation, step, T0, uid } from "./fixtures.js";
+
+const DAY = 86_400_000;
+
+/** Everything an ended invocation owns, written in one transaction; its journal entries sealed (seqs returned). */
+async function seedInvocation(store: Store, scope: Scope, over: Partial<Invocation>, opts: { sealed?: boolean; approvalStatus?: "pending" | "approved"; openReconciliation?: boolean } = {}): Promise<{ inv: Invocation; seqs: number[]; decisionId: string }> {
+  const appr = approval(scope, { status: opts.approvalStatus ?? "approved" });
+  const inv = invocation(scope, { approvalId: appr.approvalId, ...over });
+  appr.invocationId = inv.invocationId;
+  const dec = decision(scope);
+  const att = attempt(scope, { invocationId: inv.invocationId, decisionId: dec.decisionId, attemptId: dec.attemptId, state: "SUCCEEDED" });
+  const ref = uid("ref");
+  const seqs: number[] = [];
+  await store.transact(async (tx) => {
+    await tx.insertInvocation(scope, inv);
+    await tx.putApproval(scope, appr);
+    await tx.consumeDecision(scope, dec);
+    await tx.insertAttempt(scope, att);
+    await tx.putIdempotency(scope, idempotency(scope, { action: inv.action, idempotencyKey: inv.idempotencyKey, invocationId: inv.invocationId, attemptId: att.attemptId, state: "succeeded" }));
+    await tx.putStep(scope, step(scope, inv.invocationId, 0, { status: "succeeded", connector: "payments", externalRef: ref, attemptId: att.attemptId }));
+    await tx.insertReconciliation(scope, reconciliation(scope, { invocationId: inv.invocationId, status: opts.openReconciliation === true ? "open" : "resolved" }));
+    const c: CompletionRecord = { ...scope, completionId: uid("cpl"), connector: "payments", externalRef: ref, outcome: "success", contentDigest: "sha256:c", disposition: "applied", invocationId: inv.invocationId, stepIndex: 0, receivedAt: T0 };
+    await tx.insertCompletion(scope, c);
+  });
+  const entries: UnsealedEntry[] = [0, 1].map((i) => ({ ...scope, id: uid("entry"), at: T0 + i, type: "test.retention", refs: { invocationId: inv.invocationId }, data: { i } }));
+  if (opts.sealed === false) {
+    await store.transact((tx) => tx.insertUnsealed(scope, entries));
+  } else {
+    await store.transact(async (tx) => {
+      const head = await tx.journalHead(scope);
+      let prev = head;
+      const sealed: JournalEntry[] = entries.map((e) => {
+        const s: JournalEntry = { ...e, seq: (prev?.seq ?? 0) + 1, prevHash: prev?.hash ?? null, hash: uid("hash") };
+        prev = { seq: s.seq, hash: s.hash };
+        return s;
+      });
+      await tx.insertJournal(scope, sealed);
+      seqs.push(...sealed.map((s) => s.seq));
+    });
+  }
+  return { inv, seqs, decisionId: dec.decisionId };
+}
+
+/** Which of the invocation's rows are still there. */
+async function rowsOf(tx: StoreTx, scope: Scope, inv: Invocation, decisionId: string): Promise<Record<string, boolean>> {
+  return {
+    invocation: (await tx.getInvocation(scope, inv.invocationId)) !== null,
+    byKey: (await tx.findInvocationByKey(scope, inv.action, inv.idempotencyKey)) !== null,
+    steps: (await tx.getSteps(scope, inv.invocationId)).length > 0,
+    attempts: (await tx.listAttempts(scope, { invocationId: inv.invocationId })).length > 0,
+    decision: (await tx.getConsumedDecision(scope, decisionId)) !== null,
+    idempotency: (await tx.getIdempotency(scope, inv.action, inv.idempotencyKey)) !== null,
+    reconciliations: (await tx.listReconciliations(scope, { invocationId: inv.invocationId })).length > 0,
+    approval: inv.approvalId !== undefined && (await tx.getApproval(scope, inv.approvalId)) !== null,
+  };
+}
+
+const ALL_PRESENT = { invocation: true, byKey: true, steps: true, attempts: true, decision: true, idempotency: true, reconciliations: true, approval: true };
+const ALL_GONE = { invocation: false, byKey: false, steps: false, attempts: false, decision: false, idempotency: false, reconciliations: false, approval: false };
+
+/** Settings for a pruner over the fixed times of the cases (`T0`-based), fast (no pause). */
+function settings(over: Partial<RetentionSettings> = {}): RetentionSettings {
+  return { invocationsMs: DAY, replayWindowMs: DAY, completionsMs: DAY, deliveriesMs: DAY, batchSize: 3, pauseMs: 0, everyMs: 60_000, enabled: true, ...over };
+}
+
+const ENDED_STATUSES: InvocationStatus[] = ["succeeded", "failed", "denied", "cancelled"];
+const OPEN_STATUSES: InvocationStatus[] = ["queued", "running", "parked", "awaiting_approval", "reconciliation_required"];
+
+export const retentionCases: StoreConformanceCase[] = [
+  {
+    // Invariant: deleteInvocation removes an ended invocation and every row that belongs to it (its
+    // key too: the same key is then free), leaves its journal entries and checkpoints and another
+    // invocation's rows alone, refuses an open invocation (CONFLICT, nothing deleted), and answers
+    // all zero for one that is gone; a rolled-back delete leaves everything.
+    name: "retention: deleteInvocation removes a whole ended invocation and never the journal",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        const a = await seedInvocation(store, scope, { status: "succeeded" });
+        const b = await seedInvocation(store, scope, { status: "failed" });
+        const open = await seedInvocation(store, scope, { status: "running", leaseOwner: "w", leaseToken: "t", leaseExpiresAt: T0 + 1 });
+        await assert.rejects(
+          store.transact(async (tx) => {
+            await tx.deleteInvocation(scope, a.inv.invocationId);
+            throw new Error("rolled back");
+          }),
+          /rolled back/,
+        );
+        assert.deepStrictEqual(await store.transact((tx) => rowsOf(tx, scope, a.inv, a.decisionId)), ALL_PRESENT, "a rolled-back delete left everything");
+        const n = await store.transact((tx) => tx.deleteInvocation(scope, a.inv.invocationId));
+        assert.deepStrictEqual(n, { invocations: 1, steps: 1, attempts: 1, decisions: 1, idempotency: 1, reconciliations: 1, approvals: 1, completions: 1 });
+        assert.deepStrictEqual(await store.transact((tx) => rowsOf(tx, scope, a.inv, a.decisionId)), ALL_GONE);
+        assert.deepStrictEqual(await store.transact((tx) => rowsOf(tx, scope, b.inv, b.decisionId)), ALL_PRESENT, "another invocation's rows stay");
+        const journal = await store.transact((tx) => tx.readJournal(scope));
+        assert.deepStrictEqual(journal.map((e) => e.seq), [1, 2, 3, 4, 5, 6], "journal entries are never deleted by retention");
+        await rejectsWithCode(store.transact((tx) => tx.deleteInvocation(scope, open.inv.invocationId)), "CONFLICT", "an open invocation");
+        assert.deepStrictEqual(await store.transact((tx) => rowsOf(tx, scope, open.inv, open.decisionId)), ALL_PRESENT, "a refused delete deleted nothing");
+        const again = await store.transact((tx) => tx.deleteInvocation(scope, a.inv.invocationId));
+        assert.equal(again.invocations, 0, "a second delete finds nothing");
+        // The key is free again: a new invocation with it is admitted.
+        await store.transact((tx) => tx.insertInvocation(scope, invocation(scope, { action: a.inv.action, idempotencyKey: a.inv.idempotencyKey })));
+        const later = await store.transact((tx) => tx.listAttempts(scope));
+        assert.ok(later.every((x) => x.invocationId !== a.inv.invocationId), "listAttempts skips pruned attempts");
+      });
+    },
+  },
+  {
+    // Invariant: journalNamesAbove names exactly the invocations with an entry unsealed or sealed
+    // above the given seq, in this scope only; listEndedInvocations lists ended invocations older
+    // than the cut-off, oldest first, and a cursor goes on after the last one seen.
+    name: "retention: the journal holds what it names above the watermark; ended invocations list oldest first",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        const other = newScope();
+        const base = T0 - 400 * DAY;
+        const low = await seedInvocation(store, scope, { status: "succeeded", updatedAt: base + 3 });
+        const high = await seedInvocation(store, scope, { status: "cancelled", updatedAt: base + 1 });
+        const unsealed = await seedInvocation(store, scope, { status: "denied", updatedAt: base + 2 }, { sealed: false });
+        const elsewhere = await seedInvocation(store, other, { status: "succeeded", updatedAt: base + 2 });
+        await seedInvocation(store, scope, { status: "queued", updatedAt: base });
+        const ids = [low, high, unsealed].map((x) => x.inv.invocationId);
+        const at2 = await store.transact((tx) => tx.journalNamesAbove(scope, 2, ids));
+        assert.deepStrictEqual([...at2].sort(), [high.inv.invocationId, unsealed.inv.invocationId].sort());
+        assert.deepStrictEqual([...(await store.transact((tx) => tx.journalNamesAbove(scope, 4, ids)))], [unsealed.inv.invocationId]);
+        assert.equal((await store.transact((tx) => tx.journalNamesAbove(other, 0, ids))).size, 0, "another scope's journal names none of them");
+        const mine = new Set([...ids, elsewhere.inv.invocationId]);
+        const listed = (await store.transact((tx) => tx.listEndedInvocations({ endedBefore: base + 3, limit: 1000 }))).filter((i) => mine.has(i.invocationId));
+        assert.deepStrictEqual(
+          listed.map((i) => i.invocationId),
+          [high.inv.invocationId, ...[unsealed, elsewhere].sort((x, y) => (x.inv.tenantId < y.inv.tenantId ? -1 : 1)).map((x) => x.inv.invocationId)],
+          "ended before the cut-off, oldest first, queued ones never",
+        );
+        const first = listed[0]!;
+        const rest = (await store.transact((tx) => tx.listEndedInvocations({ endedBefore: base + 4, limit: 1000, after: first }))).filter((i) => mine.has(i.invocationId));
+        assert.ok(!rest.some((i) => i.invocationId === first.invocationId) && rest.some((i) => i.invocationId === low.inv.invocationId), "the cursor goes on after the last seen");
+      });
+    },
+  },
+  {
+    // Invariant: delivered and dead notification deliveries, expired completions and remembered
+    // webhook delivery ids older than the cut-off are deleted, oldest first, at most `limit` per
+    // call; pending deliveries, younger records and other completions stay.
+    name: "retention: age-only records go by age, pending deliveries never",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        const base = T0 - 800 * DAY;
+        const sub = uid("sub");
+        const d = (status: Delivery["status"], updatedAt: number): Delivery => ({
+          tenantId: scope.tenantId, deliveryId: uid("dlv"), subscriptionId: sub, eventId: uid("evt"), eventType: "invocation.ended", spaceId: scope.spaceId,
+          at: updatedAt, body: "{}", status, attempts: 1, nextAttemptAt: updatedAt, createdAt: updatedAt, updatedAt, log: [],
+        });
+        const cp = (disposition: CompletionRecord["disposition"], expiredAt: number): CompletionRecord => ({
+          ...scope, completionId: uid("cpl"), connector: "payments", externalRef: uid("ref"), outcome: "success", contentDigest: "sha256:x", disposition, receivedAt: base, ...(disposition === "expired" ? { expiredAt } : {}),
+        });
+        const deliveries = [d("delivered", base + 1), d("dead", base + 2), d("pending", base), d("delivered", base + 10)];
+        const completions = [cp("expired", base + 1), cp("expired", base + 10), cp("early", base)];
+        await store.transact(async (tx) => {
+          await tx.insertDeliveries(deliveries);
+          for (const c of completions) await tx.insertCompletion(scope, c);
+          await tx.rememberDelivery(scope, "payments", "wh-old", base + 1);
+          await tx.rememberDelivery(scope, "payments", "wh-new", base + 10);
+        });
+        const cut = base + 5;
+        assert.ok((await store.transact((tx) => tx.countAgedRecords("notify_deliveries", cut))) >= 2);
+        assert.equal(await store.transact((tx) => tx.deleteAgedRecords("notify_deliveries", cut, 1)), 1, "at most limit");
+        await store.transact((tx) => tx.deleteAgedRecords("notify_deliveries", cut, 1000));
+        await store.transact((tx) => tx.deleteAgedRecords("expired_completions", cut, 1000));
+        await store.transact((tx) => tx.deleteAgedRecords("webhook_deliveries", cut, 1000));
+        const left = await store.transact((tx) => tx.listDeliveries(scope.tenantId, { limit: 100 }));
+        assert.deepStrictEqual(left.map((x) => x.deliveryId).sort(), [deliveries[2]!.deliveryId, deliveries[3]!.deliveryId].sort(), "pending and young deliveries stay");
+        const refs = await store.transact(async (tx) => Promise.all(completions.map(async (c) => (await tx.listCompletions(scope, c.connector, c.externalRef)).length)));
+        assert.deepStrictEqual(refs, [0, 1, 1], "only the old expired completion went");
+        assert.equal(await store.transact((tx) => tx.rememberDelivery(scope, "payments", "wh-old", base + 20)), true, "an old webhook delivery id was forgotten");
+        assert.equal(await store.transact((tx) => tx.rememberDelivery(scope, "payments", "wh-new", base + 20)), false, "a young one is remembered");
+      });
+    },
+  },
+  {
+    // Invariant (random mixes, fixed seeds): a pruner run deletes exactly the invocations that are
+    // ended AND ended before the cut-off AND whose journal entries are all at or below the archive
+    // watermark AND have no open reconciliation or pending approval; every other invocation keeps
+    // all its rows; the journal is untouched. Batches of 3 cross scopes and held invocations.
+    name: "retention: a prune deletes exactly what is ended, old enough and archived (random mixes)",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        for (const seed of [1, 7, 42]) {
+          const rnd = prng(seed);
+          const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
+          const scopes = [newScope(), newScope()];
+          const now = T0 + 1000 * DAY;
+          type Made = Awaited<ReturnType<typeof seedInvocation>> & { scope: Scope; expect: boolean };
+          const made: Made[] = [];
+          const watermarks = new Map<Scope, number>();
+          for (let i = 0; i < 14; i++) {
+            const scope = pick(scopes);
+            const ended = rnd() < 0.7;
+            const status = ended ? pick(ENDED_STATUSES) : pick(OPEN_STATUSES);
+            const old = rnd() < 0.7;
+            const updatedAt = old ? now - 2 * DAY - Math.floor(rnd() * DAY) : now - Math.floor(rnd() * DAY / 2);
+            const sealed = rnd() < 0.85;
+            const openRec = ended && rnd() < 0.1;
+            const pendingApproval = ended && rnd() < 0.1;
+            const m = await seedInvocation(store, scope, { status, updatedAt, ...(status === "running" ? { leaseOwner: "w", leaseToken: "t", leaseExpiresAt: now } : {}) }, { sealed, openReconciliation: openRec, approvalStatus: pendingApproval ? "pending" : "approved" });
+            made.push({ ...m, scope, expect: ended && old && sealed && !openRec && !pendingApproval });
+          }
+          // Each scope archives a random prefix of its sealed journal.
+          for (const scope of scopes) {
+            const head = (await store.transact((tx) => tx.journalHead(scope)))?.seq ?? 0;
+            const w = Math.floor(rnd() * (head + 1));
+            if (w > 0) await store.transact((tx) => tx.setJournalArchivedThrough(scope, w));
+            watermarks.set(scope, w);
+          }
+          for (const m of made) m.expect = m.expect && m.seqs.every((s) => s <= (watermarks.get(m.scope) ?? 0));
+          const before = await Promise.all(made.map((m) => store.transact((tx) => tx.readJournal(m.scope))));
+          const report = await runRetention(store, settings(), { now });
+          assert.ok(report.complete, `seed ${seed}: the run completed`);
+          for (const m of made) {
+            const rows = await store.transact((tx) => rowsOf(tx, m.scope, m.inv, m.decisionId));
+            assert.deepStrictEqual(rows, m.expect ? ALL_GONE : ALL_PRESENT, `seed ${seed}: ${m.inv.status} invocation ${m.inv.invocationId} (expected ${m.expect ? "pruned" : "kept"})`);
+          }
+          const after = await Promise.all(made.map((m) => store.transact((tx) => tx.readJournal(m.scope))));
+          assert.deepStrictEqual(after, before, `seed ${seed}: the journal is untouched`);
+        }
+      });
+    },
+  },
+];
