@@ -45,7 +45,7 @@ export interface WritConfig {
   /** The MCP gateway (`/mcp` on `writ serve`, `writ mcp` on stdio): waits, limits, allowed origins, sessions (docs/mcp.md). */
   mcp?: McpHttpOptions;
   /** Host tuning (timeouts, retries, breakers, recovery). */
-  host?: Pick<HostOptions, "timeoutMs" | "inProgressTimeoutMs" | "maxDecisionAgeSeconds" | "recoveryMaxAttempts" | "retry" | "breaker" | "approvalTtlMs" | "earlyCompletionRetentionMs" | "sweepMs" | "sealWithinMs" | "redactErrorText" | "notifications">;
+  host?: Pick<HostOptions, "timeoutMs" | "inProgressTimeoutMs" | "maxDecisionAgeSeconds" | "recoveryMaxAttempts" | "retry" | "breaker" | "approvalTtlMs" | "earlyCompletionRetentionMs" | "sweepMs" | "sealWithinMs" | "redactErrorText" | "notifications" | "retention">;
 }
 
 /** Declares a config with types; checks its shape so a mistake is named at load time. */

@@ -21,7 +21,8 @@ import { makeContext, retryStale, scopeOf, type HostContext } from "./context.js
 import type { HostEvent } from "./events.js";
 import { resolveHostOptions, silentLogger, type HostOptions } from "./options.js";
 import { outageLog } from "./outage.js";
-import { createWorker, type Worker, type WorkerOptions } from "./worker.js";
+import { createWorker, type Worker, type WorkerCompanion, type WorkerOptions } from "./worker.js";
+import { createRetention, type RetentionApi } from "./retention.js";
 import { invocationReads, readableStore } from "./reads.js";
 import { closeOpenApproval, createApprovals, type Approvals } from "./approvals.js";
 import { checkResolveInput, resolvedStep, resolveKey, type KeyRef, type KeyResolution, type ResolveInput } from "./key-resolution.js";
@@ -110,6 +111,11 @@ export interface Host {
    * the subscriptions one claim gets (tests and scripts); a started worker runs the dispatcher.
    */
   notifications: NotificationsApi & { dispatchOnce(): Promise<number> };
+  /**
+   * Retention (docs/retention.md): `status()` says what a prune would delete and hold, `prune()`
+   * runs one (a started worker runs it in the background every `retention.everyMs`).
+   */
+  retention: RetentionApi;
   /** The context shared by the host's parts (for the policy/approval and completion modules). */
   readonly context: HostContext;
 }
@@ -173,6 +179,16 @@ export function createHostCore(options: HostOptions): Host {
   const notify = resolveNotificationOptions(o.notifications);
   const notifications = notificationsApi(ctx, notify);
   const dispatcher = () => createDispatcher(ctx, notify);
+  const retention = createRetention(ctx);
+  const companions = (): WorkerCompanion => {
+    const parts = [...(notify.dispatch ? [dispatcher()] : []), retention.companion()];
+    return {
+      start: () => parts.forEach((p) => p.start()),
+      stop: async () => {
+        await Promise.all(parts.map((p) => p.stop()));
+      },
+    };
+  };
   const sweep = async (): Promise<{ overdue: number; approvalsExpired: number; earlyExpired: number }> => ({
     overdue: await sweepOverdue(ctx),
     approvalsExpired: await approvals.sweep(),
@@ -366,7 +382,7 @@ export function createHostCore(options: HostOptions): Host {
       resolveKey: (scope, key, input) => resolveKey(ctx, scope, key, input),
       unknownKeys: (scope, opts) => readCommitted(o.store, (tx) => tx.listUnknownKeys(scope, opts)),
     },
-    worker: (wo) => createWorker(ctx, wo, sweep, notify.dispatch ? dispatcher() : undefined),
+    worker: (wo) => createWorker(ctx, wo, sweep, companions()),
     approvals,
     authorities,
     complete: (scope, input) => complete(ctx, scope, input),
@@ -392,6 +408,7 @@ export function createHostCore(options: HostOptions): Host {
     },
     breakers: (scope) => ctx.breakers.list(scope),
     notifications: { ...notifications, dispatchOnce: () => dispatcher().runOnce() },
+    retention: { settings: retention.settings, status: () => retention.status(), prune: (opts) => retention.prune(opts), onSignal: (cb) => retention.onSignal(cb) },
     context: ctx,
   };
 }

@@ -6,6 +6,7 @@ import type { DataKeyPort } from "../core/sealing.js";
 import type { ActionDefinition, Connector, RetryPolicy } from "../core/action.js";
 import { WritError } from "../core/errors.js";
 import { checkSealWithinMs } from "../core/sequencer.js";
+import { resolveRetention, type RetentionOptions, type RetentionSettings } from "../core/retention.js";
 import type { Keyring, SigningKey } from "../core/keyring.js";
 import type { PolicyEngine } from "../core/policy.js";
 import type { Clock, CryptoPort, Random } from "../core/ports.js";
@@ -108,6 +109,12 @@ export interface HostOptions {
   sealWithinMs?: number;
   /** Notification delivery (docs/notifications.md): console links, retries, dead letters. */
   notifications?: NotificationOptions;
+  /**
+   * How long ended work stays and how the background pruner paces itself (docs/retention.md).
+   * @defaultValue every period 30 days, the replay window as long as `invocationsMs`, batches of
+   * 100 with a 100 ms pause, a run every minute in started workers
+   */
+  retention?: RetentionOptions;
 }
 
 export interface ResolvedHostOptions {
@@ -121,6 +128,7 @@ export interface ResolvedHostOptions {
   earlyCompletionRetentionMs: number;
   sweepMs: number;
   sealWithinMs: number;
+  retention: RetentionSettings;
 }
 
 function num(name: string, v: unknown, dflt: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
@@ -157,6 +165,20 @@ function recoveryBudget(o: HostOptions, hostRetryMax: number): number {
   return v;
 }
 
+/**
+ * The longest a host keeps retrying one invocation: its attempts times the longest backoff, the
+ * largest over the host's retry policy and each action's own (the replay window's floor).
+ */
+function retryHorizon(o: HostOptions, hostMax: number, hostMaxDelayMs: number): number {
+  let h = hostMax * hostMaxDelayMs;
+  for (const a of o.actions ?? []) {
+    const m = a.retry?.maxAttempts ?? hostMax;
+    const d = a.retry?.maxDelayMs ?? hostMaxDelayMs;
+    if (typeof m === "number" && typeof d === "number" && Number.isFinite(m * d)) h = Math.max(h, m * d);
+  }
+  return h;
+}
+
 function integerMs(name: string, v: unknown, dflt: number): number {
   if (v === undefined) return dflt;
   if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1) throw new WritError("INVALID_OPTION", `createHost: ${name} must be a whole number of milliseconds >= 1`);
@@ -173,6 +195,8 @@ export function resolveHostOptions(o: HostOptions): ResolvedHostOptions {
   }
   const retryMax = num("retry.maxAttempts", o.retry?.maxAttempts, 3, 1);
   const timeoutMs = num("timeoutMs", o.timeoutMs, 30_000, 1, MAX_TIMER_MS);
+  const retryMaxDelayMs = num("retry.maxDelayMs", o.retry?.maxDelayMs, 60_000, 0, MAX_TIMER_MS);
+  const approvalTtlMs = num("approvalTtlMs", o.approvalTtlMs, 86_400_000, 1);
   return {
     timeoutMs,
     inProgressTimeoutMs: inProgressTimeoutOf("createHost", o.inProgressTimeoutMs, timeoutMs),
@@ -181,13 +205,14 @@ export function resolveHostOptions(o: HostOptions): ResolvedHostOptions {
     retry: {
       maxAttempts: retryMax,
       baseDelayMs: num("retry.baseDelayMs", o.retry?.baseDelayMs, 1000, 0, MAX_TIMER_MS),
-      maxDelayMs: num("retry.maxDelayMs", o.retry?.maxDelayMs, 60_000, 0, MAX_TIMER_MS),
+      maxDelayMs: retryMaxDelayMs,
     },
     breaker: breakerOptions(o.breaker, timeoutMs),
-    approvalTtlMs: num("approvalTtlMs", o.approvalTtlMs, 86_400_000, 1),
+    approvalTtlMs,
     earlyCompletionRetentionMs: integerMs("earlyCompletionRetentionMs", o.earlyCompletionRetentionMs, 604_800_000),
     sweepMs: num("sweepMs", o.sweepMs, 1000, 1, MAX_TIMER_MS),
     sealWithinMs: checkSealWithinMs("createHost", o.sealWithinMs),
+    retention: resolveRetention(o.retention, { approvalTtlMs, retryHorizonMs: retryHorizon(o, retryMax, retryMaxDelayMs) }, "createHost: "),
   };
 }
 

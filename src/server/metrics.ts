@@ -6,6 +6,7 @@
 import type { BreakerTransition } from "../host/breaker.js";
 import type { HostEvent } from "../host/events.js";
 import type { Host } from "../host/host.js";
+import type { RetentionSignal } from "../host/retention.js";
 
 type Labels = Readonly<Record<string, string>>;
 
@@ -58,6 +59,7 @@ function counter(name: string, help: string): Counter {
 
 interface Gauge extends Metric {
   add(delta: number): void;
+  set(value: number): void;
 }
 
 function gauge(name: string, help: string): Gauge {
@@ -66,8 +68,28 @@ function gauge(name: string, help: string): Gauge {
     add(delta) {
       current += delta;
     },
+    set(value) {
+      current = value;
+    },
     render(out) {
       out.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`, `${name} ${formatNumber(current)}`);
+    },
+  };
+}
+
+interface LabeledGauge extends Metric {
+  set(labels: Labels, value: number): void;
+}
+
+function labeledGauge(name: string, help: string): LabeledGauge {
+  const series = new Map<string, { text: string; value: number }>();
+  return {
+    set(labels, value) {
+      series.set(seriesKey(labels), { text: labelText(labels), value });
+    },
+    render(out) {
+      out.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
+      for (const s of series.values()) out.push(`${name}${s.text} ${formatNumber(s.value)}`);
     },
   };
 }
@@ -108,10 +130,12 @@ export interface ServerMetrics {
   event(e: HostEvent): void;
   /** A circuit breaker state change this process wrote. */
   breaker(t: BreakerTransition): void;
+  /** Retention (docs/retention.md): rows one pruner batch deleted, or a finished run's state. */
+  retention(s: RetentionSignal, now: number): void;
   /** The text exposition. */
   render(): string;
   /** A counter's current value (tests). */
-  count(name: "requests" | "events" | "transitions" | "breakers", labels: Labels): number;
+  count(name: "requests" | "events" | "transitions" | "breakers" | "pruned", labels: Labels): number;
 }
 
 export function createMetrics(): ServerMetrics {
@@ -121,6 +145,9 @@ export function createMetrics(): ServerMetrics {
   const events = counter("writ_host_events_total", "Host events (onEvent), by type.");
   const transitions = counter("writ_invocation_transitions_total", "Invocation state transitions, by source and target status.");
   const breakers = counter("writ_breaker_transitions_total", "Circuit breaker state changes this process wrote, by connector, operation and new state (closed, open, half_open).");
+  const pruned = counter("writ_retention_pruned_rows_total", "Rows the retention pruner of this process deleted, by kind (docs/retention.md).");
+  const oldest = gauge("writ_retention_oldest_ended_invocation_age_seconds", "Age of the oldest ended invocation still in the database at the last pruner run (0 when none).");
+  const held = labeledGauge("writ_retention_held_invocations", "Ended invocations old enough to prune that the last pruner run kept, by reason (not_archived, open_reconciliation, pending_approval).");
   return {
     request(method, route, status, seconds) {
       const m = METHODS.has(method) ? method : "OTHER";
@@ -138,13 +165,22 @@ export function createMetrics(): ServerMetrics {
     breaker(t) {
       breakers.inc({ connector: t.connector, operation: t.operation, to: t.to });
     },
+    retention(s, now) {
+      if (s.kind === "batch") {
+        for (const [kind, n] of Object.entries(s.pruned)) if (n !== undefined && n > 0) pruned.inc({ kind }, n);
+        return;
+      }
+      if (s.report.dryRun) return;
+      oldest.set(s.report.oldestEndedAt === null ? 0 : Math.max(0, (now - s.report.oldestEndedAt) / 1000));
+      for (const [reason, n] of Object.entries(s.report.held)) held.set({ reason }, n);
+    },
     render() {
       const out: string[] = [];
-      for (const m of [requests, duration, inflight, events, transitions, breakers]) m.render(out);
+      for (const m of [requests, duration, inflight, events, transitions, breakers, pruned, oldest, held]) m.render(out);
       return out.join("\n") + "\n";
     },
     count(name, labels) {
-      return (name === "requests" ? requests : name === "events" ? events : name === "breakers" ? breakers : transitions).value(labels);
+      return (name === "requests" ? requests : name === "events" ? events : name === "breakers" ? breakers : name === "pruned" ? pruned : transitions).value(labels);
     },
   };
 }
@@ -172,6 +208,7 @@ export function metricsFor(host: Host): ServerMetrics {
       }
     : (e) => m.event(e);
   host.context.breakers.onChange((t) => m.breaker(t));
+  host.retention.onSignal((s) => m.retention(s, o.clock.now()));
   byHost.set(host, m);
   return m;
 }
