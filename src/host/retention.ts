@@ -52,6 +52,19 @@ export function createRetention(ctx: HostContext): RetentionApi & { companion():
     return report;
   }
 
+  /**
+   * A run on demand (`writ retention status|prune`): the clock's timers do not keep a process
+   * alive, and such a process must not end in a pause between two batches.
+   */
+  async function onDemand(opts: { dryRun?: boolean; maxBatches?: number }): Promise<RetentionReport> {
+    const alive = setInterval(() => undefined, 60_000);
+    try {
+      return await run(opts);
+    } finally {
+      clearInterval(alive);
+    }
+  }
+
   /** The background pruner: a run every `everyMs` while the worker runs; a stop ends it between batches. */
   function companion(): WorkerCompanion {
     let running = false;
@@ -100,8 +113,8 @@ export function createRetention(ctx: HostContext): RetentionApi & { companion():
 
   return {
     settings,
-    status: () => run({ dryRun: true }),
-    prune: (opts = {}) => run(opts),
+    status: () => onDemand({ dryRun: true }),
+    prune: (opts = {}) => onDemand(opts),
     onSignal(cb) {
       listeners.add(cb);
       return () => listeners.delete(cb);
