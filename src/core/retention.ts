@@ -233,19 +233,23 @@ export async function runRetention(store: Store, settings: RetentionSettings, op
     }
     return true;
   };
+  // A pause follows a batch that found work (more may follow), never an empty one.
+  let busy = false;
   const paced = async (): Promise<void> => {
-    if (report.batches > 0 && settings.pauseMs > 0 && opts.pause) await opts.pause(settings.pauseMs);
+    if (busy && settings.pauseMs > 0 && opts.pause) await opts.pause(settings.pauseMs);
   };
   const endedBefore = endedCutoff(settings, opts.now);
   let after: EndedCursor | undefined;
   for (;;) {
     if (endedBefore <= 0 || !budgetLeft()) break;
     await paced();
+    if (!budgetLeft()) break;
     const cursor = after;
     const batch = dryRun
       ? await readCommitted(store, (tx) => invocationBatch(tx, endedBefore, settings.batchSize, cursor, true))
       : await store.transact((tx) => invocationBatch(tx, endedBefore, settings.batchSize, cursor, false));
     report.batches += 1;
+    busy = batch.seen > 0;
     const sums: Partial<Record<PrunedKind, number>> = {};
     for (const p of batch.pruned) {
       for (const [k, n] of Object.entries(p) as Array<[PrunedKind, number]>) {
@@ -275,8 +279,10 @@ export async function runRetention(store: Store, settings: RetentionSettings, op
     for (;;) {
       if (!budgetLeft()) break;
       await paced();
+      if (!budgetLeft()) break;
       const n = await store.transact((tx) => tx.deleteAgedRecords(kind, before, settings.batchSize));
       report.batches += 1;
+      busy = n > 0;
       report.pruned[kind] += n;
       if (n > 0) opts.onBatch?.({ [kind]: n });
       if (n < settings.batchSize) break;

@@ -35,6 +35,12 @@ export const INVARIANTS = {
   bareKey: { item: 7 },
   /** No executed attempt under a decision issued before the key's previous failed attempt ended. */
   freshDecision: { item: 8 },
+  /**
+   * Retention (docs/retention.md): every invocation pruned was ended, ended before the window, had
+   * no open reconciliation or pending approval, and no journal entry naming it lay above the
+   * archive watermark its pruning transaction read.
+   */
+  retention: { item: 0 },
 } as const;
 export type InvariantName = keyof typeof INVARIANTS;
 
@@ -58,6 +64,7 @@ export const FAULTS = [
   "cancel",
   "operatorResolve",
   "bare",
+  "retention",
 ] as const;
 export type FaultName = (typeof FAULTS)[number];
 

@@ -4,7 +4,7 @@
  */
 import { sealScopeNow, verifyStoredJournal } from "../../src/core/journal.js";
 import type { Store } from "../../src/core/store.js";
-import { TERMINAL_INVOCATION_STATUSES, type InvocationStatus } from "../../src/core/types.js";
+import { TERMINAL_INVOCATION_STATUSES, type Invocation, type InvocationStatus, type JournalEntry } from "../../src/core/types.js";
 import { memoryStore } from "../../src/stores/memory/index.js";
 import { sqliteStore } from "../../src/stores/sqlite/index.js";
 import pg from "pg";
@@ -39,6 +39,8 @@ export interface SimResult {
     /** Batching (docs/simulation.md, "Batches"): the seed's batch size (null: off) and its batch operations. */
     batchMax: number | null;
     batches: { ops: number; multi: number; members: number; failedAlone: number };
+    /** Invocations retention pruned (docs/retention.md). */
+    pruned: number;
   };
   notes: string[];
   trace: string[] | null;
@@ -138,6 +140,8 @@ async function runOn(seed: number, kind: SimStoreKind, inner: Store, config: Sim
         resolve: on("operatorResolve") * 0.6,
         crash: on("crash") * (w.compensating.size > 0 ? 3 : 0.5),
         bare: bares < 3 ? on("bare") * 0.6 : 0,
+        archive: on("retention") * 0.6,
+        prune: on("retention") * 0.3,
         nothing: 0.5,
       });
       if (ev === "submit") w.submit(submitted++);
@@ -150,7 +154,8 @@ async function runOn(seed: number, kind: SimStoreKind, inner: Store, config: Sim
       } else if (ev === "bare") {
         bares++;
         w.bareEvent();
-      }
+      } else if (ev === "archive") w.archiveEvent();
+      else if (ev === "prune") w.pruneEvent();
       continue;
     }
     if (!sim.fireNextTimer()) sim.runRandomOp();
@@ -206,6 +211,8 @@ async function runOn(seed: number, kind: SimStoreKind, inner: Store, config: Sim
     statuses[i.status] = (statuses[i.status] ?? 0) + 1;
     sim.trace(`final ${i.invocationId} ${i.status} attempts ${i.attemptCount}`);
   }
+  // Retention last: the statuses above are the run's; then ended work is archived and pruned.
+  if (config.faults.has("retention")) violations.push(...(await retentionPhase(w, inner, config)));
   const head = await inner.transact((tx) => tx.journalHead(SCOPE));
   sim.trace(`journal ${head?.seq ?? 0} ${head?.hash ?? ""}`);
   const { hash, events } = sim.traceHash();
@@ -215,13 +222,89 @@ async function runOn(seed: number, kind: SimStoreKind, inner: Store, config: Sim
     violations,
     traceHash: hash,
     events,
-    stats: { invocations: invs.length, statuses, calls: w.obs.calls.length, effects: w.obs.effects.length, crashes, virtualMs: sim.now - start, drainSteps, batchMax: w.batchMax ?? null, batches: { ...w.batches } },
+    stats: { invocations: invs.length, statuses, calls: w.obs.calls.length, effects: w.obs.effects.length, crashes, virtualMs: sim.now - start, drainSteps, batchMax: w.batchMax ?? null, batches: { ...w.batches }, pruned: w.obs.pruned.size },
     notes: w.obs.notes,
     trace: sim.lines,
   };
 }
 
 const TERMINAL = new Set<InvocationStatus>(TERMINAL_INVOCATION_STATUSES);
+const RETENTION_WINDOW = Math.max(HOST_LIMITS.retention.invocationsMs, HOST_LIMITS.retention.replayWindowMs);
+
+/** retention: everything pruned was ended long enough, held by nothing, archived, and is gone. */
+function checkPruned(w: World, invs: readonly Invocation[], journal: readonly JournalEntry[], fail: (i: InvariantName, m: string) => void): void {
+  for (const [id, p] of w.obs.pruned) {
+    if (!TERMINAL.has(p.invocation.status)) fail("retention", `${id} was pruned while ${p.invocation.status}`);
+    if (p.invocation.updatedAt >= p.at - RETENTION_WINDOW) fail("retention", `${id} was pruned at ${p.at}, ended at ${p.invocation.updatedAt}: within the ${RETENTION_WINDOW} ms window`);
+    if (p.openReconciliations > 0) fail("retention", `${id} was pruned with ${p.openReconciliations} open reconciliation(s)`);
+    if (p.approvalStatus === "pending") fail("retention", `${id} was pruned with a pending approval`);
+    const above = journal.filter((e) => e.refs?.invocationId === id && e.seq > p.watermark);
+    if (above.length > 0) fail("retention", `${id} was pruned with journal entries above the archive watermark ${p.watermark} (seq ${above.map((e) => e.seq).join(", ")})`);
+    if (invs.some((i) => i.invocationId === id)) fail("retention", `${id} was pruned but is still in the store`);
+  }
+}
+
+/** Runs the kernel until `p` settles (or nothing can move); its value, or undefined. */
+async function drive<T>(w: World, p: Promise<T>): Promise<T | undefined> {
+  let done = false;
+  let value: T | undefined;
+  p.then(
+    (v) => {
+      done = true;
+      value = v;
+    },
+    () => {
+      done = true;
+    },
+  );
+  for (let i = 0; i < 20_000 && !done; i++) {
+    await w.sim.quiesce();
+    if (done) break;
+    if (w.sim.readyCount() > 0) w.sim.runRandomOp();
+    else if (!w.sim.fireNextTimer()) break;
+  }
+  return value;
+}
+
+/**
+ * After the other invariants were checked: the archiver archives the whole journal, time passes
+ * beyond the retention window (the workers' background pruners run meanwhile), an operator's prune
+ * runs, and then exactly the ended, unheld invocations are gone (docs/retention.md), what was
+ * pruned passes \`retention\`, and the journal still verifies.
+ */
+async function retentionPhase(w: World, store: Store, config: SimConfig): Promise<Violation[]> {
+  const out: Violation[] = [];
+  const fail = (invariant: InvariantName, message: string): void => {
+    if (config.invariants.has(invariant)) out.push({ invariant, item: INVARIANTS[invariant].item, message });
+  };
+  w.sim.trace("retention phase");
+  await drive(w, w.archiveAll());
+  const until = w.sim.now + RETENTION_WINDOW + 1;
+  w.sim.setTimer(w.env, RETENTION_WINDOW + 1, () => undefined);
+  for (let i = 0; i < 20_000 && w.sim.now < until; i++) {
+    await w.sim.quiesce();
+    if (w.sim.readyCount() > 0) w.sim.runRandomOp();
+    else if (!w.sim.fireNextTimer()) break;
+  }
+  await drive(w, w.archiveAll());
+  await drive(w, w.prune());
+  await w.sim.quiesce();
+  const invs = await store.transact((tx) => tx.listInvocations(SCOPE, { limit: 1000 }));
+  await sealScopeNow(store, w.crypto, SCOPE);
+  const journal = await store.transact((tx) => tx.readJournal(SCOPE, { limit: 100_000 }));
+  checkPruned(w, invs, journal, fail);
+  const through = await store.transact((tx) => tx.journalArchivedThrough(SCOPE));
+  for (const inv of invs) {
+    if (!TERMINAL.has(inv.status) || inv.updatedAt >= w.sim.now - RETENTION_WINDOW) continue;
+    if (journal.some((e) => e.refs?.invocationId === inv.invocationId && e.seq > through)) continue;
+    const open = await store.transact((tx) => tx.listReconciliations(SCOPE, { invocationId: inv.invocationId, status: "open" }));
+    const ap = inv.approvalId !== undefined ? await store.transact((tx) => tx.getApproval(SCOPE, inv.approvalId!)) : null;
+    if (open.length === 0 && ap?.status !== "pending") fail("retention", `${inv.invocationId} (${inv.status}, ended ${inv.updatedAt}, archived) was not pruned by ${w.sim.now}`);
+  }
+  const v = await verifyStoredJournal(store, w.crypto, w.keyring, SCOPE);
+  if (!v.ok) fail("journal", `after pruning, the journal does not verify: ${JSON.stringify(v.problems.slice(0, 3))}`);
+  return out;
+}
 
 async function checkInvariants(w: World, store: Store, config: SimConfig, drain: { settledOk: boolean; drainSteps: number; stepCap: number }): Promise<Violation[]> {
   const out: Violation[] = [];
@@ -232,16 +315,30 @@ async function checkInvariants(w: World, store: Store, config: SimConfig, drain:
   const invs = await store.transact((tx) => tx.listInvocations(SCOPE, { limit: 1000 }));
   const now = w.sim.now;
 
+  // A pruned invocation's rows are gone with it (docs/retention.md): the checks that read them skip it.
+  const pruned = obs.pruned;
+  const prunedApprovals = new Set([...pruned.values()].flatMap((p) => (p.invocation.approvalId !== undefined ? [p.invocation.approvalId] : [])));
+  const prunedRecs = new Set([...pruned.values()].flatMap((p) => p.reconciliationIds));
+
   // decisionConsumed: every effect under a decision consumed for that very attempt.
   for (const e of obs.effects) {
+    if (pruned.has(e.call.invocationId)) continue;
     const c = await store.transact((tx) => tx.getConsumedDecision(SCOPE, e.call.decisionId));
     if (!c || c.attemptId !== e.call.attemptId) fail("decisionConsumed", `effect of call #${e.call.n} (${e.key}) under decision ${e.call.decisionId}: ${c ? `consumed by attempt ${c.attemptId}, not ${e.call.attemptId}` : "never consumed"}`);
   }
 
   // atMostOnce: one effect per non-idempotent step key.
   const perKey = new Map<string, number[]>();
-  for (const e of obs.effects) if (!e.idempotent) perKey.set(e.key, [...(perKey.get(e.key) ?? []), e.call.n]);
-  for (const [key, calls] of perKey) if (calls.length > 1) fail("atMostOnce", `non-idempotent step key ${key} took effect ${calls.length} times (calls #${calls.join(", #")})`);
+  // Per invocation: a key reused after its invocation was pruned is a new request (docs/retention.md,
+  // the replay window), whose effects are its own.
+  for (const e of obs.effects) if (!e.idempotent) perKey.set(`${e.key}\u0000${e.call.invocationId}`, [...(perKey.get(`${e.key}\u0000${e.call.invocationId}`) ?? []), e.call.n]);
+  for (const [key, calls] of perKey) if (calls.length > 1) fail("atMostOnce", `non-idempotent step key ${key.split("\u0000")[0]} took effect ${calls.length} times (calls #${calls.join(", #")})`);
+  const keyOwners = new Map<string, Set<string>>();
+  for (const e of obs.effects) if (!e.idempotent) keyOwners.set(e.key, (keyOwners.get(e.key) ?? new Set()).add(e.call.invocationId));
+  for (const [key, owners] of keyOwners) {
+    const live = [...owners].filter((id) => !pruned.has(id));
+    if (owners.size > 1 && live.length === owners.size) fail("atMostOnce", `non-idempotent step key ${key} took effect under ${owners.size} invocations, none pruned`);
+  }
 
   // settled: terminal, or parked with what justifies it.
   if (!drain.settledOk && drain.drainSteps >= drain.stepCap) fail("settled", `the drain did not settle within ${drain.stepCap} steps`);
@@ -264,18 +361,21 @@ async function checkInvariants(w: World, store: Store, config: SimConfig, drain:
 
   // noLostUpdate: acknowledged writes of the API are all in the store.
   for (const v of obs.votes) {
+    if (prunedApprovals.has(v.approvalId)) continue;
     const ap = await store.transact((tx) => tx.getApproval(SCOPE, v.approvalId));
     if (!ap?.votes.some((x) => x.approver.id === v.approver && x.verdict === v.verdict)) fail("noLostUpdate", `acknowledged ${v.verdict} by ${v.approver} on ${v.approvalId} is not recorded`);
   }
   for (const id of obs.revokes) {
+    if (prunedApprovals.has(id)) continue;
     const ap = await store.transact((tx) => tx.getApproval(SCOPE, id));
     if (ap?.status !== "revoked") fail("noLostUpdate", `acknowledged revocation of ${id}: approval is ${ap?.status ?? "missing"}`);
   }
   for (const [id] of obs.cancels) {
-    const inv = invs.find((i) => i.invocationId === id);
+    const inv = invs.find((i) => i.invocationId === id) ?? pruned.get(id)?.invocation;
     if (inv?.status !== "cancelled") fail("noLostUpdate", `acknowledged cancel of ${id}: invocation is ${inv?.status ?? "missing"}`);
   }
   for (const id of obs.resolves) {
+    if (prunedRecs.has(id)) continue;
     const rec = await store.transact((tx) => tx.getReconciliation(SCOPE, id));
     if (rec?.status !== "resolved") fail("noLostUpdate", `acknowledged resolution of ${id}: record is ${rec?.status ?? "missing"}`);
   }
@@ -289,6 +389,8 @@ async function checkInvariants(w: World, store: Store, config: SimConfig, drain:
     if (!v.ok) fail("journal", `journal of ${sc.tenantId}/${sc.spaceId} does not verify: ${JSON.stringify(v.problems.slice(0, 3))}`);
   }
   const journal = await store.transact((tx) => tx.readJournal(SCOPE, { limit: 100_000 }));
+
+  checkPruned(w, invs, journal, fail);
 
   // budget (item 1): no call under a claim beyond the recovery budget.
   for (const c of obs.calls) {

@@ -28,6 +28,18 @@ export interface Committed {
   breakers: BreakerRecord[];
   /** Step intents written (`started` rows), each with the lease token the transaction asserted, if any. */
   intents: Array<{ step: StepCheckpoint; token: string | undefined }>;
+  /** Invocations retention deleted, with what the deleting transaction saw just before (docs/retention.md). */
+  pruned: PrunedSeen[];
+}
+
+/** An invocation as its pruning transaction saw it just before deleting it. */
+export interface PrunedSeen {
+  invocation: Invocation;
+  /** The scope's archive watermark in that transaction. */
+  watermark: number;
+  openReconciliations: number;
+  approvalStatus: string | null;
+  reconciliationIds: string[];
 }
 
 export interface StoreHooks {
@@ -93,6 +105,19 @@ export function simStore(node: SimNode, inner: Store, hooks: StoreHooks, options
             c.attempts.push({ ...rec });
           };
         }
+        if (prop === "deleteInvocation") {
+          return async (scope: Scope, invocationId: string) => {
+            const inv = await target.getInvocation(scope, invocationId);
+            const watermark = await target.journalArchivedThrough(scope);
+            const recs = await target.listReconciliations(scope, { invocationId });
+            const approval = inv?.approvalId !== undefined ? await target.getApproval(scope, inv.approvalId) : null;
+            const rows = (await fn(scope, invocationId)) as { invocations: number };
+            if (inv !== null && rows.invocations === 1) {
+              c.pruned.push({ invocation: inv, watermark, openReconciliations: recs.filter((r) => r.status === "open").length, approvalStatus: approval?.status ?? null, reconciliationIds: recs.map((r) => r.reconciliationId) });
+            }
+            return rows;
+          };
+        }
         if (prop === "insertUnsealed") {
           return async (scope: Scope, ...rest: unknown[]) => {
             const ids = await fn(scope, ...rest);
@@ -115,7 +140,7 @@ export function simStore(node: SimNode, inner: Store, hooks: StoreHooks, options
     const value = await node.op(kind, async () => {
       const fault = hooks.fault(node, kind);
       if (fault === "throw") throw new WritError("STORE_ERROR", "sim: injected store failure (nothing written)");
-      const c: Committed = { claims: [], attempts: [], invocations: [], breakers: [], intents: [] };
+      const c: Committed = { claims: [], attempts: [], invocations: [], breakers: [], intents: [], pruned: [] };
       const v = await work(c, journaled);
       hooks.committed(node, c);
       if (fault === "lost-ack" && hooks.loseAck(node, c)) throw new WritError("STORE_ERROR", "sim: injected lost acknowledgement (the commit happened)");

@@ -23,7 +23,9 @@ import { defaultCrypto } from "../../src/node/defaults.js";
 import { KEYS } from "../boundary/fixture.js";
 import type { SimConfig, FaultName } from "./config.js";
 import { Sim, SimNode, type Rng } from "./kernel.js";
-import { simStore, type Committed, type StoreFault } from "./sim-store.js";
+import { simStore, type Committed, type PrunedSeen, type StoreFault } from "./sim-store.js";
+import { sealScopeNow } from "../../src/core/journal.js";
+import { runRetention } from "../../src/core/retention.js";
 
 export const SCOPE: Scope = { tenantId: "sim", spaceId: "s" };
 export const HOST_LIMITS = {
@@ -34,6 +36,11 @@ export const HOST_LIMITS = {
   leaseMs: 10_000,
   /** Longer than any action's steps × timeoutMs (3 × 3 s), docs/boundary.md "Interrupted executions". */
   inProgressTimeoutMs: 12_000,
+  /**
+   * Retention (docs/retention.md): ended invocations go 40 s after they ended once archived (the
+   * window at least the approval TTL and the retry horizon); workers prune every 15 s.
+   */
+  retention: { invocationsMs: 40_000, replayWindowMs: 40_000, batchSize: 3, pauseMs: 500, everyMs: 15_000 },
 };
 const params = z.object({ n: z.number() });
 
@@ -111,6 +118,8 @@ export interface Observations {
   bareInterrupted: Array<{ action: string; key: string }>;
   /** Answers of the re-execution of interrupted bare keys after the drain. */
   bareAfterDrain: Array<{ action: string; key: string; state: string; reasonCode?: string }>;
+  /** Invocations retention deleted: what the deleting transaction saw, and when (docs/retention.md). */
+  pruned: Map<string, PrunedSeen & { at: number }>;
   /** Notes for the report: client errors that were not expected. */
   notes: string[];
 }
@@ -242,6 +251,7 @@ export class World {
       breakerViolations: [],
       bareInterrupted: [],
       bareAfterDrain: [],
+      pruned: new Map(),
       notes: [],
     };
     this.crypto = simCrypto(this.obs.decisions);
@@ -268,6 +278,10 @@ export class World {
 
   committed(node: SimNode, c: Committed): void {
     const seq = ++this.#commitSeq;
+    for (const p of c.pruned) {
+      this.obs.pruned.set(p.invocation.invocationId, { ...p, at: this.sim.now });
+      this.sim.trace(`pruned ${p.invocation.invocationId} (${p.invocation.status}) by ${node.name}`);
+    }
     for (const inv of c.claims) {
       const list = this.obs.claims.get(inv.invocationId) ?? [];
       list.push({ owner: inv.leaseOwner ?? node.name, attemptCount: inv.attemptCount, at: this.sim.now });
@@ -533,6 +547,7 @@ export class World {
       approvalTtlMs: HOST_LIMITS.approvalTtlMs,
       sweepMs: 4000,
       sealWithinMs: 20_000,
+      retention: { ...HOST_LIMITS.retention, enabled: this.on("retention") },
     });
   }
 
@@ -600,8 +615,10 @@ export class World {
 
   submit(i: number): void {
     const plan = this.rng.pick(this.actions);
-    const resubmit = this.submitted.length > 0 && this.rng.chance(0.15);
-    const prev = resubmit ? this.rng.pick(this.submitted) : null;
+    // A client retries within the replay window only: never the key of a pruned invocation.
+    const retryable = this.submitted.filter((x) => !this.obs.pruned.has(x.invocationId));
+    const resubmit = retryable.length > 0 && this.rng.chance(0.15);
+    const prev = resubmit ? this.rng.pick(retryable) : null;
     const key = prev ? prev.key : `k${i}`;
     const action = prev ? prev.action : plan.def.id;
     const n = prev ? Number(prev.key.slice(1)) : i;
@@ -655,6 +672,45 @@ export class World {
         return inv.status;
       }),
     );
+  }
+
+  /**
+   * The archiver's part (docs/retention.md): seal the scope's journal and move its archive
+   * watermark to a seq the seed picks between where it is and the sealed head.
+   */
+  archiveEvent(): void {
+    const store = this.nodeStore(this.apiNode);
+    this.flow(
+      "archive",
+      (async () => {
+        await sealScopeNow(store, this.crypto, SCOPE);
+        const [head, through] = await store.transact(async (tx) => [(await tx.journalHead(SCOPE))?.seq ?? 0, await tx.journalArchivedThrough(SCOPE)] as const);
+        const to = this.rng.int(through, head);
+        this.sim.trace(`archive through ${to} (head ${head})`);
+        if (to > through) await store.transact((tx) => tx.setJournalArchivedThrough(SCOPE, to));
+        return String(to);
+      })(),
+    );
+  }
+
+  /** An operator's `writ retention prune` on the API node, beside the workers' background pruners. */
+  pruneEvent(): void {
+    this.flow("prune", this.prune());
+  }
+
+  /** One prune run on the API node's view of the store (its transactions are kernel operations). */
+  prune(): Promise<string> {
+    const settings = { ...HOST_LIMITS.retention, completionsMs: 40_000, deliveriesMs: 40_000, pauseMs: 0, enabled: true };
+    return runRetention(this.nodeStore(this.apiNode), settings, { now: this.sim.now }).then((r) => `${r.pruned.invocations} pruned, ${r.held.not_archived} not archived`);
+  }
+
+  /** The archiver catching up: the whole journal sealed and archived. */
+  async archiveAll(): Promise<void> {
+    const store = this.nodeStore(this.apiNode);
+    await sealScopeNow(store, this.crypto, SCOPE);
+    const head = (await store.transact((tx) => tx.journalHead(SCOPE)))?.seq ?? 0;
+    if (head > (await store.transact((tx) => tx.journalArchivedThrough(SCOPE)))) await store.transact((tx) => tx.setJournalArchivedThrough(SCOPE, head));
+    this.sim.trace(`archive through ${head} (all)`);
   }
 
   /** An operator settles an open reconciliation with the provider's truth. */
