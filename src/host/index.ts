@@ -15,6 +15,8 @@ export { type Approvals, type Approver } from "./approvals.js";
 export { type Authorities, type AuthorityInput } from "./authorities.js";
 export { type CompletionAnswer, type CompletionInput, type CompletionSecret } from "./completions.js";
 export { versionedCedarPolicy, type VersionedPolicy } from "./policy-versions.js";
+export { type RetentionApi, type RetentionSignal } from "./retention.js";
+export { type HoldReason, type RetentionOptions, type RetentionReport, type RetentionSettings } from "../core/retention.js";
 
 export type CreateHostOptions = Omit<HostOptions, "clock" | "crypto" | "random"> & { clock?: Clock; crypto?: CryptoPort; random?: Random };
 
