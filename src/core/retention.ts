@@ -192,7 +192,10 @@ async function invocationBatch(tx: StoreTx, endedBefore: number, limit: number, 
   }
   for (const { scope, invs } of byScope.values()) {
     const through = await tx.journalArchivedThrough(scope);
-    const unarchived = await tx.journalNamesAbove(scope, through, invs.map((i) => i.invocationId));
+    // Nothing archived: every invocation's admission entry lies above the watermark, so all are
+    // held without reading the scope's whole journal (a deployment without an archiver).
+    const ids = invs.map((i) => i.invocationId);
+    const unarchived = through === 0 ? new Set(ids) : await tx.journalNamesAbove(scope, through, ids);
     for (const inv of invs) {
       const reason = await holdOf(tx, scope, inv, unarchived);
       if (reason !== null) out.held.push({ inv, reason });
