@@ -713,7 +713,7 @@ ALTER TABLE writ_journal_chain SET (autovacuum_vacuum_insert_scale_factor = 0.02
 `;
 
 /**
- * Per scope, the highest seq whose journal segment is archived and verified (docs/retention.md); a
+ * Per scope, the highest seq whose journal segment is archived and verified (docs/journal.md, "The archive watermark"); a
  * scope without a row has archived nothing.
  */
 const JOURNAL_ARCHIVE_STATE = `
