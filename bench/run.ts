@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every benchmark, ratios measured side by side in one run, JSON under bench/results/.
- * Select some with `npm run bench -- boundary` (names: boundary, policy, durable, http, host, cost, latency, cli, growth).
+ * Select some with `npm run bench -- boundary` (names: boundary, policy, durable, http, host, cost, latency, cli, growth, plans).
  *
  * The benchmarks' own dependencies (graphile-worker, postgres.js, autocannon) are in
  * bench/package.json, not in the root install: the first run installs them into bench/node_modules.
@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { fmt, writeResult } from "./lib.js";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
-const NAMES = ["boundary", "policy", "durable", "http", "host", "cost", "latency", "cli", "growth"];
+const NAMES = ["boundary", "policy", "durable", "http", "host", "cost", "latency", "cli", "growth", "plans"];
 const only = new Set(process.argv.slice(2));
 for (const name of only) {
   if (!NAMES.includes(name)) {
@@ -43,6 +43,18 @@ if (want("cli")) {
   const m = r.medians;
   console.log(`cli cold start (compiled dist/, ${r.runs} processes each, interleaved): node -e 0 ${m.nodeMs.toFixed(0)} ms | writ --help ${m.helpMs.toFixed(0)} ms (ratio ${r.ratios.helpOverNode.toFixed(2)}) | writ ls ${m.lsMs.toFixed(0)} ms (ratio ${r.ratios.lsOverNode.toFixed(2)})`);
   console.log("  ->", writeResult("cli", r));
+}
+
+if (want("plans")) {
+  const { benchPlans } = await import("./plans.js");
+  const r = await benchPlans();
+  if (r !== null) {
+    for (const st of r.statements) {
+      console.log(`plans, ${st.name}: buffers ${st.buffers.join(" / ")} for ${r.sizes.join(" / ")} ended invocations (largest/smallest ${st.largestOverSmallest.toFixed(2)}); indexes ${st.indexes.join(", ") || "-"}${st.badNodes.length > 0 ? `; BAD: ${st.badNodes.join(", ")}` : ""}`);
+    }
+    console.log(`plans, writ_claim: buffers ${r.claimFunction.buffers.join(" / ")}${r.claimFunction.badNodes.length > 0 ? `; BAD: ${r.claimFunction.badNodes.join(", ")}` : ""}`);
+    console.log("  ->", writeResult("plans", r));
+  }
 }
 
 if (want("growth")) {

@@ -323,7 +323,7 @@ export interface StoreTx extends NotificationTx, RetentionTx {
   /**
    * The archive watermark: the highest seq whose journal segment an archiver wrote and verified
    * (0 while nothing is archived). Retention prunes nothing whose entries lie above it
-   * (docs/retention.md).
+   * (docs/journal.md, "The archive watermark").
    */
   journalArchivedThrough(scope: Scope): Promise<number>;
   /**

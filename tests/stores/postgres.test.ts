@@ -424,6 +424,42 @@ describe.skipIf(server === null)("postgres store", () => {
       }
     });
 
+    it("a seal that fails after the queue's delete and inside the chain insert leaves every entry unsealed; the next seal completes the chain", async () => {
+      // Invariant: writ_seal_if_head deletes the sealed ids from writ_journal_pending, then inserts
+      // their links into writ_journal_chain, in one transaction. A failure injected into the insert
+      // (a trigger raising on one entry) must undo the delete: no entry lost from the queue, none
+      // half-sealed, the head unchanged; once the fault is gone the same entries seal and verify.
+      const fresh = await freshDatabase();
+      extraDbs.push(fresh);
+      const store = open({}, fresh.url);
+      await store.migrate();
+      const crypto = nodeCryptoPort();
+      const scope = newScope();
+      const drafts = [1, 2, 3].map((i): UnsealedEntry => ({ tenantId: scope.tenantId, spaceId: scope.spaceId, id: `f${i}`, at: T0 + i, type: "test.event", refs: { n: String(i) }, data: { i } }));
+      await store.transact((tx) => tx.insertUnsealed(scope, drafts));
+      const c = new pg.Client({ connectionString: fresh.url });
+      await c.connect();
+      try {
+        await c.query(`CREATE FUNCTION writ_test_fail_link() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                         IF NEW.id = 'f2' THEN RAISE EXCEPTION 'injected: the chain insert fails'; END IF; RETURN NEW; END $$`);
+        await c.query("CREATE TRIGGER writ_test_fail_link BEFORE INSERT ON writ_journal_chain FOR EACH ROW EXECUTE FUNCTION writ_test_fail_link()");
+        const failed = await sealScopesNow(store, crypto, [scope]);
+        expect(failed[0]!.ok).toBe(false);
+        await store.transact(async (tx) => {
+          expect((await tx.listUnsealed(scope)).map((u) => u.id)).toEqual(["f1", "f2", "f3"]);
+          expect(await tx.journalHead(scope)).toBeNull();
+          expect(await tx.readJournal(scope)).toEqual([]);
+        });
+        expect(Number((await c.query("SELECT count(*) AS n FROM writ_journal_pending WHERE tenant_id = $1", [scope.tenantId])).rows[0].n)).toBe(3);
+        await c.query("DROP TRIGGER writ_test_fail_link ON writ_journal_chain");
+        expect(await sealScopesNow(store, crypto, [scope])).toEqual([{ ok: true, value: 3 }]);
+        expect((await store.transact((tx) => tx.readJournal(scope))).map((e) => [e.seq, e.id])).toEqual([[1, "f1"], [2, "f2"], [3, "f3"]]);
+        expect((await verifyStoredJournal(store, crypto, createKeyring(), scope)).problems).toEqual([]);
+      } finally {
+        await c.end();
+      }
+    });
+
     it("refuses a database that holds a migration this build does not know", async () => {
       const fresh = await freshDatabase({ empty: true });
       extraDbs.push(fresh);

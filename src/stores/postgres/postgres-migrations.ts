@@ -713,17 +713,13 @@ ALTER TABLE writ_journal_chain SET (autovacuum_vacuum_insert_scale_factor = 0.02
 `;
 
 /**
- * Notification subscriptions, their cursors into the sealed journal and their deliveries (the
- * outbox; docs/notifications.md). A delivery's seq is its place in its subscription's order.
- */
-/**
- * Per scope, the highest seq whose journal segment is archived and verified (docs/retention.md); a
+ * Per scope, the highest seq whose journal segment is archived and verified (docs/journal.md, "The archive watermark"); a
  * scope without a row has archived nothing.
  */
 const JOURNAL_ARCHIVE_STATE = `
 CREATE TABLE writ_journal_archive_state (
-  tenant_id text NOT NULL,
-  space_id text NOT NULL,
+  tenant_id text COLLATE "C" NOT NULL,
+  space_id text COLLATE "C" NOT NULL,
   archived_through bigint NOT NULL,
   PRIMARY KEY (tenant_id, space_id)
 );
@@ -750,6 +746,10 @@ ALTER TABLE writ_deliveries SET (autovacuum_vacuum_scale_factor = 0.02, autovacu
 ALTER TABLE writ_notify_deliveries SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 500, autovacuum_analyze_scale_factor = 0.02, autovacuum_analyze_threshold = 500);
 `;
 
+/**
+ * Notification subscriptions, their cursors into the sealed journal and their deliveries (the
+ * outbox; docs/notifications.md). A delivery's seq is its place in its subscription's order.
+ */
 const NOTIFICATIONS = `
 CREATE TABLE writ_notify_subscriptions (
   subscription_id text COLLATE "C" PRIMARY KEY,

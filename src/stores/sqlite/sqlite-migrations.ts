@@ -306,7 +306,7 @@ CREATE INDEX notify_deliveries_by_tenant ON notify_deliveries (tenant_id, seq);
     version: 9,
     name: "journal_archive_state",
     sql: `
--- Per scope, the highest seq whose journal segment is archived and verified (docs/retention.md);
+-- Per scope, the highest seq whose journal segment is archived and verified (docs/journal.md, "The archive watermark");
 -- a scope without a row has archived nothing.
 CREATE TABLE journal_archive_state (
   tenant_id TEXT NOT NULL,
