@@ -316,6 +316,13 @@ class GuardedTx implements StoreTx {
     return this.#tx.setJournalArchivedThrough(scope, seq);
   }
 
+  async pruneJournal(scope: Scope, throughSeq: number, limit: number): Promise<number> {
+    checkStoreScope(scope);
+    if (!Number.isSafeInteger(throughSeq) || throughSeq < 0) throw new WritError("INVALID_ARGUMENT", "pruneJournal: throughSeq must be a non-negative integer seq");
+    if (!Number.isSafeInteger(limit) || limit < 1) throw new WritError("INVALID_ARGUMENT", "pruneJournal: limit must be a positive integer");
+    return this.#tx.pruneJournal(scope, throughSeq, limit);
+  }
+
   async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {
     checkStoreScope(scope);
     record(scope, inv, "invocation");

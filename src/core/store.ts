@@ -275,6 +275,15 @@ export interface StoreTx extends NotificationTx {
    * past the sealed head throws `CONFLICT` and writes nothing.
    */
   setJournalArchivedThrough(scope: Scope, seq: number): Promise<void>;
+  /**
+   * Deletes up to `limit` (an integer from 1) of the scope's lowest live sealed entries whose seq is
+   * at or below `throughSeq`, and returns how many it deleted (0: none is left there). Only what is
+   * archived, and never the sealed head (the sequencer continues the chain from it): `throughSeq`
+   * above the archive watermark, or at or above the head, throws `CONFLICT` and deletes nothing.
+   * Checkpoints and unsealed entries are kept. Reads then start at the first live seq
+   * (docs/archives.md).
+   */
+  pruneJournal(scope: Scope, throughSeq: number, limit: number): Promise<number>;
 
   // invocations
   /** Inserts; CONFLICT if (scope, action, idempotencyKey) or the id exists. */
@@ -389,6 +398,15 @@ export function assertScope(scope: Scope, rec: { tenantId: string; spaceId: stri
   if (!sameScope(scope, rec)) {
     throw new WritError("SCOPE_VIOLATION", `${what} belongs to another scope than the one this operation runs in`);
   }
+}
+
+/**
+ * Refuses a prune (see `Tx.pruneJournal`) past the archive watermark or reaching the sealed head.
+ * Each store calls it with the values it read inside the same transaction.
+ */
+export function checkPrune(archivedThrough: number, sealedHead: number, throughSeq: number): void {
+  if (throughSeq > archivedThrough) throw new WritError("CONFLICT", `journal entries up to seq ${throughSeq} cannot be pruned: they are archived only through ${archivedThrough}`);
+  if (throughSeq >= sealedHead) throw new WritError("CONFLICT", `journal entries up to seq ${throughSeq} cannot be pruned: the sealed head (${sealedHead}) is always kept`);
 }
 
 /**

@@ -11,7 +11,7 @@
  */
 import { WritError } from "../../core/errors.js";
 import { journalRowOf } from "../../core/journal.js";
-import { checkArchiveMove, type ListOptions } from "../../core/store.js";
+import { checkArchiveMove, checkPrune, type ListOptions } from "../../core/store.js";
 import type { JournalCheckpoint, JournalEntry, Scope, UnsealedEntry } from "../../core/types.js";
 import { statement, type Exec } from "./postgres-exec.js";
 import { docOf, limitParam, numOrNull, type DocRow } from "./postgres-rows.js";
@@ -98,6 +98,22 @@ const ARCHIVE_ROW = statement(
 );
 const ARCHIVE_LOCK = statement("archive_lock", "SELECT archived_through FROM writ_journal_archive_state WHERE tenant_id = $1 AND space_id = $2 FOR UPDATE");
 const SET_ARCHIVED_THROUGH = statement("set_archived_through", "UPDATE writ_journal_archive_state SET archived_through = $3 WHERE tenant_id = $1 AND space_id = $2");
+/**
+ * Deletes the lowest `$4` sealed entries at or below seq `$3`: their links and their documents, in
+ * one statement (the caller checked the watermark and the head in the same transaction).
+ */
+const PRUNE = statement(
+  "prune_journal",
+  `WITH gone AS (
+     DELETE FROM writ_journal_chain c
+      WHERE c.tenant_id = $1 AND c.space_id = $2
+        AND c.seq IN (SELECT seq FROM writ_journal_chain WHERE tenant_id = $1 AND space_id = $2 AND seq <= $3 ORDER BY seq LIMIT $4)
+     RETURNING c.id
+   ), docs AS (
+     DELETE FROM writ_journal j USING gone WHERE j.tenant_id = $1 AND j.space_id = $2 AND j.id = gone.id RETURNING 1
+   )
+   SELECT count(*)::int AS n FROM gone`,
+);
 const LIST_CHECKPOINTS = statement("list_checkpoints", "SELECT doc FROM writ_journal_checkpoints WHERE tenant_id = $1 AND space_id = $2 ORDER BY seq, id");
 
 export async function journalHead(x: Exec, scope: Scope): Promise<{ seq: number; hash: string } | null> {
@@ -254,4 +270,10 @@ export async function setJournalArchivedThrough(x: Exec, scope: Scope, seq: numb
   const current = Number(row?.archived_through ?? 0);
   checkArchiveMove(current, (await journalHead(x, scope))?.seq ?? 0, seq);
   if (seq !== current) await x.count(SET_ARCHIVED_THROUGH, [...sp, seq]);
+}
+
+export async function pruneJournal(x: Exec, scope: Scope, throughSeq: number, limit: number): Promise<number> {
+  checkPrune(await journalArchivedThrough(x, scope), (await journalHead(x, scope))?.seq ?? 0, throughSeq);
+  const [row] = await x.rows<{ n: number }>(PRUNE, [scope.tenantId, scope.spaceId, throughSeq, limit]);
+  return row?.n ?? 0;
 }

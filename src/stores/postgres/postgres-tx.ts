@@ -178,6 +178,10 @@ export class PostgresTx implements StoreTx {
     return journal.setJournalArchivedThrough(this.#in(scope), scope, seq);
   }
 
+  async pruneJournal(scope: Scope, throughSeq: number, limit: number): Promise<number> {
+    return journal.pruneJournal(this.#in(scope), scope, throughSeq, limit);
+  }
+
   async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {
     const x = this.#in(scope);
     return invocations.insertInvocation(x, scope, inv);

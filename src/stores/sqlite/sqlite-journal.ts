@@ -20,6 +20,7 @@ export interface SqliteJournalStatements {
   listCheckpoints: Database.Statement;
   archivedThrough: Database.Statement;
   setArchivedThrough: Database.Statement;
+  pruneJournal: Database.Statement;
 }
 
 /** Prepares the journal statements; the schema must be migrated first. */
@@ -40,6 +41,8 @@ export function prepareJournalStatements(p: Prepare): SqliteJournalStatements {
     readJournal: p(`SELECT seq, doc FROM journal WHERE ${SCOPE} AND seq >= @fromSeq ORDER BY seq LIMIT @limit`),
     insertCheckpoint: p("INSERT INTO journal_checkpoints (tenant_id, space_id, seq, head_hash, doc) VALUES (@t, @s, @seq, @headHash, @doc)"),
     listCheckpoints: p(`SELECT doc FROM journal_checkpoints WHERE ${SCOPE} ORDER BY seq, rowid`).pluck(),
+    // The lowest live sealed entries at or below @through (docs/archives.md); unsealed ones have no seq.
+    pruneJournal: p(`DELETE FROM journal WHERE rowid IN (SELECT rowid FROM journal WHERE ${SCOPE} AND seq IS NOT NULL AND seq <= @through ORDER BY seq LIMIT @limit)`),
     archivedThrough: p(`SELECT archived_through FROM journal_archive_state WHERE ${SCOPE}`).pluck(),
     setArchivedThrough: p(
       "INSERT INTO journal_archive_state (tenant_id, space_id, archived_through) VALUES (@t, @s, @seq) ON CONFLICT (tenant_id, space_id) DO UPDATE SET archived_through = excluded.archived_through",

@@ -5,7 +5,7 @@
 import { LeaseLostError, WritError } from "../../core/errors.js";
 import { journalRowOf } from "../../core/journal.js";
 import { nextRevision } from "../../core/store-guard.js";
-import { assertScope, checkArchiveMove, type ClaimOptions, type DeliveryFilter, type InvocationFilter, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
+import { assertScope, checkArchiveMove, checkPrune, type ClaimOptions, type DeliveryFilter, type InvocationFilter, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
 import type {
   ApiKeyRecord,
   BreakerRecord,
@@ -340,6 +340,12 @@ export class SqliteTx implements StoreTx {
     const current = (this.#q.archivedThrough.get(sp) as number | undefined) ?? 0;
     checkArchiveMove(current, (this.#q.journalHead.get(sp) as { seq: number } | undefined)?.seq ?? 0, seq);
     if (seq !== current) this.#q.setArchivedThrough.run({ ...sp, seq });
+  }
+
+  async pruneJournal(scope: Scope, throughSeq: number, limit: number): Promise<number> {
+    const sp = this.#sp(scope);
+    checkPrune((this.#q.archivedThrough.get(sp) as number | undefined) ?? 0, (this.#q.journalHead.get(sp) as { seq: number } | undefined)?.seq ?? 0, throughSeq);
+    return this.#q.pruneJournal.run({ ...sp, through: throughSeq, limit }).changes;
   }
 
   // invocations
