@@ -5,8 +5,9 @@
  * "export"`, heads a `writ journal export` file, so an offline verify sees the checkpoints too.
  */
 import { parseJsonStrict } from "./canonical.js";
-import { base64url, fromUtf8, utf8 } from "./encoding.js";
+import { base64url, fromBase64url, fromUtf8, utf8 } from "./encoding.js";
 import { WritError } from "./errors.js";
+import type { Keyring } from "./keyring.js";
 import type { PublicJwk } from "./ports.js";
 import type { JournalCheckpoint, JournalEntry, Scope } from "./types.js";
 
@@ -160,4 +161,26 @@ export async function readArchive(target: ArchiveTarget, scope: Scope): Promise<
     }
   }
   return out;
+}
+
+/** The kid in a checkpoint's JWS header (null when unreadable). */
+function checkpointKid(cp: JournalCheckpoint): string | null {
+  const h = typeof cp.signature === "string" ? fromBase64url(cp.signature.split(".")[0] ?? "") : null;
+  if (!h) return null;
+  try {
+    const kid = (JSON.parse(fromUtf8(h)) as { kid?: unknown }).kid;
+    return typeof kid === "string" ? kid : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The public keys (JWK with `kid`) in `keyring` that signed `checkpoints`, to store beside them. */
+export function checkpointKeys(checkpoints: readonly JournalCheckpoint[], keyring: Keyring): PublicJwk[] {
+  const keys: PublicJwk[] = [];
+  for (const kid of new Set(checkpoints.map(checkpointKid))) {
+    const k = kid === null ? undefined : keyring.get(kid);
+    if (k !== undefined) keys.push({ ...k.publicJwk, kid: k.kid });
+  }
+  return keys;
 }

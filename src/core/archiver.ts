@@ -10,14 +10,14 @@
  * database entry for entry. Killed mid-prune, it leaves a journal whose first live entries are
  * simply fewer; the next run prunes on.
  */
-import { encodeSegment, decodeSegment, parseSegmentName, scopePrefix, segmentName, SEGMENT_FORMAT, type ArchiveTarget, type SegmentHeader } from "./archive-format.js";
-import { fromBase64url, fromUtf8, utf8 } from "./encoding.js";
+import { checkpointKeys, encodeSegment, decodeSegment, parseSegmentName, scopePrefix, segmentName, SEGMENT_FORMAT, type ArchiveTarget, type SegmentHeader } from "./archive-format.js";
+import { utf8 } from "./encoding.js";
 import { WritError } from "./errors.js";
 import { verifyJournal, writeCheckpoint } from "./journal.js";
 import type { Keyring, SigningKey } from "./keyring.js";
-import type { Clock, CryptoPort, PublicJwk } from "./ports.js";
+import type { Clock, CryptoPort } from "./ports.js";
 import { readCommitted, type Store } from "./store.js";
-import type { JournalCheckpoint, JournalEntry, Scope } from "./types.js";
+import type { JournalEntry, Scope } from "./types.js";
 
 /** Most entries a segment holds unless one checkpoint lies further (docs/archives.md). */
 export const DEFAULT_SEGMENT_ENTRIES = 10_000;
@@ -76,18 +76,6 @@ function positive(name: string, v: number | undefined, dflt: number): number {
   if (v === undefined) return dflt;
   if (!Number.isSafeInteger(v) || v < 1) throw new WritError("INVALID_OPTION", `archiver: ${name} must be a positive integer`);
   return v;
-}
-
-/** The kid in a checkpoint's JWS header (null when unreadable). */
-function checkpointKid(cp: JournalCheckpoint): string | null {
-  const h = typeof cp.signature === "string" ? fromBase64url(cp.signature.split(".")[0] ?? "") : null;
-  if (!h) return null;
-  try {
-    const kid = (JSON.parse(fromUtf8(h)) as { kid?: unknown }).kid;
-    return typeof kid === "string" ? kid : null;
-  } catch {
-    return null;
-  }
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
@@ -157,11 +145,7 @@ export async function archiveScope(store: Store, scope: Scope, opts: ArchiverOpt
       const p = v.problems[0]!;
       throw new WritError("CONFLICT", `the journal of ${where} does not verify over seqs ${watermark + 1}..${through} (${p.kind}: ${p.message}); nothing was archived`);
     }
-    const keys: PublicJwk[] = [];
-    for (const kid of new Set(cps.map(checkpointKid))) {
-      const k = kid === null ? undefined : opts.keyring.get(kid);
-      if (k !== undefined) keys.push({ ...k.publicJwk, kid: k.kid });
-    }
+    const keys = checkpointKeys(cps, opts.keyring);
     const header: SegmentHeader = {
       format: SEGMENT_FORMAT,
       kind: "segment",

@@ -6,7 +6,7 @@
  */
 import { canonicalize, canonicalizeData, parseJsonStrict } from "./canonical.js";
 import { base64url, fromBase64url, fromUtf8, utf8 } from "./encoding.js";
-import { readArchive, type ArchivedSegment, type ArchiveTarget } from "./archive-format.js";
+import { readArchive, type ArchivedSegment, type ArchiveTarget, type SegmentHeader } from "./archive-format.js";
 import { createKeyring, type Keyring, type SigningKey } from "./keyring.js";
 import type { CryptoPort, PublicJwk } from "./ports.js";
 import { outcomeOf, type BatchOutcome } from "./batch.js";
@@ -666,6 +666,25 @@ export function verifyArchivedChain(
   }
   problems.sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
   return { ...v, ok: problems.length === 0, problems, archive: { segments: segments.length, archivedThrough: archivedEnd, bytes, firstLiveSeq } };
+}
+
+/**
+ * Verifies an exported journal file offline (docs/archives.md, Offline verification): its entries
+ * from the header's first seq, with the checkpoints the header carries (verified with `keyring`, or
+ * the keys exported beside them for a kid it does not know). A file cut short of what its header
+ * states, or below a checkpoint, is `truncated`. A file without a header (an export made before
+ * headers) is verified as a chain from seq 1, with no checkpoint.
+ */
+export function verifyExportedJournal(crypto: CryptoPort, keyring: Keyring, scope: Scope, header: SegmentHeader | null, entries: readonly JournalEntry[]): JournalVerification {
+  if (header === null) return verifyJournal(crypto, keyring, scope, entries, []);
+  const start: ChainStart | undefined = header.fromSeq <= 1 ? undefined : { seq: header.fromSeq, ...(header.prevHash !== null ? { prevHash: header.prevHash } : {}) };
+  const v = verifyJournal(crypto, withArchivedKeys(keyring, header.keys), scope, entries, header.checkpoints, start);
+  const last = entries[entries.length - 1];
+  const problems = [...v.problems];
+  if (entries.length < header.entries || (header.entries > 0 && (last?.seq !== header.throughSeq || last.hash !== header.headHash))) {
+    problems.push({ seq: header.throughSeq, kind: "truncated", message: `the export states ${header.entries} entries through seq ${header.throughSeq} but holds ${entries.length}${last !== undefined ? ` ending at seq ${String(last.seq)}` : ""}: entries were removed` });
+  }
+  return { ...v, ok: problems.length === 0, problems };
 }
 
 /** Where the page after `page` (read from `from`) starts; always forward, even past an edited seq. */

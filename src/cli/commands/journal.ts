@@ -4,9 +4,12 @@ import { createWriteStream, mkdirSync, renameSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { once } from "node:events";
 import { createKeyring } from "../../core/keyring.js";
-import { checkUnsealed, verifyJournal, writeCheckpoint, type JournalVerification } from "../../core/journal.js";
+import { checkpointKeys, encodeSegment, SEGMENT_FORMAT, type SegmentHeader } from "../../core/archive-format.js";
+import { checkUnsealed, verifyExportedJournal, verifyJournal, writeCheckpoint, type JournalVerification } from "../../core/journal.js";
 import { checkSealWithinMs, sequencerFor } from "../../core/sequencer.js";
 import type { JournalEntry, Scope } from "../../core/types.js";
+import type { Keyring } from "../../core/keyring.js";
+import type { Store } from "../../core/store.js";
 import { defaultCrypto } from "../../node/defaults.js";
 import { systemClock } from "../../node/clock.js";
 import { intFlag, str } from "../args.js";
@@ -14,7 +17,7 @@ import { LIMIT_OPTION, type CommandBody } from "../command.js";
 import type { CliContext } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { readInput } from "../files.js";
-import { journalLength, journalPages, parseJournalJsonl } from "../journal-io.js";
+import { journalLength, journalPages, parseJournalFile } from "../journal-io.js";
 import { brief, time } from "../output.js";
 import { NO_PROGRESS, createProgress } from "../progress.js";
 
@@ -24,17 +27,17 @@ function explicitScope(ctx: CliContext): boolean {
 
 export const journalVerify: CommandBody = {
   options: {
-    file: { type: "string", value: "<jsonl>", description: "verify an exported JSONL file instead of the store (chain only; needs no config)" },
+    file: { type: "string", value: "<jsonl>", description: "verify an exported JSONL file instead of the store (the chain and the checkpoints the export carries; needs no config)" },
   },
   async run(ctx) {
     const file = str(ctx.values, "file");
     let result: JournalVerification;
     let scope: Scope;
     if (file !== undefined) {
-      const entries = parseJournalJsonl(readInput(file, "file"), file);
-      const first = entries[0];
+      const { header, entries } = parseJournalFile(readInput(file, "file"), file);
+      const first = header ?? entries[0];
       scope = first && !explicitScope(ctx) ? { tenantId: String(first.tenantId), spaceId: String(first.spaceId) } : await ctx.scope();
-      result = verifyJournal(defaultCrypto(), createKeyring([]), scope, entries, []);
+      result = verifyExportedJournal(defaultCrypto(), createKeyring([]), scope, header, entries);
     } else {
       scope = await ctx.scope();
       const rt = await ctx.runtime();
@@ -78,7 +81,8 @@ export const journalVerify: CommandBody = {
 };
 
 export const journalExport: CommandBody = {
-  details: "A file is written atomically (a temporary file renamed at the end); the default file is replaced by the next default export. `writ journal verify --file <file>` checks it offline.",
+  details:
+    "A file is written atomically (a temporary file renamed at the end); the default file is replaced by the next default export. Its first line is a header with the signed checkpoints and the public keys that verify them, so `writ journal verify --file <file>` checks it offline, a cut tail included (docs/archives.md).",
   options: {
     out: { type: "string", short: "o", value: "<file>", description: "write to this file, \"-\" for stdout (default: <state dir>/exports/journal-<tenant>-<space>.jsonl, the state dir being the parent of the config's keys.dir, e.g. .writ)" },
     "from-seq": { type: "string", value: "<n>", description: "start at this seq (default 1)" },
@@ -92,7 +96,8 @@ export const journalExport: CommandBody = {
     const exportsDir = join(dirname(rt.keysDir), "exports");
     const out = outFlag === "-" ? undefined : (outFlag ?? join(exportsDir, `journal-${scope.tenantId}-${scope.spaceId}.jsonl`));
     if (outFlag === undefined) mkdirSync(exportsDir, { recursive: true, mode: 0o700 });
-    const total = Math.max(0, (await journalLength(rt.store, scope)) - fromSeq + 1);
+    const header = await exportHeader(rt.store, rt.keyring, scope, fromSeq);
+    const total = header.entries;
     // The bar shares the terminal with the data when the data goes to a terminal: keep it off then.
     const bar = out !== undefined || !ctx.io.stdoutIsTTY ? createProgress(ctx.io.stderr, { label: "exporting", total }) : NO_PROGRESS;
     const target = out !== undefined ? ctx.resolvePath(out) : undefined;
@@ -107,7 +112,8 @@ export const journalExport: CommandBody = {
       }
     };
     try {
-      for await (const page of journalPages(rt.store, scope, fromSeq)) {
+      await write(encodeSegment(header, []));
+      for await (const page of journalPages(rt.store, scope, header.fromSeq, undefined, header.throughSeq)) {
         await write(page.map((e) => JSON.stringify(e)).join("\n") + "\n");
         n += page.length;
         bar.update(n);
@@ -130,6 +136,32 @@ export const journalExport: CommandBody = {
     }
   },
 };
+
+/** An export's header: the range as of now (the head read first), its checkpoints and their keys. */
+async function exportHeader(store: Store, keyring: Keyring, scope: Scope, fromSeq: number): Promise<SegmentHeader> {
+  return readCommitted(store, async (tx) => {
+    const head = await tx.journalHead(scope);
+    const [first] = await tx.readJournal(scope, { fromSeq, limit: 1 });
+    const start = first?.seq ?? Math.max(fromSeq, (head?.seq ?? 0) + 1);
+    const [before] = start > 1 ? await tx.readJournal(scope, { fromSeq: start - 1, limit: 1 }) : [];
+    const prevHash = before !== undefined && before.seq === start - 1 ? before.hash : null;
+    const through = head !== null && head.seq >= start ? head.seq : start - 1;
+    const checkpoints = (await tx.listCheckpoints(scope)).filter((cp) => cp.seq >= start - 1 && cp.seq <= through);
+    return {
+      format: SEGMENT_FORMAT,
+      kind: "export",
+      tenantId: scope.tenantId,
+      spaceId: scope.spaceId,
+      fromSeq: start,
+      throughSeq: through,
+      prevHash,
+      headHash: through >= start ? head!.hash : prevHash,
+      entries: through - start + 1,
+      checkpoints,
+      keys: checkpointKeys(checkpoints, keyring),
+    };
+  });
+}
 
 export const journalCheckpoint: CommandBody = {
   options: {},
