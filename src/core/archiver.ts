@@ -122,7 +122,8 @@ export async function archiveScope(store: Store, scope: Scope, opts: ArchiverOpt
   const existing = new Map<number, { name: string; throughSeq: number }>();
   for (const name of await opts.target.list(scopePrefix(sc))) {
     const r = parseSegmentName(name);
-    if (r !== null) existing.set(r.fromSeq, { name, throughSeq: r.throughSeq });
+    // Of segments from one seq (archivers that raced), the longest is taken.
+    if (r !== null && r.throughSeq > (existing.get(r.fromSeq)?.throughSeq ?? 0)) existing.set(r.fromSeq, { name, throughSeq: r.throughSeq });
   }
   const segments: ArchivedSegmentReport[] = [];
   // The hash of the last archived entry: the next segment's first entry links to it.

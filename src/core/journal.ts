@@ -590,10 +590,19 @@ export function verifyArchivedChain(
   };
   let next = 1;
   let bytes = 0;
+  const segHash = new Map<number, string>();
+  const archivedHashOf = (seq: number): string | undefined => segHash.get(seq);
   for (const s of segments) {
+    // Two archivers that raced write segments from one seq through different checkpoints: a later
+    // one that agrees with what came before only adds what lies past it.
+    let skipThrough = 0;
     if (s.fromSeq < next) {
-      problems.push({ seq: s.fromSeq, kind: "segment_overlap", segment: s.name, message: `${s.name} overlaps the segment before it (which ends at seq ${next - 1})` });
-      continue;
+      const agrees = s.ok && s.throughSeq >= next && s.segment.header.fromSeq === s.fromSeq && s.segment.entries.every((e) => e.seq >= next || archivedHashOf(e.seq) === e.hash);
+      if (!agrees) {
+        problems.push({ seq: s.fromSeq, kind: "segment_overlap", segment: s.name, message: `${s.name} overlaps the segment before it (which ends at seq ${next - 1}) and differs from it or adds nothing` });
+        continue;
+      }
+      skipThrough = next - 1;
     }
     if (!s.ok) {
       problems.push({ seq: s.fromSeq, kind: "segment_corrupt", segment: s.name, message: s.error });
@@ -618,7 +627,11 @@ export function verifyArchivedChain(
       });
     }
     for (const e of entries) {
-      if (typeof e.seq === "number") segmentOf.set(e.seq, s.name);
+      if (typeof e.seq === "number" && e.seq <= skipThrough) continue;
+      if (typeof e.seq === "number") {
+        segmentOf.set(e.seq, s.name);
+        segHash.set(e.seq, e.hash);
+      }
       combined.push(e);
     }
     for (const cp of h.checkpoints) {

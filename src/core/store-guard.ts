@@ -26,7 +26,7 @@
  * each holding a later class while waiting for an earlier one, which this wrapper refuses.
  */
 import { WritError } from "./errors.js";
-import type { ClaimOptions, DeliveryFilter, InvocationFilter, ListOptions, Store, StoreTx, SubscriptionClaimOptions } from "./store.js";
+import type { ClaimOptions, DeliveryFilter, InvocationFilter, JournalScopeState, ListOptions, Store, StoreTx, SubscriptionClaimOptions } from "./store.js";
 import type { BatchOutcome } from "./batch.js";
 import { advanceWrites, beginWrites, recordWrites, settleWrites, type AdmitInput, type AdvanceInput, type BatchMember, type BeginInput, type RecordInput, type SettleInput, type StoreTransitions } from "./transitions.js";
 import type {
@@ -286,6 +286,12 @@ class GuardedTx implements StoreTx {
   async unsealedScopes(max: number): Promise<Array<Scope & { oldestAt: number }>> {
     nonNegInt(max, "limit");
     return this.#tx.unsealedScopes(max);
+  }
+
+  async journalScopes(max: number, after?: Scope): Promise<JournalScopeState[]> {
+    nonNegInt(max, "limit");
+    if (after !== undefined) checkStoreScope(after);
+    return this.#tx.journalScopes(max, after);
   }
 
   async readJournal(scope: Scope, opts?: ListOptions & { fromSeq?: number }): Promise<JournalEntry[]> {

@@ -253,6 +253,12 @@ export interface StoreTx extends NotificationTx {
    */
   unsealedScopes(limit: number): Promise<Array<Scope & { oldestAt: number }>>;
   /**
+   * Scopes with a sealed journal, ascending by (tenantId, spaceId) after `after`, at most `limit`:
+   * each one's sealed head, first live entry (its seq and `at`) and archive watermark. For the
+   * archiver and its metrics (docs/archives.md); it works across scopes like `unsealedScopes`.
+   */
+  journalScopes(limit: number, after?: Scope): Promise<JournalScopeState[]>;
+  /**
    * Appends already-sealed entries that continue the chain; a seq or id clash (with sealed or
    * unsealed entries), or a first seq other than head+1, throws `CONFLICT`. Stores check seq and
    * id only; `prevHash` and `hash` are the caller's and the verifier's business.
@@ -391,6 +397,16 @@ export function readCommitted<T>(store: Store, fn: (tx: StoreTx) => Promise<T>):
 /** True when a record lives in the given scope. */
 export function sameScope(scope: Scope, rec: { tenantId: string; spaceId: string }): boolean {
   return scope.tenantId === rec.tenantId && scope.spaceId === rec.spaceId;
+}
+
+/** A scope's sealed journal as the archiver sees it (`StoreTx.journalScopes`). */
+export interface JournalScopeState extends Scope {
+  headSeq: number;
+  /** The first entry still in the database (1 until archived entries are pruned). */
+  firstSeq: number;
+  firstAt: number;
+  /** The archive watermark (0: nothing archived). */
+  archivedThrough: number;
 }
 
 /** Throws `SCOPE_VIOLATION` if a record's scope differs from the operation's scope. */

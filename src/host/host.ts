@@ -21,7 +21,7 @@ import { makeContext, retryStale, scopeOf, type HostContext } from "./context.js
 import type { HostEvent } from "./events.js";
 import { resolveHostOptions, silentLogger, type HostOptions } from "./options.js";
 import { outageLog } from "./outage.js";
-import { createWorker, type Worker, type WorkerOptions } from "./worker.js";
+import { companions, createWorker, type Worker, type WorkerOptions } from "./worker.js";
 import { invocationReads, readableStore } from "./reads.js";
 import { closeOpenApproval, createApprovals, type Approvals } from "./approvals.js";
 import { checkResolveInput, resolvedStep, resolveKey, type KeyRef, type KeyResolution, type ResolveInput } from "./key-resolution.js";
@@ -30,6 +30,8 @@ import { complete, completionLockKey, listEarlyCompletions, receiveCompletion, s
 import type { PolicyResult } from "../core/policy.js";
 import { webhookSecretBytes, type WebhookHeaders } from "../core/webhook.js";
 import { createDispatcher } from "./notify-dispatcher.js";
+import { resolveArchiveOptions } from "../core/archive-options.js";
+import { archiveCompanion, createHostArchive, type HostArchive } from "./archiver.js";
 import { resolveNotificationOptions } from "./notify-options.js";
 import { notificationsApi, type NotificationsApi } from "./notify-subscriptions.js";
 
@@ -110,6 +112,11 @@ export interface Host {
    * the subscriptions one claim gets (tests and scripts); a started worker runs the dispatcher.
    */
   notifications: NotificationsApi & { dispatchOnce(): Promise<number> };
+  /**
+   * Journal archives (docs/archives.md): `runOnce` archives what is closed and prunes what is
+   * archived; a started worker runs it every `archive.everyMs` when a target is configured.
+   */
+  archive: HostArchive;
   /** The context shared by the host's parts (for the policy/approval and completion modules). */
   readonly context: HostContext;
 }
@@ -173,6 +180,8 @@ export function createHostCore(options: HostOptions): Host {
   const notify = resolveNotificationOptions(o.notifications);
   const notifications = notificationsApi(ctx, notify);
   const dispatcher = () => createDispatcher(ctx, notify);
+  const archiveOpts = resolveArchiveOptions(o.archive);
+  const archive = createHostArchive(ctx, keyring, archiveOpts);
   const sweep = async (): Promise<{ overdue: number; approvalsExpired: number; earlyExpired: number }> => ({
     overdue: await sweepOverdue(ctx),
     approvalsExpired: await approvals.sweep(),
@@ -366,7 +375,7 @@ export function createHostCore(options: HostOptions): Host {
       resolveKey: (scope, key, input) => resolveKey(ctx, scope, key, input),
       unknownKeys: (scope, opts) => readCommitted(o.store, (tx) => tx.listUnknownKeys(scope, opts)),
     },
-    worker: (wo) => createWorker(ctx, wo, sweep, notify.dispatch ? dispatcher() : undefined),
+    worker: (wo) => createWorker(ctx, wo, sweep, companions([notify.dispatch ? dispatcher() : undefined, archiveCompanion(ctx, archiveOpts, archive.runPaced)])),
     approvals,
     authorities,
     complete: (scope, input) => complete(ctx, scope, input),
@@ -392,6 +401,7 @@ export function createHostCore(options: HostOptions): Host {
     },
     breakers: (scope) => ctx.breakers.list(scope),
     notifications: { ...notifications, dispatchOnce: () => dispatcher().runOnce() },
+    archive: archive.api,
     context: ctx,
   };
 }

@@ -1,6 +1,7 @@
 /** Host options: one typed object, defaults in one place, validated at construction. */
 import { inProgressTimeoutOf } from "../core/boundary.js";
 import type { NotificationOptions } from "./notify-options.js";
+import type { ArchiveHostOptions } from "../core/archive-options.js";
 import { MAX_TIMER_MS } from "../core/validate.js";
 import type { DataKeyPort } from "../core/sealing.js";
 import type { ActionDefinition, Connector, RetryPolicy } from "../core/action.js";
@@ -108,6 +109,8 @@ export interface HostOptions {
   sealWithinMs?: number;
   /** Notification delivery (docs/notifications.md): console links, retries, dead letters. */
   notifications?: NotificationOptions;
+  /** Journal archiving (docs/archives.md): the target, and a started worker's pace. Off without a target. */
+  archive?: ArchiveHostOptions;
 }
 
 export interface ResolvedHostOptions {

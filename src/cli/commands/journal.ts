@@ -4,8 +4,8 @@ import { createWriteStream, mkdirSync, renameSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { once } from "node:events";
 import { createKeyring } from "../../core/keyring.js";
-import { checkpointKeys, encodeSegment, SEGMENT_FORMAT, type SegmentHeader } from "../../core/archive-format.js";
-import { checkUnsealed, verifyExportedJournal, verifyJournal, writeCheckpoint, type JournalVerification } from "../../core/journal.js";
+import { checkpointKeys, encodeSegment, readArchive, SEGMENT_FORMAT, type SegmentHeader } from "../../core/archive-format.js";
+import { checkUnsealed, liveStart, verifyArchivedChain, verifyExportedJournal, verifyJournal, writeCheckpoint, type JournalVerification } from "../../core/journal.js";
 import { checkSealWithinMs, sequencerFor } from "../../core/sequencer.js";
 import type { JournalEntry, Scope } from "../../core/types.js";
 import type { Keyring } from "../../core/keyring.js";
@@ -54,8 +54,13 @@ export const journalVerify: CommandBody = {
       } finally {
         bar.done();
       }
-      const checkpoints = await rt.store.transact((tx) => tx.listCheckpoints(scope));
-      const chain = verifyJournal(defaultCrypto(), rt.keyring, scope, entries, checkpoints);
+      const [checkpoints, watermark] = await rt.store.transact(async (tx) => [await tx.listCheckpoints(scope), await tx.journalArchivedThrough(scope)] as const);
+      // With archives (on by default), the segments and the database are one chain (docs/archives.md).
+      const target = rt.host.archive.target;
+      const chain =
+        target !== null
+          ? verifyArchivedChain(defaultCrypto(), rt.keyring, scope, await readArchive(target, scope), entries, checkpoints, watermark)
+          : verifyJournal(defaultCrypto(), rt.keyring, scope, entries, checkpoints, liveStart(entries, watermark));
       const sealedIds = new Set(entries.map((e) => e.id));
       const still = pending.filter((u) => !sealedIds.has(u.id));
       const late = checkUnsealed(still, { now: systemClock.now(), sealWithinMs: checkSealWithinMs("config host", rt.config.host?.sealWithinMs) });
@@ -65,6 +70,7 @@ export const journalVerify: CommandBody = {
       const where = `${scope.tenantId}/${scope.spaceId}${file !== undefined ? ` (${file})` : ""}`;
       if (result.ok) {
         ctx.out.line(`journal ${where}: ok — ${result.entries} entries, head seq ${result.headSeq}${result.headHash ? ` ${result.headHash}` : ""}, ${result.checkpoints} signed checkpoint(s) hold`);
+        if (result.archive !== undefined && result.archive.segments > 0) ctx.out.line(`(seqs 1..${result.archive.archivedThrough} from ${result.archive.segments} archive segment(s), the rest from the database)`);
         if ((result.unsealed ?? 0) > 0) ctx.out.line(`(${result.unsealed} more entr${result.unsealed === 1 ? "y is" : "ies are"} committed and awaiting the sequencer, within the sealing bound)`);
         if (result.checkpoints === 0 && file === undefined) ctx.out.line("(no signed checkpoint yet: `writ journal checkpoint` signs the head so a cut tail is detected too)");
       } else {
@@ -72,6 +78,7 @@ export const journalVerify: CommandBody = {
         ctx.out.table(result.problems, [
           { header: "seq", value: (x) => (x.seq === undefined ? (x.id ?? "-") : String(x.seq)) },
           { header: "kind", value: (x) => x.kind },
+          { header: "segment", value: (x) => x.segment ?? "-" },
           { header: "problem", value: (x) => x.message },
         ]);
       }
@@ -200,5 +207,36 @@ export const journalLs: CommandBody = {
       if (unsealed.length > 0) ctx.out.line(`(${unsealed.length}${unsealed.length === limit ? "+" : ""} committed entr${unsealed.length === 1 ? "y awaits" : "ies await"} the sequencer; they get a seq once sealed)`);
     });
     if (items.length === 0 && unsealed.length === 0) await ctx.explainEmpty("journal entries");
+  },
+};
+
+export const journalArchive: CommandBody = {
+  details:
+    "Archives what is closed in every scope with a sealed journal (or only --tenant/--space): signs a checkpoint of each head, writes each segment through it to the archive target (config `archive`, by default <state dir>/archives), reads it back, moves the watermark, then drops the archived entries from the database in small batches (never the head, never past a notification subscription's cursor). Safe to run from cron beside running workers (docs/archives.md).",
+  options: {},
+  async run(ctx) {
+    const rt = await ctx.runtime();
+    if (rt.host.archive.target === null) {
+      ctx.out.line("journal archiving is off in this config (archive.enabled: false): nothing archived");
+      return EXIT.FAILED;
+    }
+    const only = explicitScope(ctx) ? [await ctx.scope()] : undefined;
+    // What is committed is sealed first, so the checkpoint covers it.
+    const crypto = defaultCrypto();
+    if (only !== undefined) await sequencerFor(rt.store, crypto).seal(only[0]!);
+    else await sequencerFor(rt.store, crypto).sealAll();
+    const runs = await rt.host.archive.runOnce(only);
+    const where = "dir" in rt.host.archive.target ? String((rt.host.archive.target as { dir: unknown }).dir) : "the archive target";
+    ctx.out.result({ target: where, runs }, () => {
+      if (runs.length === 0) ctx.out.line("no sealed journal yet: nothing to archive");
+      for (const r of runs) {
+        const bytes = r.segments.reduce((n, s) => n + s.bytes, 0);
+        const seg = r.segments.length === 0 ? "nothing new to archive" : `archived ${r.segments.length} segment(s), seqs ${r.segments[0]!.fromSeq}..${r.segments[r.segments.length - 1]!.throughSeq} (${bytes} bytes)`;
+        const held = r.heldBy === "notifications" ? " (held by a notification subscription's cursor)" : "";
+        ctx.out.line(`${r.scope.tenantId}/${r.scope.spaceId}: ${seg}; archived through seq ${r.archivedThrough} of ${r.headSeq}; pruned ${r.pruned} entries${held}; live from seq ${r.firstLiveSeq ?? "-"}`);
+      }
+      if (runs.length > 0) ctx.out.line(`archive: ${ctx.relative(where)}`);
+    });
+    return EXIT.OK;
   },
 };

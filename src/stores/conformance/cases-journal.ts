@@ -192,4 +192,35 @@ export const journalCases: StoreConformanceCase[] = [
       });
     },
   },
+  {
+    // Invariant: journalScopes lists the scopes with a sealed journal in (tenantId, spaceId) order,
+    // pages after a given scope, and reports each one's head, first live entry (after a prune too)
+    // and archive watermark; a scope with only unsealed entries is not listed.
+    name: "journal: journalScopes lists sealed journals with head, first live entry and watermark",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const tenantId = uid("t");
+        const a = { tenantId, spaceId: "a" };
+        const b = { tenantId, spaceId: "b" };
+        const c = { tenantId, spaceId: "c" };
+        const ca = journalChain(a, 3);
+        await store.transact(async (tx) => {
+          await tx.insertJournal(a, ca);
+          await tx.insertJournal(c, journalChain(c, 1));
+          await tx.insertUnsealed(b, [{ ...b, id: uid("u"), at: 1, type: "test.unsealed", refs: {}, data: null }]);
+          await tx.setJournalArchivedThrough(a, 2);
+        });
+        await store.transact((tx) => tx.pruneJournal(a, 2, 10));
+        const mine = async (after?: { tenantId: string; spaceId: string }, limit = 1000) =>
+          (await store.transact((tx) => tx.journalScopes(limit, after))).filter((s) => s.tenantId === tenantId);
+        assert.deepStrictEqual(await mine(), [
+          { tenantId, spaceId: "a", headSeq: 3, firstSeq: 3, firstAt: ca[2]!.at, archivedThrough: 2 },
+          { tenantId, spaceId: "c", headSeq: 1, firstSeq: 1, firstAt: journalChain(c, 1)[0]!.at, archivedThrough: 0 },
+        ]);
+        assert.deepStrictEqual((await mine(a)).map((s) => s.spaceId), ["c"], "paged after a");
+        const firstPage = await store.transact((tx) => tx.journalScopes(1));
+        assert.equal(firstPage.length, 1, "the limit holds");
+      });
+    },
+  },
 ];

@@ -4,7 +4,7 @@
  * core's job (`core/journal.ts`, sealed by `core/sequencer.ts`).
  */
 import { WritError } from "../../core/errors.js";
-import { assertScope, checkArchiveMove, checkPrune, type ListOptions } from "../../core/store.js";
+import { assertScope, checkArchiveMove, checkPrune, type JournalScopeState, type ListOptions } from "../../core/store.js";
 import type { JournalCheckpoint, JournalEntry, Scope, UnsealedEntry } from "../../core/types.js";
 import { copy } from "./memory-copy.js";
 import { findScope, limited, scopeFor, type Work } from "./memory-state.js";
@@ -77,6 +77,21 @@ export function unsealedScopes(w: Work, limit: number): Array<Scope & { oldestAt
     }
   }
   return out;
+}
+
+/** Scopes with a sealed journal, ascending after `after` (`Tx.journalScopes`). */
+export function journalScopes(w: Work, limit: number, after?: Scope): JournalScopeState[] {
+  const out: JournalScopeState[] = [];
+  for (const [tenantId, spaces] of w.state.tenants) {
+    for (const [spaceId, sd] of spaces) {
+      const first = sd.journal[0];
+      if (first === undefined) continue;
+      if (after !== undefined && (tenantId < after.tenantId || (tenantId === after.tenantId && spaceId <= after.spaceId))) continue;
+      out.push({ tenantId, spaceId, headSeq: sd.journal[sd.journal.length - 1]!.seq, firstSeq: first.seq, firstAt: first.at, archivedThrough: sd.archive.through });
+    }
+  }
+  out.sort((a, b) => (a.tenantId < b.tenantId ? -1 : a.tenantId > b.tenantId ? 1 : a.spaceId < b.spaceId ? -1 : a.spaceId > b.spaceId ? 1 : 0));
+  return out.slice(0, limit);
 }
 
 export function journalHead(w: Work, scope: Scope): { seq: number; hash: string } | null {

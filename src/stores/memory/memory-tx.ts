@@ -4,7 +4,7 @@
  * synchronous, so an operation's effect is applied (and logged for undo) when it is called.
  */
 import { WritError } from "../../core/errors.js";
-import type { ClaimOptions, DeliveryFilter, InvocationFilter, ListOptions, StoreTx, SubscriptionClaimOptions } from "../../core/store.js";
+import type { ClaimOptions, DeliveryFilter, InvocationFilter, JournalScopeState, ListOptions, StoreTx, SubscriptionClaimOptions } from "../../core/store.js";
 import type {
   ApiKeyRecord,
   BreakerRecord,
@@ -130,6 +130,9 @@ export class MemoryTx implements StoreTx {
   }
   async unsealedScopes(limit: number): Promise<Array<Scope & { oldestAt: number }>> {
     return journal.unsealedScopes(this.#enter("unsealedScopes"), limit);
+  }
+  async journalScopes(limit: number, after?: Scope): Promise<JournalScopeState[]> {
+    return journal.journalScopes(this.#enter("journalScopes"), limit, after);
   }
   async insertJournal(scope: Scope, entries: JournalEntry[]): Promise<void> {
     journal.insertJournal(this.#enter("insertJournal"), scope, entries);

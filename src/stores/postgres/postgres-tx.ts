@@ -3,7 +3,7 @@
  * one statement each operation needs on the transaction's connection.
  */
 import { WritError } from "../../core/errors.js";
-import { assertScope, type ClaimOptions, type DeliveryFilter, type InvocationFilter, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
+import { assertScope, type ClaimOptions, type DeliveryFilter, type InvocationFilter, type JournalScopeState, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
 import type {
   ApiKeyRecord,
   BreakerRecord,
@@ -144,6 +144,10 @@ export class PostgresTx implements StoreTx {
     const x = this.#in(scope);
     for (const e of entries) assertScope(scope, e, "journal entry");
     return journal.sealJournal(x, scope, entries);
+  }
+
+  async journalScopes(limit: number, after?: Scope): Promise<JournalScopeState[]> {
+    return journal.journalScopes(this.#in(), limit, after);
   }
 
   async unsealedScopes(limit: number): Promise<Array<Scope & { oldestAt: number }>> {

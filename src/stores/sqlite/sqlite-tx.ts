@@ -5,7 +5,7 @@
 import { LeaseLostError, WritError } from "../../core/errors.js";
 import { journalRowOf } from "../../core/journal.js";
 import { nextRevision } from "../../core/store-guard.js";
-import { assertScope, checkArchiveMove, checkPrune, type ClaimOptions, type DeliveryFilter, type InvocationFilter, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
+import { assertScope, checkArchiveMove, checkPrune, type JournalScopeState, type ClaimOptions, type DeliveryFilter, type InvocationFilter, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
 import type {
   ApiKeyRecord,
   BreakerRecord,
@@ -305,6 +305,11 @@ export class SqliteTx implements StoreTx {
       expected++;
     }
     for (const e of entries) this.#q.sealJournal.run({ ...sp, id: e.id, seq: e.seq, hash: e.hash, doc: JSON.stringify(e) });
+  }
+
+  async journalScopes(limit: number, after?: Scope): Promise<JournalScopeState[]> {
+    this.#checkOpen();
+    return this.#q.journalScopes.all({ t: after?.tenantId ?? "", s: after?.spaceId ?? "", limit }) as JournalScopeState[];
   }
 
   async unsealedScopes(limit: number): Promise<Array<Scope & { oldestAt: number }>> {
