@@ -137,6 +137,22 @@ export function decodeSegment(data: Uint8Array | string, name: string): DecodedS
   return { header, entries };
 }
 
+/** An archive target in memory (tests, the simulator): puts are atomic, objects copied in and out. */
+export function memoryArchive(): ArchiveTarget & { readonly objects: Map<string, Uint8Array> } {
+  const objects = new Map<string, Uint8Array>();
+  return {
+    objects,
+    put: async (name, data) => {
+      objects.set(name, new Uint8Array(data));
+    },
+    get: async (name) => {
+      const d = objects.get(name);
+      return d === undefined ? null : new Uint8Array(d);
+    },
+    list: async (prefix) => [...objects.keys()].filter((n) => n.startsWith(prefix)),
+  };
+}
+
 /** A segment as read from a target, or why it could not be read. */
 export type ArchivedSegment = { name: string; fromSeq: number; throughSeq: number } & ({ ok: true; segment: DecodedSegment; bytes: number } | { ok: false; error: string });
 

@@ -595,13 +595,15 @@ export function verifyArchivedChain(
   for (const s of segments) {
     // Two archivers that raced write segments from one seq through different checkpoints: a later
     // one that agrees with what came before only adds what lies past it.
+    // One that holds only what came before is a harmless duplicate.
     let skipThrough = 0;
     if (s.fromSeq < next) {
-      const agrees = s.ok && s.throughSeq >= next && s.segment.header.fromSeq === s.fromSeq && s.segment.entries.every((e) => e.seq >= next || archivedHashOf(e.seq) === e.hash);
+      const agrees = s.ok && s.segment.header.fromSeq === s.fromSeq && s.segment.header.throughSeq === s.throughSeq && s.segment.entries.every((e) => e.seq >= next || archivedHashOf(e.seq) === e.hash);
       if (!agrees) {
-        problems.push({ seq: s.fromSeq, kind: "segment_overlap", segment: s.name, message: `${s.name} overlaps the segment before it (which ends at seq ${next - 1}) and differs from it or adds nothing` });
+        problems.push({ seq: s.fromSeq, kind: "segment_overlap", segment: s.name, message: `${s.name} overlaps the segment before it (which ends at seq ${next - 1}) and differs from it` });
         continue;
       }
+      if (s.throughSeq < next) continue;
       skipThrough = next - 1;
     }
     if (!s.ok) {

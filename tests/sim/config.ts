@@ -58,6 +58,7 @@ export const FAULTS = [
   "cancel",
   "operatorResolve",
   "bare",
+  "archive",
 ] as const;
 export type FaultName = (typeof FAULTS)[number];
 

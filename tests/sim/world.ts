@@ -11,6 +11,7 @@ import { signDecisionWith } from "../../src/core/decision.js";
 import { computeRequestDigest } from "../../src/core/digest.js";
 import { fromBase64url, fromUtf8 } from "../../src/core/encoding.js";
 import { errorMessage, isWritError } from "../../src/core/errors.js";
+import { memoryArchive } from "../../src/core/archive-format.js";
 import { createKeyring } from "../../src/core/keyring.js";
 import type { PolicyEngine, PolicyInput, PolicyResult } from "../../src/core/policy.js";
 import type { CryptoPort } from "../../src/core/ports.js";
@@ -192,6 +193,8 @@ export class World {
   readonly obs: Observations;
   readonly crypto: CryptoPort;
   readonly keyring = createKeyring([{ kid: KEYS.trusted.kid, publicJwk: KEYS.trusted.publicJwk }]);
+  /** Where every worker node's archiver writes journal segments (docs/archives.md). */
+  readonly archive = memoryArchive();
   readonly actions: ActionPlan[];
   readonly env: SimNode;
   readonly apiNode: SimNode;
@@ -533,6 +536,8 @@ export class World {
       approvalTtlMs: HOST_LIMITS.approvalTtlMs,
       sweepMs: 4000,
       sealWithinMs: 20_000,
+      // Workers archive and prune the journal as they run, a few entries per transaction.
+      ...(this.on("archive") ? { archive: { target: this.archive, everyMs: 7000, pruneBatch: 3, prunePauseMs: 10, segmentEntries: 25 } } : {}),
     });
   }
 
