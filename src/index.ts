@@ -38,6 +38,8 @@ export { appendJournal, entryHash, JOURNAL_PROBLEM_KINDS, type JournalDraft, typ
 export { type ArchivedSegment, type ArchiveTarget, decodeSegment, readArchive, type SegmentHeader, segmentName } from "./core/archive-format.js";
 export { archiveScope, type ArchiverOptions, type ArchiveRun, pruneArchived } from "./core/archiver.js";
 export { directoryArchive } from "./node/archive-dir.js";
+export { askWitnesses, type CheckpointWitness, publishCheckpoint, type WitnessAnswer, witnessProblems } from "./core/witness.js";
+export { fileWitness, httpWitness } from "./node/witness.js";
 export { createKeyring, KEY_STATUSES, type Keyring, type KeyringEntry, type KeyStatus, type SigningKey } from "./core/keyring.js";
 export { manualClock, type ManualClock } from "./core/manual-clock.js";
 export { functionPolicy, type PolicyEngine, type PolicyInput, type PolicyResult } from "./core/policy.js";

@@ -294,8 +294,21 @@ export const JOURNAL_PROBLEM_KINDS = [
   "segment_truncated",
   "segment_corrupt",
   "archive_mismatch",
+  "witness_mismatch",
+  "witness_ahead",
+  "witness_invalid",
+  "witness_unreachable",
 ] as const;
 export type JournalProblemKind = (typeof JOURNAL_PROBLEM_KINDS)[number];
+
+/** Why a checkpoint's signature does not hold under `keyring` (null when it does). Never throws. */
+export function checkpointSignatureProblem(crypto: CryptoPort, keyring: Keyring, cp: JournalCheckpoint): string | null {
+  try {
+    return typeof cp === "object" && cp !== null ? checkStatementSignature(crypto, keyring, cp) : "not a checkpoint";
+  } catch {
+    return "checkpoint is corrupt";
+  }
+}
 
 export interface JournalProblem {
   seq?: number;
@@ -304,6 +317,8 @@ export interface JournalProblem {
   id?: string;
   /** The archive segment the finding is in (its name in the archive target), when it is in one. */
   segment?: string;
+  /** The checkpoint witness the finding is about (docs/archives.md, Checkpoint witnesses). */
+  witness?: string;
   message: string;
 }
 

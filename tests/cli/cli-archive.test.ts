@@ -3,9 +3,10 @@
  * Invariants: a run archives the closed journal into <state dir>/archives, prunes the database but
  * keeps the head; `journal verify` checks archives and database as one chain and names a removed
  * segment (exit 1); `journal export` of the pruned journal still verifies offline from its first
- * live entry; a second run with nothing new archives nothing.
+ * live entry; a second run with nothing new archives nothing; a checkpoint published to a file
+ * witness verifies against it, and a forged witnessed head is named.
  */
-import { readdirSync, renameSync } from "node:fs";
+import { readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { json, workspace, writ } from "./helpers.js";
@@ -65,5 +66,17 @@ describe("writ journal archive", () => {
     expect(json<{ problems: Array<{ kind: string }> }>(broken).problems.map((p) => p.kind)).toContain("segment_missing");
     renameSync(`${seg}.away`, seg);
     expect((await writ(ws.dir, ["journal", "verify"])).code).toBe(0);
+
+    // A checkpoint published to a file witness; verify checks the chain against what it holds.
+    const cp = await writ(ws.dir, ["journal", "checkpoint", "--witness", "witness.jsonl"]);
+    expect(cp.code, cp.stderr).toBe(0);
+    expect(cp.stdout).toMatch(/published to 1 of 1 witness/);
+    const witnessed = await writ(ws.dir, ["journal", "verify", "--witness", "witness.jsonl", "--json"]);
+    expect(witnessed.code, witnessed.stdout).toBe(0);
+    const line = readFileSync(join(ws.dir, "witness.jsonl"), "utf8");
+    writeFileSync(join(ws.dir, "forged.jsonl"), line.replace(/"seq":\d+/, '"seq":999'));
+    const forged = await writ(ws.dir, ["journal", "verify", "--witness", "forged.jsonl", "--json"]);
+    expect(forged.code).toBe(1);
+    expect(json<{ problems: Array<{ kind: string; witness?: string }> }>(forged).problems).toEqual([expect.objectContaining({ kind: "witness_invalid", witness: expect.stringContaining("forged.jsonl") })]);
   });
 });

@@ -12,7 +12,9 @@ import type { Keyring } from "../../core/keyring.js";
 import type { Store } from "../../core/store.js";
 import { defaultCrypto } from "../../node/defaults.js";
 import { systemClock } from "../../node/clock.js";
-import { intFlag, str } from "../args.js";
+import { intFlag, list, str } from "../args.js";
+import { askWitnesses, publishCheckpoint, witnessProblems } from "../../core/witness.js";
+import { witnessOf } from "../../node/witness.js";
 import { LIMIT_OPTION, type CommandBody } from "../command.js";
 import type { CliContext } from "../context.js";
 import { EXIT } from "../exit-codes.js";
@@ -28,16 +30,28 @@ function explicitScope(ctx: CliContext): boolean {
 export const journalVerify: CommandBody = {
   options: {
     file: { type: "string", value: "<jsonl>", description: "verify an exported JSONL file instead of the store (the chain and the checkpoints the export carries; needs no config)" },
+    witness: { type: "string", multiple: true, value: "<file|url>", description: "also check the signed heads this checkpoint witness holds against the chain (a rewritten history is named); repeatable" },
   },
   async run(ctx) {
     const file = str(ctx.values, "file");
     let result: JournalVerification;
     let scope: Scope;
+    // seq -> hash of every entry read (archives included), for the witnesses.
+    const hashes = new Map<number, string>();
+    let keyring = createKeyring([]);
     if (file !== undefined) {
       const { header, entries } = parseJournalFile(readInput(file, "file"), file);
       const first = header ?? entries[0];
       scope = first && !explicitScope(ctx) ? { tenantId: String(first.tenantId), spaceId: String(first.spaceId) } : await ctx.scope();
-      result = verifyExportedJournal(defaultCrypto(), createKeyring([]), scope, header, entries);
+      result = verifyExportedJournal(defaultCrypto(), keyring, scope, header, entries);
+      for (const e of entries) hashes.set(e.seq, e.hash);
+      for (const k of header?.keys ?? []) {
+        try {
+          if (typeof k.kid === "string") keyring.add({ kid: k.kid, publicJwk: k });
+        } catch {
+          // a malformed exported key verifies nothing; the witness check then names the checkpoint
+        }
+      }
     } else {
       scope = await ctx.scope();
       const rt = await ctx.runtime();
@@ -57,14 +71,23 @@ export const journalVerify: CommandBody = {
       const [checkpoints, watermark] = await rt.store.transact(async (tx) => [await tx.listCheckpoints(scope), await tx.journalArchivedThrough(scope)] as const);
       // With archives (on by default), the segments and the database are one chain (docs/archives.md).
       const target = rt.host.archive.target;
+      const segments = target !== null ? await readArchive(target, scope) : [];
       const chain =
         target !== null
-          ? verifyArchivedChain(defaultCrypto(), rt.keyring, scope, await readArchive(target, scope), entries, checkpoints, watermark)
+          ? verifyArchivedChain(defaultCrypto(), rt.keyring, scope, segments, entries, checkpoints, watermark)
           : verifyJournal(defaultCrypto(), rt.keyring, scope, entries, checkpoints, liveStart(entries, watermark));
+      for (const s of segments) if (s.ok) for (const e of s.segment.entries) hashes.set(e.seq, e.hash);
+      for (const e of entries) hashes.set(e.seq, e.hash);
+      keyring = rt.keyring;
       const sealedIds = new Set(entries.map((e) => e.id));
       const still = pending.filter((u) => !sealedIds.has(u.id));
       const late = checkUnsealed(still, { now: systemClock.now(), sealWithinMs: checkSealWithinMs("config host", rt.config.host?.sealWithinMs) });
       result = { ...chain, ok: chain.ok && late.length === 0, unsealed: still.length, problems: [...chain.problems, ...late] };
+    }
+    const witnesses = list(ctx.values, "witness").map((w) => witnessOf(/^https?:\/\//i.test(w) ? w : ctx.resolvePath(w.replace(/^file:/, ""))));
+    if (witnesses.length > 0) {
+      const found = witnessProblems(defaultCrypto(), keyring, scope, hashes, result.headSeq, await askWitnesses(witnesses, scope));
+      result = { ...result, ok: result.ok && found.length === 0, problems: [...result.problems, ...found] };
     }
     ctx.out.result({ scope, ...result }, () => {
       const where = `${scope.tenantId}/${scope.spaceId}${file !== undefined ? ` (${file})` : ""}`;
@@ -72,13 +95,14 @@ export const journalVerify: CommandBody = {
         ctx.out.line(`journal ${where}: ok — ${result.entries} entries, head seq ${result.headSeq}${result.headHash ? ` ${result.headHash}` : ""}, ${result.checkpoints} signed checkpoint(s) hold`);
         if (result.archive !== undefined && result.archive.segments > 0) ctx.out.line(`(seqs 1..${result.archive.archivedThrough} from ${result.archive.segments} archive segment(s), the rest from the database)`);
         if ((result.unsealed ?? 0) > 0) ctx.out.line(`(${result.unsealed} more entr${result.unsealed === 1 ? "y is" : "ies are"} committed and awaiting the sequencer, within the sealing bound)`);
+        if (witnesses.length > 0) ctx.out.line(`(the heads ${witnesses.length} witness(es) hold agree with the chain)`);
         if (result.checkpoints === 0 && file === undefined) ctx.out.line("(no signed checkpoint yet: `writ journal checkpoint` signs the head so a cut tail is detected too)");
       } else {
         ctx.out.line(`journal ${where}: BROKEN — ${result.problems.length} problem(s) in ${result.entries} entries`);
         ctx.out.table(result.problems, [
           { header: "seq", value: (x) => (x.seq === undefined ? (x.id ?? "-") : String(x.seq)) },
           { header: "kind", value: (x) => x.kind },
-          { header: "segment", value: (x) => x.segment ?? "-" },
+          { header: "segment", value: (x) => x.segment ?? x.witness ?? "-" },
           { header: "problem", value: (x) => x.message },
         ]);
       }
@@ -171,16 +195,23 @@ async function exportHeader(store: Store, keyring: Keyring, scope: Scope, fromSe
 }
 
 export const journalCheckpoint: CommandBody = {
-  options: {},
+  options: {
+    witness: { type: "string", multiple: true, value: "<file|url>", description: "also publish the checkpoint to this witness (a file, or an http(s) endpoint); repeatable (docs/archives.md)" },
+  },
   async run(ctx) {
     const scope = await ctx.scope();
     const rt = await ctx.runtime();
+    const witnesses = list(ctx.values, "witness").map((w) => witnessOf(/^https?:\/\//i.test(w) ? w : ctx.resolvePath(w.replace(/^file:/, ""))));
     await sequencerFor(rt.store, defaultCrypto()).seal(scope);
     const cp = await rt.store.transact((tx) => writeCheckpoint(tx, defaultCrypto(), scope, rt.signingKey, systemClock.now()));
-    ctx.out.result({ checkpoint: cp }, () => {
+    const failed = cp !== null ? await publishCheckpoint(witnesses, cp) : [];
+    ctx.out.result({ checkpoint: cp, witnesses: witnesses.length, failed }, () => {
       if (!cp) ctx.out.line(`journal ${scope.tenantId}/${scope.spaceId} is empty: nothing to sign`);
       else ctx.out.line(`signed checkpoint of ${scope.tenantId}/${scope.spaceId} at seq ${cp.seq} (${cp.headHash}) with key ${rt.signingKey.kid}`);
+      if (cp && witnesses.length > 0) ctx.out.line(`published to ${witnesses.length - failed.length} of ${witnesses.length} witness(es)`);
+      for (const f of failed) ctx.out.line(`witness ${f.witness} did not take it: ${f.error}`);
     });
+    return failed.length > 0 ? EXIT.FAILED : EXIT.OK;
   },
 };
 
