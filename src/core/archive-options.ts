@@ -18,6 +18,11 @@ export interface ArchiveHostOptions {
   prunePauseMs?: number;
   /** Most entries a segment holds unless a checkpoint lies further. @defaultValue 10000 */
   segmentEntries?: number;
+  /**
+   * Archived entries younger than this stay in the database too (console timelines and charts,
+   * notifications read them there); 0 prunes everything archived. @defaultValue 2592000000 (30 days)
+   */
+  keepLiveMs?: number;
 }
 
 export interface ResolvedArchiveOptions {
@@ -26,6 +31,7 @@ export interface ResolvedArchiveOptions {
   pruneBatch: number;
   prunePauseMs: number;
   segmentEntries: number;
+  keepLiveMs: number;
 }
 
 export function resolveArchiveOptions(o: ArchiveHostOptions | undefined): ResolvedArchiveOptions {
@@ -44,5 +50,6 @@ export function resolveArchiveOptions(o: ArchiveHostOptions | undefined): Resolv
     pruneBatch: int("pruneBatch", o?.pruneBatch, 500, 1, 100_000),
     prunePauseMs: int("prunePauseMs", o?.prunePauseMs, 20, 0, 60_000),
     segmentEntries: int("segmentEntries", o?.segmentEntries, 10_000, 1, 10_000_000),
+    keepLiveMs: int("keepLiveMs", o?.keepLiveMs, 30 * 24 * 3_600_000, 0, Number.MAX_SAFE_INTEGER),
   };
 }

@@ -42,6 +42,11 @@ export interface ArchiverOptions {
   pruneBatch?: number;
   /** Drop archived entries from the database. @defaultValue true */
   prune?: boolean;
+  /**
+   * Keep archived entries younger than this in the database (their `at` within `keepLiveMs` of
+   * `clock.now()`): timelines and charts read them there. Needs `clock`. @defaultValue 0 (prune all archived)
+   */
+  keepLiveMs?: number;
   /** Test hooks (kill points): after a segment is written, after the watermark moved, after a prune batch. */
   hooks?: { afterPut?(name: string): void | Promise<void>; afterWatermark?(seq: number): void | Promise<void>; afterPruneBatch?(deleted: number): void | Promise<void> };
 }
@@ -188,7 +193,11 @@ export async function archiveScope(store: Store, scope: Scope, opts: ArchiverOpt
   }
   const hooks = opts.hooks;
   const afterBatch = hooks?.afterPruneBatch === undefined ? undefined : (n: number) => hooks.afterPruneBatch!(n);
-  return { ...(await pruneArchived(store, sc, opts.prune === false ? 0 : pruneBatch, afterBatch)), segments };
+  const keep = opts.keepLiveMs ?? 0;
+  if (!Number.isSafeInteger(keep) || keep < 0) throw new WritError("INVALID_OPTION", "archiver: keepLiveMs must be a non-negative integer");
+  if (keep > 0 && opts.clock === undefined) throw new WritError("INVALID_OPTION", "archiver: keepLiveMs needs a clock");
+  const before = keep > 0 ? opts.clock!.now() - keep : undefined;
+  return { ...(await pruneArchived(store, sc, opts.prune === false ? 0 : pruneBatch, afterBatch, before)), segments };
 }
 
 /** The hash of entry `seq`: from the database while it holds it, else from the segment ending there. */
@@ -211,7 +220,7 @@ async function hashAt(store: Store, target: ArchiveTarget, scope: Scope, seq: nu
  * the lowest of the watermark, the entry before the sealed head and the lowest cursor of the
  * tenant's enabled notification subscriptions in this space.
  */
-export async function pruneArchived(store: Store, scope: Scope, batch: number, afterBatch?: (deleted: number) => void | Promise<void>): Promise<Omit<ArchiveRun, "segments">> {
+export async function pruneArchived(store: Store, scope: Scope, batch: number, afterBatch?: (deleted: number) => void | Promise<void>, before?: number): Promise<Omit<ArchiveRun, "segments">> {
   const { watermark, head, cursor } = await readCommitted(store, async (tx) => {
     let low = Infinity;
     for (const sub of await tx.listSubscriptions(scope.tenantId)) {
@@ -225,7 +234,16 @@ export async function pruneArchived(store: Store, scope: Scope, batch: number, a
   let pruned = 0;
   if (batch > 0 && through > 0) {
     for (;;) {
-      const n = await store.transact((tx) => tx.pruneJournal(scope, through, batch));
+      // With `before`, only the leading entries written before it (the next batch's, read first).
+      let upTo = through;
+      if (before !== undefined) {
+        const next = await readCommitted(store, (tx) => tx.readJournal(scope, { limit: batch }));
+        const old = next.findIndex((e) => !(e.at < before));
+        const last = old === -1 ? next[next.length - 1] : next[old - 1];
+        upTo = Math.min(through, old === 0 || last === undefined ? 0 : last.seq);
+        if (upTo <= 0) break;
+      }
+      const n = await store.transact((tx) => tx.pruneJournal(scope, upTo, batch));
       pruned += n;
       if (n > 0) await afterBatch?.(n);
       if (n < batch) break;

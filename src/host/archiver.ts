@@ -35,7 +35,7 @@ export interface HostArchive {
    * in `scopes` or every scope with a sealed journal. Resolves with one run per scope archived;
    * `NOT_FOUND`-free: a scope with nothing to do reports empty segments.
    */
-  runOnce(scopes?: readonly Scope[]): Promise<ArchiveRun[]>;
+  runOnce(scopes?: readonly Scope[], options?: { keepLiveMs?: number }): Promise<ArchiveRun[]>;
   /** Every scope's sealed head, first live entry and watermark (paged through the store). */
   status(): Promise<JournalScopeState[]>;
   stats(): ArchiveStats;
@@ -62,7 +62,7 @@ export function createHostArchive(ctx: HostContext, keyring: Keyring, opts: Reso
     }
   }
 
-  async function run(scopes: readonly Scope[] | undefined, pauseMs: number): Promise<ArchiveRun[]> {
+  async function run(scopes: readonly Scope[] | undefined, pauseMs: number, keepLiveMs = opts.keepLiveMs): Promise<ArchiveRun[]> {
     const target = opts.target;
     if (target === null) throw new WritError("INVALID_OPTION", "journal archiving is off: no archive target is configured (docs/archives.md)");
     const all = scopes === undefined;
@@ -77,6 +77,7 @@ export function createHostArchive(ctx: HostContext, keyring: Keyring, opts: Reso
         clock: o.clock,
         segmentEntries: opts.segmentEntries,
         pruneBatch: opts.pruneBatch,
+        keepLiveMs,
         hooks: pauseMs > 0 ? { afterPruneBatch: () => sleep(pauseMs) } : {},
       });
       for (const s of r.segments) {
@@ -97,7 +98,7 @@ export function createHostArchive(ctx: HostContext, keyring: Keyring, opts: Reso
   }
 
   return {
-    api: { target: opts.target, runOnce: (scopes) => run(scopes, 0), status, stats: () => ({ ...stats }) },
+    api: { target: opts.target, runOnce: (scopes, ro) => run(scopes, 0, ro?.keepLiveMs), status, stats: () => ({ ...stats }) },
     runPaced: () => run(undefined, opts.prunePauseMs),
   };
 }

@@ -35,7 +35,7 @@ describe("writ journal archive", () => {
       expect(r.code, r.stderr).toBe(0);
     }
     expect((await writ(ws.dir, ["worker", "--once"])).code).toBe(0);
-    const first = await writ(ws.dir, ["journal", "archive", "--space", "prod", "--json"]);
+    const first = await writ(ws.dir, ["journal", "archive", "--space", "prod", "--keep-live-ms", "0", "--json"]);
     expect(first.code, first.stderr).toBe(0);
     const [run] = json<{ runs: Run[] }>(first).runs;
     expect(run!.segments).toHaveLength(1);

@@ -245,7 +245,7 @@ describe.skipIf(!run)("console in a real browser", () => {
     await sees(page.getByTestId("oldest-live"), /seq 1 at/);
     // Archived and pruned: the lag and the oldest live entry follow, and the journal (archive plus
     // database) still verifies from the console.
-    const [run] = await rig.runtime.host.archive.runOnce([SCOPE]);
+    const [run] = await rig.runtime.host.archive.runOnce([SCOPE], { keepLiveMs: 0 });
     expect(run!.pruned).toBeGreaterThan(0);
     await page.reload();
     await sees(page.getByTestId("archive-lag"), new RegExp(`archived through seq ${run!.archivedThrough} \\(lag 0 entries\\)`));

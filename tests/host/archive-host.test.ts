@@ -36,7 +36,7 @@ describe("host.archive", () => {
     await store.migrate();
     const dir = mkdtempSync(join(tmpdir(), "writ-host-archive-"));
     dirs.push(dir);
-    const host = await hostWith(store, { target: directoryArchive(dir) });
+    const host = await hostWith(store, { target: directoryArchive(dir), keepLiveMs: 0 });
     await seed(store, 20);
     const runs = await host.archive.runOnce();
     expect(runs).toHaveLength(1);
@@ -57,7 +57,7 @@ describe("host.archive", () => {
     await store.migrate();
     const dir = mkdtempSync(join(tmpdir(), "writ-host-archive-"));
     dirs.push(dir);
-    const host = await hostWith(store, { target: directoryArchive(dir), everyMs: 20, prunePauseMs: 1, pruneBatch: 3 });
+    const host = await hostWith(store, { target: directoryArchive(dir), everyMs: 20, prunePauseMs: 1, pruneBatch: 3, keepLiveMs: 0 });
     await seed(store, 10);
     const worker = host.worker({ pollMs: 20 });
     worker.start();
@@ -75,6 +75,17 @@ describe("host.archive", () => {
     expect(none.archive.target).toBeNull();
     await expect(none.archive.runOnce()).rejects.toMatchObject({ code: "INVALID_OPTION" });
     await expect(hostWith(off, { everyMs: 0 })).rejects.toMatchObject({ code: "INVALID_OPTION", message: expect.stringContaining("archive.everyMs") });
+
+    // By default archived entries younger than 30 days stay in the database; keepLiveMs: 0 prunes them.
+    const young = memoryStore();
+    await young.migrate();
+    const keptDir = mkdtempSync(join(tmpdir(), "writ-host-archive-"));
+    dirs.push(keptDir);
+    const kept = await hostWith(young, { target: directoryArchive(keptDir) });
+    await seed(young, 5);
+    expect((await kept.archive.runOnce())[0]).toMatchObject({ archivedThrough: 5, pruned: 0, firstLiveSeq: 1 });
+    expect((await kept.archive.runOnce(undefined, { keepLiveMs: 0 }))[0]).toMatchObject({ pruned: 4, firstLiveSeq: 5 });
+    await young.close();
     await off.close();
   });
 });

@@ -537,7 +537,7 @@ export class World {
       sweepMs: 4000,
       sealWithinMs: 20_000,
       // Workers archive and prune the journal as they run, a few entries per transaction.
-      ...(this.on("archive") ? { archive: { target: this.archive, everyMs: 7000, pruneBatch: 3, prunePauseMs: 10, segmentEntries: 25 } } : {}),
+      ...(this.on("archive") ? { archive: { target: this.archive, everyMs: 7000, pruneBatch: 3, prunePauseMs: 10, segmentEntries: 25, keepLiveMs: 0 } } : {}),
     });
   }
 

@@ -244,8 +244,11 @@ export const journalLs: CommandBody = {
 export const journalArchive: CommandBody = {
   details:
     "Archives what is closed in every scope with a sealed journal (or only --tenant/--space): signs a checkpoint of each head, writes each segment through it to the archive target (config `archive`, by default <state dir>/archives), reads it back, moves the watermark, then drops the archived entries from the database in small batches (never the head, never past a notification subscription's cursor). Safe to run from cron beside running workers (docs/archives.md).",
-  options: {},
+  options: {
+    "keep-live-ms": { type: "string", value: "<ms>", description: "keep archived entries younger than this in the database (default: the config's archive.keepLiveMs, 30 days); 0 prunes all that is archived" },
+  },
   async run(ctx) {
+    const keepLiveMs = intFlag(ctx.values, "keep-live-ms", 0);
     const rt = await ctx.runtime();
     if (rt.host.archive.target === null) {
       ctx.out.line("journal archiving is off in this config (archive.enabled: false): nothing archived");
@@ -256,7 +259,7 @@ export const journalArchive: CommandBody = {
     const crypto = defaultCrypto();
     if (only !== undefined) await sequencerFor(rt.store, crypto).seal(only[0]!);
     else await sequencerFor(rt.store, crypto).sealAll();
-    const runs = await rt.host.archive.runOnce(only);
+    const runs = await rt.host.archive.runOnce(only, keepLiveMs !== undefined ? { keepLiveMs } : {});
     const where = "dir" in rt.host.archive.target ? String((rt.host.archive.target as { dir: unknown }).dir) : "the archive target";
     ctx.out.result({ target: where, runs }, () => {
       if (runs.length === 0) ctx.out.line("no sealed journal yet: nothing to archive");
