@@ -14,6 +14,7 @@ import type { PolicyEngine } from "../core/policy.js";
 import type { Store } from "../core/store.js";
 import type { CompletionSecret } from "../host/completions.js";
 import type { HostOptions } from "../host/options.js";
+import { resolveArchiveOptions, type ArchiveHostOptions } from "../core/archive-options.js";
 import { resolveMcpHttpOptions, type McpHttpOptions } from "../mcp/options.js";
 import type { WorkerOptions } from "../host/worker.js";
 import { resolveConsoleOptions, type ConsoleOptions } from "../console/options.js";
@@ -44,6 +45,12 @@ export interface WritConfig {
   console?: ConsoleOptions;
   /** The MCP gateway (`/mcp` on `writ serve`, `writ mcp` on stdio): waits, limits, allowed origins, sessions (docs/mcp.md). */
   mcp?: McpHttpOptions;
+  /**
+   * Journal archives (docs/archives.md): on by default, into a local directory
+   * (`<state dir>/archives`, the state dir being the parent of keys.dir, e.g. `.writ/archives`);
+   * `enabled: false` turns archiving (and pruning) off. `dir` resolves against the config's directory.
+   */
+  archive?: { enabled?: boolean; dir?: string } & Omit<ArchiveHostOptions, "target">;
   /** Host tuning (timeouts, retries, breakers, recovery). */
   host?: Pick<HostOptions, "timeoutMs" | "inProgressTimeoutMs" | "maxDecisionAgeSeconds" | "recoveryMaxAttempts" | "retry" | "breaker" | "approvalTtlMs" | "earlyCompletionRetentionMs" | "sweepMs" | "sealWithinMs" | "redactErrorText" | "notifications" | "retention">;
 }
@@ -68,6 +75,18 @@ export function checkConfig(c: unknown, where: string): asserts c is WritConfig 
     const s = o.store as Record<string, unknown>;
     if (!["sqlite", "postgres", "memory", "custom"].includes(s.kind as string)) bad("store.kind must be sqlite, postgres, memory or custom");
     if (s.kind === "postgres" && typeof s.url !== "string") bad("store.url is required for postgres");
+  }
+  if (o.archive !== undefined) {
+    const a = o.archive as Record<string, unknown>;
+    if (typeof a !== "object" || a === null) bad("archive must be an object");
+    if (a.enabled !== undefined && typeof a.enabled !== "boolean") bad("archive.enabled must be true or false");
+    if (a.dir !== undefined && (typeof a.dir !== "string" || a.dir.length === 0)) bad("archive.dir must be a non-empty path");
+    const { enabled: _e, dir: _d, ...rest } = a;
+    try {
+      resolveArchiveOptions(rest);
+    } catch (e) {
+      bad((e as Error).message.replace("createHost: ", ""));
+    }
   }
   // Named in the error as the config spells them: `<where>: server.rateLimit.burst must be ...`.
   resolveServerConfig(o.server as ServerConfig | undefined, `${where}: server.`);
