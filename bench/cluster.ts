@@ -135,17 +135,19 @@ let requestNo = 0;
 
 /** Keeps IN_FLIGHT invocations in flight on `s` for warm-up plus `ms`; returns invocations ended per second after the warm-up. */
 async function measure(s: Setup, ms: number): Promise<number> {
-  const ended = async (): Promise<number> => Number((await s.db.query<{ n: string }>("SELECT count(*) AS n FROM writ_invocations WHERE status IN ('succeeded', 'failed', 'reconciliation_required')")).rows[0]!.n);
-  const submitted0 = await ended();
-  let submitted = submitted0;
+  /** Invocations that ended, and all of them (the difference is in flight, left over from an earlier round included). */
+  const counts = async (): Promise<{ ended: number; total: number }> => {
+    const row = (await s.db.query<{ ended: string; total: string }>("SELECT count(*) FILTER (WHERE status IN ('succeeded', 'failed', 'reconciliation_required')) AS ended, count(*) AS total FROM writ_invocations")).rows[0]!;
+    return { ended: Number(row.ended), total: Number(row.total) };
+  };
   const t0 = performance.now();
   let base: { t: number; n: number } | null = null;
   for (;;) {
-    const done = await ended();
+    const { ended, total } = await counts();
     const now = performance.now();
-    if (base === null && now - t0 >= WARMUP_MS) base = { t: now, n: done };
-    if (base !== null && now - base.t >= ms) return ((done - base.n) * 1_000) / (now - base.t);
-    const room = IN_FLIGHT - (submitted - done);
+    if (base === null && now - t0 >= WARMUP_MS) base = { t: now, n: ended };
+    if (base !== null && now - base.t >= ms) return ((ended - base.n) * 1_000) / (now - base.t);
+    const room = IN_FLIGHT - (total - ended);
     if (room > 0) {
       await Promise.all(
         Array.from({ length: room }, () => {
@@ -153,7 +155,6 @@ async function measure(s: Setup, ms: number): Promise<number> {
           return s.rt.host.submit({ ...SCOPES[n % SCOPES.length]!, actor: { ...ACTOR }, authorityRef: AUTHORITY_REF, action: ACTIONS.idem1.id, actionVersion: "1", params: { n }, idempotencyKey: `bench-${process.pid}-${n}` });
         }),
       );
-      submitted += room;
     }
     await new Promise((r) => setTimeout(r, 5));
   }
