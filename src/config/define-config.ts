@@ -22,7 +22,20 @@ import { resolveServerConfig, type ServerConfig } from "./server-options.js";
 
 export type StoreConfig =
   | { kind: "sqlite"; /** @defaultValue ".writ/writ.db" */ path?: string }
-  | { kind: "postgres"; url: string; /** @defaultValue 10 */ poolSize?: number }
+  | {
+      kind: "postgres";
+      url: string;
+      /** @defaultValue 10 */
+      poolSize?: number;
+      /**
+       * How long (ms) a statement may go unanswered before it fails and its connection is discarded:
+       * what finds a database that vanished silently mid-statement (docs/deploying-postgres.md,
+       * "A database that vanishes silently"). 0 waits forever. @defaultValue 30000
+       */
+      queryTimeoutMs?: number;
+      /** TCP keepalive on idle connections (ms before the kernel probes the peer); 0 turns it off. @defaultValue 10000 */
+      keepAliveMs?: number;
+    }
   | { kind: "memory" }
   | { kind: "custom"; store: Store };
 
@@ -55,6 +68,16 @@ export interface WritConfig {
   host?: Pick<HostOptions, "timeoutMs" | "inProgressTimeoutMs" | "maxDecisionAgeSeconds" | "recoveryMaxAttempts" | "retry" | "breaker" | "approvalTtlMs" | "earlyCompletionRetentionMs" | "sweepMs" | "sealWithinMs" | "redactErrorText" | "notifications" | "retention">;
 }
 
+/** The longest deadline Node's timers keep (about 24 days): `NO_DEADLINE_MS` of the PostgreSQL store, not imported so a SQLite process never loads its modules. */
+const NO_DEADLINE_MS = 2_147_483_647;
+/** The numeric options of a PostgreSQL store in the config: name, least, greatest, what the number means. */
+const POSTGRES_INT_OPTIONS = [
+  ["poolSize", 1, 10_000, ""],
+  ["queryTimeoutMs", 0, NO_DEADLINE_MS, " (ms; 0 waits forever)"],
+  ["keepAliveMs", 0, NO_DEADLINE_MS, " (ms; 0 turns keepalive off)"],
+] as const;
+const POSTGRES_KEYS: readonly string[] = ["kind", "url", ...POSTGRES_INT_OPTIONS.map(([n]) => n)];
+
 /** Declares a config with types; checks its shape so a mistake is named at load time. */
 export function defineConfig(config: WritConfig): WritConfig {
   checkConfig(config, "defineConfig");
@@ -74,7 +97,15 @@ export function checkConfig(c: unknown, where: string): asserts c is WritConfig 
   if (o.store !== undefined) {
     const s = o.store as Record<string, unknown>;
     if (!["sqlite", "postgres", "memory", "custom"].includes(s.kind as string)) bad("store.kind must be sqlite, postgres, memory or custom");
-    if (s.kind === "postgres" && typeof s.url !== "string") bad("store.url is required for postgres");
+    if (s.kind === "postgres") {
+      if (typeof s.url !== "string") bad("store.url is required for postgres");
+      for (const [name, min, max, unit] of POSTGRES_INT_OPTIONS) {
+        const v = s[name];
+        if (v !== undefined && (typeof v !== "number" || !Number.isSafeInteger(v) || v < min || v > max)) bad(`store.${name} must be an integer from ${min} to ${max}${unit}`);
+      }
+      const unknown = Object.keys(s).filter((k) => !POSTGRES_KEYS.includes(k));
+      if (unknown.length > 0) bad(`store has no option ${unknown.map((k) => `\`${k}\``).join(", ")} for postgres (it takes ${POSTGRES_KEYS.join(", ")})`);
+    }
   }
   if (o.archive !== undefined) {
     const a = o.archive as Record<string, unknown>;
