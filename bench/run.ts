@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every benchmark, ratios measured side by side in one run, JSON under bench/results/.
- * Select some with `npm run bench -- boundary` (names: boundary, policy, durable, http, host, cost, latency, cli, growth, plans, cluster).
+ * Select some with `npm run bench -- boundary` (names: boundary, policy, durable, http, host, cost, latency, cli, growth, plans, cluster, lifecycle).
  *
  * The benchmarks' own dependencies (graphile-worker, postgres.js, autocannon) are in
  * bench/package.json, not in the root install: the first run installs them into bench/node_modules.
@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { fmt, writeResult } from "./lib.js";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
-const NAMES = ["boundary", "policy", "durable", "http", "host", "cost", "latency", "cli", "growth", "plans", "cluster"];
+const NAMES = ["boundary", "policy", "durable", "http", "host", "cost", "latency", "cli", "growth", "plans", "cluster", "lifecycle"];
 const only = new Set(process.argv.slice(2));
 for (const name of only) {
   if (!NAMES.includes(name)) {
@@ -67,6 +67,19 @@ if (want("cluster")) {
     );
     console.log("  ->", writeResult("cluster", r));
   }
+}
+
+if (want("lifecycle")) {
+  const { benchLifecycle } = await import("./lifecycle.js");
+  const r = await benchLifecycle();
+  for (const run of r.runs) {
+    console.log(
+      `lifecycle, ${run.mode}: median ${run.medianRate.toFixed(0)}/s (${run.rates.map((x) => x.toFixed(0)).join(" ")} per 10 s), ${run.invocations} invocations; database ${(run.databaseBytes / 1048576).toFixed(1)} MiB, rows ${JSON.stringify(run.rows)}` +
+        (run.pruned !== null ? `; pruned ${run.pruned} rows, archived through seq ${run.archivedEntries}` : ""),
+    );
+  }
+  console.log(`  lifecycle / plain (median rates): ${r.ratio.toFixed(3)} (goal >= 0.9); database size lifecycle / plain ${r.sizeRatio.toFixed(3)}; load ${r.loadavg.map((x) => x.toFixed(1)).join(" ")}`);
+  console.log("  ->", writeResult("lifecycle", r));
 }
 
 if (want("growth")) {
