@@ -10,8 +10,9 @@
  * - lifecycle: retention and archiving in the worker's background at their default pace (batch
  *   sizes, pauses, and how often they run), with windows short enough that they have work during
  *   the run (ended invocations kept WRIT_BENCH_LIFECYCLE_KEEP_MS, default 30 s; the replay window
- *   the same; the approval and retry horizons set below it), segments written to a temporary
- *   directory.
+ *   the same; the approval and retry horizons set below it; archived journal entries kept live in
+ *   the database as long), segments written to a temporary directory. Both run every minute (their
+ *   default `everyMs`), so a run shorter than that prunes nothing.
  *
  * Reported: the median of the 10-s window rates of each run, lifecycle / plain (goal >= 0.9), and
  * at the end of each run the database's size (`pg_database_size`) and the rows of the largest
@@ -76,7 +77,7 @@ async function runOnce(url: string, mode: LifecycleRun["mode"], seconds: number,
           approvalTtlMs: Math.floor(keepMs / 2),
           retry: { maxAttempts: 2, baseDelayMs: 100, maxDelayMs: 1000 },
           retention: { invocationsMs: keepMs, replayWindowMs: keepMs },
-          archive: { target: directoryArchive(dir) },
+          archive: { target: directoryArchive(dir), keepLiveMs: keepMs },
         }
       : { retention: { enabled: false } };
   const host: Host = createHost({
