@@ -379,6 +379,11 @@ export interface JournalVerification {
   unsealed?: number;
   /** What of the chain came from archive segments (set when archives were verified with the database). */
   archive?: ArchiveSummary;
+  /**
+   * Kids of checkpoints verified with a key carried by the archive or export itself (only with
+   * `trustArchivedKeys`): such a checkpoint proves the data intact and not cut, not who wrote it.
+   */
+  keysFromArchive?: string[];
   problems: JournalProblem[];
 }
 
@@ -555,8 +560,14 @@ export function liveStart(entries: readonly JournalEntry[], archivedThrough: num
   return { seq: Math.min(first, archivedThrough + 1) };
 }
 
-/** A keyring of the verifier's keys, falling back to the keys archived with the checkpoints for a kid it does not know. */
-function withArchivedKeys(keyring: Keyring, keys: readonly PublicJwk[]): Keyring {
+/**
+ * The verifier's keyring, and with `trust` the keys archived (or exported) with the checkpoints for
+ * a kid it does not know. Those keys came with the data they vouch for: whoever could rewrite the
+ * data could put their own key beside it, so they are used only when the caller says so, and every
+ * kid used that way is recorded in `used` (reported as `keysFromArchive`).
+ */
+function withArchivedKeys(keyring: Keyring, keys: readonly PublicJwk[], trust: boolean, used: Set<string>): Keyring {
+  if (!trust) return keyring;
   const archived = createKeyring();
   for (const k of keys) {
     try {
@@ -565,7 +576,16 @@ function withArchivedKeys(keyring: Keyring, keys: readonly PublicJwk[]): Keyring
       // A malformed or conflicting archived key verifies nothing: its checkpoints are reported.
     }
   }
-  return { ...keyring, get: (kid) => keyring.get(kid) ?? archived.get(kid) };
+  return {
+    ...keyring,
+    get: (kid) => {
+      const own = keyring.get(kid);
+      if (own !== undefined) return own;
+      const k = archived.get(kid);
+      if (k !== undefined) used.add(kid);
+      return k;
+    },
+  };
 }
 
 /**
@@ -577,7 +597,9 @@ function withArchivedKeys(keyring: Keyring, keys: readonly PublicJwk[]): Keyring
  * overlapping the one before (`segment_overlap`), one with fewer entries than its header states
  * (`segment_truncated`), one that cannot be read (`segment_corrupt`); an entry the database still
  * holds that differs from its archived copy (`archive_mismatch`). A checkpoint is verified with the
- * verifier's keyring, or, for a kid it does not know, with the keys archived beside it.
+ * verifier's keyring; with `trustArchivedKeys`, for a kid it does not know, with the keys archived
+ * beside it (each such kid listed in `keysFromArchive`). Without it such a checkpoint is a
+ * `checkpoint_signature` problem: whoever could rewrite an archive could sign it with a key of their own.
  */
 export function verifyArchivedChain(
   crypto: CryptoPort,
@@ -587,6 +609,7 @@ export function verifyArchivedChain(
   live: readonly JournalEntry[],
   liveCheckpoints: readonly JournalCheckpoint[],
   archivedThrough = 0,
+  opts: { trustArchivedKeys?: boolean } = {},
 ): JournalVerification {
   const problems: JournalProblem[] = [];
   const combined: JournalEntry[] = [];
@@ -687,7 +710,8 @@ export function verifyArchivedChain(
     seen.add(k);
     return true;
   });
-  const v = verifyJournal(crypto, withArchivedKeys(keyring, keys), scope, combined, checkpoints);
+  const used = new Set<string>();
+  const v = verifyJournal(crypto, withArchivedKeys(keyring, keys, opts.trustArchivedKeys === true, used), scope, combined, checkpoints);
   for (const p of v.problems) {
     if ((p.kind === "gap" || p.kind === "broken_link") && p.seq !== undefined && after.has(p.seq)) continue;
     if (p.kind === "truncated" && p.seq !== undefined && gone.some(([a, b]) => p.seq! >= a && p.seq! <= b)) continue;
@@ -695,26 +719,28 @@ export function verifyArchivedChain(
     problems.push(segment !== undefined ? { ...p, segment } : p);
   }
   problems.sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
-  return { ...v, ok: problems.length === 0, problems, archive: { segments: segments.length, archivedThrough: archivedEnd, bytes, firstLiveSeq } };
+  return { ...v, ok: problems.length === 0, problems, archive: { segments: segments.length, archivedThrough: archivedEnd, bytes, firstLiveSeq }, ...(used.size > 0 ? { keysFromArchive: [...used].sort() } : {}) };
 }
 
 /**
  * Verifies an exported journal file offline (docs/archives.md, Offline verification): its entries
  * from the header's first seq, with the checkpoints the header carries (verified with `keyring`, or
- * the keys exported beside them for a kid it does not know). A file cut short of what its header
+ * with `trustArchivedKeys`, the keys exported beside them for a kid it does not know, listed in
+ * `keysFromArchive`). A file cut short of what its header
  * states, or below a checkpoint, is `truncated`. A file without a header (an export made before
  * headers) is verified as a chain from seq 1, with no checkpoint.
  */
-export function verifyExportedJournal(crypto: CryptoPort, keyring: Keyring, scope: Scope, header: SegmentHeader | null, entries: readonly JournalEntry[]): JournalVerification {
+export function verifyExportedJournal(crypto: CryptoPort, keyring: Keyring, scope: Scope, header: SegmentHeader | null, entries: readonly JournalEntry[], opts: { trustArchivedKeys?: boolean } = {}): JournalVerification {
   if (header === null) return verifyJournal(crypto, keyring, scope, entries, []);
   const start: ChainStart | undefined = header.fromSeq <= 1 ? undefined : { seq: header.fromSeq, ...(header.prevHash !== null ? { prevHash: header.prevHash } : {}) };
-  const v = verifyJournal(crypto, withArchivedKeys(keyring, header.keys), scope, entries, header.checkpoints, start);
+  const used = new Set<string>();
+  const v = verifyJournal(crypto, withArchivedKeys(keyring, header.keys, opts.trustArchivedKeys === true, used), scope, entries, header.checkpoints, start);
   const last = entries[entries.length - 1];
   const problems = [...v.problems];
   if (entries.length < header.entries || (header.entries > 0 && (last?.seq !== header.throughSeq || last.hash !== header.headHash))) {
     problems.push({ seq: header.throughSeq, kind: "truncated", message: `the export states ${header.entries} entries through seq ${header.throughSeq} but holds ${entries.length}${last !== undefined ? ` ending at seq ${String(last.seq)}` : ""}: entries were removed` });
   }
-  return { ...v, ok: problems.length === 0, problems };
+  return { ...v, ok: problems.length === 0, problems, ...(used.size > 0 ? { keysFromArchive: [...used].sort() } : {}) };
 }
 
 /** Where the page after `page` (read from `from`) starts; always forward, even past an edited seq. */

@@ -8,6 +8,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { json, workspace, writ } from "./helpers.js";
+import { generateSigningKey } from "../../src/index.js";
 
 interface Inv {
   invocationId: string;
@@ -214,7 +215,26 @@ describe("writ CLI end to end", () => {
     expect(entries[0]!.type).toBe("authority.created");
     const [stdout, offline] = await Promise.all([writ(ws.dir, ["journal", "export", "--from-seq", "2", "--out", "-"]), writ(ws.dir, ["journal", "verify", "--file", "journal.jsonl", "--json"])]);
     expect(stdout.stdout.trim().split("\n")).toHaveLength(v.entries);
-    expect(json<{ ok: boolean; checkpoints: number }>(offline)).toMatchObject({ ok: true, checkpoints: 1 });
+    expect(json<{ ok: boolean; checkpoints: number; keysFromArchive: string[] }>(offline)).toMatchObject({ ok: true, checkpoints: 1, keysFromArchive: [header.keys[0]!.kid] });
+    // Against keys the auditor trusts (--keys): the right one holds and nothing is said to come from
+    // the file; another key in its place makes the file's own checkpoint a problem.
+    writeFileSync(join(ws.dir, "trusted.json"), JSON.stringify({ keys: header.keys }));
+    const other = generateSigningKey({ kid: header.keys[0]!.kid });
+    writeFileSync(join(ws.dir, "other.json"), JSON.stringify([other.publicJwk]));
+    writeFileSync(join(ws.dir, "no-kid.json"), JSON.stringify({ kty: "OKP" }));
+    const [pinned, wrong, noKid, plain] = await Promise.all([
+      writ(ws.dir, ["journal", "verify", "--file", "journal.jsonl", "--keys", "trusted.json", "--json"]),
+      writ(ws.dir, ["journal", "verify", "--file", "journal.jsonl", "--keys", "other.json", "--json"]),
+      writ(ws.dir, ["journal", "verify", "--file", "journal.jsonl", "--keys", "no-kid.json"]),
+      writ(ws.dir, ["journal", "verify", "--file", "journal.jsonl"]),
+    ]);
+    expect(pinned.code).toBe(0);
+    expect(json<Record<string, unknown>>(pinned).keysFromArchive).toBeUndefined();
+    expect(wrong.code).toBe(1);
+    expect(json<{ problems: Array<{ kind: string }> }>(wrong).problems.map((p) => p.kind)).toEqual(["checkpoint_signature"]);
+    expect(noKid.code).toBe(2);
+    expect(noKid.stderr).toContain("has no kid");
+    expect(plain.stdout).toContain("the file carries itself");
     // A cut tail is seen offline: against the header, and against the signed checkpoint even when
     // the header is rewritten to match the cut file.
     writeFileSync(join(ws.dir, "cut.jsonl"), lines.slice(0, -2).join("\n") + "\n");

@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   appendJournal,
   archiveScope,
+  canonicalize,
   checkpointJournal,
   createKeyring,
   directoryArchive,
@@ -162,6 +163,44 @@ for (const factory of allStoreFactories()) {
         });
         expect(kindsOf(sig)).toEqual(["checkpoint_signature"]);
         expect(sig.problems[0]!.segment).toMatch(/0000000000000001-0000000000000012\.jsonl$/);
+      });
+
+      it("a checkpoint re-signed with a key the segment carries itself is refused unless the caller trusts archived keys", async () => {
+        // Invariant: keys travel with the data they vouch for, so whoever can rewrite a segment can
+        // put a key of their own beside a checkpoint they signed. Verification uses the verifier's
+        // keyring; an archived key is used only with trustArchivedKeys, and then named.
+        const rogue = generateSigningKey({ kid: "rogue-key" });
+        const resign = (f: string[]): void => {
+          const ls = lines(f[0]!);
+          const h = JSON.parse(ls[0]!) as { checkpoints: Array<{ tenantId: string; spaceId: string; seq: number; headHash: string; at: number; signature: string }>; keys: unknown[] };
+          const cp = h.checkpoints[0]!;
+          const stmt = { tenantId: cp.tenantId, spaceId: cp.spaceId, seq: cp.seq, headHash: cp.headHash, at: cp.at };
+          const b64 = (b: Uint8Array | string): string => Buffer.from(b).toString("base64url");
+          const input = `${b64(JSON.stringify({ alg: "EdDSA", kid: rogue.kid, typ: "writ-checkpoint+jws" }))}.${b64(canonicalize(stmt))}`;
+          cp.signature = `${input}.${b64(crypto.signEd25519(rogue.privateJwk, new TextEncoder().encode(input)))}`;
+          h.keys.push(rogue.publicJwk);
+          ls[0] = JSON.stringify(h);
+          write(f[0]!, ls);
+        };
+        const refused = await verifyTampered(resign);
+        expect(kindsOf(refused)).toEqual(["checkpoint_signature"]);
+        expect(refused.problems[0]!.message).toContain("rogue-key");
+        expect(refused.keysFromArchive).toBeUndefined();
+        // Trusted on request: the answer names the key that came with the archive.
+        const copy = mkdtempSync(join(tmpdir(), "writ-archive-t-"));
+        try {
+          cpSync(archiveDir(), copy, { recursive: true });
+          resign(segFiles(copy));
+          const live = await readWholeJournal(store, A);
+          const [checkpoints, watermark] = await store.transact(async (tx) => [await tx.listCheckpoints(A), await tx.journalArchivedThrough(A)] as const);
+          const segs = await readArchive(directoryArchive(copy), A);
+          const trusted = verifyArchivedChain(crypto, ring(), A, segs, live, checkpoints, watermark, { trustArchivedKeys: true });
+          expect(trusted.ok).toBe(true);
+          expect(trusted.keysFromArchive).toEqual(["rogue-key"]);
+          expect(verifyArchivedChain(crypto, ring(), A, segs, live, checkpoints, watermark).ok).toBe(false);
+        } finally {
+          rmSync(copy, { recursive: true, force: true });
+        }
       });
 
       it("a tail cut below the last checkpoint", async () => {

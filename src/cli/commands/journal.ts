@@ -12,13 +12,14 @@ import type { Keyring } from "../../core/keyring.js";
 import type { Store } from "../../core/store.js";
 import { defaultCrypto } from "../../node/defaults.js";
 import { systemClock } from "../../node/clock.js";
-import { intFlag, list, str } from "../args.js";
+import { flag, intFlag, list, str } from "../args.js";
 import { askWitnesses, publishCheckpoint, witnessProblems } from "../../core/witness.js";
 import { witnessOf } from "../../node/witness.js";
 import { LIMIT_OPTION, type CommandBody } from "../command.js";
 import type { CliContext } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { readInput } from "../files.js";
+import { usageError } from "../exit-codes.js";
 import { journalLength, journalPages, parseJournalFile } from "../journal-io.js";
 import { brief, time } from "../output.js";
 import { NO_PROGRESS, createProgress } from "../progress.js";
@@ -31,6 +32,8 @@ export const journalVerify: CommandBody = {
   options: {
     file: { type: "string", value: "<jsonl>", description: "verify an exported JSONL file instead of the store (the chain and the checkpoints the export carries; needs no config)" },
     witness: { type: "string", multiple: true, value: "<file|url>", description: "also check the signed heads this checkpoint witness holds against the chain (a rewritten history is named); repeatable" },
+    keys: { type: "string", value: "<file>", description: "with --file: check the checkpoints against these public keys only (a JWK, an array of JWKs or a JWKS); without it the keys the export carries are used and named in the answer" },
+    "trust-archived-keys": { type: "boolean", description: "verify a checkpoint whose key the keyring lacks with the key archived beside it (named in the answer); off: such a checkpoint is a problem" },
   },
   async run(ctx) {
     const file = str(ctx.values, "file");
@@ -43,7 +46,9 @@ export const journalVerify: CommandBody = {
       const { header, entries } = parseJournalFile(readInput(file, "file"), file);
       const first = header ?? entries[0];
       scope = first && !explicitScope(ctx) ? { tenantId: String(first.tenantId), spaceId: String(first.spaceId) } : await ctx.scope();
-      result = verifyExportedJournal(defaultCrypto(), keyring, scope, header, entries);
+      const keysFile = str(ctx.values, "keys");
+      if (keysFile !== undefined) keyring = keyringOf(readInput(keysFile, "keys"), keysFile);
+      result = verifyExportedJournal(defaultCrypto(), keyring, scope, header, entries, { trustArchivedKeys: keysFile === undefined });
       for (const e of entries) hashes.set(e.seq, e.hash);
       for (const k of header?.keys ?? []) {
         try {
@@ -74,7 +79,7 @@ export const journalVerify: CommandBody = {
       const segments = target !== null ? await readArchive(target, scope) : [];
       const chain =
         target !== null
-          ? verifyArchivedChain(defaultCrypto(), rt.keyring, scope, segments, entries, checkpoints, watermark)
+          ? verifyArchivedChain(defaultCrypto(), rt.keyring, scope, segments, entries, checkpoints, watermark, { trustArchivedKeys: flag(ctx.values, "trust-archived-keys") })
           : verifyJournal(defaultCrypto(), rt.keyring, scope, entries, checkpoints, liveStart(entries, watermark));
       for (const s of segments) if (s.ok) for (const e of s.segment.entries) hashes.set(e.seq, e.hash);
       for (const e of entries) hashes.set(e.seq, e.hash);
@@ -96,6 +101,11 @@ export const journalVerify: CommandBody = {
         if (result.archive !== undefined && result.archive.segments > 0) ctx.out.line(`(seqs 1..${result.archive.archivedThrough} from ${result.archive.segments} archive segment(s), the rest from the database)`);
         if ((result.unsealed ?? 0) > 0) ctx.out.line(`(${result.unsealed} more entr${result.unsealed === 1 ? "y is" : "ies are"} committed and awaiting the sequencer, within the sealing bound)`);
         if (witnesses.length > 0) ctx.out.line(`(the heads ${witnesses.length} witness(es) hold agree with the chain)`);
+        if (result.keysFromArchive !== undefined) {
+          ctx.out.line(
+            `(checkpoints signed by ${result.keysFromArchive.join(", ")} were verified with the key${result.keysFromArchive.length === 1 ? "" : "s"} the ${file !== undefined ? "file" : "archive"} carries itself: the data is intact and not cut, but whoever could rewrite it could also have signed it; compare those keys with ones you trust${file !== undefined ? ", or pass --keys" : ""})`,
+          );
+        }
         if (result.checkpoints === 0 && file === undefined) ctx.out.line("(no signed checkpoint yet: `writ journal checkpoint` signs the head so a cut tail is detected too)");
       } else {
         ctx.out.line(`journal ${where}: BROKEN — ${result.problems.length} problem(s) in ${result.entries} entries`);
@@ -274,3 +284,26 @@ export const journalArchive: CommandBody = {
     return EXIT.OK;
   },
 };
+
+/** The public keys an auditor trusts, from a JWK, an array of JWKs or a JWKS (`{ keys: [...] }`). */
+function keyringOf(text: string, name: string): Keyring {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw usageError(`--keys ${name}: not JSON (a JWK, an array of JWKs or a JWKS)`);
+  }
+  const list = Array.isArray(parsed) ? parsed : typeof parsed === "object" && parsed !== null && Array.isArray((parsed as { keys?: unknown }).keys) ? (parsed as { keys: unknown[] }).keys : [parsed];
+  const ring = createKeyring([]);
+  for (const [i, k] of list.entries()) {
+    const kid = typeof k === "object" && k !== null ? (k as { kid?: unknown }).kid : undefined;
+    if (typeof kid !== "string" || kid === "") throw usageError(`--keys ${name}: key ${i + 1} has no kid`);
+    try {
+      ring.add({ kid, publicJwk: k as never });
+    } catch (e) {
+      throw usageError(`--keys ${name}: key ${kid}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+  if (ring.list().length === 0) throw usageError(`--keys ${name}: no key in it`);
+  return ring;
+}
