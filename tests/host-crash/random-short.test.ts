@@ -59,7 +59,7 @@ it("pg_stat_database.deadlocks counts a deadlock provoked between two sessions",
 
 it(`40 invocations, 3 workers on PostgreSQL, random SIGKILLs (seed ${SEED})`, async () => {
   console.log(`[host-random-short] seed=${SEED} (replay: WRIT_SEED=${SEED})`);
-  const r = await runSoak({ kind: "postgres", seed: SEED, invocations: 40, workers: 3, killEveryMs: [300, 800], maxKills: 6, deadlineMs: 90_000, oneScope: true });
+  const r = await runSoak({ kind: "postgres", seed: SEED, invocations: 40, workers: 3, killEveryMs: [300, 800], maxKills: 6, deadlineMs: 90_000, oneScope: true, lifecycle: true });
   expect(r.report.violations).toEqual([]);
   expect(r.settled).toBe(true);
   expect(r.report.invocations).toBe(40);
