@@ -7,8 +7,11 @@
  * Invariants checked at the end (fixtures/invariants.ts): no non-idempotent effect twice; nothing
  * stuck; idempotent effects exactly once per step key (the provider honours keys); the journal
  * verifies in every scope; unknown outcomes have open reconciliation records; every effect is
- * known to the host and no success is phantom. The seed is printed; WRIT_SEED replays the
- * workload and the kill plan.
+ * known to the host and no success is phantom; nothing is lost to retention (I8): the workers prune
+ * in the background at a 600 ms window while they are killed, and every acknowledged invocation
+ * is present or pruned with evidence. The run prints how many invocations were pruned, how many
+ * pruning transactions ran and how many kills landed inside one. The seed is printed; WRIT_SEED
+ * replays the workload and the kill plan.
  *
  * Every invocation runs in one scope, so the workers' takeovers of interrupted attempts contend
  * for one attempt counter and one journal: the run also asserts that PostgreSQL detected no

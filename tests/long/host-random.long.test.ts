@@ -8,8 +8,10 @@
  * Invariants checked at the end (tests/host-crash/fixtures/invariants.ts): no non-idempotent
  * effect twice; nothing stuck; idempotent effects exactly once per step key (the provider honours
  * keys); the journal verifies in every scope; unknown outcomes have open reconciliation records;
- * every effect is known to the host and no success is phantom. The seed is printed; WRIT_SEED
- * replays the workload and the kill plan (not the exact interleaving).
+ * every effect is known to the host and no success is phantom; nothing lost to retention (I8: the
+ * workers prune in the background at a 600 ms window while they are killed, and every acknowledged
+ * invocation is present or pruned with evidence). The seed is printed; WRIT_SEED replays the
+ * workload and the kill plan (not the exact interleaving).
  */
 import { afterAll, expect, it } from "vitest";
 import { SEED } from "../helpers/seed.js";
@@ -25,7 +27,7 @@ const maxKills = Math.max(20, Number(process.env.WRIT_HOST_RANDOM_KILLS ?? 60));
 for (const kind of ["postgres", "sqlite"] as const) {
   it(`${invocations} invocations, 3 workers on ${kind}, ${maxKills} random SIGKILLs (seed ${SEED})`, async () => {
     console.log(`[host-random] ${kind} seed=${SEED} (replay: WRIT_SEED=${SEED})`);
-    const r = await runSoak({ kind, seed: SEED, invocations, workers: 3, killEveryMs: [150, 600], maxKills, deadlineMs: 600_000 });
+    const r = await runSoak({ kind, seed: SEED, invocations, workers: 3, killEveryMs: [150, 600], maxKills, deadlineMs: 600_000, lifecycle: true });
     expect(r.report.violations).toEqual([]);
     expect(r.settled).toBe(true);
     expect(r.report.invocations).toBe(invocations);
