@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every benchmark, ratios measured side by side in one run, JSON under bench/results/.
- * Select some with `npm run bench -- boundary` (names: boundary, policy, durable, http, host, cost, latency, cli, growth, plans).
+ * Select some with `npm run bench -- boundary` (names: boundary, policy, durable, http, host, cost, latency, cli, growth, plans, cluster).
  *
  * The benchmarks' own dependencies (graphile-worker, postgres.js, autocannon) are in
  * bench/package.json, not in the root install: the first run installs them into bench/node_modules.
@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { fmt, writeResult } from "./lib.js";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
-const NAMES = ["boundary", "policy", "durable", "http", "host", "cost", "latency", "cli", "growth", "plans"];
+const NAMES = ["boundary", "policy", "durable", "http", "host", "cost", "latency", "cli", "growth", "plans", "cluster"];
 const only = new Set(process.argv.slice(2));
 for (const name of only) {
   if (!NAMES.includes(name)) {
@@ -54,6 +54,18 @@ if (want("plans")) {
     }
     console.log(`plans, writ_claim: buffers ${r.claimFunction.buffers.join(" / ")}${r.claimFunction.badNodes.length > 0 ? `; BAD: ${r.claimFunction.badNodes.join(", ")}` : ""}`);
     console.log("  ->", writeResult("plans", r));
+  }
+}
+
+if (want("cluster")) {
+  const { benchCluster } = await import("./cluster.js");
+  const r = await benchCluster();
+  if ("skipped" in r) console.log(`cluster: skipped (${r.skipped})`);
+  else {
+    console.log(
+      `cluster, ${r.workers} writ workers, ${r.inFlight} in flight, ${r.rounds} interleaved rounds of ${r.roundSeconds} s: namespaces ${r.medians.namespaces.toFixed(0)}/s | loopback ${r.medians.loopback.toFixed(0)}/s | namespaces / loopback ${r.ratio.toFixed(3)} (medians); load ${r.loadavg.map((x) => x.toFixed(1)).join(" ")}`,
+    );
+    console.log("  ->", writeResult("cluster", r));
   }
 }
 

@@ -10,6 +10,7 @@ import { computeRequestDigest } from "./core/digest.js";
 import { WritError } from "./core/errors.js";
 import { base64url } from "./core/encoding.js";
 import { verifyStoredJournal, writeCheckpoint, type JournalVerification } from "./core/journal.js";
+import type { ArchiveTarget } from "./core/archive-format.js";
 import { checkSealWithinMs, sequencerFor } from "./core/sequencer.js";
 import type { Keyring, SigningKey } from "./core/keyring.js";
 import type { Clock, CryptoPort, Random } from "./core/ports.js";
@@ -33,7 +34,12 @@ export { BOUNDARY_CHECKS } from "./core/checks.js";
 export { DECISION_TYP, MAX_DECISION_LENGTH, type ParsedDecision, parseDecision, type VerifyCode, type VerifyResult } from "./core/decision.js";
 export { base64url, fromBase64url, fromUtf8, utf8 } from "./core/encoding.js";
 export { ERROR_CODES, type ErrorCode, errorMessage, isWritError, LeaseLostError, OUTCOME_CODES, type OutcomeCode, REFUSAL_CODES, type RefusalCode, WritError, type WritErrorOptions } from "./core/errors.js";
-export { appendJournal, entryHash, type JournalDraft, type JournalProblem, type JournalVerification, readWholeJournal, verifyJournal, writeCheckpoint } from "./core/journal.js";
+export { appendJournal, entryHash, JOURNAL_PROBLEM_KINDS, type JournalDraft, type JournalProblem, type JournalProblemKind, type JournalVerification, readWholeJournal, verifyArchivedChain, verifyJournal, writeCheckpoint } from "./core/journal.js";
+export { type ArchivedSegment, type ArchiveTarget, decodeSegment, readArchive, type SegmentHeader, segmentName } from "./core/archive-format.js";
+export { archiveScope, type ArchiverOptions, type ArchiveRun, pruneArchived } from "./core/archiver.js";
+export { directoryArchive } from "./node/archive-dir.js";
+export { askWitnesses, type CheckpointWitness, publishCheckpoint, type WitnessAnswer, witnessProblems } from "./core/witness.js";
+export { fileWitness, httpWitness } from "./node/witness.js";
 export { createKeyring, KEY_STATUSES, type Keyring, type KeyringEntry, type KeyStatus, type SigningKey } from "./core/keyring.js";
 export { manualClock, type ManualClock } from "./core/manual-clock.js";
 export { functionPolicy, type PolicyEngine, type PolicyInput, type PolicyResult } from "./core/policy.js";
@@ -167,9 +173,11 @@ export async function checkpointJournal(store: Store, key: SigningKey, scope: Sc
 /**
  * Recomputes a scope's sealed journal chain and checks its signed checkpoints; an entry still
  * unsealed more than `sealWithinMs` (default 250) after its `at` is an `unsealed_overdue` problem.
+ * With `archive`, the scope's archived segments and the database are verified as one chain
+ * (docs/archives.md).
  */
-export async function verifyJournalIn(store: Store, keyring: Keyring, scope: Scope, ports: { crypto?: CryptoPort; clock?: Clock; sealWithinMs?: number } = {}): Promise<JournalVerification> {
+export async function verifyJournalIn(store: Store, keyring: Keyring, scope: Scope, ports: { crypto?: CryptoPort; clock?: Clock; sealWithinMs?: number; archive?: ArchiveTarget } = {}): Promise<JournalVerification> {
   const { crypto, clock } = defaultPorts(ports);
   const sealWithinMs = checkSealWithinMs("verifyJournalIn", ports.sealWithinMs);
-  return verifyStoredJournal(store, crypto, keyring, scope, { now: clock.now(), sealWithinMs });
+  return verifyStoredJournal(store, crypto, keyring, scope, { now: clock.now(), sealWithinMs }, 1000, ports.archive);
 }

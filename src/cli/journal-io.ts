@@ -5,6 +5,7 @@
 import { parseJsonStrict } from "../core/canonical.js";
 import { errorMessage } from "../core/errors.js";
 import { corruptJournalRow, nextPageFrom } from "../core/journal.js";
+import { isSegmentHeader, type SegmentHeader } from "../core/archive-format.js";
 import type { Store } from "../core/store.js";
 import type { JournalEntry, Scope } from "../core/types.js";
 
@@ -15,25 +16,31 @@ export async function journalLength(store: Store, scope: Scope): Promise<number>
   return (await store.transact((tx) => tx.journalHead(scope)))?.seq ?? 0;
 }
 
-/** Pages of entries with seq >= fromSeq, ascending, each page its own short transaction. */
-export async function* journalPages(store: Store, scope: Scope, fromSeq = 1, pageSize = JOURNAL_PAGE): AsyncGenerator<JournalEntry[]> {
+/**
+ * Pages of entries with seq >= fromSeq (and <= throughSeq, when given), ascending, each page its
+ * own short transaction.
+ */
+export async function* journalPages(store: Store, scope: Scope, fromSeq = 1, pageSize = JOURNAL_PAGE, throughSeq = Infinity): AsyncGenerator<JournalEntry[]> {
   let from = fromSeq;
   for (;;) {
-    const page = await store.transact((tx) => tx.readJournal(scope, { fromSeq: from, limit: pageSize }));
+    const read = await store.transact((tx) => tx.readJournal(scope, { fromSeq: from, limit: pageSize }));
+    const page = read.filter((e) => !(typeof e.seq === "number" && e.seq > throughSeq));
     if (page.length > 0) yield page;
-    if (page.length < pageSize) return;
+    if (read.length < pageSize || page.length < read.length) return;
     from = nextPageFrom(from, page);
   }
 }
 
 /**
- * Parses JSONL export text into entries; a line that is not a JSON object becomes a corrupt-row
- * placeholder (seq: the one after the previous line's), which verification reports by line.
+ * Parses JSONL export text into its header (the first line, when it is one: docs/archives.md) and
+ * entries; a line that is not a JSON object becomes a corrupt-row placeholder (seq: the one after
+ * the previous line's), which verification reports by line.
  */
-export function parseJournalJsonl(text: string, source: string): JournalEntry[] {
+export function parseJournalFile(text: string, source: string): { header: SegmentHeader | null; entries: JournalEntry[] } {
   const scopeOf = (e: JournalEntry | undefined): Scope => ({ tenantId: typeof e?.tenantId === "string" ? e.tenantId : "?", spaceId: typeof e?.spaceId === "string" ? e.spaceId : "?" });
   const out: JournalEntry[] = [];
   const lines = text.split("\n");
+  let header: SegmentHeader | null = null;
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!.trim();
     if (line.length === 0) continue;
@@ -50,7 +57,11 @@ export function parseJournalJsonl(text: string, source: string): JournalEntry[] 
       out.push(corruptJournalRow(scopeOf(out[out.length - 1]), seq, `${source} line ${i + 1} is not a journal entry (a JSON object)`));
       continue;
     }
+    if (header === null && out.length === 0 && isSegmentHeader(v)) {
+      header = v;
+      continue;
+    }
     out.push(v as JournalEntry);
   }
-  return out;
+  return { header, entries: out };
 }

@@ -9,8 +9,8 @@ import { resolveConsoleOptions, type ResolvedConsoleOptions } from "../console/o
 import { resolveMcpHttpOptions, type ResolvedMcpHttpOptions } from "../mcp/options.js";
 
 export interface EffectiveSettings {
-  /** A PostgreSQL URL with its password masked; `poolSize` when the config sets one (default 10). */
-  store: { kind: string; path?: string; url?: string; poolSize?: number };
+  /** A PostgreSQL URL with its password masked; `poolSize`, `queryTimeoutMs` and `keepAliveMs` when the config sets them. */
+  store: { kind: string; path?: string; url?: string; poolSize?: number; queryTimeoutMs?: number; keepAliveMs?: number };
   server: ResolvedServerConfig;
   console: ResolvedConsoleOptions;
   /** The MCP endpoint's options with their defaults (docs/mcp.md). */
@@ -43,7 +43,7 @@ function plain(o: object | undefined): Record<string, unknown> {
 export function effectiveSettings(config: WritConfig): EffectiveSettings {
   const s = config.store ?? { kind: "sqlite" as const };
   const store: EffectiveSettings["store"] =
-    s.kind === "sqlite" ? { kind: "sqlite", path: s.path ?? ".writ/writ.db" } : s.kind === "postgres" ? { kind: "postgres", url: maskUrl(s.url), ...(s.poolSize !== undefined ? { poolSize: s.poolSize } : {}) } : { kind: s.kind };
+    s.kind === "sqlite" ? { kind: "sqlite", path: s.path ?? ".writ/writ.db" } : s.kind === "postgres" ? { kind: "postgres", url: maskUrl(s.url), ...(s.poolSize !== undefined ? { poolSize: s.poolSize } : {}), ...(s.queryTimeoutMs !== undefined ? { queryTimeoutMs: s.queryTimeoutMs } : {}), ...(s.keepAliveMs !== undefined ? { keepAliveMs: s.keepAliveMs } : {}) } : { kind: s.kind };
   return {
     store,
     server: resolveServerConfig(config.server, "server."),

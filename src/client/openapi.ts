@@ -445,7 +445,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Recompute the hash chain, check the signed checkpoints, and report entries unsealed longer than the bound */
+        /** Recompute the hash chain (the archive segments and the database as one), check the signed checkpoints, and report entries unsealed longer than the bound */
         get: operations["verifyJournal"];
         put?: never;
         post?: never;
@@ -865,10 +865,19 @@ export interface components {
             headHash: string | null;
             /** @description entries committed and not sealed yet (a problem only once older than the sealing bound) */
             unsealed?: number;
+            /** @description what of the chain came from archive segments, when the archives were verified with the database (docs/archives.md) */
+            archive?: {
+                segments: number;
+                archivedThrough: number;
+                bytes: number;
+                firstLiveSeq: number | null;
+            };
             problems: {
                 seq?: number;
                 id?: string;
                 kind: string;
+                /** @description the archive segment the finding is in */
+                segment?: string;
                 message: string;
             }[];
         };

@@ -14,6 +14,7 @@ import type { PolicyEngine } from "../core/policy.js";
 import type { Store } from "../core/store.js";
 import type { CompletionSecret } from "../host/completions.js";
 import type { HostOptions } from "../host/options.js";
+import { resolveArchiveOptions, type ArchiveHostOptions } from "../core/archive-options.js";
 import { resolveMcpHttpOptions, type McpHttpOptions } from "../mcp/options.js";
 import type { WorkerOptions } from "../host/worker.js";
 import { resolveConsoleOptions, type ConsoleOptions } from "../console/options.js";
@@ -21,7 +22,20 @@ import { resolveServerConfig, type ServerConfig } from "./server-options.js";
 
 export type StoreConfig =
   | { kind: "sqlite"; /** @defaultValue ".writ/writ.db" */ path?: string }
-  | { kind: "postgres"; url: string; /** @defaultValue 10 */ poolSize?: number }
+  | {
+      kind: "postgres";
+      url: string;
+      /** @defaultValue 10 */
+      poolSize?: number;
+      /**
+       * How long (ms) a statement may go unanswered before it fails and its connection is discarded:
+       * what finds a database that vanished silently mid-statement (docs/deploying-postgres.md,
+       * "A database that vanishes silently"). 0 waits forever. @defaultValue 30000
+       */
+      queryTimeoutMs?: number;
+      /** TCP keepalive on idle connections (ms before the kernel probes the peer); 0 turns it off. @defaultValue 10000 */
+      keepAliveMs?: number;
+    }
   | { kind: "memory" }
   | { kind: "custom"; store: Store };
 
@@ -44,9 +58,25 @@ export interface WritConfig {
   console?: ConsoleOptions;
   /** The MCP gateway (`/mcp` on `writ serve`, `writ mcp` on stdio): waits, limits, allowed origins, sessions (docs/mcp.md). */
   mcp?: McpHttpOptions;
+  /**
+   * Journal archives (docs/archives.md): on by default, into a local directory
+   * (`<state dir>/archives`, the state dir being the parent of keys.dir, e.g. `.writ/archives`);
+   * `enabled: false` turns archiving (and pruning) off. `dir` resolves against the config's directory.
+   */
+  archive?: { enabled?: boolean; dir?: string } & Omit<ArchiveHostOptions, "target">;
   /** Host tuning (timeouts, retries, breakers, recovery). */
   host?: Pick<HostOptions, "timeoutMs" | "inProgressTimeoutMs" | "maxDecisionAgeSeconds" | "recoveryMaxAttempts" | "retry" | "breaker" | "approvalTtlMs" | "earlyCompletionRetentionMs" | "sweepMs" | "sealWithinMs" | "redactErrorText" | "notifications" | "retention">;
 }
+
+/** The longest deadline Node's timers keep (about 24 days): `NO_DEADLINE_MS` of the PostgreSQL store, not imported so a SQLite process never loads its modules. */
+const NO_DEADLINE_MS = 2_147_483_647;
+/** The numeric options of a PostgreSQL store in the config: name, least, greatest, what the number means. */
+const POSTGRES_INT_OPTIONS = [
+  ["poolSize", 1, 10_000, ""],
+  ["queryTimeoutMs", 0, NO_DEADLINE_MS, " (ms; 0 waits forever)"],
+  ["keepAliveMs", 0, NO_DEADLINE_MS, " (ms; 0 turns keepalive off)"],
+] as const;
+const POSTGRES_KEYS: readonly string[] = ["kind", "url", ...POSTGRES_INT_OPTIONS.map(([n]) => n)];
 
 /** Declares a config with types; checks its shape so a mistake is named at load time. */
 export function defineConfig(config: WritConfig): WritConfig {
@@ -67,7 +97,27 @@ export function checkConfig(c: unknown, where: string): asserts c is WritConfig 
   if (o.store !== undefined) {
     const s = o.store as Record<string, unknown>;
     if (!["sqlite", "postgres", "memory", "custom"].includes(s.kind as string)) bad("store.kind must be sqlite, postgres, memory or custom");
-    if (s.kind === "postgres" && typeof s.url !== "string") bad("store.url is required for postgres");
+    if (s.kind === "postgres") {
+      if (typeof s.url !== "string") bad("store.url is required for postgres");
+      for (const [name, min, max, unit] of POSTGRES_INT_OPTIONS) {
+        const v = s[name];
+        if (v !== undefined && (typeof v !== "number" || !Number.isSafeInteger(v) || v < min || v > max)) bad(`store.${name} must be an integer from ${min} to ${max}${unit}`);
+      }
+      const unknown = Object.keys(s).filter((k) => !POSTGRES_KEYS.includes(k));
+      if (unknown.length > 0) bad(`store has no option ${unknown.map((k) => `\`${k}\``).join(", ")} for postgres (it takes ${POSTGRES_KEYS.join(", ")})`);
+    }
+  }
+  if (o.archive !== undefined) {
+    const a = o.archive as Record<string, unknown>;
+    if (typeof a !== "object" || a === null) bad("archive must be an object");
+    if (a.enabled !== undefined && typeof a.enabled !== "boolean") bad("archive.enabled must be true or false");
+    if (a.dir !== undefined && (typeof a.dir !== "string" || a.dir.length === 0)) bad("archive.dir must be a non-empty path");
+    const { enabled: _e, dir: _d, ...rest } = a;
+    try {
+      resolveArchiveOptions(rest);
+    } catch (e) {
+      bad((e as Error).message.replace("createHost: ", ""));
+    }
   }
   // Named in the error as the config spells them: `<where>: server.rateLimit.burst must be ...`.
   resolveServerConfig(o.server as ServerConfig | undefined, `${where}: server.`);

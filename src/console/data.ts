@@ -33,6 +33,8 @@ export interface ConsoleData {
   /** How many entries wait to be sealed (at most `limit`). */
   unsealedCount(scope: Scope, limit: number): Promise<number>;
   lastCheckpoint(scope: Scope): Promise<JournalCheckpoint | null>;
+  /** The archive watermark and the oldest entry still in the database (docs/archives.md). */
+  archiveState(scope: Scope): Promise<{ archivedThrough: number; oldestLive: { seq: number; at: number } | null; archiving: boolean }>;
   /**
    * Journal entries newest first — those not yet sealed, then the sealed ones read backwards from
    * the head in pages — while `keep` says go on
@@ -88,6 +90,10 @@ export function consoleData(runtime: Runtime): ConsoleData {
     attempts: (scope, id) => read((tx) => tx.listAttempts(scope, { invocationId: id, limit: 1000 })),
     journalHead: (scope) => read((tx) => tx.journalHead(scope)),
     unsealedCount: async (scope, limit) => (await read((tx) => tx.listUnsealed(scope, { limit }))).length,
+    async archiveState(scope) {
+      const [archivedThrough, [first]] = await read(async (tx) => [await tx.journalArchivedThrough(scope), await tx.readJournal(scope, { limit: 1 })] as const);
+      return { archivedThrough, oldestLive: first ? { seq: first.seq, at: first.at } : null, archiving: host.archive.target !== null };
+    },
     async lastCheckpoint(scope) {
       const all = await read((tx) => tx.listCheckpoints(scope));
       return all.length > 0 ? all[all.length - 1]! : null;
@@ -108,7 +114,8 @@ export function consoleData(runtime: Runtime): ConsoleData {
       }
       while (upTo >= 1) {
         const from = Math.max(1, upTo - PAGE + 1);
-        const page = await read((tx) => tx.readJournal(scope, { fromSeq: from, limit: upTo - from + 1 }));
+        // Past a prune the first live seq may be above `from`: keep to the page's own range.
+        const page = (await read((tx) => tx.readJournal(scope, { fromSeq: from, limit: upTo - from + 1 }))).filter((e) => e.seq <= upTo);
         for (let i = page.length - 1; i >= 0; i--) {
           const e = page[i]!;
           // Sealed between the two reads: already seen as unsealed.
@@ -119,12 +126,13 @@ export function consoleData(runtime: Runtime): ConsoleData {
           if (k === "stop" || k === "last") return { entries: out, truncated: false };
           if (scanned >= maxEntries) return { entries: out, truncated: from > 1 || i > 0 };
         }
-        upTo = from - 1;
+        // Below the first live entry lie only archived ones (docs/archives.md).
+        upTo = page.length > 0 && page[0]!.seq > from ? 0 : from - 1;
       }
       return { entries: out, truncated: false };
     },
     async verifyJournal(scope) {
-      const v = await verifyStoredJournal(store, host.context.o.crypto, runtime.keyring, scope);
+      const v = await verifyStoredJournal(store, host.context.o.crypto, runtime.keyring, scope, undefined, 1000, host.archive.target ?? undefined);
       // A failure is an event for the tenant's subscribers (journal.verify_failed).
       if (!v.ok) await host.notifications.verifyFailed(scope, v).catch(() => undefined);
       return v;

@@ -6,8 +6,9 @@
  */
 import { canonicalize, canonicalizeData, parseJsonStrict } from "./canonical.js";
 import { base64url, fromBase64url, fromUtf8, utf8 } from "./encoding.js";
-import type { Keyring, SigningKey } from "./keyring.js";
-import type { CryptoPort } from "./ports.js";
+import { readArchive, type ArchivedSegment, type ArchiveTarget, type SegmentHeader } from "./archive-format.js";
+import { createKeyring, type Keyring, type SigningKey } from "./keyring.js";
+import type { CryptoPort, PublicJwk } from "./ports.js";
 import { outcomeOf, type BatchOutcome } from "./batch.js";
 import { WritError } from "./errors.js";
 import type { Store, StoreTx } from "./store.js";
@@ -276,11 +277,48 @@ function checkStatementSignature(crypto: CryptoPort, keyring: Keyring, cp: Journ
   return null;
 }
 
+/** Every kind of journal finding (docs/journal.md; the `segment_*` and `archive_*` kinds: docs/archives.md). */
+export const JOURNAL_PROBLEM_KINDS = [
+  "hash_mismatch",
+  "broken_link",
+  "gap",
+  "scope_mismatch",
+  "truncated",
+  "checkpoint_mismatch",
+  "checkpoint_signature",
+  "unsealed_overdue",
+  "corrupt_row",
+  "segment_missing",
+  "segment_misplaced",
+  "segment_overlap",
+  "segment_truncated",
+  "segment_corrupt",
+  "archive_mismatch",
+  "witness_mismatch",
+  "witness_ahead",
+  "witness_invalid",
+  "witness_unreachable",
+] as const;
+export type JournalProblemKind = (typeof JOURNAL_PROBLEM_KINDS)[number];
+
+/** Why a checkpoint's signature does not hold under `keyring` (null when it does). Never throws. */
+export function checkpointSignatureProblem(crypto: CryptoPort, keyring: Keyring, cp: JournalCheckpoint): string | null {
+  try {
+    return typeof cp === "object" && cp !== null ? checkStatementSignature(crypto, keyring, cp) : "not a checkpoint";
+  } catch {
+    return "checkpoint is corrupt";
+  }
+}
+
 export interface JournalProblem {
   seq?: number;
-  kind: "hash_mismatch" | "broken_link" | "gap" | "scope_mismatch" | "truncated" | "checkpoint_mismatch" | "checkpoint_signature" | "unsealed_overdue" | "corrupt_row";
+  kind: JournalProblemKind;
   /** For `unsealed_overdue`: the entry's id (it has no seq yet). */
   id?: string;
+  /** The archive segment the finding is in (its name in the archive target), when it is in one. */
+  segment?: string;
+  /** The checkpoint witness the finding is about (docs/archives.md, Checkpoint witnesses). */
+  witness?: string;
   message: string;
 }
 
@@ -339,7 +377,30 @@ export interface JournalVerification {
    * set by `verifyStoredJournal`, absent when verifying exported entries.
    */
   unsealed?: number;
+  /** What of the chain came from archive segments (set when archives were verified with the database). */
+  archive?: ArchiveSummary;
   problems: JournalProblem[];
+}
+
+export interface ArchiveSummary {
+  /** Segments read. */
+  segments: number;
+  /** The last seq the segments hold (0: none). */
+  archivedThrough: number;
+  /** The segments' size in bytes. */
+  bytes: number;
+  /** The first entry still in the database (null when it holds none). */
+  firstLiveSeq: number | null;
+}
+
+/**
+ * Where a chain being verified starts, when not at seq 1 (the entries before were pruned, or an
+ * export starts later): its first seq and the hash of the entry before it (undefined: unknown, so
+ * the first entry's link is not judged).
+ */
+export interface ChainStart {
+  seq: number;
+  prevHash?: string | null;
 }
 
 /** What `verifyStoredJournal` checks unsealed entries against. */
@@ -375,13 +436,16 @@ export function verifyJournal(
   scope: Scope,
   entries: readonly JournalEntry[],
   checkpoints: readonly JournalCheckpoint[] = [],
+  start?: ChainStart,
 ): JournalVerification {
   const problems: JournalProblem[] = [];
   const hashes = new Map<number, string>();
-  let prev: string | null = null;
-  let expectSeq = 1;
-  // After a corrupt row the next link cannot be judged (its predecessor's hash is unknown).
-  let linkKnown = true;
+  let prev: string | null = start?.prevHash ?? null;
+  let expectSeq = start?.seq ?? 1;
+  // After a corrupt row the next link cannot be judged (its predecessor's hash is unknown); neither
+  // can the first one of a chain that starts later without the hash before it.
+  let linkKnown = start === undefined || start.prevHash !== undefined;
+  if (start !== undefined && typeof start.prevHash === "string") hashes.set(start.seq - 1, start.prevHash);
   let position = 0;
   for (const e of entries) {
     position++;
@@ -435,6 +499,8 @@ export function verifyJournal(
       continue;
     }
     const h = hashes.get(cp.seq);
+    // A checkpoint of an entry before the chain's start (pruned, or not exported) cannot be judged here.
+    if (h === undefined && start !== undefined && cp.seq < start.seq) continue;
     if (h === undefined) {
       problems.push({ seq: cp.seq, kind: "truncated", message: `signed checkpoint at seq ${cp.seq} but the journal ends at ${last?.seq ?? 0}: entries were removed` });
     } else if (h !== cp.headHash) {
@@ -455,16 +521,200 @@ export function verifyJournal(
  * Reads a scope's whole sealed journal (in pages) and its checkpoints from a store and verifies
  * them; with `unsealed`, also reports every entry still unsealed longer than the bound. Unsealed
  * entries are read first: one sealed meanwhile then shows in the chain too, never in neither.
+ * With `archive`, the scope's archived segments and the database are verified as one chain
+ * (`verifyArchivedChain`); without it, a journal whose archived entries were pruned is verified
+ * from its first live entry (its link to the archive unjudged), and entries missing above the
+ * archive watermark are a `gap`.
  */
-export async function verifyStoredJournal(store: Store, crypto: CryptoPort, keyring: Keyring, scope: Scope, unsealed?: UnsealedCheck, pageSize = 1000): Promise<JournalVerification> {
+export async function verifyStoredJournal(
+  store: Store,
+  crypto: CryptoPort,
+  keyring: Keyring,
+  scope: Scope,
+  unsealed?: UnsealedCheck,
+  pageSize = 1000,
+  archive?: ArchiveTarget,
+): Promise<JournalVerification> {
   const pending = await store.transact((tx) => tx.listUnsealed(scope));
   const entries = await readWholeJournal(store, scope, pageSize);
-  const checkpoints = await store.transact((tx) => tx.listCheckpoints(scope));
-  const v = verifyJournal(crypto, keyring, scope, entries, checkpoints);
+  const [checkpoints, watermark] = await store.transact(async (tx) => [await tx.listCheckpoints(scope), await tx.journalArchivedThrough(scope)] as const);
+  const v =
+    archive !== undefined
+      ? verifyArchivedChain(crypto, keyring, scope, await readArchive(archive, scope), entries, checkpoints, watermark)
+      : verifyJournal(crypto, keyring, scope, entries, checkpoints, liveStart(entries, watermark));
   const sealedIds = new Set(entries.map((e) => e.id));
   const still = pending.filter((u) => !sealedIds.has(u.id));
   const late = unsealed === undefined ? [] : checkUnsealed(still, unsealed);
   return { ...v, ok: v.ok && late.length === 0, unsealed: still.length, problems: [...v.problems, ...late] };
+}
+
+/** Where a database's chain starts when its archived entries were pruned (undefined: at seq 1). */
+export function liveStart(entries: readonly JournalEntry[], archivedThrough: number): ChainStart | undefined {
+  const first = entries[0]?.seq;
+  if (typeof first !== "number" || first <= 1) return undefined;
+  return { seq: Math.min(first, archivedThrough + 1) };
+}
+
+/** A keyring of the verifier's keys, falling back to the keys archived with the checkpoints for a kid it does not know. */
+function withArchivedKeys(keyring: Keyring, keys: readonly PublicJwk[]): Keyring {
+  const archived = createKeyring();
+  for (const k of keys) {
+    try {
+      if (typeof k?.kid === "string" && keyring.get(k.kid) === undefined) archived.add({ kid: k.kid, publicJwk: k });
+    } catch {
+      // A malformed or conflicting archived key verifies nothing: its checkpoints are reported.
+    }
+  }
+  return { ...keyring, get: (kid) => keyring.get(kid) ?? archived.get(kid) };
+}
+
+/**
+ * Verifies a scope's archived segments (ascending, from `readArchive`) and the entries still in the
+ * database (`live`) as one chain, with every checkpoint of both (docs/archives.md). Besides the
+ * chain's own findings, each tagged with the segment it is in: a range of seqs in no segment and
+ * not in the database, or archived per the watermark but in no segment (`segment_missing`); a
+ * segment that holds other seqs or another scope than its name states (`segment_misplaced`), one
+ * overlapping the one before (`segment_overlap`), one with fewer entries than its header states
+ * (`segment_truncated`), one that cannot be read (`segment_corrupt`); an entry the database still
+ * holds that differs from its archived copy (`archive_mismatch`). A checkpoint is verified with the
+ * verifier's keyring, or, for a kid it does not know, with the keys archived beside it.
+ */
+export function verifyArchivedChain(
+  crypto: CryptoPort,
+  keyring: Keyring,
+  scope: Scope,
+  segments: readonly ArchivedSegment[],
+  live: readonly JournalEntry[],
+  liveCheckpoints: readonly JournalCheckpoint[],
+  archivedThrough = 0,
+): JournalVerification {
+  const problems: JournalProblem[] = [];
+  const combined: JournalEntry[] = [];
+  const segmentOf = new Map<number, string>();
+  const cps: JournalCheckpoint[] = [];
+  const cpSegment = new Map<number, string>();
+  const keys: PublicJwk[] = [];
+  // The first seq after each range already reported missing: the chain's gap there is that finding.
+  const after = new Set<number>();
+  // Ranges already reported (missing or unreadable): a checkpoint inside one cannot be judged.
+  const gone: Array<[number, number]> = [];
+  const missing = (from: number, to: number, message: string): void => {
+    problems.push({ seq: from, kind: "segment_missing", message });
+    after.add(to + 1);
+    gone.push([from, to]);
+  };
+  let next = 1;
+  let bytes = 0;
+  const segHash = new Map<number, string>();
+  const archivedHashOf = (seq: number): string | undefined => segHash.get(seq);
+  for (const s of segments) {
+    // Two archivers that raced write segments from one seq through different checkpoints: a later
+    // one that agrees with what came before only adds what lies past it.
+    // One that holds only what came before is a harmless duplicate.
+    let skipThrough = 0;
+    if (s.fromSeq < next) {
+      const agrees = s.ok && s.segment.header.fromSeq === s.fromSeq && s.segment.header.throughSeq === s.throughSeq && s.segment.entries.every((e) => e.seq >= next || archivedHashOf(e.seq) === e.hash);
+      if (!agrees) {
+        problems.push({ seq: s.fromSeq, kind: "segment_overlap", segment: s.name, message: `${s.name} overlaps the segment before it (which ends at seq ${next - 1}) and differs from it` });
+        continue;
+      }
+      if (s.throughSeq < next) continue;
+      skipThrough = next - 1;
+    }
+    if (!s.ok) {
+      problems.push({ seq: s.fromSeq, kind: "segment_corrupt", segment: s.name, message: s.error });
+      after.add(s.throughSeq + 1);
+      gone.push([s.fromSeq, s.throughSeq]);
+      next = s.throughSeq + 1;
+      continue;
+    }
+    const { header: h, entries } = s.segment;
+    if (h.kind !== "segment" || h.tenantId !== scope.tenantId || h.spaceId !== scope.spaceId || h.fromSeq !== s.fromSeq || h.throughSeq !== s.throughSeq) {
+      problems.push({ seq: s.fromSeq, kind: "segment_misplaced", segment: s.name, message: `${s.name} holds seqs ${h.fromSeq}..${h.throughSeq} of ${h.tenantId}/${h.spaceId}, not what its name states` });
+      continue;
+    }
+    if (s.fromSeq > next) missing(next, s.fromSeq - 1, `seqs ${next}..${s.fromSeq - 1} are in no archive segment`);
+    const last = entries[entries.length - 1];
+    if (entries.length !== h.entries || last?.seq !== h.throughSeq || last.hash !== h.headHash) {
+      problems.push({
+        seq: s.throughSeq,
+        kind: "segment_truncated",
+        segment: s.name,
+        message: `${s.name} should hold ${h.entries} entries through seq ${h.throughSeq} but holds ${entries.length}${last !== undefined ? ` ending at seq ${String(last.seq)}` : ""}`,
+      });
+    }
+    for (const e of entries) {
+      if (typeof e.seq === "number" && e.seq <= skipThrough) continue;
+      if (typeof e.seq === "number") {
+        segmentOf.set(e.seq, s.name);
+        segHash.set(e.seq, e.hash);
+      }
+      combined.push(e);
+    }
+    for (const cp of h.checkpoints) {
+      cps.push(cp);
+      // A checkpoint belongs to the segment it closes (a later segment repeats it as its start).
+      if (typeof cp?.seq === "number" && (!cpSegment.has(cp.seq) || cp.seq === s.throughSeq)) cpSegment.set(cp.seq, s.name);
+    }
+    keys.push(...h.keys);
+    bytes += s.bytes;
+    next = s.throughSeq + 1;
+  }
+  const archivedEnd = next - 1;
+  if (archivedThrough > archivedEnd) missing(archivedEnd + 1, archivedThrough, `the archive watermark is at seq ${archivedThrough} but the archive segments end at seq ${archivedEnd}`);
+  const archivedHash = new Map(combined.map((e) => [e.seq, e.hash]));
+  let firstLiveSeq: number | null = null;
+  for (const e of live) {
+    const seq = typeof e.seq === "number" ? e.seq : Number.MAX_SAFE_INTEGER;
+    firstLiveSeq ??= seq;
+    if (seq <= archivedEnd) {
+      const a = archivedHash.get(seq);
+      if (a !== undefined && a !== e.hash) problems.push({ seq, kind: "archive_mismatch", segment: segmentOf.get(seq), message: `entry ${seq} in the database differs from its archived copy` });
+      continue;
+    }
+    if (seq > next) {
+      // Within the range the watermark claims archived: already reported above.
+      if (next > archivedEnd && seq - 1 <= archivedThrough) after.add(seq);
+      else missing(next, seq - 1, `seqs ${next}..${seq - 1} are neither archived nor in the database`);
+    }
+    next = seq + 1;
+    combined.push(e);
+  }
+  const seen = new Set<string>();
+  const checkpoints = [...cps, ...liveCheckpoints].filter((cp) => {
+    const k = typeof cp?.signature === "string" ? cp.signature : JSON.stringify(cp);
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+  const v = verifyJournal(crypto, withArchivedKeys(keyring, keys), scope, combined, checkpoints);
+  for (const p of v.problems) {
+    if ((p.kind === "gap" || p.kind === "broken_link") && p.seq !== undefined && after.has(p.seq)) continue;
+    if (p.kind === "truncated" && p.seq !== undefined && gone.some(([a, b]) => p.seq! >= a && p.seq! <= b)) continue;
+    const segment = p.seq === undefined ? undefined : p.kind.startsWith("checkpoint") ? cpSegment.get(p.seq) : segmentOf.get(p.seq);
+    problems.push(segment !== undefined ? { ...p, segment } : p);
+  }
+  problems.sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
+  return { ...v, ok: problems.length === 0, problems, archive: { segments: segments.length, archivedThrough: archivedEnd, bytes, firstLiveSeq } };
+}
+
+/**
+ * Verifies an exported journal file offline (docs/archives.md, Offline verification): its entries
+ * from the header's first seq, with the checkpoints the header carries (verified with `keyring`, or
+ * the keys exported beside them for a kid it does not know). A file cut short of what its header
+ * states, or below a checkpoint, is `truncated`. A file without a header (an export made before
+ * headers) is verified as a chain from seq 1, with no checkpoint.
+ */
+export function verifyExportedJournal(crypto: CryptoPort, keyring: Keyring, scope: Scope, header: SegmentHeader | null, entries: readonly JournalEntry[]): JournalVerification {
+  if (header === null) return verifyJournal(crypto, keyring, scope, entries, []);
+  const start: ChainStart | undefined = header.fromSeq <= 1 ? undefined : { seq: header.fromSeq, ...(header.prevHash !== null ? { prevHash: header.prevHash } : {}) };
+  const v = verifyJournal(crypto, withArchivedKeys(keyring, header.keys), scope, entries, header.checkpoints, start);
+  const last = entries[entries.length - 1];
+  const problems = [...v.problems];
+  if (entries.length < header.entries || (header.entries > 0 && (last?.seq !== header.throughSeq || last.hash !== header.headHash))) {
+    problems.push({ seq: header.throughSeq, kind: "truncated", message: `the export states ${header.entries} entries through seq ${header.throughSeq} but holds ${entries.length}${last !== undefined ? ` ending at seq ${String(last.seq)}` : ""}: entries were removed` });
+  }
+  return { ...v, ok: problems.length === 0, problems };
 }
 
 /** Where the page after `page` (read from `from`) starts; always forward, even past an edited seq. */

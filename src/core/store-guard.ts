@@ -26,7 +26,7 @@
  * each holding a later class while waiting for an earlier one, which this wrapper refuses.
  */
 import { WritError } from "./errors.js";
-import { AGED_RECORD_KINDS, type AgedRecordKind, type ClaimOptions, type DeliveryFilter, type EndedCursor, type InvocationFilter, type ListOptions, type PrunedInvocationRows, type Store, type StoreTx, type SubscriptionClaimOptions } from "./store.js";
+import { AGED_RECORD_KINDS, type AgedRecordKind, type ClaimOptions, type DeliveryFilter, type EndedCursor, type InvocationFilter, type JournalScopeState, type ListOptions, type PrunedInvocationRows, type Store, type StoreTx, type SubscriptionClaimOptions } from "./store.js";
 import type { BatchOutcome } from "./batch.js";
 import { advanceWrites, beginWrites, recordWrites, settleWrites, type AdmitInput, type AdvanceInput, type BatchMember, type BeginInput, type RecordInput, type SettleInput, type StoreTransitions } from "./transitions.js";
 import type {
@@ -292,6 +292,12 @@ class GuardedTx implements StoreTx {
     return this.#tx.unsealedScopes(max);
   }
 
+  async journalScopes(max: number, after?: Scope): Promise<JournalScopeState[]> {
+    nonNegInt(max, "limit");
+    if (after !== undefined) checkStoreScope(after);
+    return this.#tx.journalScopes(max, after);
+  }
+
   async readJournal(scope: Scope, opts?: ListOptions & { fromSeq?: number }): Promise<JournalEntry[]> {
     checkStoreScope(scope);
     limit(opts);
@@ -318,6 +324,13 @@ class GuardedTx implements StoreTx {
     checkStoreScope(scope);
     if (!Number.isSafeInteger(seq) || seq < 0) throw new WritError("INVALID_ARGUMENT", "the archive watermark must be a non-negative integer seq");
     return this.#tx.setJournalArchivedThrough(scope, seq);
+  }
+
+  async pruneJournal(scope: Scope, throughSeq: number, limit: number): Promise<number> {
+    checkStoreScope(scope);
+    if (!Number.isSafeInteger(throughSeq) || throughSeq < 0) throw new WritError("INVALID_ARGUMENT", "pruneJournal: throughSeq must be a non-negative integer seq");
+    if (!Number.isSafeInteger(limit) || limit < 1) throw new WritError("INVALID_ARGUMENT", "pruneJournal: limit must be a positive integer");
+    return this.#tx.pruneJournal(scope, throughSeq, limit);
   }
 
   async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {

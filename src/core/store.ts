@@ -310,6 +310,12 @@ export interface StoreTx extends NotificationTx, RetentionTx {
    */
   unsealedScopes(limit: number): Promise<Array<Scope & { oldestAt: number }>>;
   /**
+   * Scopes with a sealed journal, ascending by (tenantId, spaceId) after `after`, at most `limit`:
+   * each one's sealed head, first live entry (its seq and `at`) and archive watermark. For the
+   * archiver and its metrics (docs/archives.md); it works across scopes like `unsealedScopes`.
+   */
+  journalScopes(limit: number, after?: Scope): Promise<JournalScopeState[]>;
+  /**
    * Appends already-sealed entries that continue the chain; a seq or id clash (with sealed or
    * unsealed entries), or a first seq other than head+1, throws `CONFLICT`. Stores check seq and
    * id only; `prevHash` and `hash` are the caller's and the verifier's business.
@@ -332,6 +338,15 @@ export interface StoreTx extends NotificationTx, RetentionTx {
    * past the sealed head throws `CONFLICT` and writes nothing.
    */
   setJournalArchivedThrough(scope: Scope, seq: number): Promise<void>;
+  /**
+   * Deletes up to `limit` (an integer from 1) of the scope's lowest live sealed entries whose seq is
+   * at or below `throughSeq`, and returns how many it deleted (0: none is left there). Only what is
+   * archived, and never the sealed head (the sequencer continues the chain from it): `throughSeq`
+   * above the archive watermark, or at or above the head, throws `CONFLICT` and deletes nothing.
+   * Checkpoints and unsealed entries are kept. Reads then start at the first live seq
+   * (docs/archives.md).
+   */
+  pruneJournal(scope: Scope, throughSeq: number, limit: number): Promise<number>;
 
   // invocations
   /** Inserts; CONFLICT if (scope, action, idempotencyKey) or the id exists. */
@@ -441,11 +456,30 @@ export function sameScope(scope: Scope, rec: { tenantId: string; spaceId: string
   return scope.tenantId === rec.tenantId && scope.spaceId === rec.spaceId;
 }
 
+/** A scope's sealed journal as the archiver sees it (`StoreTx.journalScopes`). */
+export interface JournalScopeState extends Scope {
+  headSeq: number;
+  /** The first entry still in the database (1 until archived entries are pruned). */
+  firstSeq: number;
+  firstAt: number;
+  /** The archive watermark (0: nothing archived). */
+  archivedThrough: number;
+}
+
 /** Throws `SCOPE_VIOLATION` if a record's scope differs from the operation's scope. */
 export function assertScope(scope: Scope, rec: { tenantId: string; spaceId: string }, what: string): void {
   if (!sameScope(scope, rec)) {
     throw new WritError("SCOPE_VIOLATION", `${what} belongs to another scope than the one this operation runs in`);
   }
+}
+
+/**
+ * Refuses a prune (see `Tx.pruneJournal`) past the archive watermark or reaching the sealed head.
+ * Each store calls it with the values it read inside the same transaction.
+ */
+export function checkPrune(archivedThrough: number, sealedHead: number, throughSeq: number): void {
+  if (throughSeq > archivedThrough) throw new WritError("CONFLICT", `journal entries up to seq ${throughSeq} cannot be pruned: they are archived only through ${archivedThrough}`);
+  if (throughSeq >= sealedHead) throw new WritError("CONFLICT", `journal entries up to seq ${throughSeq} cannot be pruned: the sealed head (${sealedHead}) is always kept`);
 }
 
 /**

@@ -21,7 +21,7 @@ import { makeContext, retryStale, scopeOf, type HostContext } from "./context.js
 import type { HostEvent } from "./events.js";
 import { resolveHostOptions, silentLogger, type HostOptions } from "./options.js";
 import { outageLog } from "./outage.js";
-import { createWorker, type Worker, type WorkerCompanion, type WorkerOptions } from "./worker.js";
+import { companions, createWorker, type Worker, type WorkerOptions } from "./worker.js";
 import { createRetention, type RetentionApi } from "./retention.js";
 import { invocationReads, readableStore } from "./reads.js";
 import { closeOpenApproval, createApprovals, type Approvals } from "./approvals.js";
@@ -31,6 +31,8 @@ import { complete, completionLockKey, listEarlyCompletions, receiveCompletion, s
 import type { PolicyResult } from "../core/policy.js";
 import { webhookSecretBytes, type WebhookHeaders } from "../core/webhook.js";
 import { createDispatcher } from "./notify-dispatcher.js";
+import { resolveArchiveOptions } from "../core/archive-options.js";
+import { archiveCompanion, createHostArchive, type HostArchive } from "./archiver.js";
 import { resolveNotificationOptions } from "./notify-options.js";
 import { notificationsApi, type NotificationsApi } from "./notify-subscriptions.js";
 
@@ -116,6 +118,11 @@ export interface Host {
    * runs one (a started worker runs it in the background every `retention.everyMs`).
    */
   retention: RetentionApi;
+  /**
+   * Journal archives (docs/archives.md): `runOnce` archives what is closed and prunes what is
+   * archived; a started worker runs it every `archive.everyMs` when a target is configured.
+   */
+  archive: HostArchive;
   /** The context shared by the host's parts (for the policy/approval and completion modules). */
   readonly context: HostContext;
 }
@@ -180,15 +187,8 @@ export function createHostCore(options: HostOptions): Host {
   const notifications = notificationsApi(ctx, notify);
   const dispatcher = () => createDispatcher(ctx, notify);
   const retention = createRetention(ctx);
-  const companions = (): WorkerCompanion => {
-    const parts = [...(notify.dispatch ? [dispatcher()] : []), retention.companion()];
-    return {
-      start: () => parts.forEach((p) => p.start()),
-      stop: async () => {
-        await Promise.all(parts.map((p) => p.stop()));
-      },
-    };
-  };
+  const archiveOpts = resolveArchiveOptions(o.archive);
+  const archive = createHostArchive(ctx, keyring, archiveOpts);
   const sweep = async (): Promise<{ overdue: number; approvalsExpired: number; earlyExpired: number }> => ({
     overdue: await sweepOverdue(ctx),
     approvalsExpired: await approvals.sweep(),
@@ -382,7 +382,7 @@ export function createHostCore(options: HostOptions): Host {
       resolveKey: (scope, key, input) => resolveKey(ctx, scope, key, input),
       unknownKeys: (scope, opts) => readCommitted(o.store, (tx) => tx.listUnknownKeys(scope, opts)),
     },
-    worker: (wo) => createWorker(ctx, wo, sweep, companions()),
+    worker: (wo) => createWorker(ctx, wo, sweep, companions([notify.dispatch ? dispatcher() : undefined, retention.companion(), archiveCompanion(ctx, archiveOpts, archive.runPaced)])),
     approvals,
     authorities,
     complete: (scope, input) => complete(ctx, scope, input),
@@ -409,6 +409,7 @@ export function createHostCore(options: HostOptions): Host {
     breakers: (scope) => ctx.breakers.list(scope),
     notifications: { ...notifications, dispatchOnce: () => dispatcher().runOnce() },
     retention: { settings: retention.settings, status: () => retention.status(), prune: (opts) => retention.prune(opts), onSignal: (cb) => retention.onSignal(cb) },
+    archive: archive.api,
     context: ctx,
   };
 }

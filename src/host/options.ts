@@ -1,6 +1,7 @@
 /** Host options: one typed object, defaults in one place, validated at construction. */
 import { inProgressTimeoutOf } from "../core/boundary.js";
 import type { NotificationOptions } from "./notify-options.js";
+import type { ArchiveHostOptions } from "../core/archive-options.js";
 import { MAX_TIMER_MS } from "../core/validate.js";
 import type { DataKeyPort } from "../core/sealing.js";
 import type { ActionDefinition, Connector, RetryPolicy } from "../core/action.js";
@@ -115,6 +116,8 @@ export interface HostOptions {
    * 100 with a 100 ms pause, a run every minute in started workers
    */
   retention?: RetentionOptions;
+  /** Journal archiving (docs/archives.md): the target, and a started worker's pace. Off without a target. */
+  archive?: ArchiveHostOptions;
 }
 
 export interface ResolvedHostOptions {

@@ -48,10 +48,22 @@ export interface Worker {
   inFlight(): number;
 }
 
-/** A background part a started worker runs beside its claim loop (the notification dispatcher). */
+/** A background part a started worker runs beside its claim loop (the notification dispatcher, the journal archiver). */
 export interface WorkerCompanion {
   start(): void;
   stop(): Promise<void>;
+}
+
+/** Several companions as one: started in order, stopped together. */
+export function companions(parts: ReadonlyArray<WorkerCompanion | undefined>): WorkerCompanion | undefined {
+  const all = parts.filter((p): p is WorkerCompanion => p !== undefined);
+  if (all.length <= 1) return all[0];
+  return {
+    start: () => all.forEach((p) => p.start()),
+    stop: async () => {
+      await Promise.all(all.map((p) => p.stop()));
+    },
+  };
 }
 
 export function createWorker(ctx: HostContext, options: WorkerOptions = {}, sweep?: () => Promise<unknown>, companion?: WorkerCompanion): Worker {

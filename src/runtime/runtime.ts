@@ -2,7 +2,7 @@
  * A running Writ process built from a config: the store, the keys, the policy engine and the host.
  * `writ serve`, `writ worker` and the other CLI commands all start here.
  */
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import type { PolicyEngine } from "../core/policy.js";
 import type { Keyring, SigningKey } from "../core/keyring.js";
 import type { Store } from "../core/store.js";
@@ -17,6 +17,8 @@ import { localDataKey } from "./data-key-file.js";
 import { loadKeyring, loadSigningKey } from "./key-files.js";
 import { keysDirOf, storeFromConfig } from "./store-from-config.js";
 import type { Logger } from "../host/options.js";
+import type { ArchiveHostOptions } from "../core/archive-options.js";
+import { directoryArchive } from "../node/archive-dir.js";
 
 export { storeFromConfig };
 
@@ -50,6 +52,13 @@ export function policyFromConfig(config: WritConfig): PolicyEngine {
   return cedarPolicy({ policies: p.cedar.policies, ...(p.cedar.schema !== undefined ? { schema: p.cedar.schema } : {}) });
 }
 
+/** The host's archive options from the config: a local directory by default, none when turned off. */
+function archiveOf(config: WritConfig, cwd: string, keysDir: string): { archive?: ArchiveHostOptions } {
+  const { enabled, dir, ...rest } = config.archive ?? {};
+  if (enabled === false) return {};
+  return { archive: { ...rest, target: directoryArchive(resolve(cwd, dir ?? join(dirname(keysDir), "archives"))) } };
+}
+
 export async function openRuntime(config: WritConfig, options: OpenRuntimeOptions = {}): Promise<Runtime> {
   const cwd = options.cwd ?? process.cwd();
   const keysDir = keysDirOf(config, cwd);
@@ -76,6 +85,7 @@ export async function openRuntime(config: WritConfig, options: OpenRuntimeOption
       random: systemRandom,
       dataKey,
       ...(config.host ?? {}),
+      ...archiveOf(config, cwd, keysDir),
       ...(config.completionSecrets ? { completionSecrets: config.completionSecrets } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
     });

@@ -92,7 +92,14 @@ export async function storeFromConfig(config: WritConfig, baseDir: string): Prom
     case "custom":
       return s.store;
     case "postgres":
-      return (await import("../stores/postgres/index.js")).postgresStore({ url: s.url }, s.poolSize !== undefined ? { max: s.poolSize } : {});
+      return (await import("../stores/postgres/index.js")).postgresStore(
+        { url: s.url },
+        {
+          ...(s.poolSize !== undefined ? { max: s.poolSize } : {}),
+          ...(s.queryTimeoutMs !== undefined ? { queryTimeoutMs: s.queryTimeoutMs } : {}),
+          ...(s.keepAliveMs !== undefined ? { keepAliveMs: s.keepAliveMs } : {}),
+        },
+      );
     case "sqlite":
       return (await import("../stores/sqlite/index.js")).sqliteStore({ path: sqliteFileOf(config, baseDir) ?? ":memory:" });
   }

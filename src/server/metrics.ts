@@ -5,6 +5,7 @@
  */
 import type { BreakerTransition } from "../host/breaker.js";
 import type { HostEvent } from "../host/events.js";
+import type { ArchiveStats } from "../host/archiver.js";
 import type { Host } from "../host/host.js";
 import type { RetentionSignal } from "../host/retention.js";
 
@@ -185,6 +186,25 @@ export function createMetrics(): ServerMetrics {
   };
 }
 
+/**
+ * The journal archiver's gauges and counters (docs/archives.md): this process's bytes, entries and
+ * segments archived and entries pruned; as of its last pass over every scope, the archive lag (sealed
+ * entries not archived yet, summed over scopes) and the age of the oldest entry still in the database.
+ */
+export function archiveMetricLines(s: ArchiveStats, now: number): string {
+  const out: string[] = [];
+  const one = (name: string, type: "counter" | "gauge", help: string, v: number): void => {
+    out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${formatNumber(v)}`);
+  };
+  one("writ_journal_archived_bytes_total", "counter", "Bytes of journal segments this process wrote to the archive.", s.bytesArchived);
+  one("writ_journal_archived_entries_total", "counter", "Journal entries this process archived.", s.entriesArchived);
+  one("writ_journal_archive_segments_total", "counter", "Journal segments this process wrote to the archive.", s.segmentsWritten);
+  one("writ_journal_pruned_entries_total", "counter", "Archived journal entries this process dropped from the database.", s.entriesPruned);
+  if (s.lag !== null) one("writ_journal_archive_lag_entries", "gauge", "Sealed journal entries not archived yet (sealed head minus archive watermark, summed over scopes), as of the last archiver pass.", s.lag);
+  if (s.oldestLiveAt !== null) one("writ_journal_oldest_live_entry_age_seconds", "gauge", "Age of the oldest journal entry still in the database, as of the last archiver pass.", Math.max(0, (now - s.oldestLiveAt) / 1000));
+  return out.join("\n") + "\n";
+}
+
 const byHost = new WeakMap<Host, ServerMetrics>();
 
 /**
@@ -209,6 +229,8 @@ export function metricsFor(host: Host): ServerMetrics {
     : (e) => m.event(e);
   host.context.breakers.onChange((t) => m.breaker(t));
   host.retention.onSignal((s) => m.retention(s, o.clock.now()));
+  const render = m.render.bind(m);
+  m.render = () => render() + archiveMetricLines(host.archive.stats(), o.clock.now());
   byHost.set(host, m);
   return m;
 }

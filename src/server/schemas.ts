@@ -364,7 +364,11 @@ export const JournalVerification = named(
     headSeq: z.number().int(),
     headHash: z.string().nullable(),
     unsealed: z.number().int().optional().describe("entries committed and not sealed yet (a problem only once older than the sealing bound)"),
-    problems: z.array(z.object({ seq: z.number().int().optional(), id: z.string().optional(), kind: z.string(), message: z.string() })),
+    archive: z
+      .object({ segments: z.number().int(), archivedThrough: z.number().int(), bytes: z.number().int(), firstLiveSeq: z.number().int().nullable() })
+      .optional()
+      .describe("what of the chain came from archive segments, when the archives were verified with the database (docs/archives.md)"),
+    problems: z.array(z.object({ seq: z.number().int().optional(), id: z.string().optional(), kind: z.string(), segment: z.string().optional().describe("the archive segment the finding is in"), message: z.string() })),
   }),
 );
 

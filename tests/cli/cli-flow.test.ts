@@ -203,13 +203,28 @@ describe("writ CLI end to end", () => {
     const exported = await writ(ws.dir, ["journal", "export", "--out", "journal.jsonl"]);
     expect(exported.code).toBe(0);
     const lines = readFileSync(join(ws.dir, "journal.jsonl"), "utf8").trim().split("\n");
-    expect(lines).toHaveLength(v.entries);
-    const entries = lines.map((l) => JSON.parse(l) as { seq: number; type: string; hash: string });
+    // A header line (with the signed checkpoint and its key), then the entries.
+    expect(lines).toHaveLength(v.entries + 1);
+    const header = JSON.parse(lines[0]!) as { format: string; kind: string; fromSeq: number; throughSeq: number; entries: number; checkpoints: Array<{ seq: number }>; keys: Array<{ kid: string }> };
+    expect(header).toMatchObject({ format: "writ-journal/1", kind: "export", fromSeq: 1, throughSeq: v.entries, entries: v.entries });
+    expect(header.checkpoints.map((c) => c.seq)).toEqual([v.entries]);
+    expect(header.keys).toHaveLength(1);
+    const entries = lines.slice(1).map((l) => JSON.parse(l) as { seq: number; type: string; hash: string });
     expect(entries.map((e) => e.seq)).toEqual(entries.map((_, i) => i + 1));
     expect(entries[0]!.type).toBe("authority.created");
     const [stdout, offline] = await Promise.all([writ(ws.dir, ["journal", "export", "--from-seq", "2", "--out", "-"]), writ(ws.dir, ["journal", "verify", "--file", "journal.jsonl", "--json"])]);
-    expect(stdout.stdout.trim().split("\n")).toHaveLength(v.entries - 1);
-    expect(json<{ ok: boolean }>(offline).ok).toBe(true);
+    expect(stdout.stdout.trim().split("\n")).toHaveLength(v.entries);
+    expect(json<{ ok: boolean; checkpoints: number }>(offline)).toMatchObject({ ok: true, checkpoints: 1 });
+    // A cut tail is seen offline: against the header, and against the signed checkpoint even when
+    // the header is rewritten to match the cut file.
+    writeFileSync(join(ws.dir, "cut.jsonl"), lines.slice(0, -2).join("\n") + "\n");
+    const last = entries[entries.length - 3]!;
+    writeFileSync(join(ws.dir, "cut-forged.jsonl"), [JSON.stringify({ ...header, throughSeq: last.seq, entries: v.entries - 2, headHash: last.hash }), ...lines.slice(1, -2)].join("\n") + "\n");
+    const [cut, forged] = await Promise.all([writ(ws.dir, ["journal", "verify", "--file", "cut.jsonl", "--json"]), writ(ws.dir, ["journal", "verify", "--file", "cut-forged.jsonl", "--json"])]);
+    expect(cut.code).toBe(1);
+    expect(json<{ problems: Array<{ kind: string }> }>(cut).problems.map((p) => p.kind)).toEqual(["truncated", "truncated"]);
+    expect(forged.code).toBe(1);
+    expect(json<{ problems: Array<{ kind: string; seq: number }> }>(forged).problems).toEqual([expect.objectContaining({ kind: "truncated", seq: v.entries })]);
 
     // Tamper with one stored entry: the amount of the first refund.
     const db = new Database(join(ws.dir, ".writ", "writ.db"));

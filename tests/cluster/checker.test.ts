@@ -41,6 +41,8 @@ function clean(): CheckInput {
     admitted: ["inv-a", "inv-b", "inv-c"],
     actions: ACTIONS,
     recovery: { ms: 1_200, boundMs: 33_000 },
+    // inv-b came over HTTP from writ serve: its first submit timed out, the repeat was acknowledged.
+    http: { acked: ["inv-b"], failedKeys: ["s7-req-inv-b"], refused: [], serverDown: null },
   };
 }
 
@@ -88,6 +90,25 @@ describe("the cluster checker", () => {
       "inv-a",
     ],
     ["recovery over its bound", (i) => void (i.recovery = { ms: 40_000, boundMs: 33_000 }), "C6 recovery", undefined],
+    [
+      "a submit to writ serve that timed out, repeated with its key, admitted twice",
+      (i) => {
+        const b = i.records.invocations[1]!;
+        const twin = record("inv-b2", "cl.once1", "succeeded");
+        twin.inv.idempotencyKey = b.inv.idempotencyKey;
+        twin.stepKeys = [...b.stepKeys];
+        i.records.invocations.push(twin);
+        (i.admitted as string[]).push("inv-b2");
+      },
+      "C9 one invocation per key",
+      "inv-b2",
+    ],
+    ["an invocation writ serve acknowledged, missing from the store", (i) => {
+      (i.admitted as string[]).push("inv-http-lost");
+      (i.http!.acked as string[]).push("inv-http-lost");
+    }, "C3 nothing lost", "inv-http-lost"],
+    ["writ serve refusing a repeated valid submit with a client error", (i) => void (i.http!.refused as string[]).push("s7-req-9: 409 IDEMPOTENCY_CONFLICT"), "C9 one invocation per key", undefined],
+    ["writ serve not answering after the faults healed", (i) => void (i.http!.serverDown = "it runs but /healthz did not answer 200 within 30 s"), "C6 recovery", undefined],
   ];
   for (const [what, corrupt, invariant, invocationId] of corruptions) {
     it(`fails on ${what}, naming ${invariant}`, () => {

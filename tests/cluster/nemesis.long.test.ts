@@ -1,9 +1,10 @@
 /**
  * The long variant of nemesis.test.ts (npm run test:long): random nemesis schedules, with faults
  * that overlap on different machines, round after round on one cluster for a configurable time.
- * Each round submits, faults, heals, waits for everything to settle and runs the checker
- * (fixtures/checker.ts, C1-C7; failovers among the faults); a finding fails the run with the round's seed, its nemesis history
- * and the offending invocations.
+ * Each round submits (a third of the requests over HTTP to `writ serve`), faults (every kind,
+ * the server's partition from PostgreSQL and failovers among them), heals, waits for everything to
+ * settle and runs the checker (fixtures/checker.ts, C1-C9); a finding fails the run with the
+ * round's seed, its nemesis history and the offending invocations.
  *
  * WRIT_CLUSTER_MINUTES: how long (default 10); WRIT_CLUSTER_ROUND_S: the faulting part of a round
  * (default 60); WRIT_SEED: the first round's seed (default: the time; printed), round i uses
@@ -35,7 +36,7 @@ suite(`a cluster under random nemesis schedules for ${minutes} min${why === null
     const c = cluster();
     const end = Date.now() + minutes * 60_000;
     log(`first seed ${SEED}; round i uses seed ${SEED} + i; ${minutes} min of rounds of ${roundMs / 1000} s of faults`);
-    const totals = { rounds: 0, faults: 0, invocations: 0, effects: 0, reconciliations: 0 };
+    const totals = { rounds: 0, faults: 0, invocations: 0, effects: 0, reconciliations: 0, httpAcked: 0, httpFailedKeys: 0 };
     for (let i = 0; i === 0 || Date.now() < end; i++) {
       const seed = SEED + i;
       const faults = schedule(seed, { workers: c.workers.length, leaseMs: DEFAULTS.leaseMs, durationMs: roundMs, overlap: 0.3 });
@@ -47,6 +48,8 @@ suite(`a cluster under random nemesis schedules for ${minutes} min${why === null
       totals.invocations += r.result.figures.invocations;
       totals.effects += r.result.figures.effects;
       totals.reconciliations += r.result.figures.openReconciliations;
+      totals.httpAcked += r.result.figures.httpAcked;
+      totals.httpFailedKeys += r.result.figures.httpFailedKeys;
       for (const w of c.workers) expect(w.alive(), `${w.name} runs after round ${i}: ${w.tail().slice(-500)}`).toBe(true);
     }
     log(`done: ${JSON.stringify(totals)}`);

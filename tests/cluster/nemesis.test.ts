@@ -1,9 +1,10 @@
 /**
  * A Writ cluster under a seeded nemesis (docs/cluster-tests.md): PostgreSQL (a primary and its
- * synchronous hot standby, reached through a multi-host URL), a provider and three `writ worker`
- * processes, each in its own network namespace, while the test submits a stream of requests. Each
- * seed's schedule brings every fault kind once, in a seeded order: a worker cut from PostgreSQL, a
- * worker cut from the provider, a lossy slow link, a worker paused past its lease, a worker
+ * synchronous hot standby, reached through a multi-host URL), a provider, three `writ worker`
+ * processes and a `writ serve`, each in its own network namespace, while the test submits a stream
+ * of requests (a third of them over HTTP to `writ serve`). Each seed's schedule brings every fault
+ * kind once, in a seeded order: a worker cut from PostgreSQL, a worker cut from the provider, the
+ * server cut from PostgreSQL (both ways or one way), a lossy slow link, a worker paused past its lease, a worker
  * SIGKILLed and restarted, PostgreSQL SIGKILLed and restarted, the primary SIGKILLed and the
  * standby promoted (the old primary fenced and rebuilt as a standby).
  *
@@ -11,8 +12,10 @@
  * step reaches the provider twice; idempotent steps are sent at most once per attempt, applied
  * once, always under their one stable key; every admitted invocation is settled or waits for a
  * person with one open reconciliation naming the unknown step; no success without its effects;
- * every journal verifies; everything settles within the recovery bound; nothing acknowledged before
- * a failover is missing after it (C7). A finding fails the test
+ * every journal verifies; everything settles within the recovery bound and `writ serve` answers
+ * again, never restarted; nothing acknowledged before a failover is missing after it (C7); leases
+ * follow one clock (C8); no idempotency key has two invocations, even when its HTTP submit
+ * failed and was repeated (C9). A finding fails the test
  * with the seed, the nemesis history and the offending invocations.
  *
  * Replay a seed: WRIT_CLUSTER_SEEDS=<seed> npx vitest run tests/cluster/nemesis.test.ts
@@ -52,6 +55,11 @@ suite(`a cluster of three workers under a seeded nemesis${why === null ? "" : ` 
       expect(r.result.figures.retried, "some invocations needed more than one attempt").toBeGreaterThan(0);
       // The skewed worker worked on its skewed clock (else the clock-skew fault proved nothing).
       expect(r.history).toMatch(/claimed [1-9]\d* invocations on its skewed clock/);
+      // writ serve took its share over HTTP; cut from PostgreSQL, it made some submits fail (they
+      // were repeated with their keys), and answered again after the heal in the same process.
+      expect(r.result.figures.httpAcked).toBeGreaterThan(10);
+      expect(r.result.figures.httpFailedKeys, "some HTTP submits failed while writ serve was cut off").toBeGreaterThan(0);
+      expect(r.history).toMatch(/server: \/healthz answered 200 \d+ ms after the heal/);
       for (const w of c.workers) expect(w.alive(), `${w.name} runs after the round: ${w.tail().slice(-500)}`).toBe(true);
     }, 240_000);
   }

@@ -234,13 +234,22 @@ describe.skipIf(!run)("console in a real browser", () => {
     await visible(page.getByText("No invocations match."));
   });
 
-  it("shows health (connectors, leases, journal) with charts, and verifies the journal", async () => {
+  it("shows health (connectors, leases, journal, archive lag) with charts, and verifies the journal", async () => {
     const page = await personPage();
     await signIn(page, rig.keys.alice);
     await page.getByRole("link", { name: "Health" }).click();
     await sees(page.getByTestId("connectors"), "payments");
     await count(page.locator("figure.chart svg[role=img]"), 2);
     await sees(page.locator("figure.chart").first(), /succeeded: [1-9]/);
+    await sees(page.getByTestId("archive-lag"), /nothing archived yet \(lag [1-9]\d* entries/);
+    await sees(page.getByTestId("oldest-live"), /seq 1 at/);
+    // Archived and pruned: the lag and the oldest live entry follow, and the journal (archive plus
+    // database) still verifies from the console.
+    const [run] = await rig.runtime.host.archive.runOnce([SCOPE], { keepLiveMs: 0 });
+    expect(run!.pruned).toBeGreaterThan(0);
+    await page.reload();
+    await sees(page.getByTestId("archive-lag"), new RegExp(`archived through seq ${run!.archivedThrough} \\(lag 0 entries\\)`));
+    await sees(page.getByTestId("oldest-live"), `seq ${run!.firstLiveSeq} at`);
     await page.getByRole("button", { name: "Verify the journal of prod" }).click();
     await sees(page.getByTestId("verify-result"), "The journal verifies.");
     await check(page, "07-health");

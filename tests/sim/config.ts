@@ -65,6 +65,7 @@ export const FAULTS = [
   "operatorResolve",
   "bare",
   "retention",
+  "archive",
 ] as const;
 export type FaultName = (typeof FAULTS)[number];
 

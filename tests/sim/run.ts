@@ -2,6 +2,7 @@
  * One seeded run (docs/simulation.md): set up a world on a store, run the main phase (the seed
  * picks every event), drain (no new faults; time advances, sweeps run), then check invariants.
  */
+import { readArchive } from "../../src/core/archive-format.js";
 import { sealScopeNow, verifyStoredJournal } from "../../src/core/journal.js";
 import type { Store } from "../../src/core/store.js";
 import { TERMINAL_INVOCATION_STATUSES, type Invocation, type InvocationStatus, type JournalEntry } from "../../src/core/types.js";
@@ -38,6 +39,8 @@ export interface SimResult {
     drainSteps: number;
     /** Batching (docs/simulation.md, "Batches"): the seed's batch size (null: off) and its batch operations. */
     batchMax: number | null;
+    /** Journal segments the worker nodes archived (docs/archives.md). */
+    archiveSegments: number;
     batches: { ops: number; multi: number; members: number; failedAlone: number };
     /** Invocations retention pruned (docs/retention.md). */
     pruned: number;
@@ -222,7 +225,7 @@ async function runOn(seed: number, kind: SimStoreKind, inner: Store, config: Sim
     violations,
     traceHash: hash,
     events,
-    stats: { invocations: invs.length, statuses, calls: w.obs.calls.length, effects: w.obs.effects.length, crashes, virtualMs: sim.now - start, drainSteps, batchMax: w.batchMax ?? null, batches: { ...w.batches }, pruned: w.obs.pruned.size },
+    stats: { invocations: invs.length, statuses, calls: w.obs.calls.length, effects: w.obs.effects.length, crashes, virtualMs: sim.now - start, drainSteps, batchMax: w.batchMax ?? null, batches: { ...w.batches }, pruned: w.obs.pruned.size, archiveSegments: w.archive.objects.size },
     notes: w.obs.notes,
     trace: sim.lines,
   };
@@ -301,7 +304,7 @@ async function retentionPhase(w: World, store: Store, config: SimConfig): Promis
     const ap = inv.approvalId !== undefined ? await store.transact((tx) => tx.getApproval(SCOPE, inv.approvalId!)) : null;
     if (open.length === 0 && ap?.status !== "pending") fail("retention", `${inv.invocationId} (${inv.status}, ended ${inv.updatedAt}, archived) was not pruned by ${w.sim.now}`);
   }
-  const v = await verifyStoredJournal(store, w.crypto, w.keyring, SCOPE);
+  const v = await verifyStoredJournal(store, w.crypto, w.keyring, SCOPE, undefined, 1000, w.on("archive") ? w.archive : undefined);
   if (!v.ok) fail("journal", `after pruning, the journal does not verify: ${JSON.stringify(v.problems.slice(0, 3))}`);
   return out;
 }
@@ -385,10 +388,14 @@ async function checkInvariants(w: World, store: Store, config: SimConfig, drain:
   const all = [SCOPE, ...scopes.filter((s) => s.tenantId !== SCOPE.tenantId || s.spaceId !== SCOPE.spaceId)];
   for (const sc of all) {
     await sealScopeNow(store, w.crypto, { tenantId: sc.tenantId, spaceId: sc.spaceId });
-    const v = await verifyStoredJournal(store, w.crypto, w.keyring, { tenantId: sc.tenantId, spaceId: sc.spaceId });
+    // With archiving on, the archived segments and the database verify as one chain.
+    const v = await verifyStoredJournal(store, w.crypto, w.keyring, { tenantId: sc.tenantId, spaceId: sc.spaceId }, undefined, 1000, w.on("archive") ? w.archive : undefined);
     if (!v.ok) fail("journal", `journal of ${sc.tenantId}/${sc.spaceId} does not verify: ${JSON.stringify(v.problems.slice(0, 3))}`);
   }
-  const journal = await store.transact((tx) => tx.readJournal(SCOPE, { limit: 100_000 }));
+  // The whole journal: what was archived (and pruned from the database), then the rest.
+  const archived = (await readArchive(w.archive, SCOPE)).flatMap((s) => (s.ok ? s.segment.entries : []));
+  const lastArchived = archived[archived.length - 1]?.seq ?? 0;
+  const journal = [...archived, ...(await store.transact((tx) => tx.readJournal(SCOPE, { limit: 100_000 }))).filter((e) => e.seq > lastArchived)];
 
   checkPruned(w, invs, journal, fail);
 

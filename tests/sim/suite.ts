@@ -18,6 +18,8 @@ export interface SeedsOutcome {
   batching: { seeds: number; multi: number; members: number; failedAlone: number };
   /** Invocations retention pruned, and in how many seeds (docs/retention.md). */
   pruned: { invocations: number; seeds: number };
+  /** Seeds whose workers archived journal segments, and how many (docs/archives.md). */
+  archive: { seeds: number; segments: number };
 }
 
 /** The seeds a suite runs: `count` from WRIT_SIM_FROM (default 1), or WRIT_SIM_SEED alone. */
@@ -35,7 +37,7 @@ export function storeSelected(kind: SimStoreKind, env: NodeJS.ProcessEnv = proce
 export async function runSeeds(kind: SimStoreKind, seeds: number[], file: string, config: SimConfig = simConfig()): Promise<SeedsOutcome> {
   const t0 = performance.now();
   const c0 = process.cpuUsage();
-  const out: SeedsOutcome = { seeds: seeds.length, failures: [], ms: 0, cpuMs: 0, events: 0, statuses: {}, notes: [], batching: { seeds: 0, multi: 0, members: 0, failedAlone: 0 }, pruned: { invocations: 0, seeds: 0 } };
+  const out: SeedsOutcome = { seeds: seeds.length, failures: [], ms: 0, cpuMs: 0, events: 0, statuses: {}, notes: [], batching: { seeds: 0, multi: 0, members: 0, failedAlone: 0 }, pruned: { invocations: 0, seeds: 0 }, archive: { seeds: 0, segments: 0 } };
   for (const seed of seeds) {
     let r: SimResult;
     try {
@@ -53,6 +55,10 @@ export async function runSeeds(kind: SimStoreKind, seeds: number[], file: string
     }
     out.pruned.invocations += r.stats.pruned;
     if (r.stats.pruned > 0) out.pruned.seeds++;
+    if (r.stats.archiveSegments > 0) {
+      out.archive.seeds++;
+      out.archive.segments += r.stats.archiveSegments;
+    }
     for (const [k, v] of Object.entries(r.stats.statuses)) out.statuses[k] = (out.statuses[k] ?? 0) + v;
     for (const n of r.notes) out.notes.push(`seed ${seed}: ${n}`);
     if (r.violations.length > 0) {
@@ -66,7 +72,7 @@ export async function runSeeds(kind: SimStoreKind, seeds: number[], file: string
   const cpu = process.cpuUsage(c0);
   out.cpuMs = (cpu.user + cpu.system) / 1000;
   console.log(
-    `[sim] ${kind}: ${seeds.length} seeds (${seeds[0]}..${seeds[seeds.length - 1]}) in ${(out.ms / 1000).toFixed(1)} s wall, ${(out.cpuMs / 1000).toFixed(1)} s CPU: ${((seeds.length * 1000) / out.ms).toFixed(1)} seeds/s, ${out.events} trace events; final statuses ${JSON.stringify(out.statuses)}; batching in ${out.batching.seeds} seeds: ${out.batching.multi} batches of 2+ members (${out.batching.members} members), ${out.batching.failedAlone} members failed alone; retention pruned ${out.pruned.invocations} invocations in ${out.pruned.seeds} seeds; ${out.failures.length} failing`,
+    `[sim] ${kind}: ${seeds.length} seeds (${seeds[0]}..${seeds[seeds.length - 1]}) in ${(out.ms / 1000).toFixed(1)} s wall, ${(out.cpuMs / 1000).toFixed(1)} s CPU: ${((seeds.length * 1000) / out.ms).toFixed(1)} seeds/s, ${out.events} trace events; final statuses ${JSON.stringify(out.statuses)}; batching in ${out.batching.seeds} seeds: ${out.batching.multi} batches of 2+ members (${out.batching.members} members), ${out.batching.failedAlone} members failed alone; retention pruned ${out.pruned.invocations} invocations in ${out.pruned.seeds} seeds; journal archived in ${out.archive.seeds} seeds (${out.archive.segments} segments); ${out.failures.length} failing`,
   );
   return out;
 }

@@ -11,6 +11,8 @@ import { signDecisionWith } from "../../src/core/decision.js";
 import { computeRequestDigest } from "../../src/core/digest.js";
 import { fromBase64url, fromUtf8 } from "../../src/core/encoding.js";
 import { errorMessage, isWritError } from "../../src/core/errors.js";
+import { memoryArchive } from "../../src/core/archive-format.js";
+import { archiveScope } from "../../src/core/archiver.js";
 import { createKeyring } from "../../src/core/keyring.js";
 import type { PolicyEngine, PolicyInput, PolicyResult } from "../../src/core/policy.js";
 import type { CryptoPort } from "../../src/core/ports.js";
@@ -201,6 +203,8 @@ export class World {
   readonly obs: Observations;
   readonly crypto: CryptoPort;
   readonly keyring = createKeyring([{ kid: KEYS.trusted.kid, publicJwk: KEYS.trusted.publicJwk }]);
+  /** Where every worker node's archiver writes journal segments (docs/archives.md). */
+  readonly archive = memoryArchive();
   readonly actions: ActionPlan[];
   readonly env: SimNode;
   readonly apiNode: SimNode;
@@ -548,6 +552,8 @@ export class World {
       sweepMs: 4000,
       sealWithinMs: 20_000,
       retention: { ...HOST_LIMITS.retention, enabled: this.on("retention") },
+      // Workers archive and prune the journal as they run, a few entries per transaction.
+      ...(this.on("archive") ? { archive: { target: this.archive, everyMs: 7000, pruneBatch: 3, prunePauseMs: 10, segmentEntries: 25, keepLiveMs: 0 } } : {}),
     });
   }
 
@@ -685,6 +691,12 @@ export class World {
       (async () => {
         await sealScopeNow(store, this.crypto, SCOPE);
         const [head, through] = await store.transact(async (tx) => [(await tx.journalHead(SCOPE))?.seq ?? 0, await tx.journalArchivedThrough(SCOPE)] as const);
+        if (this.on("archive")) {
+          // With archiving on, only the archiver moves the watermark (it writes the segment first).
+          const run = await this.archiveNow(store);
+          this.sim.trace(`archive through ${run} (head ${head}, archiver)`);
+          return String(run);
+        }
         const to = this.rng.int(through, head);
         this.sim.trace(`archive through ${to} (head ${head})`);
         if (to > through) await store.transact((tx) => tx.setJournalArchivedThrough(SCOPE, to));
@@ -709,8 +721,18 @@ export class World {
     const store = this.nodeStore(this.apiNode);
     await sealScopeNow(store, this.crypto, SCOPE);
     const head = (await store.transact((tx) => tx.journalHead(SCOPE)))?.seq ?? 0;
+    if (this.on("archive")) {
+      this.sim.trace(`archive through ${await this.archiveNow(store)} (all, archiver)`);
+      return;
+    }
     if (head > (await store.transact((tx) => tx.journalArchivedThrough(SCOPE)))) await store.transact((tx) => tx.setJournalArchivedThrough(SCOPE, head));
     this.sim.trace(`archive through ${head} (all)`);
+  }
+
+  /** One archiver run on `store` into the shared target (checkpoint, segment, watermark, prune); the watermark after it. */
+  private async archiveNow(store: Store): Promise<number> {
+    await archiveScope(store, SCOPE, { target: this.archive, crypto: this.crypto, keyring: this.keyring, signingKey: KEYS.trusted, clock: this.env.clock, segmentEntries: 25, pruneBatch: 3 });
+    return store.transact((tx) => tx.journalArchivedThrough(SCOPE));
   }
 
   /** An operator settles an open reconciliation with the provider's truth. */

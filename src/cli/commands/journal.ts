@@ -4,17 +4,22 @@ import { createWriteStream, mkdirSync, renameSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { once } from "node:events";
 import { createKeyring } from "../../core/keyring.js";
-import { checkUnsealed, verifyJournal, writeCheckpoint, type JournalVerification } from "../../core/journal.js";
+import { checkpointKeys, encodeSegment, readArchive, SEGMENT_FORMAT, type SegmentHeader } from "../../core/archive-format.js";
+import { checkUnsealed, liveStart, verifyArchivedChain, verifyExportedJournal, verifyJournal, writeCheckpoint, type JournalVerification } from "../../core/journal.js";
 import { checkSealWithinMs, sequencerFor } from "../../core/sequencer.js";
 import type { JournalEntry, Scope } from "../../core/types.js";
+import type { Keyring } from "../../core/keyring.js";
+import type { Store } from "../../core/store.js";
 import { defaultCrypto } from "../../node/defaults.js";
 import { systemClock } from "../../node/clock.js";
-import { intFlag, str } from "../args.js";
+import { intFlag, list, str } from "../args.js";
+import { askWitnesses, publishCheckpoint, witnessProblems } from "../../core/witness.js";
+import { witnessOf } from "../../node/witness.js";
 import { LIMIT_OPTION, type CommandBody } from "../command.js";
 import type { CliContext } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { readInput } from "../files.js";
-import { journalLength, journalPages, parseJournalJsonl } from "../journal-io.js";
+import { journalLength, journalPages, parseJournalFile } from "../journal-io.js";
 import { brief, time } from "../output.js";
 import { NO_PROGRESS, createProgress } from "../progress.js";
 
@@ -24,17 +29,29 @@ function explicitScope(ctx: CliContext): boolean {
 
 export const journalVerify: CommandBody = {
   options: {
-    file: { type: "string", value: "<jsonl>", description: "verify an exported JSONL file instead of the store (chain only; needs no config)" },
+    file: { type: "string", value: "<jsonl>", description: "verify an exported JSONL file instead of the store (the chain and the checkpoints the export carries; needs no config)" },
+    witness: { type: "string", multiple: true, value: "<file|url>", description: "also check the signed heads this checkpoint witness holds against the chain (a rewritten history is named); repeatable" },
   },
   async run(ctx) {
     const file = str(ctx.values, "file");
     let result: JournalVerification;
     let scope: Scope;
+    // seq -> hash of every entry read (archives included), for the witnesses.
+    const hashes = new Map<number, string>();
+    let keyring = createKeyring([]);
     if (file !== undefined) {
-      const entries = parseJournalJsonl(readInput(file, "file"), file);
-      const first = entries[0];
+      const { header, entries } = parseJournalFile(readInput(file, "file"), file);
+      const first = header ?? entries[0];
       scope = first && !explicitScope(ctx) ? { tenantId: String(first.tenantId), spaceId: String(first.spaceId) } : await ctx.scope();
-      result = verifyJournal(defaultCrypto(), createKeyring([]), scope, entries, []);
+      result = verifyExportedJournal(defaultCrypto(), keyring, scope, header, entries);
+      for (const e of entries) hashes.set(e.seq, e.hash);
+      for (const k of header?.keys ?? []) {
+        try {
+          if (typeof k.kid === "string") keyring.add({ kid: k.kid, publicJwk: k });
+        } catch {
+          // a malformed exported key verifies nothing; the witness check then names the checkpoint
+        }
+      }
     } else {
       scope = await ctx.scope();
       const rt = await ctx.runtime();
@@ -51,24 +68,41 @@ export const journalVerify: CommandBody = {
       } finally {
         bar.done();
       }
-      const checkpoints = await rt.store.transact((tx) => tx.listCheckpoints(scope));
-      const chain = verifyJournal(defaultCrypto(), rt.keyring, scope, entries, checkpoints);
+      const [checkpoints, watermark] = await rt.store.transact(async (tx) => [await tx.listCheckpoints(scope), await tx.journalArchivedThrough(scope)] as const);
+      // With archives (on by default), the segments and the database are one chain (docs/archives.md).
+      const target = rt.host.archive.target;
+      const segments = target !== null ? await readArchive(target, scope) : [];
+      const chain =
+        target !== null
+          ? verifyArchivedChain(defaultCrypto(), rt.keyring, scope, segments, entries, checkpoints, watermark)
+          : verifyJournal(defaultCrypto(), rt.keyring, scope, entries, checkpoints, liveStart(entries, watermark));
+      for (const s of segments) if (s.ok) for (const e of s.segment.entries) hashes.set(e.seq, e.hash);
+      for (const e of entries) hashes.set(e.seq, e.hash);
+      keyring = rt.keyring;
       const sealedIds = new Set(entries.map((e) => e.id));
       const still = pending.filter((u) => !sealedIds.has(u.id));
       const late = checkUnsealed(still, { now: systemClock.now(), sealWithinMs: checkSealWithinMs("config host", rt.config.host?.sealWithinMs) });
       result = { ...chain, ok: chain.ok && late.length === 0, unsealed: still.length, problems: [...chain.problems, ...late] };
     }
+    const witnesses = list(ctx.values, "witness").map((w) => witnessOf(/^https?:\/\//i.test(w) ? w : ctx.resolvePath(w.replace(/^file:/, ""))));
+    if (witnesses.length > 0) {
+      const found = witnessProblems(defaultCrypto(), keyring, scope, hashes, result.headSeq, await askWitnesses(witnesses, scope));
+      result = { ...result, ok: result.ok && found.length === 0, problems: [...result.problems, ...found] };
+    }
     ctx.out.result({ scope, ...result }, () => {
       const where = `${scope.tenantId}/${scope.spaceId}${file !== undefined ? ` (${file})` : ""}`;
       if (result.ok) {
         ctx.out.line(`journal ${where}: ok — ${result.entries} entries, head seq ${result.headSeq}${result.headHash ? ` ${result.headHash}` : ""}, ${result.checkpoints} signed checkpoint(s) hold`);
+        if (result.archive !== undefined && result.archive.segments > 0) ctx.out.line(`(seqs 1..${result.archive.archivedThrough} from ${result.archive.segments} archive segment(s), the rest from the database)`);
         if ((result.unsealed ?? 0) > 0) ctx.out.line(`(${result.unsealed} more entr${result.unsealed === 1 ? "y is" : "ies are"} committed and awaiting the sequencer, within the sealing bound)`);
+        if (witnesses.length > 0) ctx.out.line(`(the heads ${witnesses.length} witness(es) hold agree with the chain)`);
         if (result.checkpoints === 0 && file === undefined) ctx.out.line("(no signed checkpoint yet: `writ journal checkpoint` signs the head so a cut tail is detected too)");
       } else {
         ctx.out.line(`journal ${where}: BROKEN — ${result.problems.length} problem(s) in ${result.entries} entries`);
         ctx.out.table(result.problems, [
           { header: "seq", value: (x) => (x.seq === undefined ? (x.id ?? "-") : String(x.seq)) },
           { header: "kind", value: (x) => x.kind },
+          { header: "segment", value: (x) => x.segment ?? x.witness ?? "-" },
           { header: "problem", value: (x) => x.message },
         ]);
       }
@@ -78,7 +112,8 @@ export const journalVerify: CommandBody = {
 };
 
 export const journalExport: CommandBody = {
-  details: "A file is written atomically (a temporary file renamed at the end); the default file is replaced by the next default export. `writ journal verify --file <file>` checks it offline.",
+  details:
+    "A file is written atomically (a temporary file renamed at the end); the default file is replaced by the next default export. Its first line is a header with the signed checkpoints and the public keys that verify them, so `writ journal verify --file <file>` checks it offline, a cut tail included (docs/archives.md).",
   options: {
     out: { type: "string", short: "o", value: "<file>", description: "write to this file, \"-\" for stdout (default: <state dir>/exports/journal-<tenant>-<space>.jsonl, the state dir being the parent of the config's keys.dir, e.g. .writ)" },
     "from-seq": { type: "string", value: "<n>", description: "start at this seq (default 1)" },
@@ -92,7 +127,8 @@ export const journalExport: CommandBody = {
     const exportsDir = join(dirname(rt.keysDir), "exports");
     const out = outFlag === "-" ? undefined : (outFlag ?? join(exportsDir, `journal-${scope.tenantId}-${scope.spaceId}.jsonl`));
     if (outFlag === undefined) mkdirSync(exportsDir, { recursive: true, mode: 0o700 });
-    const total = Math.max(0, (await journalLength(rt.store, scope)) - fromSeq + 1);
+    const header = await exportHeader(rt.store, rt.keyring, scope, fromSeq);
+    const total = header.entries;
     // The bar shares the terminal with the data when the data goes to a terminal: keep it off then.
     const bar = out !== undefined || !ctx.io.stdoutIsTTY ? createProgress(ctx.io.stderr, { label: "exporting", total }) : NO_PROGRESS;
     const target = out !== undefined ? ctx.resolvePath(out) : undefined;
@@ -107,7 +143,8 @@ export const journalExport: CommandBody = {
       }
     };
     try {
-      for await (const page of journalPages(rt.store, scope, fromSeq)) {
+      await write(encodeSegment(header, []));
+      for await (const page of journalPages(rt.store, scope, header.fromSeq, undefined, header.throughSeq)) {
         await write(page.map((e) => JSON.stringify(e)).join("\n") + "\n");
         n += page.length;
         bar.update(n);
@@ -131,17 +168,50 @@ export const journalExport: CommandBody = {
   },
 };
 
+/** An export's header: the range as of now (the head read first), its checkpoints and their keys. */
+async function exportHeader(store: Store, keyring: Keyring, scope: Scope, fromSeq: number): Promise<SegmentHeader> {
+  return readCommitted(store, async (tx) => {
+    const head = await tx.journalHead(scope);
+    const [first] = await tx.readJournal(scope, { fromSeq, limit: 1 });
+    const start = first?.seq ?? Math.max(fromSeq, (head?.seq ?? 0) + 1);
+    const [before] = start > 1 ? await tx.readJournal(scope, { fromSeq: start - 1, limit: 1 }) : [];
+    const prevHash = before !== undefined && before.seq === start - 1 ? before.hash : null;
+    const through = head !== null && head.seq >= start ? head.seq : start - 1;
+    const checkpoints = (await tx.listCheckpoints(scope)).filter((cp) => cp.seq >= start - 1 && cp.seq <= through);
+    return {
+      format: SEGMENT_FORMAT,
+      kind: "export",
+      tenantId: scope.tenantId,
+      spaceId: scope.spaceId,
+      fromSeq: start,
+      throughSeq: through,
+      prevHash,
+      headHash: through >= start ? head!.hash : prevHash,
+      entries: through - start + 1,
+      checkpoints,
+      keys: checkpointKeys(checkpoints, keyring),
+    };
+  });
+}
+
 export const journalCheckpoint: CommandBody = {
-  options: {},
+  options: {
+    witness: { type: "string", multiple: true, value: "<file|url>", description: "also publish the checkpoint to this witness (a file, or an http(s) endpoint); repeatable (docs/archives.md)" },
+  },
   async run(ctx) {
     const scope = await ctx.scope();
     const rt = await ctx.runtime();
+    const witnesses = list(ctx.values, "witness").map((w) => witnessOf(/^https?:\/\//i.test(w) ? w : ctx.resolvePath(w.replace(/^file:/, ""))));
     await sequencerFor(rt.store, defaultCrypto()).seal(scope);
     const cp = await rt.store.transact((tx) => writeCheckpoint(tx, defaultCrypto(), scope, rt.signingKey, systemClock.now()));
-    ctx.out.result({ checkpoint: cp }, () => {
+    const failed = cp !== null ? await publishCheckpoint(witnesses, cp) : [];
+    ctx.out.result({ checkpoint: cp, witnesses: witnesses.length, failed }, () => {
       if (!cp) ctx.out.line(`journal ${scope.tenantId}/${scope.spaceId} is empty: nothing to sign`);
       else ctx.out.line(`signed checkpoint of ${scope.tenantId}/${scope.spaceId} at seq ${cp.seq} (${cp.headHash}) with key ${rt.signingKey.kid}`);
+      if (cp && witnesses.length > 0) ctx.out.line(`published to ${witnesses.length - failed.length} of ${witnesses.length} witness(es)`);
+      for (const f of failed) ctx.out.line(`witness ${f.witness} did not take it: ${f.error}`);
     });
+    return failed.length > 0 ? EXIT.FAILED : EXIT.OK;
   },
 };
 
@@ -168,5 +238,39 @@ export const journalLs: CommandBody = {
       if (unsealed.length > 0) ctx.out.line(`(${unsealed.length}${unsealed.length === limit ? "+" : ""} committed entr${unsealed.length === 1 ? "y awaits" : "ies await"} the sequencer; they get a seq once sealed)`);
     });
     if (items.length === 0 && unsealed.length === 0) await ctx.explainEmpty("journal entries");
+  },
+};
+
+export const journalArchive: CommandBody = {
+  details:
+    "Archives what is closed in every scope with a sealed journal (or only --tenant/--space): signs a checkpoint of each head, writes each segment through it to the archive target (config `archive`, by default <state dir>/archives), reads it back, moves the watermark, then drops the archived entries from the database in small batches (never the head, never past a notification subscription's cursor). Safe to run from cron beside running workers (docs/archives.md).",
+  options: {
+    "keep-live-ms": { type: "string", value: "<ms>", description: "keep archived entries younger than this in the database (default: the config's archive.keepLiveMs, 30 days); 0 prunes all that is archived" },
+  },
+  async run(ctx) {
+    const keepLiveMs = intFlag(ctx.values, "keep-live-ms", 0);
+    const rt = await ctx.runtime();
+    if (rt.host.archive.target === null) {
+      ctx.out.line("journal archiving is off in this config (archive.enabled: false): nothing archived");
+      return EXIT.FAILED;
+    }
+    const only = explicitScope(ctx) ? [await ctx.scope()] : undefined;
+    // What is committed is sealed first, so the checkpoint covers it.
+    const crypto = defaultCrypto();
+    if (only !== undefined) await sequencerFor(rt.store, crypto).seal(only[0]!);
+    else await sequencerFor(rt.store, crypto).sealAll();
+    const runs = await rt.host.archive.runOnce(only, keepLiveMs !== undefined ? { keepLiveMs } : {});
+    const where = "dir" in rt.host.archive.target ? String((rt.host.archive.target as { dir: unknown }).dir) : "the archive target";
+    ctx.out.result({ target: where, runs }, () => {
+      if (runs.length === 0) ctx.out.line("no sealed journal yet: nothing to archive");
+      for (const r of runs) {
+        const bytes = r.segments.reduce((n, s) => n + s.bytes, 0);
+        const seg = r.segments.length === 0 ? "nothing new to archive" : `archived ${r.segments.length} segment(s), seqs ${r.segments[0]!.fromSeq}..${r.segments[r.segments.length - 1]!.throughSeq} (${bytes} bytes)`;
+        const held = r.heldBy === "notifications" ? " (held by a notification subscription's cursor)" : "";
+        ctx.out.line(`${r.scope.tenantId}/${r.scope.spaceId}: ${seg}; archived through seq ${r.archivedThrough} of ${r.headSeq}; pruned ${r.pruned} entries${held}; live from seq ${r.firstLiveSeq ?? "-"}`);
+      }
+      if (runs.length > 0) ctx.out.line(`archive: ${ctx.relative(where)}`);
+    });
+    return EXIT.OK;
   },
 };

@@ -162,6 +162,8 @@ export async function healthBody(data: ConsoleData, v: Viewer, query: { verify?:
     const head = await data.journalHead(scope);
     const unsealed = await data.unsealedCount(scope, 1000);
     const cp = await data.lastCheckpoint(scope);
+    const arch = await data.archiveState(scope);
+    const lag = (head?.seq ?? 0) - arch.archivedThrough;
     const verified = query.verify === space ? await data.verifyJournal(scope) : null;
     sections.push(h`<section class="space" aria-labelledby="h-${space}">
 <h2 id="h-${space}">Space ${space}</h2>
@@ -187,6 +189,8 @@ ${
 <dl class="facts">
   <div><dt>Entries (head)</dt><dd>${head?.seq ?? 0}${unsealed > 0 ? h` <span class="muted">(+${unsealed >= 1000 ? "1000 or more" : unsealed} not sealed yet)</span>` : nothing}</dd></div>
   <div><dt>Head hash</dt><dd>${head ? idText(head.hash) : "—"}</dd></div>
+  <div data-testid="archive-lag"><dt>Archive</dt><dd>${!arch.archiving ? "off (archive.enabled: false)" : arch.archivedThrough === 0 ? h`nothing archived yet <span class="muted">(lag ${lag} entries; writ journal archive)</span>` : h`archived through seq ${arch.archivedThrough} <span class="muted">(lag ${lag} entr${lag === 1 ? "y" : "ies"})</span>`}</dd></div>
+  <div data-testid="oldest-live"><dt>Oldest entry in the database</dt><dd>${arch.oldestLive ? h`seq ${arch.oldestLive.seq} at ${time(arch.oldestLive.at)}` : "—"}</dd></div>
   <div><dt>Last signed checkpoint</dt><dd>${cp ? h`seq ${cp.seq} at ${time(cp.at)}${head && cp.seq < head.seq ? h` <span class="muted">(${head.seq - cp.seq} entries since)</span>` : nothing}` : "none yet (writ journal checkpoint)"}</dd></div>
 </dl>
 <form method="get" action="/console/health#h-${space}" class="inline-form"><input type="hidden" name="verify" value="${space}"><button type="submit">Verify the journal of ${space}</button></form>

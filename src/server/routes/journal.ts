@@ -73,12 +73,13 @@ export function journalRoutes(s: ServerContext): Route[] {
       path: "/v1/spaces/{spaceId}/journal/verify",
       operationId: "verifyJournal",
       tag: "journal",
-      summary: "Recompute the hash chain, check the signed checkpoints, and report entries unsealed longer than the bound",
+      summary: "Recompute the hash chain (the archive segments and the database as one), check the signed checkpoints, and report entries unsealed longer than the bound",
       access: { kind: "key", roles: ["operate"] },
       params: SpacePath,
       responses: { 200: { description: "the verification (ok: false lists the problems)", schema: JournalVerification } },
       async handle({ caller }) {
-        const v = await verifyStoredJournal(store, s.crypto, keyring, caller.scope, { now: s.clock.now(), sealWithinMs: checkSealWithinMs("config host", s.runtime.config.host?.sealWithinMs) });
+        const archive = s.runtime.host.archive.target ?? undefined;
+        const v = await verifyStoredJournal(store, s.crypto, keyring, caller.scope, { now: s.clock.now(), sealWithinMs: checkSealWithinMs("config host", s.runtime.config.host?.sealWithinMs) }, 1000, archive);
         // A failure is an event for the tenant's subscribers (journal.verify_failed); the answer does not wait on it failing.
         if (!v.ok) await s.runtime.host.notifications.verifyFailed(caller.scope, v).catch((e: unknown) => s.log.error({ err: errorMessage(e) }, "journal.verify_failed not recorded"));
         return { status: 200, body: v };

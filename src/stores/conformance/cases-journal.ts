@@ -138,4 +138,89 @@ export const journalCases: StoreConformanceCase[] = [
       });
     },
   },
+  {
+    // Invariant: pruneJournal deletes the lowest live sealed entries, at most `limit` a call, only
+    // at or below the archive watermark and never the sealed head (CONFLICT, nothing deleted);
+    // reads then start at the first live seq, the head stays, and both appends and seals continue
+    // the chain from it; a rolled-back prune deletes nothing; unsealed entries and checkpoints stay.
+    name: "journal: prune deletes archived entries in bounded batches and keeps the head",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        const chain = journalChain(scope, 6);
+        await store.transact(async (tx) => {
+          await tx.insertJournal(scope, chain);
+          await tx.insertCheckpoint(scope, checkpoint(scope, 3));
+          await tx.setJournalArchivedThrough(scope, 4);
+        });
+        const seqs = async (): Promise<number[]> => (await store.transact((tx) => tx.readJournal(scope))).map((e) => e.seq);
+        await rejectsWithCode(store.transact((tx) => tx.pruneJournal(scope, 5, 10)), "CONFLICT", "a prune above the watermark");
+        await store.transact((tx) => tx.setJournalArchivedThrough(scope, 6));
+        await rejectsWithCode(store.transact((tx) => tx.pruneJournal(scope, 6, 10)), "CONFLICT", "a prune of the sealed head");
+        await rejectsWithCode(store.transact((tx) => tx.pruneJournal(scope, 5, 0)), "INVALID_ARGUMENT", "a prune of no entries");
+        assert.deepStrictEqual(await seqs(), [1, 2, 3, 4, 5, 6], "refused prunes deleted nothing");
+        await assert.rejects(
+          store.transact(async (tx) => {
+            assert.equal(await tx.pruneJournal(scope, 5, 10), 5);
+            throw new Error("rolled back");
+          }),
+          /rolled back/,
+        );
+        assert.deepStrictEqual(await seqs(), [1, 2, 3, 4, 5, 6], "a rolled-back prune deleted nothing");
+        assert.equal(await store.transact((tx) => tx.pruneJournal(scope, 5, 2)), 2, "one bounded batch");
+        assert.deepStrictEqual(await seqs(), [3, 4, 5, 6]);
+        assert.equal(await store.transact((tx) => tx.pruneJournal(scope, 5, 100)), 3);
+        assert.equal(await store.transact((tx) => tx.pruneJournal(scope, 5, 100)), 0, "nothing left to prune");
+        const e6 = chain[5]!;
+        await store.transact(async (tx) => {
+          assert.deepStrictEqual(await tx.journalHead(scope), { seq: 6, hash: e6.hash }, "the head is kept");
+          assert.deepStrictEqual(plain(await tx.readJournal(scope, { fromSeq: 1 })), plain([e6]), "reads start at the first live seq");
+          assert.deepStrictEqual(plain(await tx.readJournal(scope, { fromSeq: 6 })), plain([e6]));
+          assert.equal((await tx.journalIdsPresent(scope, [chain[0]!.id, e6.id])).size, 1, "a pruned entry's id is gone");
+          assert.equal((await tx.listCheckpoints(scope)).length, 1, "checkpoints are kept");
+          assert.deepStrictEqual(await tx.journalHeads(scope.tenantId), [{ spaceId: scope.spaceId, seq: 6 }]);
+        });
+        // The chain continues from the kept head: an append, then a seal of an unsealed entry.
+        const more = journalChain(scope, 1, { seq: 6, hash: e6.hash });
+        await store.transact((tx) => tx.insertJournal(scope, more));
+        const u = { ...scope, id: uid("u"), at: 1, type: "test.unsealed", refs: {}, data: null };
+        await store.transact((tx) => tx.insertUnsealed(scope, [u]));
+        await store.transact((tx) => tx.sealJournal(scope, [{ ...u, seq: 8, prevHash: more[0]!.hash, hash: uid("hash") }]));
+        await rejectsWithCode(store.transact((tx) => tx.insertJournal(scope, [journalEntry(scope, 7, e6.hash)])), "CONFLICT", "a seq below the head after a prune");
+        assert.deepStrictEqual(await seqs(), [6, 7, 8]);
+        assert.equal((await store.transact((tx) => tx.journalHead(scope)))?.seq, 8);
+      });
+    },
+  },
+  {
+    // Invariant: journalScopes lists the scopes with a sealed journal in (tenantId, spaceId) order,
+    // pages after a given scope, and reports each one's head, first live entry (after a prune too)
+    // and archive watermark; a scope with only unsealed entries is not listed.
+    name: "journal: journalScopes lists sealed journals with head, first live entry and watermark",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const tenantId = uid("t");
+        const a = { tenantId, spaceId: "a" };
+        const b = { tenantId, spaceId: "b" };
+        const c = { tenantId, spaceId: "c" };
+        const ca = journalChain(a, 3);
+        await store.transact(async (tx) => {
+          await tx.insertJournal(a, ca);
+          await tx.insertJournal(c, journalChain(c, 1));
+          await tx.insertUnsealed(b, [{ ...b, id: uid("u"), at: 1, type: "test.unsealed", refs: {}, data: null }]);
+          await tx.setJournalArchivedThrough(a, 2);
+        });
+        await store.transact((tx) => tx.pruneJournal(a, 2, 10));
+        const mine = async (after?: { tenantId: string; spaceId: string }, limit = 1000) =>
+          (await store.transact((tx) => tx.journalScopes(limit, after))).filter((s) => s.tenantId === tenantId);
+        assert.deepStrictEqual(await mine(), [
+          { tenantId, spaceId: "a", headSeq: 3, firstSeq: 3, firstAt: ca[2]!.at, archivedThrough: 2 },
+          { tenantId, spaceId: "c", headSeq: 1, firstSeq: 1, firstAt: journalChain(c, 1)[0]!.at, archivedThrough: 0 },
+        ]);
+        assert.deepStrictEqual((await mine(a)).map((s) => s.spaceId), ["c"], "paged after a");
+        const firstPage = await store.transact((tx) => tx.journalScopes(1));
+        assert.equal(firstPage.length, 1, "the limit holds");
+      });
+    },
+  },
 ];

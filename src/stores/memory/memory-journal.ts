@@ -4,7 +4,7 @@
  * core's job (`core/journal.ts`, sealed by `core/sequencer.ts`).
  */
 import { WritError } from "../../core/errors.js";
-import { assertScope, checkArchiveMove, type ListOptions } from "../../core/store.js";
+import { assertScope, checkArchiveMove, checkPrune, type JournalScopeState, type ListOptions } from "../../core/store.js";
 import type { JournalCheckpoint, JournalEntry, Scope, UnsealedEntry } from "../../core/types.js";
 import { copy } from "./memory-copy.js";
 import { findScope, limited, scopeFor, type Work } from "./memory-state.js";
@@ -45,7 +45,7 @@ export function sealJournal(w: Work, scope: Scope, entries: JournalEntry[]): voi
   if (sd === undefined) throw new WritError("CONFLICT", `journal entry ${entries[0]!.id} is not unsealed in this scope`);
   const at = new Map(sd.unsealed.map((u, i) => [u.id, i]));
   const taken = new Set<number>();
-  let seq = sd.journal.length;
+  let seq = sd.archive.pruned + sd.journal.length;
   for (const e of entries) {
     assertScope(scope, e, "journal entry");
     seq += 1;
@@ -79,6 +79,21 @@ export function unsealedScopes(w: Work, limit: number): Array<Scope & { oldestAt
   return out;
 }
 
+/** Scopes with a sealed journal, ascending after `after` (`Tx.journalScopes`). */
+export function journalScopes(w: Work, limit: number, after?: Scope): JournalScopeState[] {
+  const out: JournalScopeState[] = [];
+  for (const [tenantId, spaces] of w.state.tenants) {
+    for (const [spaceId, sd] of spaces) {
+      const first = sd.journal[0];
+      if (first === undefined) continue;
+      if (after !== undefined && (tenantId < after.tenantId || (tenantId === after.tenantId && spaceId <= after.spaceId))) continue;
+      out.push({ tenantId, spaceId, headSeq: sd.journal[sd.journal.length - 1]!.seq, firstSeq: first.seq, firstAt: first.at, archivedThrough: sd.archive.through });
+    }
+  }
+  out.sort((a, b) => (a.tenantId < b.tenantId ? -1 : a.tenantId > b.tenantId ? 1 : a.spaceId < b.spaceId ? -1 : a.spaceId > b.spaceId ? 1 : 0));
+  return out.slice(0, limit);
+}
+
 export function journalHead(w: Work, scope: Scope): { seq: number; hash: string } | null {
   const last = findScope(w.state, scope)?.journal.at(-1);
   return last === undefined ? null : { seq: last.seq, hash: last.hash };
@@ -96,7 +111,7 @@ export function insertJournal(w: Work, scope: Scope, entries: JournalEntry[]): v
   if (entries.length === 0) return;
   const sd = scopeFor(w.state, scope);
   const batchIds = new Set<string>();
-  let seq = sd.journal.length;
+  let seq = sd.archive.pruned + sd.journal.length;
   for (const e of entries) {
     assertScope(scope, e, "journal entry");
     seq += 1;
@@ -116,8 +131,9 @@ export function insertJournal(w: Work, scope: Scope, entries: JournalEntry[]): v
 
 /** Entries with seq >= fromSeq, ascending. */
 export function readJournal(w: Work, scope: Scope, opts: ListOptions & { fromSeq?: number } = {}): JournalEntry[] {
-  const all = findScope(w.state, scope)?.journal ?? [];
-  const start = opts.fromSeq === undefined ? 0 : Math.max(0, Math.ceil(opts.fromSeq) - 1);
+  const sd = findScope(w.state, scope);
+  const all = sd?.journal ?? [];
+  const start = opts.fromSeq === undefined ? 0 : Math.max(0, Math.ceil(opts.fromSeq) - 1 - (sd?.archive.pruned ?? 0));
   const end = opts.limit === undefined ? undefined : start + Math.max(0, opts.limit);
   return limited(all.slice(start, end), opts.limit).map(copy);
 }
@@ -153,4 +169,23 @@ export function setJournalArchivedThrough(w: Work, scope: Scope, seq: number): v
   w.undo.push(() => {
     archive.through = current;
   });
+}
+
+/** Deletes up to `limit` of the lowest live sealed entries at or below `throughSeq` (`Tx.pruneJournal`). */
+export function pruneJournal(w: Work, scope: Scope, throughSeq: number, limit: number): number {
+  const sd = findScope(w.state, scope);
+  checkPrune(sd?.archive.through ?? 0, journalHead(w, scope)?.seq ?? 0, throughSeq);
+  if (sd === undefined) return 0;
+  const n = Math.min(limit, Math.max(0, throughSeq - sd.archive.pruned));
+  if (n === 0) return 0;
+  const gone = sd.journal.splice(0, n);
+  for (const e of gone) sd.journalIds.delete(e.id);
+  const archive = sd.archive;
+  archive.pruned += n;
+  w.undo.push(() => {
+    sd.journal.unshift(...gone);
+    for (const e of gone) sd.journalIds.add(e.id);
+    archive.pruned -= n;
+  });
+  return n;
 }

@@ -74,7 +74,7 @@ export function putNotifyCursor(w: Work, subscriptionId: string, spaceId: string
 export function journalHeads(w: Work, tenantId: string): Array<{ spaceId: string; seq: number }> {
   const spaces = w.state.tenants.get(tenantId);
   if (!spaces) return [];
-  return [...spaces.entries()].filter(([, d]) => d.journal.length > 0).map(([spaceId, d]) => ({ spaceId, seq: d.journal.length })).sort((a, b) => cmp(a.spaceId, b.spaceId));
+  return [...spaces.entries()].filter(([, d]) => d.journal.length > 0).map(([spaceId, d]) => ({ spaceId, seq: d.archive.pruned + d.journal.length })).sort((a, b) => cmp(a.spaceId, b.spaceId));
 }
 
 export function insertDeliveries(w: Work, deliveries: Delivery[]): number {

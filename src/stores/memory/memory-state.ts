@@ -36,7 +36,7 @@ export interface ScopeData {
   readonly attempts: Array<AttemptRecord | null>;
   /** attemptId -> index in `attempts`. */
   readonly attemptIndex: Map<string, number>;
-  /** Sealed entries in seq order; `journal[i].seq === i + 1`. */
+  /** Live sealed entries in seq order; `journal[i].seq === archive.pruned + i + 1` (entries up to `archive.pruned` were archived and pruned). */
   readonly journal: JournalEntry[];
   /** Entries written and not sealed yet, in the order they were written. */
   readonly unsealed: UnsealedEntry[];
@@ -44,8 +44,8 @@ export interface ScopeData {
   readonly journalIds: Set<string>;
   /** In seq order. */
   readonly checkpoints: JournalCheckpoint[];
-  /** The archive watermark (`Tx.journalArchivedThrough`). */
-  readonly archive: { through: number };
+  /** The archive watermark (`Tx.journalArchivedThrough`) and how many sealed entries were pruned below it (`Tx.pruneJournal`). */
+  readonly archive: { through: number; pruned: number };
   readonly invocations: Map<string, Invocation>;
   /** `keyOf(action, idempotencyKey)` -> invocationId. */
   readonly invocationKeys: Map<string, string>;
@@ -143,7 +143,7 @@ function newScopeData(): ScopeData {
     unsealed: [],
     journalIds: new Set(),
     checkpoints: [],
-    archive: { through: 0 },
+    archive: { through: 0, pruned: 0 },
     invocations: new Map(),
     invocationKeys: new Map(),
     steps: new Map(),

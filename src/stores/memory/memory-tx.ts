@@ -4,7 +4,7 @@
  * synchronous, so an operation's effect is applied (and logged for undo) when it is called.
  */
 import { WritError } from "../../core/errors.js";
-import type { AgedRecordKind, ClaimOptions, DeliveryFilter, EndedCursor, InvocationFilter, ListOptions, PrunedInvocationRows, StoreTx, SubscriptionClaimOptions } from "../../core/store.js";
+import type { AgedRecordKind, ClaimOptions, DeliveryFilter, EndedCursor, InvocationFilter, JournalScopeState, ListOptions, PrunedInvocationRows, StoreTx, SubscriptionClaimOptions } from "../../core/store.js";
 import type {
   ApiKeyRecord,
   BreakerRecord,
@@ -132,6 +132,9 @@ export class MemoryTx implements StoreTx {
   async unsealedScopes(limit: number): Promise<Array<Scope & { oldestAt: number }>> {
     return journal.unsealedScopes(this.#enter("unsealedScopes"), limit);
   }
+  async journalScopes(limit: number, after?: Scope): Promise<JournalScopeState[]> {
+    return journal.journalScopes(this.#enter("journalScopes"), limit, after);
+  }
   async insertJournal(scope: Scope, entries: JournalEntry[]): Promise<void> {
     journal.insertJournal(this.#enter("insertJournal"), scope, entries);
   }
@@ -149,6 +152,9 @@ export class MemoryTx implements StoreTx {
   }
   async setJournalArchivedThrough(scope: Scope, seq: number): Promise<void> {
     journal.setJournalArchivedThrough(this.#enter("setJournalArchivedThrough"), scope, seq);
+  }
+  async pruneJournal(scope: Scope, throughSeq: number, limit: number): Promise<number> {
+    return journal.pruneJournal(this.#enter("pruneJournal"), scope, throughSeq, limit);
   }
 
   async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {

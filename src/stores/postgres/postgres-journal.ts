@@ -11,7 +11,7 @@
  */
 import { WritError } from "../../core/errors.js";
 import { journalRowOf } from "../../core/journal.js";
-import { checkArchiveMove, type ListOptions } from "../../core/store.js";
+import { checkArchiveMove, checkPrune, type JournalScopeState, type ListOptions } from "../../core/store.js";
 import type { JournalCheckpoint, JournalEntry, Scope, UnsealedEntry } from "../../core/types.js";
 import { statement, type Exec } from "./postgres-exec.js";
 import { docOf, limitParam, numOrNull, type DocRow } from "./postgres-rows.js";
@@ -98,6 +98,44 @@ const ARCHIVE_ROW = statement(
 );
 const ARCHIVE_LOCK = statement("archive_lock", "SELECT archived_through FROM writ_journal_archive_state WHERE tenant_id = $1 AND space_id = $2 FOR UPDATE");
 const SET_ARCHIVED_THROUGH = statement("set_archived_through", "UPDATE writ_journal_archive_state SET archived_through = $3 WHERE tenant_id = $1 AND space_id = $2");
+/**
+ * Deletes the lowest `$4` sealed entries at or below seq `$3`: their links and their documents, in
+ * one statement (the caller checked the watermark and the head in the same transaction).
+ */
+const PRUNE = statement(
+  "prune_journal",
+  `WITH gone AS (
+     DELETE FROM writ_journal_chain c
+      WHERE c.tenant_id = $1 AND c.space_id = $2
+        AND c.seq IN (SELECT seq FROM writ_journal_chain WHERE tenant_id = $1 AND space_id = $2 AND seq <= $3 ORDER BY seq LIMIT $4)
+     RETURNING c.id
+   ), docs AS (
+     DELETE FROM writ_journal j USING gone WHERE j.tenant_id = $1 AND j.space_id = $2 AND j.id = gone.id RETURNING 1
+   )
+   SELECT count(*)::int AS n FROM gone`,
+);
+/**
+ * Scopes with a sealed journal after ($1, $2), at most $3: a skip scan of the chain's primary key
+ * (one index probe per scope, not a scan of the entries), then each scope's head, first live entry
+ * and archive watermark.
+ */
+const JOURNAL_SCOPES = statement(
+  "journal_scopes",
+  `WITH RECURSIVE s AS (
+     (SELECT tenant_id, space_id FROM writ_journal_chain WHERE (tenant_id, space_id) > ($1, $2) ORDER BY tenant_id, space_id LIMIT 1)
+     UNION ALL
+     SELECT n.tenant_id, n.space_id FROM s CROSS JOIN LATERAL (
+       SELECT c.tenant_id, c.space_id FROM writ_journal_chain c WHERE (c.tenant_id, c.space_id) > (s.tenant_id, s.space_id) ORDER BY c.tenant_id, c.space_id LIMIT 1
+     ) n
+   )
+   SELECT s.tenant_id AS "tenantId", s.space_id AS "spaceId", h.seq AS "headSeq", f.seq AS "firstSeq", coalesce(j.at, 0) AS "firstAt", coalesce(a.archived_through, 0) AS "archivedThrough"
+     FROM (SELECT * FROM s LIMIT $3) s
+     CROSS JOIN LATERAL (SELECT seq FROM writ_journal_chain c WHERE c.tenant_id = s.tenant_id AND c.space_id = s.space_id ORDER BY seq DESC LIMIT 1) h
+     CROSS JOIN LATERAL (SELECT seq, id FROM writ_journal_chain c WHERE c.tenant_id = s.tenant_id AND c.space_id = s.space_id ORDER BY seq LIMIT 1) f
+     LEFT JOIN writ_journal j ON j.tenant_id = s.tenant_id AND j.space_id = s.space_id AND j.id = f.id
+     LEFT JOIN writ_journal_archive_state a ON a.tenant_id = s.tenant_id AND a.space_id = s.space_id
+    ORDER BY s.tenant_id, s.space_id`,
+);
 const LIST_CHECKPOINTS = statement("list_checkpoints", "SELECT doc FROM writ_journal_checkpoints WHERE tenant_id = $1 AND space_id = $2 ORDER BY seq, id");
 
 export async function journalHead(x: Exec, scope: Scope): Promise<{ seq: number; hash: string } | null> {
@@ -254,4 +292,15 @@ export async function setJournalArchivedThrough(x: Exec, scope: Scope, seq: numb
   const current = Number(row?.archived_through ?? 0);
   checkArchiveMove(current, (await journalHead(x, scope))?.seq ?? 0, seq);
   if (seq !== current) await x.count(SET_ARCHIVED_THROUGH, [...sp, seq]);
+}
+
+export async function pruneJournal(x: Exec, scope: Scope, throughSeq: number, limit: number): Promise<number> {
+  checkPrune(await journalArchivedThrough(x, scope), (await journalHead(x, scope))?.seq ?? 0, throughSeq);
+  const [row] = await x.rows<{ n: number }>(PRUNE, [scope.tenantId, scope.spaceId, throughSeq, limit]);
+  return row?.n ?? 0;
+}
+
+export async function journalScopes(x: Exec, limit: number, after?: Scope): Promise<JournalScopeState[]> {
+  const rows = await x.rows<{ tenantId: string; spaceId: string; headSeq: string; firstSeq: string; firstAt: string; archivedThrough: string }>(JOURNAL_SCOPES, [after?.tenantId ?? "", after?.spaceId ?? "", limit]);
+  return rows.map((r) => ({ tenantId: r.tenantId, spaceId: r.spaceId, headSeq: Number(r.headSeq), firstSeq: Number(r.firstSeq), firstAt: Number(r.firstAt), archivedThrough: Number(r.archivedThrough) }));
 }

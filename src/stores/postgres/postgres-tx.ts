@@ -3,7 +3,7 @@
  * one statement each operation needs on the transaction's connection.
  */
 import { WritError } from "../../core/errors.js";
-import { assertScope, type AgedRecordKind, type ClaimOptions, type EndedCursor, type PrunedInvocationRows, type DeliveryFilter, type InvocationFilter, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
+import { assertScope, type AgedRecordKind, type ClaimOptions, type EndedCursor, type PrunedInvocationRows, type DeliveryFilter, type InvocationFilter, type JournalScopeState, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
 import type {
   ApiKeyRecord,
   BreakerRecord,
@@ -147,6 +147,10 @@ export class PostgresTx implements StoreTx {
     return journal.sealJournal(x, scope, entries);
   }
 
+  async journalScopes(limit: number, after?: Scope): Promise<JournalScopeState[]> {
+    return journal.journalScopes(this.#in(), limit, after);
+  }
+
   async unsealedScopes(limit: number): Promise<Array<Scope & { oldestAt: number }>> {
     return journal.unsealedScopes(this.#in(), limit);
   }
@@ -177,6 +181,10 @@ export class PostgresTx implements StoreTx {
 
   async setJournalArchivedThrough(scope: Scope, seq: number): Promise<void> {
     return journal.setJournalArchivedThrough(this.#in(scope), scope, seq);
+  }
+
+  async pruneJournal(scope: Scope, throughSeq: number, limit: number): Promise<number> {
+    return journal.pruneJournal(this.#in(scope), scope, throughSeq, limit);
   }
 
   async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {

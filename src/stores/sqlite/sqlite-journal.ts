@@ -20,6 +20,8 @@ export interface SqliteJournalStatements {
   listCheckpoints: Database.Statement;
   archivedThrough: Database.Statement;
   setArchivedThrough: Database.Statement;
+  pruneJournal: Database.Statement;
+  journalScopes: Database.Statement;
 }
 
 /** Prepares the journal statements; the schema must be migrated first. */
@@ -40,6 +42,15 @@ export function prepareJournalStatements(p: Prepare): SqliteJournalStatements {
     readJournal: p(`SELECT seq, doc FROM journal WHERE ${SCOPE} AND seq >= @fromSeq ORDER BY seq LIMIT @limit`),
     insertCheckpoint: p("INSERT INTO journal_checkpoints (tenant_id, space_id, seq, head_hash, doc) VALUES (@t, @s, @seq, @headHash, @doc)"),
     listCheckpoints: p(`SELECT doc FROM journal_checkpoints WHERE ${SCOPE} ORDER BY seq, rowid`).pluck(),
+    // The lowest live sealed entries at or below @through (docs/archives.md); unsealed ones have no seq.
+    pruneJournal: p(`DELETE FROM journal WHERE rowid IN (SELECT rowid FROM journal WHERE ${SCOPE} AND seq IS NOT NULL AND seq <= @through ORDER BY seq LIMIT @limit)`),
+    journalScopes: p(
+      `SELECT j.tenant_id AS tenantId, j.space_id AS spaceId, MAX(j.seq) AS headSeq, MIN(j.seq) AS firstSeq,
+         (SELECT f.at FROM journal f WHERE f.tenant_id = j.tenant_id AND f.space_id = j.space_id AND f.seq IS NOT NULL ORDER BY f.seq LIMIT 1) AS firstAt,
+         COALESCE((SELECT a.archived_through FROM journal_archive_state a WHERE a.tenant_id = j.tenant_id AND a.space_id = j.space_id), 0) AS archivedThrough
+       FROM journal j WHERE j.seq IS NOT NULL AND (j.tenant_id, j.space_id) > (@t, @s)
+       GROUP BY j.tenant_id, j.space_id ORDER BY j.tenant_id, j.space_id LIMIT @limit`,
+    ),
     archivedThrough: p(`SELECT archived_through FROM journal_archive_state WHERE ${SCOPE}`).pluck(),
     setArchivedThrough: p(
       "INSERT INTO journal_archive_state (tenant_id, space_id, archived_through) VALUES (@t, @s, @seq) ON CONFLICT (tenant_id, space_id) DO UPDATE SET archived_through = excluded.archived_through",

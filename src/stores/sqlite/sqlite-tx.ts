@@ -5,7 +5,7 @@
 import { LeaseLostError, WritError } from "../../core/errors.js";
 import { journalRowOf } from "../../core/journal.js";
 import { nextRevision } from "../../core/store-guard.js";
-import { assertScope, checkArchiveMove, type AgedRecordKind, type ClaimOptions, type EndedCursor, type PrunedInvocationRows, type DeliveryFilter, type InvocationFilter, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
+import { assertScope, checkArchiveMove, checkPrune, type AgedRecordKind, type ClaimOptions, type EndedCursor, type JournalScopeState, type PrunedInvocationRows, type DeliveryFilter, type InvocationFilter, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
 import type {
   ApiKeyRecord,
   BreakerRecord,
@@ -308,6 +308,11 @@ export class SqliteTx implements StoreTx {
     for (const e of entries) this.#q.sealJournal.run({ ...sp, id: e.id, seq: e.seq, hash: e.hash, doc: JSON.stringify(e) });
   }
 
+  async journalScopes(limit: number, after?: Scope): Promise<JournalScopeState[]> {
+    this.#checkOpen();
+    return this.#q.journalScopes.all({ t: after?.tenantId ?? "", s: after?.spaceId ?? "", limit }) as JournalScopeState[];
+  }
+
   async unsealedScopes(limit: number): Promise<Array<Scope & { oldestAt: number }>> {
     this.#checkOpen();
     if (!Number.isSafeInteger(limit) || limit < 0) throw new WritError("INVALID_ARGUMENT", "unsealedScopes: limit must be a non-negative integer");
@@ -341,6 +346,12 @@ export class SqliteTx implements StoreTx {
     const current = (this.#q.archivedThrough.get(sp) as number | undefined) ?? 0;
     checkArchiveMove(current, (this.#q.journalHead.get(sp) as { seq: number } | undefined)?.seq ?? 0, seq);
     if (seq !== current) this.#q.setArchivedThrough.run({ ...sp, seq });
+  }
+
+  async pruneJournal(scope: Scope, throughSeq: number, limit: number): Promise<number> {
+    const sp = this.#sp(scope);
+    checkPrune((this.#q.archivedThrough.get(sp) as number | undefined) ?? 0, (this.#q.journalHead.get(sp) as { seq: number } | undefined)?.seq ?? 0, throughSeq);
+    return this.#q.pruneJournal.run({ ...sp, through: throughSeq, limit }).changes;
   }
 
   // invocations

@@ -1,0 +1,140 @@
+/**
+ * The host's journal archiver (docs/archives.md): `host.archive.runOnce()` archives and prunes what
+ * is closed in every scope with a sealed journal; a started worker runs it every `everyMs` beside
+ * its claim loop, pruning at a bounded pace. It keeps this process's counts for the metrics.
+ */
+import type { ArchiveTarget } from "../core/archive-format.js";
+import { archiveScope, type ArchiveRun } from "../core/archiver.js";
+import { WritError } from "../core/errors.js";
+import type { ResolvedArchiveOptions } from "../core/archive-options.js";
+import { innerStore } from "../core/sealing.js";
+import { readCommitted, type JournalScopeState } from "../core/store.js";
+import type { Keyring } from "../core/keyring.js";
+import type { Scope } from "../core/types.js";
+import type { HostContext } from "./context.js";
+import { outageLog } from "./outage.js";
+import type { WorkerCompanion } from "./worker.js";
+
+/** This process's archiving, for the metrics. */
+export interface ArchiveStats {
+  bytesArchived: number;
+  entriesArchived: number;
+  segmentsWritten: number;
+  entriesPruned: number;
+  /** As of the last pass over every scope (null before one): the sum over scopes of head − watermark. */
+  lag: number | null;
+  /** As of the last pass: the `at` of the oldest entry still in the database (null: none). */
+  oldestLiveAt: number | null;
+}
+
+export interface HostArchive {
+  /** The target, or null when archiving is off. */
+  readonly target: ArchiveTarget | null;
+  /**
+   * Archives what is closed (signing a checkpoint of each head first) and prunes what is archived,
+   * in `scopes` or every scope with a sealed journal. Resolves with one run per scope archived;
+   * `NOT_FOUND`-free: a scope with nothing to do reports empty segments.
+   */
+  runOnce(scopes?: readonly Scope[], options?: { keepLiveMs?: number }): Promise<ArchiveRun[]>;
+  /** Every scope's sealed head, first live entry and watermark (paged through the store). */
+  status(): Promise<JournalScopeState[]>;
+  stats(): ArchiveStats;
+}
+
+const SCOPES_PAGE = 200;
+
+/** The host's archive API, and the paced run a started worker makes. */
+export function createHostArchive(ctx: HostContext, keyring: Keyring, opts: ResolvedArchiveOptions): { api: HostArchive; runPaced: () => Promise<ArchiveRun[]> } {
+  const { o } = ctx;
+  const store = innerStore(o.store);
+  const stats: ArchiveStats = { bytesArchived: 0, entriesArchived: 0, segmentsWritten: 0, entriesPruned: 0, lag: null, oldestLiveAt: null };
+  const sleep = (ms: number): Promise<void> => new Promise((resolve) => o.clock.setTimer(ms, resolve));
+
+  async function status(): Promise<JournalScopeState[]> {
+    const out: JournalScopeState[] = [];
+    let after: Scope | undefined;
+    for (;;) {
+      const page = await readCommitted(store, (tx) => tx.journalScopes(SCOPES_PAGE, after));
+      out.push(...page);
+      if (page.length < SCOPES_PAGE) return out;
+      const last = page[page.length - 1]!;
+      after = { tenantId: last.tenantId, spaceId: last.spaceId };
+    }
+  }
+
+  async function run(scopes: readonly Scope[] | undefined, pauseMs: number, keepLiveMs = opts.keepLiveMs): Promise<ArchiveRun[]> {
+    const target = opts.target;
+    if (target === null) throw new WritError("INVALID_OPTION", "journal archiving is off: no archive target is configured (docs/archives.md)");
+    const all = scopes === undefined;
+    const list = scopes ?? (await status());
+    const runs: ArchiveRun[] = [];
+    for (const sc of list) {
+      const r = await archiveScope(store, sc, {
+        target,
+        crypto: o.crypto,
+        keyring,
+        signingKey: o.signingKey,
+        clock: o.clock,
+        segmentEntries: opts.segmentEntries,
+        pruneBatch: opts.pruneBatch,
+        keepLiveMs,
+        hooks: pauseMs > 0 ? { afterPruneBatch: () => sleep(pauseMs) } : {},
+      });
+      for (const s of r.segments) {
+        if (s.adopted) continue;
+        stats.bytesArchived += s.bytes;
+        stats.entriesArchived += s.entries;
+        stats.segmentsWritten += 1;
+      }
+      stats.entriesPruned += r.pruned;
+      runs.push(r);
+    }
+    if (all) {
+      const after = await status();
+      stats.lag = after.reduce((n, s) => n + (s.headSeq - s.archivedThrough), 0);
+      stats.oldestLiveAt = after.length > 0 ? Math.min(...after.map((s) => s.firstAt)) : null;
+    }
+    return runs;
+  }
+
+  return {
+    api: { target: opts.target, runOnce: (scopes, ro) => run(scopes, 0, ro?.keepLiveMs), status, stats: () => ({ ...stats }) },
+    runPaced: () => run(undefined, opts.prunePauseMs),
+  };
+}
+
+/** The archiver a started worker runs every `everyMs` (none when archiving is off). */
+export function archiveCompanion(ctx: HostContext, opts: ResolvedArchiveOptions, runPaced: () => Promise<unknown>): WorkerCompanion | undefined {
+  if (opts.target === null) return undefined;
+  const trouble = outageLog(ctx.log, "journal archiving", {}, () => ctx.o.clock.now());
+  let cancel: (() => void) | null = null;
+  let current: Promise<void> | null = null;
+  let stopped = true;
+  const schedule = (): void => {
+    cancel = ctx.o.clock.setTimer(opts.everyMs, () => {
+      cancel = null;
+      current = runPaced()
+        .then(
+          () => trouble.ok(),
+          (e: unknown) => trouble.failed(e),
+        )
+        .finally(() => {
+          current = null;
+          if (!stopped) schedule();
+        });
+    });
+  };
+  return {
+    start() {
+      if (!stopped) return;
+      stopped = false;
+      schedule();
+    },
+    async stop() {
+      stopped = true;
+      cancel?.();
+      cancel = null;
+      await current;
+    },
+  };
+}

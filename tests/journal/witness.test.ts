@@ -1,0 +1,95 @@
+/**
+ * Checkpoint witnesses (docs/archives.md, Checkpoint witnesses). Invariants: a checkpoint published
+ * to a file witness and to an HTTP endpoint witness is read back from both; a journal that agrees
+ * with what they hold verifies clean; a history rewritten and re-signed with the same key (every
+ * hash and the database's checkpoints consistent) is named `witness_mismatch` by each witness; a
+ * journal cut below a witnessed head is `witness_ahead`; a forged witnessed checkpoint is
+ * `witness_invalid`; a witness that cannot be read is `witness_unreachable`.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { askWitnesses, publishCheckpoint, witnessProblems, type CheckpointWitness } from "../../src/core/witness.js";
+import { fileWitness, httpWitness } from "../../src/node/witness.js";
+import { appendJournal, checkpointJournal, createKeyring, generateSigningKey, memoryStore, nodeCryptoPort, readWholeJournal, sealJournalNow, type JournalCheckpoint, type Scope, type Store } from "../../src/index.js";
+
+const crypto = nodeCryptoPort();
+const key = generateSigningKey({ kid: "witness-key" });
+const ring = createKeyring([{ kid: key.kid, publicJwk: key.publicJwk }]);
+const S: Scope = { tenantId: "t", spaceId: "s" };
+const clock = { now: () => 1_767_225_600_000, setTimer: () => () => undefined };
+
+async function journal(tag: string, n: number): Promise<Store> {
+  const store = memoryStore();
+  await store.migrate();
+  const drafts = Array.from({ length: n }, (_, i) => ({ id: `e-${i}`, type: "test.entry", at: 1, refs: {}, data: { tag, i } }));
+  await store.transact((tx) => appendJournal(tx, crypto, S, drafts));
+  await sealJournalNow(store, S, { crypto });
+  return store;
+}
+
+async function findings(store: Store, witnesses: CheckpointWitness[]) {
+  const entries = await readWholeJournal(store, S);
+  const hashes = new Map(entries.map((e) => [e.seq, e.hash]));
+  return witnessProblems(crypto, ring, S, hashes, entries[entries.length - 1]?.seq ?? 0, await askWitnesses(witnesses, S));
+}
+
+describe("checkpoint witnesses", () => {
+  let dir: string;
+  let server: Server;
+  let url: string;
+  const held: JournalCheckpoint[] = [];
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "writ-witness-"));
+    server = createServer((req, res) => {
+      if (req.method === "POST") {
+        let body = "";
+        req.on("data", (c: Buffer) => (body += c.toString()));
+        req.on("end", () => {
+          held.push(JSON.parse(body) as JournalCheckpoint);
+          res.writeHead(204).end();
+        });
+        return;
+      }
+      const q = new URL(req.url ?? "/", "http://x").searchParams;
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(held.filter((c) => c.tenantId === q.get("tenantId") && c.spaceId === q.get("spaceId"))));
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    url = `http://127.0.0.1:${(server.address() as { port: number }).port}/witness`;
+  });
+  afterAll(async () => {
+    await new Promise((r) => server.close(r));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("names a rewritten history, a cut journal, a forged head and an unreachable witness", async () => {
+    const file = fileWitness(join(dir, "w.jsonl"));
+    const http = httpWitness(url);
+    const honest = await journal("honest", 8);
+    const cp = (await checkpointJournal(honest, key, S, { clock, crypto }))!;
+    expect(await publishCheckpoint([file, http], cp)).toEqual([]);
+    expect((await file.checkpoints(S)).map((c) => c.seq)).toEqual([8]);
+    expect(held.map((c) => c.seq)).toEqual([8]);
+    expect(await findings(honest, [file, http])).toEqual([]);
+
+    // Rewritten with the same key: a consistent chain with its own fresh checkpoint.
+    const rewritten = await journal("rewritten", 10);
+    await checkpointJournal(rewritten, key, S, { clock, crypto });
+    const rw = await findings(rewritten, [file, http]);
+    expect(rw.map((p) => [p.kind, p.witness])).toEqual([
+      ["witness_mismatch", file.name],
+      ["witness_mismatch", http.name],
+    ]);
+
+    const cut = await journal("honest", 5);
+    expect((await findings(cut, [file])).map((p) => p.kind)).toEqual(["witness_ahead"]);
+
+    const forged = join(dir, "forged.jsonl");
+    writeFileSync(forged, readFileSync(join(dir, "w.jsonl"), "utf8").replace(cp.headHash, "sha256:forged"));
+    expect((await findings(honest, [fileWitness(forged)])).map((p) => p.kind)).toEqual(["witness_invalid"]);
+    expect((await findings(honest, [httpWitness("http://127.0.0.1:1/none")])).map((p) => p.kind)).toEqual(["witness_unreachable"]);
+    for (const s of [honest, rewritten, cut]) await s.close();
+  });
+});
