@@ -7,8 +7,14 @@
  * Invariants checked at the end (fixtures/invariants.ts): no non-idempotent effect twice; nothing
  * stuck; idempotent effects exactly once per step key (the provider honours keys); the journal
  * verifies in every scope; unknown outcomes have open reconciliation records; every effect is
- * known to the host and no success is phantom. The seed is printed; WRIT_SEED replays the
- * workload and the kill plan.
+ * known to the host and no success is phantom; nothing is lost to archiving and retention (I8):
+ * the workers archive the journal into one shared directory and prune ended work at a 600 ms
+ * window while they are killed; every acknowledged invocation is present or pruned with evidence
+ * (admitted and ended in the journal, every entry naming it archived), an effect of a pruned
+ * invocation precedes its end, and the archives plus the database verify as one chain in every
+ * scope. The run prints how many invocations and journal entries were pruned, how many pruning
+ * transactions and segment writes ran and how many kills landed inside one, and asserts that
+ * pruning happened. The seed is printed; WRIT_SEED replays the workload and the kill plan.
  *
  * Every invocation runs in one scope, so the workers' takeovers of interrupted attempts contend
  * for one attempt counter and one journal: the run also asserts that PostgreSQL detected no
@@ -59,11 +65,15 @@ it("pg_stat_database.deadlocks counts a deadlock provoked between two sessions",
 
 it(`40 invocations, 3 workers on PostgreSQL, random SIGKILLs (seed ${SEED})`, async () => {
   console.log(`[host-random-short] seed=${SEED} (replay: WRIT_SEED=${SEED})`);
-  const r = await runSoak({ kind: "postgres", seed: SEED, invocations: 40, workers: 3, killEveryMs: [300, 800], maxKills: 6, deadlineMs: 90_000, oneScope: true });
+  const r = await runSoak({ kind: "postgres", seed: SEED, invocations: 40, workers: 3, killEveryMs: [300, 800], maxKills: 6, deadlineMs: 90_000, oneScope: true, lifecycle: true });
   expect(r.report.violations).toEqual([]);
   expect(r.settled).toBe(true);
-  expect(r.report.invocations).toBe(40);
+  expect(r.report.invocations + r.report.pruned, "acknowledged invocations present or pruned with evidence").toBe(40);
   expect(r.kills).toBeGreaterThan(0);
   expect(r.reclaims, "kills that interrupted work in flight").toBeGreaterThan(0);
   expect(r.deadlocks, "deadlocks PostgreSQL detected in the run's database").toBe(0);
+  // Not vacuous: the workers archived and pruned during the run.
+  expect(r.report.pruned, "acknowledged invocations pruned (with evidence)").toBeGreaterThan(0);
+  expect(r.report.prunedEntries, "archived journal entries pruned from the database").toBeGreaterThan(0);
+  expect(r.batches.invocations ?? 0, "pruning transactions that deleted invocations").toBeGreaterThan(0);
 }, 150_000);
