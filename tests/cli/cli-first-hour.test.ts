@@ -44,7 +44,7 @@ describe("help", () => {
       expect(code, `writ ${args.join(" ")}: ${b.err()}`).toBe(0);
       expect(b.out()).toMatch(/^Usage: writ /m);
     }
-    expect(groups.sort()).toEqual(["api-keys", "approvals", "authorities", "completions", "journal", "keys", "notifications", "reconcile"]);
+    expect(groups.sort()).toEqual(["api-keys", "approvals", "authorities", "completions", "journal", "keys", "notifications", "reconcile", "retention"]);
     const b = buffers();
     await runCli(["approvals", "--help"], { cwd: ws.dir, env: {}, io: b.io });
     for (const sub of ["approvals ls", "approvals approve <approval-id>", "approvals deny", "approvals revoke"]) expect(b.out()).toContain(sub);
