@@ -22,20 +22,11 @@
  * Written to bench/results/growth.json.
  */
 import { loadavg } from "node:os";
-import { z } from "zod";
-import { createHost, defineAction, defineConnector, functionPolicy, generateSigningKey, type Host } from "../src/index.js";
 import { postgresStore } from "../src/stores/postgres/index.js";
 import { freshDatabase, pgServerOrNull } from "../tests/helpers/pg.js";
 import { startPgInstance } from "../tests/helpers/pg-instance.js";
+import { ACTION, closedLoop, SCOPE, WINDOW_S } from "./closed-loop.js";
 import { median } from "./lib.js";
-
-const WINDOW_S = 10;
-const IN_FLIGHT = 16;
-
-const ACTION = defineAction({ id: "bench.noop", version: "1", params: z.object({ n: z.number().int().nonnegative() }), idempotent: true, steps: [{ name: "run", connector: "noop", operation: "run" }] });
-const CONNECTOR = defineConnector({ id: "noop", operations: { run: () => ({ outcome: "success", externalRef: "ok" }) } });
-const POLICY = functionPolicy("bench:v1", ({ request, authority }) => (authority !== null && authority.status === "active" && authority.actions.includes(request.action) ? "ALLOW" : "DENY"));
-const SCOPE = { tenantId: "bench", spaceId: "s" };
 
 export interface GrowthRun {
   server: string;
@@ -54,58 +45,13 @@ export interface GrowthRun {
 async function runLoop(url: string, server: string, seconds: number): Promise<GrowthRun> {
   const store = postgresStore({ url }, { max: 12, applicationName: "writ-bench-growth" });
   await store.migrate();
-  const waiting = new Map<string, () => void>();
-  const early = new Set<string>();
-  let failed = null as string | null;
-  const host: Host = createHost({
-    store,
-    actions: [ACTION],
-    connectors: [CONNECTOR],
-    policy: POLICY,
-    signingKey: generateSigningKey({ kid: "growth" }),
-    onEvent: (e) => {
-      if (e.type === "invocation.succeeded") {
-        const w = waiting.get(e.invocationId);
-        if (w) {
-          waiting.delete(e.invocationId);
-          w();
-        } else early.add(e.invocationId);
-      } else if (e.type === "invocation.failed" || e.type === "invocation.denied" || e.type === "invocation.reconciliation_required") {
-        failed ??= `${e.invocationId} ended ${e.status}`;
-      }
-    },
-  });
-  await host.authorities.create(SCOPE, { authorityRef: "bench-authority", principal: { type: "agent", id: "bot" }, grantor: { type: "user", id: "ops" }, actions: [ACTION.id] });
-  const worker = host.worker({ concurrency: 8, pollMs: 1000 });
-  worker.start();
-  let n = 0;
-  let done = 0;
-  let stop = false;
-  const lane = async (): Promise<void> => {
-    while (!stop && failed === null) {
-      const i = n++;
-      const r = await host.submit({ ...SCOPE, action: ACTION.id, actionVersion: "1", actor: { type: "agent", id: "bot" }, authorityRef: "bench-authority", params: { n: i }, idempotencyKey: `g-${i}` });
-      const id = r.invocation.invocationId;
-      if (!early.delete(id)) await new Promise<void>((resolve) => waiting.set(id, resolve));
-      done += 1;
-    }
-  };
-  const lanes = Array.from({ length: IN_FLIGHT }, lane);
-  const rates: number[] = [];
-  let last = 0;
-  for (let s = WINDOW_S; s <= seconds; s += WINDOW_S) {
-    await new Promise((r) => setTimeout(r, WINDOW_S * 1000));
-    rates.push((done - last) / WINDOW_S);
-    last = done;
-    console.log(`  ${server}: ${s} s ${rates.at(-1)!.toFixed(1)}/s (${done} settled)`);
+  let rates: number[];
+  let done: number;
+  try {
+    ({ rates, invocations: done } = await closedLoop(store, { label: server, seconds, pollMs: 1000 }));
+  } finally {
+    await store.close();
   }
-  stop = true;
-  // Wake lanes still waiting so they exit (their invocations settle or not; nothing is measured now).
-  for (const w of waiting.values()) w();
-  await Promise.all(lanes);
-  await worker.stop();
-  await store.close();
-  if (failed !== null) throw new Error(`growth bench: an invocation did not succeed: ${failed}`);
   const pg = await import("pg");
   const c = new pg.default.Client({ connectionString: url });
   await c.connect();

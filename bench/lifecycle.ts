@@ -23,18 +23,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { z } from "zod";
-import { createHost, defineAction, defineConnector, directoryArchive, functionPolicy, generateSigningKey, type CreateHostOptions, type Host } from "../src/index.js";
+import { directoryArchive, type CreateHostOptions } from "../src/index.js";
 import { postgresStore } from "../src/stores/postgres/index.js";
 import { startPgInstance } from "../tests/helpers/pg-instance.js";
+import { closedLoop, SCOPE } from "./closed-loop.js";
 import { median } from "./lib.js";
 
-const WINDOW_S = 10;
-const IN_FLIGHT = 16;
-const ACTION = defineAction({ id: "bench.noop", version: "1", params: z.object({ n: z.number().int().nonnegative() }), idempotent: true, steps: [{ name: "run", connector: "noop", operation: "run" }] });
-const CONNECTOR = defineConnector({ id: "noop", operations: { run: () => ({ outcome: "success", externalRef: "ok" }) } });
-const POLICY = functionPolicy("bench:v1", ({ request, authority }) => (authority !== null && authority.status === "active" && authority.actions.includes(request.action) ? "ALLOW" : "DENY"));
-const SCOPE = { tenantId: "bench", spaceId: "s" };
 const TABLES = ["writ_invocations", "writ_journal", "writ_journal_chain", "writ_attempts", "writ_steps", "writ_idempotency", "writ_consumed_decisions"];
 
 export interface LifecycleRun {
@@ -66,9 +60,6 @@ async function runOnce(url: string, mode: LifecycleRun["mode"], seconds: number,
   const store = postgresStore({ url }, { max: 12, applicationName: `writ-bench-lifecycle-${mode}` });
   await store.migrate();
   const dir = mkdtempSync(join(tmpdir(), "writ-bench-archive-"));
-  const waiting = new Map<string, () => void>();
-  const early = new Set<string>();
-  let failed: string | null = null;
   const lifecycle: Partial<CreateHostOptions> =
     mode === "lifecycle"
       ? {
@@ -80,64 +71,28 @@ async function runOnce(url: string, mode: LifecycleRun["mode"], seconds: number,
           archive: { target: directoryArchive(dir), keepLiveMs: keepMs },
         }
       : { retention: { enabled: false } };
-  const host: Host = createHost({
-    store,
-    actions: [ACTION],
-    connectors: [CONNECTOR],
-    policy: POLICY,
-    signingKey: generateSigningKey({ kid: "lifecycle" }),
-    ...lifecycle,
-    onEvent: (e) => {
-      if (e.type === "invocation.succeeded") {
-        const w = waiting.get(e.invocationId);
-        if (w) {
-          waiting.delete(e.invocationId);
-          w();
-        } else early.add(e.invocationId);
-      } else if (e.type === "invocation.failed" || e.type === "invocation.denied" || e.type === "invocation.reconciliation_required") {
-        failed ??= `${e.invocationId} ended ${e.status}`;
-      }
-    },
-  });
   let pruned = 0;
-  const unsubscribe = mode === "lifecycle" ? host.retention.onSignal((s) => {
-    if (s.kind === "batch") for (const v of Object.values(s.pruned)) pruned += v ?? 0;
-  }) : () => undefined;
-  await host.authorities.create(SCOPE, { authorityRef: "bench-authority", principal: { type: "agent", id: "bot" }, grantor: { type: "user", id: "ops" }, actions: [ACTION.id] });
-  const worker = host.worker({ concurrency: 8 });
-  worker.start();
-  let n = 0;
-  let done = 0;
-  let stop = false;
-  const lane = async (): Promise<void> => {
-    while (!stop && failed === null) {
-      const i = n++;
-      const r = await host.submit({ ...SCOPE, action: ACTION.id, actionVersion: "1", actor: { type: "agent", id: "bot" }, authorityRef: "bench-authority", params: { n: i }, idempotencyKey: `l-${i}` });
-      const id = r.invocation.invocationId;
-      if (!early.delete(id)) await new Promise<void>((resolve) => waiting.set(id, resolve));
-      done += 1;
-    }
-  };
-  const lanes = Array.from({ length: IN_FLIGHT }, lane);
-  const rates: number[] = [];
-  let last = 0;
-  for (let s = WINDOW_S; s <= seconds; s += WINDOW_S) {
-    await new Promise((r) => setTimeout(r, WINDOW_S * 1000));
-    rates.push((done - last) / WINDOW_S);
-    last = done;
-    console.log(`  lifecycle bench, ${mode}: ${s} s ${rates.at(-1)!.toFixed(1)}/s (${done} settled)`);
+  let rates: number[];
+  let done: number;
+  let archivedEntries: number | null = null;
+  try {
+    ({ rates, invocations: done } = await closedLoop(store, {
+      label: `lifecycle bench, ${mode}`,
+      seconds,
+      host: lifecycle,
+      onHost: (host) => {
+        if (mode === "lifecycle") {
+          host.retention.onSignal((s) => {
+            if (s.kind === "batch") for (const v of Object.values(s.pruned)) pruned += v ?? 0;
+          });
+        }
+      },
+    }));
+    if (mode === "lifecycle") archivedEntries = await store.transact((tx) => tx.journalArchivedThrough(SCOPE));
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
   }
-  stop = true;
-  for (const w of waiting.values()) w();
-  await Promise.all(lanes);
-  await worker.stop();
-  unsubscribe();
-  const archivedEntries = mode === "lifecycle" ? await store.transact((tx) => tx.journalArchivedThrough(SCOPE)) : null;
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
-  // Set from the host's events (a closure the compiler does not follow).
-  const why = failed as string | null;
-  if (why !== null) throw new Error(`lifecycle bench: an invocation did not succeed: ${why}`);
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
