@@ -29,4 +29,16 @@ export default tseslint.config(
   // bench/ has its own dependencies (bench/package.json, installed by `npm run bench`): on a fresh
   // checkout their types are absent, so rules that judge a type cannot judge them.
   { files: ["bench/**"], rules: { "@typescript-eslint/no-redundant-type-constituents": "off" } },
+  // Nothing outside bench/ may reach bench/'s own dependencies: the root typecheck runs on a fresh
+  // checkout where bench/node_modules does not exist. Only the dependency-free bench modules
+  // (the boundary rig and the result writer) are importable from scripts and tests.
+  {
+    files: ["src/**", "tests/**", "scripts/**", "examples/**"],
+    rules: {
+      "no-restricted-imports": ["error", {
+        paths: ["graphile-worker", "postgres", "autocannon"].map((name) => ({ name, message: "a bench/ dependency: absent on a fresh checkout" })),
+        patterns: [{ group: ["**/bench/*", "!**/bench/boundary.js", "!**/bench/lib.js"], message: "bench/ modules other than boundary.js and lib.js pull in bench/'s dependencies; put the file in bench/" }],
+      }],
+    },
+  },
 );

@@ -1,7 +1,7 @@
 /**
  * CPU profile of one process running a host and its worker on PostgreSQL (bench/host.ts's action,
  * policy and connector; 16 in flight, worker concurrency 8, one scope), the submits included:
- * `node --import tsx scripts/prof-host-pg.ts [out.cpuprofile]`, then
+ * `node --import tsx bench/prof-host-pg.ts [out.cpuprofile]`, then
  * `node scripts/prof-top.cjs out.cpuprofile 40`. Prints invocations per second of the profiled run.
  * Proportions of a profile move much less with the machine's load than rates do.
  */
@@ -10,7 +10,7 @@ import { Session } from "node:inspector/promises";
 import { generateSigningKey } from "../src/index.js";
 import { postgresStore } from "../src/stores/postgres/index.js";
 import { freshDatabase } from "../tests/helpers/pg.js";
-import { benchActionHost } from "../bench/host.js";
+import { benchActionHost } from "./host.js";
 
 const out = process.argv[2] ?? "host-pg.cpuprofile";
 const seconds = Number(process.env.WRIT_PROF_SECS ?? 15);
