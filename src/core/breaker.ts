@@ -39,6 +39,19 @@ export type BreakerGate =
   /** The cooldown is over and no live probe holds the slot: claim it by writing `write`. */
   | { kind: "probe"; write: BreakerRecord };
 
+/** The shortest wait of a call refused while another call probes (ms). */
+export const PROBE_RECHECK_MS = 250;
+
+/**
+ * How long a call refused by a live probe waits before it looks again: as long as the probe has
+ * been running (so a refused call looks O(log) times per probe), at least {@link PROBE_RECHECK_MS},
+ * at most until the probe's slot expires or a cooldown passes.
+ */
+export function probeRecheckMs(probeUntil: number, now: number, p: BreakerPolicy): number {
+  const age = now - (probeUntil - p.probeTimeoutMs);
+  return Math.max(1, Math.min(probeUntil - now, p.cooldownMs, Math.max(PROBE_RECHECK_MS, age)));
+}
+
 /** The call's outcome as a breaker counts it (a permanent failure counts as a success: the provider answered). */
 export type BreakerOutcome = "success" | "failure";
 
@@ -54,8 +67,12 @@ export function gateBreaker(rec: BreakerRecord | null, holder: string, now: numb
   if (rec.state === "open" && now < rec.openUntil) return { kind: "refuse", until: rec.openUntil, state: "open" };
   const live = rec.state === "half_open" && rec.probeHolder !== undefined && now < (rec.probeUntil ?? 0);
   if (live && rec.probeHolder === holder) return { kind: "pass" };
-  // Another call is probing: come back when its slot would expire, or after a cooldown if sooner.
-  if (live) return { kind: "refuse", until: Math.min(rec.probeUntil!, now + p.cooldownMs), state: "half_open" };
+  // Another call is probing: come back soon, not when its slot would expire. Most probes answer in
+  // a round trip, and a success closes the breaker for everyone; waiting out `probeUntil` (the
+  // call deadline plus a margin) would hold every call of the scope that long after the provider
+  // recovered. So the wait grows with the probe's age (at least PROBE_RECHECK_MS, doubling while
+  // it runs), never past its slot or a cooldown.
+  if (live) return { kind: "refuse", until: now + probeRecheckMs(rec.probeUntil!, now, p), state: "half_open" };
   return { kind: "probe", write: { ...rec, state: "half_open", probeHolder: holder, probeUntil: now + p.probeTimeoutMs, updatedAt: now } };
 }
 
@@ -146,7 +163,8 @@ export async function checkBreaker(
   if (first.kind !== "probe") return { gate: first, seen };
   let claimed: BreakerRecord | null = null;
   let change: BreakerChange | null = null;
-  const contended: BreakerGate = { kind: "refuse", until: now + p.cooldownMs, state: "half_open" };
+  // Lost every write round to other writers: one of them claimed the probe just now.
+  const contended: BreakerGate = { kind: "refuse", until: now + Math.min(PROBE_RECHECK_MS, p.cooldownMs), state: "half_open" };
   const gate = await mutateBreaker<BreakerGate>(
     store,
     key,

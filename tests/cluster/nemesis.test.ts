@@ -26,7 +26,9 @@ import { clusterUnavailable } from "./fixtures/netns.js";
 import { FAULT_KINDS, schedule } from "./fixtures/nemesis.js";
 import { DEFAULTS } from "./fixtures/config.js";
 import { runRound } from "./fixtures/run.js";
+import { readCommitted } from "../../src/core/store.js";
 import { plantWorkerClock } from "./fixtures/plant.js";
+import { SCOPES } from "./fixtures/workload.js";
 
 const why = clusterUnavailable();
 // Never skipped silently: the reason is printed and names the test.
@@ -63,6 +65,35 @@ suite(`a cluster of three workers under a seeded nemesis${why === null ? "" : ` 
       for (const w of c.workers) expect(w.alive(), `${w.name} runs after the round: ${w.tail().slice(-500)}`).toBe(true);
     }, 240_000);
   }
+
+  // Invariant (the finding of seed 1083795732, docs/cluster-tests.md): workers cut from the
+  // provider long enough for their calls to time out open the scopes' breakers for the whole fleet
+  // (the scenario is asserted to happen); after the heal the calls the breakers held run within
+  // the cooldown, one probe and a short recheck, and nothing runs twice or is lost. With the
+  // cluster's 5-s cooldown the old wait (the earlier of the probe's slot and a cooldown) fits this
+  // bound too: tests/host/breakers.test.ts pins the recheck itself, on a manual clock.
+  it("workers cut from the provider open the breakers; after the heal the held calls run within a cooldown and a recheck", async () => {
+    const c = cluster();
+    const before = Date.now();
+    // Every worker cut from the provider at once: their calls time out one after another (no
+    // success in between resets the count), so the breakers open for certain.
+    const faults = [0, 1, 2].map((worker) => ({ at: 1_000, kind: "partition-provider" as const, worker, holdMs: 10_000 }));
+    const r = await runRound(c, { seed: 7, faults, run: "breaker", replay: "(a fixed schedule: see nemesis.test.ts)", log });
+    if (r.result.findings.length > 0) console.error(r.text);
+    expect(r.result.findings, r.text).toEqual([]);
+    // Each breaker remembers when it last opened (closing keeps `openedAt`).
+    const opened: string[] = [];
+    for (const scope of SCOPES) {
+      const rows = await readCommitted(c.rt.store, (tx) => tx.listBreakers(scope, { limit: 100 }));
+      for (const b of rows) if (b.openedAt >= before) opened.push(`${scope.spaceId} ${b.operation} opened ${b.openedAt - before} ms in`);
+    }
+    log(`breaker round: ${opened.length} breakers opened during the round (${opened.join("; ")}); recovery ${r.recoveryMs} ms`);
+    // The scenario happened (else this proves nothing): the timeouts opened a breaker.
+    expect(opened.length, "a breaker opened while the workers were cut from the provider").toBeGreaterThan(0);
+    // At most the rest of a cooldown, a probe's round trip and rechecks; 5 s for polling under load.
+    expect(r.recoveryMs).not.toBeNull();
+    expect(r.recoveryMs!).toBeLessThanOrEqual(DEFAULTS.breakerCooldownMs + 5_000);
+  }, 180_000);
 
   // Invariant: the checker is not blind to lease bugs. With one worker planted under the old rule
   // (leases on the worker's own clock, 5 minutes ahead; its config hides the store's clock, Writ's

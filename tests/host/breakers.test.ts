@@ -8,7 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { checkBreaker } from "../../src/core/breaker.js";
+import fc from "fast-check";
+import { checkBreaker, probeRecheckMs, PROBE_RECHECK_MS } from "../../src/core/breaker.js";
 import { defineAction, defineConnector, type ConnectorContext, type ConnectorReply } from "../../src/core/action.js";
 import { verifyStoredJournal } from "../../src/core/journal.js";
 import { createKeyring } from "../../src/core/keyring.js";
@@ -25,6 +26,7 @@ import { sqliteStore } from "../../src/stores/sqlite/index.js";
 import { KEYS } from "../boundary/fixture.js";
 import { faultStore } from "../helpers/fault-store.js";
 import { freshDatabase } from "../helpers/pg.js";
+import { fcRun } from "../helpers/seed.js";
 import { until } from "../helpers/wait.js";
 import { crypto } from "./fixture.js";
 
@@ -306,13 +308,15 @@ for (const kind of storages) {
       const { invocation: second } = await h2.submit(request(w, "only.b"));
       expect(await h2.worker().runOnce()).toEqual(["queued"]);
       expect(callsOf(w, "b")).toBe(3); // refused: the probe is in flight
-      expect(await h2.get(w.scope, second.invocationId)).toMatchObject({ status: "queued", lastError: "circuit half-open for c.b: another call is probing" });
+      // Refused for a short recheck (the probe just started), not until its slot expires.
+      expect(await h2.get(w.scope, second.invocationId)).toMatchObject({ status: "queued", runAt: w.clock.now() + PROBE_RECHECK_MS, lastError: "circuit half-open for c.b: another call is probing" });
 
       answer({ outcome: "success", externalRef: "ref-probe" });
       expect(await probing).toEqual(["succeeded"]);
       expect((await h2.breakers(w.scope))[0]).toMatchObject({ state: "closed", failures: 0 });
       w.replies.delete("b");
-      w.clock.advance(BREAKER.cooldownMs);
+      // The probe's success frees the held call at its recheck, a cooldown and a probe slot early.
+      w.clock.advance(PROBE_RECHECK_MS);
       expect(await h2.worker().runOnce()).toEqual(["succeeded"]);
       expect(callsOf(w, "b")).toBe(4);
     });
@@ -373,5 +377,35 @@ describe("breaker options", () => {
   it("defaults: 5 failures, 30 s cooldown, probe slot of timeoutMs + 10 s", () => {
     const h = createHostCore({ ...base(), timeoutMs: 2000 });
     expect(h.context.r.breaker).toEqual({ failureThreshold: 5, cooldownMs: 30_000, probeTimeoutMs: 12_000 });
+  });
+});
+
+// Invariants of the recheck a call refused by a live probe gets (pure, random probe windows):
+// it is positive, never past the probe's slot or a cooldown from now, at least PROBE_RECHECK_MS
+// when those allow it, and a call refused again and again through one probe's whole slot looks
+// only O(log(probeTimeoutMs / PROBE_RECHECK_MS)) times.
+describe("probe recheck", () => {
+  it("bounded, short for a young probe, logarithmic over a probe's slot", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 120_000 }), fc.integer({ min: 1, max: 600_000 }), fc.double({ min: 0, max: 1, noNaN: true }), (cooldownMs, probeTimeoutMs, at) => {
+        const p = { failureThreshold: 1, cooldownMs, probeTimeoutMs };
+        const probeUntil = 1_000_000 + probeTimeoutMs;
+        const now = Math.min(probeUntil - 1, 1_000_000 + Math.floor(at * probeTimeoutMs));
+        const r = probeRecheckMs(probeUntil, now, p);
+        expect(r).toBeGreaterThanOrEqual(1);
+        expect(r).toBeLessThanOrEqual(Math.max(1, Math.min(probeUntil - now, cooldownMs)));
+        expect(r).toBeGreaterThanOrEqual(Math.min(PROBE_RECHECK_MS, probeUntil - now, cooldownMs));
+        // A call refused from the probe's start to its slot's end.
+        let t = 1_000_000;
+        let looks = 0;
+        while (t < probeUntil) {
+          t += probeRecheckMs(probeUntil, t, p);
+          looks += 1;
+        }
+        const bound = Math.ceil(Math.log2(Math.max(2, probeTimeoutMs / PROBE_RECHECK_MS))) + 2 + Math.ceil(probeTimeoutMs / cooldownMs);
+        expect(looks).toBeLessThanOrEqual(bound);
+      }),
+      fcRun("breakers", "probe recheck", 500),
+    );
   });
 });
