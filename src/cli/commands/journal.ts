@@ -4,12 +4,12 @@ import { createWriteStream, mkdirSync, renameSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { once } from "node:events";
 import { createKeyring } from "../../core/keyring.js";
-import { checkpointKeys, encodeSegment, readArchive, SEGMENT_FORMAT, type SegmentHeader } from "../../core/archive-format.js";
+import { readArchive } from "../../core/archive-format.js";
+import { journalPages, openJournalExport } from "../../core/journal-export.js";
 import { checkUnsealed, liveStart, verifyArchivedChain, verifyExportedJournal, verifyJournal, writeCheckpoint, type JournalVerification } from "../../core/journal.js";
 import { checkSealWithinMs, sequencerFor } from "../../core/sequencer.js";
 import type { JournalEntry, Scope } from "../../core/types.js";
 import type { Keyring } from "../../core/keyring.js";
-import type { Store } from "../../core/store.js";
 import { defaultCrypto } from "../../node/defaults.js";
 import { systemClock } from "../../node/clock.js";
 import { flag, intFlag, list, str } from "../args.js";
@@ -20,7 +20,7 @@ import type { CliContext } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { readInput } from "../files.js";
 import { usageError } from "../exit-codes.js";
-import { journalLength, journalPages, parseJournalFile } from "../journal-io.js";
+import { journalLength, parseJournalFile } from "../journal-io.js";
 import { brief, time } from "../output.js";
 import { NO_PROGRESS, createProgress } from "../progress.js";
 
@@ -137,26 +137,19 @@ export const journalExport: CommandBody = {
     const exportsDir = join(dirname(rt.keysDir), "exports");
     const out = outFlag === "-" ? undefined : (outFlag ?? join(exportsDir, `journal-${scope.tenantId}-${scope.spaceId}.jsonl`));
     if (outFlag === undefined) mkdirSync(exportsDir, { recursive: true, mode: 0o700 });
-    const header = await exportHeader(rt.store, rt.keyring, scope, fromSeq);
-    const total = header.entries;
+    const exp = await openJournalExport(rt.store, rt.keyring, scope, fromSeq);
+    const total = exp.header.entries;
     // The bar shares the terminal with the data when the data goes to a terminal: keep it off then.
     const bar = out !== undefined || !ctx.io.stdoutIsTTY ? createProgress(ctx.io.stderr, { label: "exporting", total }) : NO_PROGRESS;
     const target = out !== undefined ? ctx.resolvePath(out) : undefined;
     const tmp = target !== undefined ? `${target}.tmp-${process.pid}` : undefined;
     const file = tmp !== undefined ? createWriteStream(tmp, { flags: "wx" }) : undefined;
     let n = 0;
-    const write = async (text: string): Promise<void> => {
-      if (file) {
-        if (!file.write(text)) await once(file, "drain");
-      } else {
-        ctx.io.stdout.write(text);
-      }
-    };
     try {
-      await write(encodeSegment(header, []));
-      for await (const page of journalPages(rt.store, scope, header.fromSeq, undefined, header.throughSeq)) {
-        await write(page.map((e) => JSON.stringify(e)).join("\n") + "\n");
-        n += page.length;
+      for await (const chunk of exp.chunks()) {
+        if (!file) ctx.io.stdout.write(chunk.text);
+        else if (!file.write(chunk.text)) await once(file, "drain");
+        n += chunk.entries;
         bar.update(n);
       }
       if (file) {
@@ -177,32 +170,6 @@ export const journalExport: CommandBody = {
     }
   },
 };
-
-/** An export's header: the range as of now (the head read first), its checkpoints and their keys. */
-async function exportHeader(store: Store, keyring: Keyring, scope: Scope, fromSeq: number): Promise<SegmentHeader> {
-  return readCommitted(store, async (tx) => {
-    const head = await tx.journalHead(scope);
-    const [first] = await tx.readJournal(scope, { fromSeq, limit: 1 });
-    const start = first?.seq ?? Math.max(fromSeq, (head?.seq ?? 0) + 1);
-    const [before] = start > 1 ? await tx.readJournal(scope, { fromSeq: start - 1, limit: 1 }) : [];
-    const prevHash = before !== undefined && before.seq === start - 1 ? before.hash : null;
-    const through = head !== null && head.seq >= start ? head.seq : start - 1;
-    const checkpoints = (await tx.listCheckpoints(scope)).filter((cp) => cp.seq >= start - 1 && cp.seq <= through);
-    return {
-      format: SEGMENT_FORMAT,
-      kind: "export",
-      tenantId: scope.tenantId,
-      spaceId: scope.spaceId,
-      fromSeq: start,
-      throughSeq: through,
-      prevHash,
-      headHash: through >= start ? head!.hash : prevHash,
-      entries: through - start + 1,
-      checkpoints,
-      keys: checkpointKeys(checkpoints, keyring),
-    };
-  });
-}
 
 export const journalCheckpoint: CommandBody = {
   options: {
