@@ -89,7 +89,7 @@ export const journalVerify: CommandBody = {
       const late = checkUnsealed(still, { now: systemClock.now(), sealWithinMs: checkSealWithinMs("config host", rt.config.host?.sealWithinMs) });
       result = { ...chain, ok: chain.ok && late.length === 0, unsealed: still.length, problems: [...chain.problems, ...late] };
     }
-    const witnesses = list(ctx.values, "witness").map((w) => witnessOf(/^https?:\/\//i.test(w) ? w : ctx.resolvePath(w.replace(/^file:/, ""))));
+    const witnesses = list(ctx.values, "witness").map((w) => witnessOf(w, ctx.cwd));
     if (witnesses.length > 0) {
       const found = witnessProblems(defaultCrypto(), keyring, scope, hashes, result.headSeq, await askWitnesses(witnesses, scope));
       result = { ...result, ok: result.ok && found.length === 0, problems: [...result.problems, ...found] };
@@ -178,7 +178,7 @@ export const journalCheckpoint: CommandBody = {
   async run(ctx) {
     const scope = await ctx.scope();
     const rt = await ctx.runtime();
-    const witnesses = list(ctx.values, "witness").map((w) => witnessOf(/^https?:\/\//i.test(w) ? w : ctx.resolvePath(w.replace(/^file:/, ""))));
+    const witnesses = list(ctx.values, "witness").map((w) => witnessOf(w, ctx.cwd));
     await sequencerFor(rt.store, defaultCrypto()).seal(scope);
     const cp = await rt.store.transact((tx) => writeCheckpoint(tx, defaultCrypto(), scope, rt.signingKey, systemClock.now()));
     const failed = cp !== null ? await publishCheckpoint(witnesses, cp) : [];
@@ -220,7 +220,7 @@ export const journalLs: CommandBody = {
 
 export const journalArchive: CommandBody = {
   details:
-    "Archives what is closed in every scope with a sealed journal (or only --tenant/--space): signs a checkpoint of each head, writes each segment through it to the archive target (config `archive`, by default <state dir>/archives), reads it back, moves the watermark, then drops the archived entries from the database in small batches (never the head, never past a notification subscription's cursor). Safe to run from cron beside running workers (docs/archives.md).",
+    "Archives what is closed in every scope with a sealed journal (or only --tenant/--space): signs a checkpoint of each head, writes each segment through it to the archive target (config `archive`, by default <state dir>/archives), reads it back, moves the watermark, then drops the archived entries from the database in small batches (never the head, never past a notification subscription's cursor), and publishes the checkpoints it signed to the config's archive.witnesses (exit 1 when a witness did not take one; archiving is done all the same). Safe to run from cron beside running workers (docs/archives.md).",
   options: {
     "keep-live-ms": { type: "string", value: "<ms>", description: "keep archived entries younger than this in the database (default: the config's archive.keepLiveMs, 30 days); 0 prunes all that is archived" },
   },
@@ -244,11 +244,14 @@ export const journalArchive: CommandBody = {
         const bytes = r.segments.reduce((n, s) => n + s.bytes, 0);
         const seg = r.segments.length === 0 ? "nothing new to archive" : `archived ${r.segments.length} segment(s), seqs ${r.segments[0]!.fromSeq}..${r.segments[r.segments.length - 1]!.throughSeq} (${bytes} bytes)`;
         const held = r.heldBy === "notifications" ? " (held by a notification subscription's cursor)" : "";
-        ctx.out.line(`${r.scope.tenantId}/${r.scope.spaceId}: ${seg}; archived through seq ${r.archivedThrough} of ${r.headSeq}; pruned ${r.pruned} entries${held}; live from seq ${r.firstLiveSeq ?? "-"}`);
+        const w = r.witnesses === undefined ? "" : `; published ${r.witnesses.published} checkpoint(s) to witnesses`;
+        ctx.out.line(`${r.scope.tenantId}/${r.scope.spaceId}: ${seg}; archived through seq ${r.archivedThrough} of ${r.headSeq}; pruned ${r.pruned} entries${held}; live from seq ${r.firstLiveSeq ?? "-"}${w}`);
+        for (const f of r.witnesses?.failed ?? []) ctx.out.line(`  witness ${f.witness} did not take it (retried at the next run): ${f.error}`);
       }
       if (runs.length > 0) ctx.out.line(`archive: ${ctx.relative(where)}`);
     });
-    return EXIT.OK;
+    // Archiving went on; a witness that did not take a checkpoint still fails the run, for cron to see.
+    return runs.some((r) => (r.witnesses?.failed.length ?? 0) > 0) ? EXIT.FAILED : EXIT.OK;
   },
 };
 
