@@ -66,6 +66,13 @@ describe("HTTP journal export", () => {
     expect(header.checkpoints.every((cp) => cp.seq < header.throughSeq)).toBe(true);
     expect(header.keys.map((k) => k.kid)).toEqual([rig.runtime.signingKey.kid]);
 
+    // The served document names the lines' schemas.
+    const doc = (await (await fetch(`${rig.url}/openapi.json`)).json()) as { paths: Record<string, { get: { responses: Record<string, { content: Record<string, { schema: unknown }> }> } }> };
+    expect(doc.paths["/v1/spaces/{spaceId}/journal/export"]!.get.responses["200"]!.content["application/x-ndjson"]!.schema).toEqual({
+      type: "string",
+      contentSchema: { type: "array", prefixItems: [{ $ref: "#/components/schemas/JournalExportHeader" }], items: { $ref: "#/components/schemas/JournalEntry" } },
+    });
+
     // One writer: the CLI's export of the same range is this text byte for byte.
     const { store, keyring } = rig.runtime;
     let cli = "";

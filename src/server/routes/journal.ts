@@ -5,7 +5,7 @@ import { openJournalExport } from "../../core/journal-export.js";
 import { checkSealWithinMs } from "../../core/sequencer.js";
 import type { ServerContext } from "../context.js";
 import { defineRoute, type Route } from "../registry.js";
-import { JournalExportQuery, JournalPage, JournalReadQuery, JournalVerification, SpacePath } from "../schemas.js";
+import { JournalEntry, JournalExportHeader, JournalExportQuery, JournalPage, JournalReadQuery, JournalVerification, SpacePath } from "../schemas.js";
 
 const EXPORT_PAGE = 500;
 /** Unsealed entries shown beside a page of sealed ones (docs/journal.md). */
@@ -44,7 +44,7 @@ export function journalRoutes(s: ServerContext): Route[] {
       access: { kind: "key", roles: ["operate"] },
       params: SpacePath,
       query: JournalExportQuery,
-      responses: { 200: { description: "JSON Lines: a JournalExportHeader line, then one JournalEntry a line", contentType: "application/x-ndjson" } },
+      responses: { 200: { description: "JSON Lines: a JournalExportHeader line, then one JournalEntry a line", contentType: "application/x-ndjson", lines: { first: JournalExportHeader, then: JournalEntry } } },
       async handle({ c, caller, query }) {
         const exp = await openJournalExport(store, keyring, caller.scope, query.fromSeq ?? 1);
         const chunks = exp.chunks(EXPORT_PAGE);
