@@ -1,34 +1,17 @@
 /**
- * Reading a scope's journal page by page (so export streams and long work can report progress),
- * and reading an exported JSONL file back for an offline check.
+ * The length of a scope's journal (for progress bars), and reading an exported JSONL file back for
+ * an offline check. Reading page by page and writing an export: src/core/journal-export.ts.
  */
 import { parseJsonStrict } from "../core/canonical.js";
 import { errorMessage } from "../core/errors.js";
-import { corruptJournalRow, nextPageFrom } from "../core/journal.js";
+import { corruptJournalRow } from "../core/journal.js";
 import { isSegmentHeader, type SegmentHeader } from "../core/archive-format.js";
 import type { Store } from "../core/store.js";
 import type { JournalEntry, Scope } from "../core/types.js";
 
-export const JOURNAL_PAGE = 1000;
-
 /** The head seq of a scope's journal (0 when empty): how many entries there are to read. */
 export async function journalLength(store: Store, scope: Scope): Promise<number> {
   return (await store.transact((tx) => tx.journalHead(scope)))?.seq ?? 0;
-}
-
-/**
- * Pages of entries with seq >= fromSeq (and <= throughSeq, when given), ascending, each page its
- * own short transaction.
- */
-export async function* journalPages(store: Store, scope: Scope, fromSeq = 1, pageSize = JOURNAL_PAGE, throughSeq = Infinity): AsyncGenerator<JournalEntry[]> {
-  let from = fromSeq;
-  for (;;) {
-    const read = await store.transact((tx) => tx.readJournal(scope, { fromSeq: from, limit: pageSize }));
-    const page = read.filter((e) => !(typeof e.seq === "number" && e.seq > throughSeq));
-    if (page.length > 0) yield page;
-    if (read.length < pageSize || page.length < read.length) return;
-    from = nextPageFrom(from, page);
-  }
 }
 
 /**

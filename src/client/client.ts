@@ -92,8 +92,12 @@ export interface WritClient {
   breakers: { list: (o?: CallOptions) => Promise<T.Breaker[]> };
   journal: {
     read: (query?: T.QueryOf<"readJournal">, o?: CallOptions) => Promise<T.JournalPage>;
-    /** Every sealed entry from `fromSeq` up to the sealed head when the export began (`head`). */
-    export: (query?: T.QueryOf<"exportJournal">, o?: CallOptions) => Promise<{ head: number | null; entries: T.JournalEntry[] }>;
+    /**
+     * Every sealed entry from `fromSeq` up to the sealed head when the export began (`head`), with
+     * the export's header (its range, signed checkpoints and their keys; null from a server that
+     * writes none). `text` is the export as received: save it for `writ journal verify --file`.
+     */
+    export: (query?: T.QueryOf<"exportJournal">, o?: CallOptions) => Promise<{ head: number | null; header: T.JournalExportHeader | null; entries: T.JournalEntry[]; text: string }>;
     verify: (o?: CallOptions) => Promise<T.JournalVerification>;
   };
   decisions: {
@@ -313,11 +317,14 @@ export function createClient(options: WritClientOptions): WritClient {
         if (!res.ok) throw await errorOf(res);
         const head = res.headers.get("x-writ-journal-head");
         const text = await res.text();
-        const entries = text
+        const lines = text
           .split("\n")
           .filter((line) => line.length > 0)
-          .map((line) => JSON.parse(line) as T.JournalEntry);
-        return { head: head === null || head === "" ? null : Number(head), entries };
+          .map((line) => JSON.parse(line) as T.JournalEntry | T.JournalExportHeader);
+        const first = lines[0];
+        const header = first !== undefined && "format" in first && first.format === "writ-journal/1" ? first : null;
+        const entries = (header !== null ? lines.slice(1) : lines) as T.JournalEntry[];
+        return { head: head === null || head === "" ? null : Number(head), header, entries, text };
       },
       verify: (o) => get(`${sp}/journal/verify`, o),
     },

@@ -426,8 +426,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Export the journal as JSON Lines (one entry per line)
-         * @description Streams every sealed entry from `fromSeq` up to the sealed head as it was when the export started (entries still awaiting the sequencer are not exported: they have no seq or hash yet). Feed the file to `writ journal verify` (or verifyJournal) to check it.
+         * Export the journal as JSON Lines: a header line, then one entry per line
+         * @description The format `writ journal export` writes (docs/archives.md, Offline verification). The first line is a `JournalExportHeader`: the range exported, the signed checkpoints within it and the public keys that verify them. Then every sealed entry from `fromSeq` (or the first entry still in the database, when older ones were archived) up to the sealed head as it was when the export started, one `JournalEntry` a line (entries still awaiting the sequencer are not exported: they have no seq or hash yet). `writ journal verify --file` checks a saved export offline, a cut tail included (with the keys the header carries, named in its answer as not independently trusted, or with `--keys`: only those). The `x-writ-journal-head` header is the sealed head when the export started.
          */
         get: operations["exportJournal"];
         put?: never;
@@ -856,6 +856,45 @@ export interface components {
             nextFromSeq: number | null;
             /** @description entries committed and awaiting the sequencer, oldest first (at most 100); they appear in `entries` once sealed */
             unsealed: components["schemas"]["UnsealedEntry"][];
+        };
+        JournalCheckpoint: {
+            tenantId: string;
+            spaceId: string;
+            seq: number;
+            headHash: string;
+            /** @description epoch milliseconds */
+            at: number;
+            /** @description JWS compact (EdDSA) over the checkpoint */
+            signature: string;
+        };
+        JournalExportHeader: {
+            /** @constant */
+            format: "writ-journal/1";
+            /** @constant */
+            kind: "export";
+            tenantId: string;
+            spaceId: string;
+            /** @description the first entry's seq */
+            fromSeq: number;
+            /** @description the last entry's seq (fromSeq - 1 when none) */
+            throughSeq: number;
+            /** @description the hash of the entry before fromSeq; null at seq 1 */
+            prevHash: string | null;
+            /** @description the last entry's hash (prevHash when none) */
+            headHash: string | null;
+            /** @description how many entry lines follow */
+            entries: number;
+            /** @description the signed checkpoints within [fromSeq - 1, throughSeq] */
+            checkpoints: components["schemas"]["JournalCheckpoint"][];
+            /** @description the public keys (JWK) that signed the checkpoints */
+            keys: {
+                /** @constant */
+                kty: "OKP";
+                /** @constant */
+                crv: "Ed25519";
+                x: string;
+                kid: string;
+            }[];
         };
         JournalVerification: {
             ok: boolean;
@@ -2123,7 +2162,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description JSON Lines */
+            /** @description JSON Lines: a JournalExportHeader line, then one JournalEntry a line */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -15,6 +15,7 @@ import type { Store } from "../core/store.js";
 import type { CompletionSecret } from "../host/completions.js";
 import type { HostOptions } from "../host/options.js";
 import { resolveArchiveOptions, type ArchiveHostOptions } from "../core/archive-options.js";
+import { isCheckpointWitness, NOT_A_WITNESS, witnessSpecProblem, type CheckpointWitness } from "../core/witness.js";
 import { resolveMcpHttpOptions, type McpHttpOptions } from "../mcp/options.js";
 import type { WorkerOptions } from "../host/worker.js";
 import { resolveConsoleOptions, type ConsoleOptions } from "../console/options.js";
@@ -62,8 +63,11 @@ export interface WritConfig {
    * Journal archives (docs/archives.md): on by default, into a local directory
    * (`<state dir>/archives`, the state dir being the parent of keys.dir, e.g. `.writ/archives`);
    * `enabled: false` turns archiving (and pruning) off. `dir` resolves against the config's directory.
+   * `witnesses`: where the archiver publishes each checkpoint it signs, each a file path (against
+   * the config's directory), an http(s) URL, or a `CheckpointWitness` (`httpWitness(url, { headers })`
+   * for one that needs credentials).
    */
-  archive?: { enabled?: boolean; dir?: string } & Omit<ArchiveHostOptions, "target">;
+  archive?: { enabled?: boolean; dir?: string; witnesses?: ReadonlyArray<string | CheckpointWitness> } & Omit<ArchiveHostOptions, "target" | "witnesses">;
   /** Host tuning (timeouts, retries, breakers, recovery). */
   host?: Pick<HostOptions, "timeoutMs" | "inProgressTimeoutMs" | "maxDecisionAgeSeconds" | "recoveryMaxAttempts" | "retry" | "breaker" | "approvalTtlMs" | "earlyCompletionRetentionMs" | "sweepMs" | "sealWithinMs" | "redactErrorText" | "notifications" | "retention">;
 }
@@ -112,7 +116,15 @@ export function checkConfig(c: unknown, where: string): asserts c is WritConfig 
     if (typeof a !== "object" || a === null) bad("archive must be an object");
     if (a.enabled !== undefined && typeof a.enabled !== "boolean") bad("archive.enabled must be true or false");
     if (a.dir !== undefined && (typeof a.dir !== "string" || a.dir.length === 0)) bad("archive.dir must be a non-empty path");
-    const { enabled: _e, dir: _d, ...rest } = a;
+    const { enabled: _e, dir: _d, witnesses, ...rest } = a;
+    if (witnesses !== undefined) {
+      if (!Array.isArray(witnesses)) bad("archive.witnesses must be a list of witnesses (file paths, http(s) URLs or CheckpointWitness objects)");
+      for (const [i, w] of (witnesses as unknown[]).entries()) {
+        const why = typeof w === "string" ? witnessSpecProblem(w) : isCheckpointWitness(w) ? null : NOT_A_WITNESS;
+        if (why !== null) bad(`archive.witnesses[${i}] ${why}`);
+      }
+      if (a.enabled === false && (witnesses as unknown[]).length > 0) bad("archive.witnesses need archiving on: archive.enabled is false, so nothing signs checkpoints to publish");
+    }
     try {
       resolveArchiveOptions(rest);
     } catch (e) {

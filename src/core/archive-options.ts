@@ -2,6 +2,7 @@
 import type { ArchiveTarget } from "./archive-format.js";
 import { WritError } from "./errors.js";
 import { MAX_TIMER_MS } from "./validate.js";
+import { witnessListProblem, type CheckpointWitness } from "./witness.js";
 
 /** Journal archiving (docs/archives.md). */
 export interface ArchiveHostOptions {
@@ -23,6 +24,12 @@ export interface ArchiveHostOptions {
    * notifications read them there); 0 prunes everything archived. @defaultValue 2592000000 (30 days)
    */
   keepLiveMs?: number;
+  /**
+   * Checkpoint witnesses (docs/archives.md, Checkpoint witnesses): every pass of the archiver
+   * publishes the checkpoints it signed to each of them; one that fails is counted, logged and
+   * retried at the next pass, and archiving goes on. Needs a `target`. @defaultValue []
+   */
+  witnesses?: readonly CheckpointWitness[];
 }
 
 export interface ResolvedArchiveOptions {
@@ -32,6 +39,7 @@ export interface ResolvedArchiveOptions {
   prunePauseMs: number;
   segmentEntries: number;
   keepLiveMs: number;
+  witnesses: readonly CheckpointWitness[];
 }
 
 export function resolveArchiveOptions(o: ArchiveHostOptions | undefined): ResolvedArchiveOptions {
@@ -44,8 +52,13 @@ export function resolveArchiveOptions(o: ArchiveHostOptions | undefined): Resolv
   if (t !== undefined && (typeof t !== "object" || t === null || typeof t.put !== "function" || typeof t.get !== "function" || typeof t.list !== "function")) {
     throw new WritError("INVALID_OPTION", "createHost: archive.target must be an ArchiveTarget (put, get, list)");
   }
+  const witnesses = o?.witnesses ?? [];
+  const why = witnessListProblem(witnesses, "createHost: archive.witnesses");
+  if (why !== null) throw new WritError("INVALID_OPTION", why);
+  if (witnesses.length > 0 && t === undefined) throw new WritError("INVALID_OPTION", "createHost: archive.witnesses need archiving on (an archive.target): without it nothing signs checkpoints to publish");
   return {
     target: t ?? null,
+    witnesses: [...witnesses],
     everyMs: int("everyMs", o?.everyMs, 60_000, 1, MAX_TIMER_MS),
     pruneBatch: int("pruneBatch", o?.pruneBatch, 500, 1, 100_000),
     prunePauseMs: int("prunePauseMs", o?.prunePauseMs, 20, 0, 60_000),

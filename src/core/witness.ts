@@ -81,3 +81,92 @@ export function witnessProblems(crypto: CryptoPort, keyring: Keyring, scope: Sco
   }
   return problems;
 }
+
+/**
+ * Why `spec` cannot name a witness in a config or on the command line, or null: an http(s) URL
+ * (without credentials in it: an HTTP witness that needs them takes headers, `httpWitness(url, {
+ * headers })`), or a file path (`file:` optional).
+ */
+export function witnessSpecProblem(spec: unknown): string | null {
+  if (typeof spec !== "string" || spec.trim() === "") return "must be a file path or an http(s) URL";
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) return spec === "file:" ? "must be a file path or an http(s) URL" : null;
+  let url: URL;
+  try {
+    url = new URL(spec);
+  } catch {
+    return "is not a valid URL";
+  }
+  if (url.protocol === "file:") return null;
+  if (url.protocol !== "http:" && url.protocol !== "https:") return `must be a file path or an http(s) URL, not ${url.protocol}//`;
+  if (url.username !== "" || url.password !== "") return "must not hold credentials (user:password@); give an HTTP witness its credentials in headers: httpWitness(url, { headers })";
+  return null;
+}
+
+/** What one publishing pass over a scope did: checkpoints the witnesses took, and the witnesses that failed. */
+export interface WitnessPass {
+  published: number;
+  failed: Array<{ witness: string; error: string }>;
+}
+
+/**
+ * Keeps witnesses up to date with each scope's signed checkpoints (docs/archives.md, Checkpoint
+ * witnesses), for the archiver: each pass shows every witness the checkpoints signed since the last
+ * one it took, oldest first; a witness that fails is shown them again at the next pass. What each
+ * witness took is remembered in this process; until it answers once, it is asked what it holds. A
+ * witness that holds nothing of the scope is shown the checkpoints from the newest one at this
+ * process's first pass over the scope on (not the whole history: a signed head vouches for every
+ * entry before it).
+ */
+export function witnessPublisher(witnesses: readonly CheckpointWitness[]): { publish(scope: Scope, checkpoints: readonly JournalCheckpoint[]): Promise<WitnessPass> } {
+  // `<tenant>\0<space>` -> the newest checkpoint's seq at the first pass over the scope.
+  const firstSeen = new Map<string, number>();
+  // `<witness index>\0<tenant>\0<space>` -> the highest seq the witness is known to hold.
+  const took = new Map<string, number>();
+  return {
+    async publish(scope, checkpoints) {
+      const pass: WitnessPass = { published: 0, failed: [] };
+      const mine = checkpoints.filter((cp) => cp.tenantId === scope.tenantId && cp.spaceId === scope.spaceId).sort((a, b) => a.seq - b.seq);
+      const newest = mine[mine.length - 1];
+      if (newest === undefined) return pass;
+      const scopeKey = `${scope.tenantId}\u0000${scope.spaceId}`;
+      if (!firstSeen.has(scopeKey)) firstSeen.set(scopeKey, newest.seq);
+      for (const [i, w] of witnesses.entries()) {
+        const key = `${i}\u0000${scopeKey}`;
+        try {
+          let through = took.get(key);
+          if (through === undefined) {
+            const held = (await w.checkpoints(scope)).filter((cp) => cp?.tenantId === scope.tenantId && cp.spaceId === scope.spaceId && Number.isSafeInteger(cp.seq)).map((cp) => cp.seq);
+            through = held.length > 0 ? Math.max(...held) : firstSeen.get(scopeKey)! - 1;
+            took.set(key, through);
+          }
+          for (const cp of mine) {
+            if (cp.seq <= through) continue;
+            await w.publish(cp);
+            through = cp.seq;
+            took.set(key, through);
+            pass.published += 1;
+          }
+        } catch (e) {
+          pass.failed.push({ witness: w.name, error: e instanceof Error ? e.message : String(e) });
+        }
+      }
+      return pass;
+    },
+  };
+}
+
+/** True when `w` is a CheckpointWitness (a name, `publish` and `checkpoints`). */
+export function isCheckpointWitness(w: unknown): w is CheckpointWitness {
+  const o = w as Partial<CheckpointWitness> | null;
+  return typeof o === "object" && o !== null && typeof o.name === "string" && typeof o.publish === "function" && typeof o.checkpoints === "function";
+}
+
+/** What a value that is not a witness should have been, for an error naming its option. */
+export const NOT_A_WITNESS = "must be a CheckpointWitness (name, publish, checkpoints): fileWitness(path) or httpWitness(url)";
+
+/** Why `witnesses` is not a list of CheckpointWitness objects (naming the first wrong one as `<option>[i]`), or null. */
+export function witnessListProblem(witnesses: unknown, option: string): string | null {
+  if (!Array.isArray(witnesses)) return `${option} must be a list of witnesses`;
+  const i = witnesses.findIndex((w) => !isCheckpointWitness(w));
+  return i === -1 ? null : `${option}[${i}] ${NOT_A_WITNESS}`;
+}

@@ -1,7 +1,9 @@
 /**
  * The host's journal archiver (docs/archives.md): `host.archive.runOnce()` archives and prunes what
  * is closed in every scope with a sealed journal; a started worker runs it every `everyMs` beside
- * its claim loop, pruning at a bounded pace. It keeps this process's counts for the metrics.
+ * its claim loop, pruning at a bounded pace. Each pass publishes the checkpoints it signed to the
+ * configured witnesses (a witness that fails is counted, logged once per outage and retried at the
+ * next pass; archiving goes on). It keeps this process's counts for the metrics.
  */
 import type { ArchiveTarget } from "../core/archive-format.js";
 import { archiveScope, type ArchiveRun } from "../core/archiver.js";
@@ -11,6 +13,7 @@ import { innerStore } from "../core/sealing.js";
 import { readCommitted, type JournalScopeState } from "../core/store.js";
 import type { Keyring } from "../core/keyring.js";
 import type { Scope } from "../core/types.js";
+import { witnessPublisher, type WitnessPass } from "../core/witness.js";
 import type { HostContext } from "./context.js";
 import { outageLog } from "./outage.js";
 import type { WorkerCompanion } from "./worker.js";
@@ -21,10 +24,19 @@ export interface ArchiveStats {
   entriesArchived: number;
   segmentsWritten: number;
   entriesPruned: number;
+  /** Checkpoints this process published to a configured witness (each witness counted). */
+  witnessPublished: number;
+  /** Times a configured witness could not be read or did not take a checkpoint (once per witness and scope in a pass). */
+  witnessFailures: number;
   /** As of the last pass over every scope (null before one): the sum over scopes of head − watermark. */
   lag: number | null;
   /** As of the last pass: the `at` of the oldest entry still in the database (null: none). */
   oldestLiveAt: number | null;
+}
+
+/** What one run did for one scope; `witnesses` when witnesses are configured. */
+export interface HostArchiveRun extends ArchiveRun {
+  witnesses?: WitnessPass;
 }
 
 export interface HostArchive {
@@ -35,7 +47,7 @@ export interface HostArchive {
    * in `scopes` or every scope with a sealed journal. Resolves with one run per scope archived;
    * `NOT_FOUND`-free: a scope with nothing to do reports empty segments.
    */
-  runOnce(scopes?: readonly Scope[], options?: { keepLiveMs?: number }): Promise<ArchiveRun[]>;
+  runOnce(scopes?: readonly Scope[], options?: { keepLiveMs?: number }): Promise<HostArchiveRun[]>;
   /** Every scope's sealed head, first live entry and watermark (paged through the store). */
   status(): Promise<JournalScopeState[]>;
   stats(): ArchiveStats;
@@ -44,10 +56,13 @@ export interface HostArchive {
 const SCOPES_PAGE = 200;
 
 /** The host's archive API, and the paced run a started worker makes. */
-export function createHostArchive(ctx: HostContext, keyring: Keyring, opts: ResolvedArchiveOptions): { api: HostArchive; runPaced: () => Promise<ArchiveRun[]> } {
+export function createHostArchive(ctx: HostContext, keyring: Keyring, opts: ResolvedArchiveOptions): { api: HostArchive; runPaced: () => Promise<HostArchiveRun[]> } {
   const { o } = ctx;
   const store = innerStore(o.store);
-  const stats: ArchiveStats = { bytesArchived: 0, entriesArchived: 0, segmentsWritten: 0, entriesPruned: 0, lag: null, oldestLiveAt: null };
+  const stats: ArchiveStats = { bytesArchived: 0, entriesArchived: 0, segmentsWritten: 0, entriesPruned: 0, witnessPublished: 0, witnessFailures: 0, lag: null, oldestLiveAt: null };
+  const publisher = opts.witnesses.length > 0 ? witnessPublisher(opts.witnesses) : null;
+  // One log line per witness outage (its name has no credentials; the error names no secret).
+  const trouble = new Map(opts.witnesses.map((w) => [w.name, outageLog(ctx.log, "publishing journal checkpoints to a witness", { witness: w.name }, () => o.clock.now())]));
   const sleep = (ms: number): Promise<void> => new Promise((resolve) => o.clock.setTimer(ms, resolve));
 
   async function status(): Promise<JournalScopeState[]> {
@@ -62,12 +77,13 @@ export function createHostArchive(ctx: HostContext, keyring: Keyring, opts: Reso
     }
   }
 
-  async function run(scopes: readonly Scope[] | undefined, pauseMs: number, keepLiveMs = opts.keepLiveMs): Promise<ArchiveRun[]> {
+  async function run(scopes: readonly Scope[] | undefined, pauseMs: number, keepLiveMs = opts.keepLiveMs): Promise<HostArchiveRun[]> {
     const target = opts.target;
     if (target === null) throw new WritError("INVALID_OPTION", "journal archiving is off: no archive target is configured (docs/archives.md)");
     const all = scopes === undefined;
     const list = scopes ?? (await status());
-    const runs: ArchiveRun[] = [];
+    const runs: HostArchiveRun[] = [];
+    const failedWitnesses = new Map<string, string>();
     for (const sc of list) {
       const r = await archiveScope(store, sc, {
         target,
@@ -87,7 +103,23 @@ export function createHostArchive(ctx: HostContext, keyring: Keyring, opts: Reso
         stats.segmentsWritten += 1;
       }
       stats.entriesPruned += r.pruned;
-      runs.push(r);
+      if (publisher === null) {
+        runs.push(r);
+        continue;
+      }
+      const checkpoints = await readCommitted(store, (tx) => tx.listCheckpoints(r.scope));
+      const pass = await publisher.publish(r.scope, checkpoints);
+      stats.witnessPublished += pass.published;
+      stats.witnessFailures += pass.failed.length;
+      for (const f of pass.failed) if (!failedWitnesses.has(f.witness)) failedWitnesses.set(f.witness, `${r.scope.tenantId}/${r.scope.spaceId}: ${f.error}`);
+      runs.push({ ...r, witnesses: pass });
+    }
+    if (publisher !== null && list.length > 0) {
+      for (const [name, log] of trouble) {
+        const why = failedWitnesses.get(name);
+        if (why !== undefined) log.failed(new Error(why));
+        else log.ok();
+      }
     }
     if (all) {
       const after = await status();

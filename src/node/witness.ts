@@ -7,7 +7,7 @@ import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } fr
 import { dirname, resolve } from "node:path";
 import { WritError } from "../core/errors.js";
 import type { JournalCheckpoint, Scope } from "../core/types.js";
-import type { CheckpointWitness } from "../core/witness.js";
+import { witnessSpecProblem, type CheckpointWitness } from "../core/witness.js";
 
 /** A witness file: every checkpoint shown is appended as a JSON line and flushed to disk. */
 export function fileWitness(path: string): CheckpointWitness {
@@ -54,8 +54,12 @@ function shown(url: URL): string {
   return `${url.protocol}//${url.host}${url.pathname}`;
 }
 
-/** A witness behind an HTTP endpoint (`fetch` defaults to the global one). */
-export function httpWitness(endpoint: string, options: { fetch?: typeof fetch; timeoutMs?: number } = {}): CheckpointWitness {
+/**
+ * A witness behind an HTTP endpoint (`fetch` defaults to the global one; `headers` go with every
+ * request, e.g. an `authorization` the witness asks for). Its name, used in messages and logs, is
+ * the URL without credentials or query; errors never carry the full URL.
+ */
+export function httpWitness(endpoint: string, options: { fetch?: typeof fetch; timeoutMs?: number; headers?: Record<string, string> } = {}): CheckpointWitness {
   let url: URL;
   try {
     url = new URL(endpoint);
@@ -63,22 +67,39 @@ export function httpWitness(endpoint: string, options: { fetch?: typeof fetch; t
     throw new WritError("INVALID_ARGUMENT", "a witness URL must be an absolute http(s) URL");
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new WritError("INVALID_ARGUMENT", "a witness URL must be an absolute http(s) URL");
+  if (url.username !== "" || url.password !== "") throw new WritError("INVALID_ARGUMENT", `witness ${shown(url)}: a witness URL must not hold credentials (user:password@); pass them in headers: httpWitness(url, { headers })`);
   const f = options.fetch ?? fetch;
   const timeoutMs = options.timeoutMs ?? 10_000;
+  const headers = options.headers ?? {};
   const name = shown(url);
+  // A failed request, said without the URL's query (it may hold a token) or the headers.
+  const call = async (target: URL, init: RequestInit): Promise<Response> => {
+    try {
+      return await f(target, { ...init, headers: { ...headers, ...(init.headers as Record<string, string> | undefined) }, signal: AbortSignal.timeout(timeoutMs) });
+    } catch (e) {
+      const cause = (e as { cause?: { code?: unknown; message?: unknown } }).cause;
+      const why = typeof cause?.code === "string" ? cause.code : (e as { name?: unknown }).name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : "the request failed";
+      throw new WritError("STORE_ERROR", `witness ${name} could not be reached (${why})`);
+    }
+  };
   return {
     name,
     async publish(cp) {
-      const r = await f(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(cp), signal: AbortSignal.timeout(timeoutMs) });
+      const r = await call(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(cp) });
       if (!r.ok) throw new WritError("STORE_ERROR", `witness ${name} answered ${r.status} to a checkpoint`);
     },
     async checkpoints(scope: Scope) {
       const q = new URL(url);
       q.searchParams.set("tenantId", scope.tenantId);
       q.searchParams.set("spaceId", scope.spaceId);
-      const r = await f(q, { signal: AbortSignal.timeout(timeoutMs) });
+      const r = await call(q, {});
       if (!r.ok) throw new WritError("STORE_ERROR", `witness ${name} answered ${r.status}`);
-      const body = (await r.json());
+      let body: unknown;
+      try {
+        body = await r.json();
+      } catch {
+        throw new WritError("VALIDATION_FAILED", `witness ${name} did not answer JSON`);
+      }
       const list = Array.isArray(body) ? body : (body as { checkpoints?: unknown })?.checkpoints;
       if (!Array.isArray(list)) throw new WritError("VALIDATION_FAILED", `witness ${name} did not answer a list of checkpoints`);
       return list as JournalCheckpoint[];
@@ -86,8 +107,15 @@ export function httpWitness(endpoint: string, options: { fetch?: typeof fetch; t
   };
 }
 
-/** A witness named on the command line: an http(s) URL, or a file path (`file:` optional). */
-export function witnessOf(spec: string): CheckpointWitness {
+/**
+ * A witness named by text (the command line, the config's `archive.witnesses`): an http(s) URL, or
+ * a file path (`file:` optional), relative to `baseDir`. Throws `INVALID_ARGUMENT` naming what is
+ * wrong with `spec`.
+ */
+export function witnessOf(spec: string, baseDir = "."): CheckpointWitness {
+  const why = witnessSpecProblem(spec);
+  // A URL is not repeated: it may hold credentials.
+  if (why !== null) throw new WritError("INVALID_ARGUMENT", `witness ${/^[a-z][a-z0-9+.-]*:\/\//i.test(spec) ? "URL" : JSON.stringify(spec)} ${why}`);
   if (/^https?:\/\//i.test(spec)) return httpWitness(spec);
-  return fileWitness(spec.startsWith("file:") ? spec.slice(5) : spec);
+  return fileWitness(resolve(baseDir, spec.startsWith("file://") ? spec.slice(7) : spec.startsWith("file:") ? spec.slice(5) : spec));
 }

@@ -19,6 +19,7 @@ import { keysDirOf, storeFromConfig } from "./store-from-config.js";
 import type { Logger } from "../host/options.js";
 import type { ArchiveHostOptions } from "../core/archive-options.js";
 import { directoryArchive } from "../node/archive-dir.js";
+import { witnessOf } from "../node/witness.js";
 
 export { storeFromConfig };
 
@@ -54,9 +55,10 @@ export function policyFromConfig(config: WritConfig): PolicyEngine {
 
 /** The host's archive options from the config: a local directory by default, none when turned off. */
 function archiveOf(config: WritConfig, cwd: string, keysDir: string): { archive?: ArchiveHostOptions } {
-  const { enabled, dir, ...rest } = config.archive ?? {};
+  const { enabled, dir, witnesses, ...rest } = config.archive ?? {};
   if (enabled === false) return {};
-  return { archive: { ...rest, target: directoryArchive(resolve(cwd, dir ?? join(dirname(keysDir), "archives"))) } };
+  const named = (witnesses ?? []).map((w) => (typeof w === "string" ? witnessOf(w, cwd) : w));
+  return { archive: { ...rest, ...(named.length > 0 ? { witnesses: named } : {}), target: directoryArchive(resolve(cwd, dir ?? join(dirname(keysDir), "archives"))) } };
 }
 
 export async function openRuntime(config: WritConfig, options: OpenRuntimeOptions = {}): Promise<Runtime> {

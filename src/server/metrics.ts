@@ -188,7 +188,7 @@ export function createMetrics(): ServerMetrics {
 
 /**
  * The journal archiver's gauges and counters (docs/archives.md): this process's bytes, entries and
- * segments archived and entries pruned; as of its last pass over every scope, the archive lag (sealed
+ * segments archived, entries pruned, checkpoints published to witnesses and witness failures; as of its last pass over every scope, the archive lag (sealed
  * entries not archived yet, summed over scopes) and the age of the oldest entry still in the database.
  */
 export function archiveMetricLines(s: ArchiveStats, now: number): string {
@@ -200,6 +200,8 @@ export function archiveMetricLines(s: ArchiveStats, now: number): string {
   one("writ_journal_archived_entries_total", "counter", "Journal entries this process archived.", s.entriesArchived);
   one("writ_journal_archive_segments_total", "counter", "Journal segments this process wrote to the archive.", s.segmentsWritten);
   one("writ_journal_pruned_entries_total", "counter", "Archived journal entries this process dropped from the database.", s.entriesPruned);
+  one("writ_journal_witness_published_total", "counter", "Signed journal checkpoints this process's archiver published to a configured witness (each witness counted).", s.witnessPublished);
+  one("writ_journal_witness_failures_total", "counter", "Times a configured checkpoint witness could not be read or did not take a checkpoint (per witness and scope in an archiver pass; retried at the next pass).", s.witnessFailures);
   if (s.lag !== null) one("writ_journal_archive_lag_entries", "gauge", "Sealed journal entries not archived yet (sealed head minus archive watermark, summed over scopes), as of the last archiver pass.", s.lag);
   if (s.oldestLiveAt !== null) one("writ_journal_oldest_live_entry_age_seconds", "gauge", "Age of the oldest journal entry still in the database, as of the last archiver pass.", Math.max(0, (now - s.oldestLiveAt) / 1000));
   return out.join("\n") + "\n";

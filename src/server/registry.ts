@@ -40,6 +40,11 @@ export interface ResponseSpec {
   schema?: z.ZodType;
   /** @defaultValue "application/json" when `schema` is set */
   contentType?: string;
+  /**
+   * A JSON Lines answer (`contentType` without `schema`): the named schemas of its lines, the first
+   * line's and then every other's, listed in the document with the body typed as a string.
+   */
+  lines?: { first: z.ZodType; then: z.ZodType };
 }
 
 /** What a handler receives: validated input and, on keyed routes, the authorised caller. */
@@ -272,7 +277,10 @@ function operation(r: Route): JsonSchema {
   for (const [status, spec] of Object.entries(r.responses)) {
     const res: JsonSchema = { description: spec.description };
     if (spec.schema) res.content = { [spec.contentType ?? "application/json"]: { schema: refTo(spec.schema) } };
-    else if (spec.contentType) res.content = { [spec.contentType]: { schema: { type: "string" } } };
+    else if (spec.contentType) {
+      const lines = spec.lines && { contentSchema: { type: "array", prefixItems: [refTo(spec.lines.first)], items: refTo(spec.lines.then) } };
+      res.content = { [spec.contentType]: { schema: { type: "string", ...lines } } };
+    }
     responses[status] = res;
   }
   for (const status of errorStatuses(r)) responses[String(status)] = { $ref: `#/components/responses/Error${status}` };

@@ -353,6 +353,28 @@ export const JournalPage = named(
     unsealed: z.array(UnsealedEntry).describe("entries committed and awaiting the sequencer, oldest first (at most 100); they appear in `entries` once sealed"),
   }),
 );
+export const JournalCheckpoint = named(
+  "JournalCheckpoint",
+  z.object({ tenantId: z.string(), spaceId: z.string(), seq: z.number().int(), headHash: z.string(), at: Millis, signature: z.string().describe("JWS compact (EdDSA) over the checkpoint") }),
+  "a signed checkpoint of a scope's journal head",
+);
+export const JournalExportHeader = named(
+  "JournalExportHeader",
+  z.object({
+    format: z.literal("writ-journal/1"),
+    kind: z.literal("export"),
+    tenantId: z.string(),
+    spaceId: z.string(),
+    fromSeq: z.number().int().describe("the first entry's seq"),
+    throughSeq: z.number().int().describe("the last entry's seq (fromSeq - 1 when none)"),
+    prevHash: z.string().nullable().describe("the hash of the entry before fromSeq; null at seq 1"),
+    headHash: z.string().nullable().describe("the last entry's hash (prevHash when none)"),
+    entries: z.number().int().describe("how many entry lines follow"),
+    checkpoints: z.array(JournalCheckpoint).describe("the signed checkpoints within [fromSeq - 1, throughSeq]"),
+    keys: z.array(z.object({ kty: z.literal("OKP"), crv: z.literal("Ed25519"), x: z.string(), kid: z.string() })).describe("the public keys (JWK) that signed the checkpoints"),
+  }),
+  "the first line of a journal export (docs/archives.md, Offline verification)",
+);
 export const JournalReadQuery = z.strictObject({ fromSeq: queryInt(1, Number.MAX_SAFE_INTEGER).optional(), limit: queryInt(1, 1000).optional() });
 export const JournalExportQuery = z.strictObject({ fromSeq: queryInt(1, Number.MAX_SAFE_INTEGER).optional() });
 export const JournalVerification = named(

@@ -170,6 +170,9 @@ describe("journal, breakers, completions, system, actions", () => {
     const exported = await operator.journal.export();
     expect(exported.head).toBe(exported.entries.at(-1)!.seq);
     expect(exported.entries.slice(0, page.entries.length)).toEqual(page.entries);
+    // The header line comes apart from the entries: the range it states is what follows.
+    expect(exported.header).toMatchObject({ format: "writ-journal/1", kind: "export", tenantId: "acme", fromSeq: 1, throughSeq: exported.head, entries: exported.entries.length });
+    expect(exported.text.split("\n")[0]).toBe(JSON.stringify(exported.header));
     const v = await operator.journal.verify();
     expect(v.ok).toBe(true);
     expect(v.headSeq).toBeGreaterThanOrEqual(exported.head!);

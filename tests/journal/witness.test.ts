@@ -7,13 +7,13 @@
  * `witness_invalid`; a witness that cannot be read is `witness_unreachable`.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { askWitnesses, publishCheckpoint, witnessProblems, type CheckpointWitness } from "../../src/core/witness.js";
 import { fileWitness, httpWitness } from "../../src/node/witness.js";
-import { appendJournal, checkpointJournal, createKeyring, generateSigningKey, memoryStore, nodeCryptoPort, readWholeJournal, sealJournalNow, type JournalCheckpoint, type Scope, type Store } from "../../src/index.js";
+import { witnessServer } from "../helpers/witness-server.js";
+import { appendJournal, checkpointJournal, createKeyring, generateSigningKey, memoryStore, nodeCryptoPort, readWholeJournal, sealJournalNow, type Scope, type Store } from "../../src/index.js";
 
 const crypto = nodeCryptoPort();
 const key = generateSigningKey({ kid: "witness-key" });
@@ -38,29 +38,15 @@ async function findings(store: Store, witnesses: CheckpointWitness[]) {
 
 describe("checkpoint witnesses", () => {
   let dir: string;
-  let server: Server;
   let url: string;
-  const held: JournalCheckpoint[] = [];
+  const w = witnessServer();
+  const held = w.held;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "writ-witness-"));
-    server = createServer((req, res) => {
-      if (req.method === "POST") {
-        let body = "";
-        req.on("data", (c: Buffer) => (body += c.toString()));
-        req.on("end", () => {
-          held.push(JSON.parse(body) as JournalCheckpoint);
-          res.writeHead(204).end();
-        });
-        return;
-      }
-      const q = new URL(req.url ?? "/", "http://x").searchParams;
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(held.filter((c) => c.tenantId === q.get("tenantId") && c.spaceId === q.get("spaceId"))));
-    });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    url = `http://127.0.0.1:${(server.address() as { port: number }).port}/witness`;
+    url = await w.listen();
   });
   afterAll(async () => {
-    await new Promise((r) => server.close(r));
+    await w.close();
     rmSync(dir, { recursive: true, force: true });
   });
 

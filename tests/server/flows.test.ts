@@ -257,7 +257,8 @@ describe("journal", () => {
     const exp = await call(rig, "GET", "/v1/spaces/prod/journal/export", { key: "acme.operate" });
     expect(exp.status).toBe(200);
     expect(exp.headers.get("content-type")).toMatch(/^application\/x-ndjson/);
-    const lines = exp.text.trim().split("\n").map((l) => JSON.parse(l) as { seq: number; tenantId: string });
+    const [header, ...lines] = exp.text.trim().split("\n").map((l) => JSON.parse(l) as { seq: number; tenantId: string });
+    expect(header).toMatchObject({ format: "writ-journal/1", kind: "export", entries: lines.length });
     expect(lines.length).toBe(Number(exp.headers.get("x-writ-journal-head")));
     expect(lines.every((e, i) => e.seq === i + 1 && e.tenantId === ACME.tenantId)).toBe(true);
     const v = await call(rig, "GET", "/v1/spaces/prod/journal/verify", { key: "acme.operate" });

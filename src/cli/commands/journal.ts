@@ -4,12 +4,12 @@ import { createWriteStream, mkdirSync, renameSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { once } from "node:events";
 import { createKeyring } from "../../core/keyring.js";
-import { checkpointKeys, encodeSegment, readArchive, SEGMENT_FORMAT, type SegmentHeader } from "../../core/archive-format.js";
+import { readArchive } from "../../core/archive-format.js";
+import { journalPages, openJournalExport } from "../../core/journal-export.js";
 import { checkUnsealed, liveStart, verifyArchivedChain, verifyExportedJournal, verifyJournal, writeCheckpoint, type JournalVerification } from "../../core/journal.js";
 import { checkSealWithinMs, sequencerFor } from "../../core/sequencer.js";
 import type { JournalEntry, Scope } from "../../core/types.js";
 import type { Keyring } from "../../core/keyring.js";
-import type { Store } from "../../core/store.js";
 import { defaultCrypto } from "../../node/defaults.js";
 import { systemClock } from "../../node/clock.js";
 import { flag, intFlag, list, str } from "../args.js";
@@ -20,7 +20,7 @@ import type { CliContext } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { readInput } from "../files.js";
 import { usageError } from "../exit-codes.js";
-import { journalLength, journalPages, parseJournalFile } from "../journal-io.js";
+import { journalLength, parseJournalFile } from "../journal-io.js";
 import { brief, time } from "../output.js";
 import { NO_PROGRESS, createProgress } from "../progress.js";
 
@@ -89,7 +89,7 @@ export const journalVerify: CommandBody = {
       const late = checkUnsealed(still, { now: systemClock.now(), sealWithinMs: checkSealWithinMs("config host", rt.config.host?.sealWithinMs) });
       result = { ...chain, ok: chain.ok && late.length === 0, unsealed: still.length, problems: [...chain.problems, ...late] };
     }
-    const witnesses = list(ctx.values, "witness").map((w) => witnessOf(/^https?:\/\//i.test(w) ? w : ctx.resolvePath(w.replace(/^file:/, ""))));
+    const witnesses = list(ctx.values, "witness").map((w) => witnessOf(w, ctx.cwd));
     if (witnesses.length > 0) {
       const found = witnessProblems(defaultCrypto(), keyring, scope, hashes, result.headSeq, await askWitnesses(witnesses, scope));
       result = { ...result, ok: result.ok && found.length === 0, problems: [...result.problems, ...found] };
@@ -137,26 +137,19 @@ export const journalExport: CommandBody = {
     const exportsDir = join(dirname(rt.keysDir), "exports");
     const out = outFlag === "-" ? undefined : (outFlag ?? join(exportsDir, `journal-${scope.tenantId}-${scope.spaceId}.jsonl`));
     if (outFlag === undefined) mkdirSync(exportsDir, { recursive: true, mode: 0o700 });
-    const header = await exportHeader(rt.store, rt.keyring, scope, fromSeq);
-    const total = header.entries;
+    const exp = await openJournalExport(rt.store, rt.keyring, scope, fromSeq);
+    const total = exp.header.entries;
     // The bar shares the terminal with the data when the data goes to a terminal: keep it off then.
     const bar = out !== undefined || !ctx.io.stdoutIsTTY ? createProgress(ctx.io.stderr, { label: "exporting", total }) : NO_PROGRESS;
     const target = out !== undefined ? ctx.resolvePath(out) : undefined;
     const tmp = target !== undefined ? `${target}.tmp-${process.pid}` : undefined;
     const file = tmp !== undefined ? createWriteStream(tmp, { flags: "wx" }) : undefined;
     let n = 0;
-    const write = async (text: string): Promise<void> => {
-      if (file) {
-        if (!file.write(text)) await once(file, "drain");
-      } else {
-        ctx.io.stdout.write(text);
-      }
-    };
     try {
-      await write(encodeSegment(header, []));
-      for await (const page of journalPages(rt.store, scope, header.fromSeq, undefined, header.throughSeq)) {
-        await write(page.map((e) => JSON.stringify(e)).join("\n") + "\n");
-        n += page.length;
+      for await (const chunk of exp.chunks()) {
+        if (!file) ctx.io.stdout.write(chunk.text);
+        else if (!file.write(chunk.text)) await once(file, "drain");
+        n += chunk.entries;
         bar.update(n);
       }
       if (file) {
@@ -178,32 +171,6 @@ export const journalExport: CommandBody = {
   },
 };
 
-/** An export's header: the range as of now (the head read first), its checkpoints and their keys. */
-async function exportHeader(store: Store, keyring: Keyring, scope: Scope, fromSeq: number): Promise<SegmentHeader> {
-  return readCommitted(store, async (tx) => {
-    const head = await tx.journalHead(scope);
-    const [first] = await tx.readJournal(scope, { fromSeq, limit: 1 });
-    const start = first?.seq ?? Math.max(fromSeq, (head?.seq ?? 0) + 1);
-    const [before] = start > 1 ? await tx.readJournal(scope, { fromSeq: start - 1, limit: 1 }) : [];
-    const prevHash = before !== undefined && before.seq === start - 1 ? before.hash : null;
-    const through = head !== null && head.seq >= start ? head.seq : start - 1;
-    const checkpoints = (await tx.listCheckpoints(scope)).filter((cp) => cp.seq >= start - 1 && cp.seq <= through);
-    return {
-      format: SEGMENT_FORMAT,
-      kind: "export",
-      tenantId: scope.tenantId,
-      spaceId: scope.spaceId,
-      fromSeq: start,
-      throughSeq: through,
-      prevHash,
-      headHash: through >= start ? head!.hash : prevHash,
-      entries: through - start + 1,
-      checkpoints,
-      keys: checkpointKeys(checkpoints, keyring),
-    };
-  });
-}
-
 export const journalCheckpoint: CommandBody = {
   options: {
     witness: { type: "string", multiple: true, value: "<file|url>", description: "also publish the checkpoint to this witness (a file, or an http(s) endpoint); repeatable (docs/archives.md)" },
@@ -211,7 +178,7 @@ export const journalCheckpoint: CommandBody = {
   async run(ctx) {
     const scope = await ctx.scope();
     const rt = await ctx.runtime();
-    const witnesses = list(ctx.values, "witness").map((w) => witnessOf(/^https?:\/\//i.test(w) ? w : ctx.resolvePath(w.replace(/^file:/, ""))));
+    const witnesses = list(ctx.values, "witness").map((w) => witnessOf(w, ctx.cwd));
     await sequencerFor(rt.store, defaultCrypto()).seal(scope);
     const cp = await rt.store.transact((tx) => writeCheckpoint(tx, defaultCrypto(), scope, rt.signingKey, systemClock.now()));
     const failed = cp !== null ? await publishCheckpoint(witnesses, cp) : [];
@@ -253,7 +220,7 @@ export const journalLs: CommandBody = {
 
 export const journalArchive: CommandBody = {
   details:
-    "Archives what is closed in every scope with a sealed journal (or only --tenant/--space): signs a checkpoint of each head, writes each segment through it to the archive target (config `archive`, by default <state dir>/archives), reads it back, moves the watermark, then drops the archived entries from the database in small batches (never the head, never past a notification subscription's cursor). Safe to run from cron beside running workers (docs/archives.md).",
+    "Archives what is closed in every scope with a sealed journal (or only --tenant/--space): signs a checkpoint of each head, writes each segment through it to the archive target (config `archive`, by default <state dir>/archives), reads it back, moves the watermark, then drops the archived entries from the database in small batches (never the head, never past a notification subscription's cursor), and publishes the checkpoints it signed to the config's archive.witnesses (exit 1 when a witness did not take one; archiving is done all the same). Safe to run from cron beside running workers (docs/archives.md).",
   options: {
     "keep-live-ms": { type: "string", value: "<ms>", description: "keep archived entries younger than this in the database (default: the config's archive.keepLiveMs, 30 days); 0 prunes all that is archived" },
   },
@@ -277,11 +244,14 @@ export const journalArchive: CommandBody = {
         const bytes = r.segments.reduce((n, s) => n + s.bytes, 0);
         const seg = r.segments.length === 0 ? "nothing new to archive" : `archived ${r.segments.length} segment(s), seqs ${r.segments[0]!.fromSeq}..${r.segments[r.segments.length - 1]!.throughSeq} (${bytes} bytes)`;
         const held = r.heldBy === "notifications" ? " (held by a notification subscription's cursor)" : "";
-        ctx.out.line(`${r.scope.tenantId}/${r.scope.spaceId}: ${seg}; archived through seq ${r.archivedThrough} of ${r.headSeq}; pruned ${r.pruned} entries${held}; live from seq ${r.firstLiveSeq ?? "-"}`);
+        const w = r.witnesses === undefined ? "" : `; published ${r.witnesses.published} checkpoint(s) to witnesses`;
+        ctx.out.line(`${r.scope.tenantId}/${r.scope.spaceId}: ${seg}; archived through seq ${r.archivedThrough} of ${r.headSeq}; pruned ${r.pruned} entries${held}; live from seq ${r.firstLiveSeq ?? "-"}${w}`);
+        for (const f of r.witnesses?.failed ?? []) ctx.out.line(`  witness ${f.witness} did not take it (retried at the next run): ${f.error}`);
       }
       if (runs.length > 0) ctx.out.line(`archive: ${ctx.relative(where)}`);
     });
-    return EXIT.OK;
+    // Archiving went on; a witness that did not take a checkpoint still fails the run, for cron to see.
+    return runs.some((r) => (r.witnesses?.failed.length ?? 0) > 0) ? EXIT.FAILED : EXIT.OK;
   },
 };
 

@@ -1,10 +1,11 @@
-/** The journal of a space: read a page, export everything as JSONL, verify the chain and checkpoints. */
+/** The journal of a space: read a page, export it (src/core/journal-export.ts, the CLI's format), verify the chain and checkpoints. */
 import { errorMessage } from "../../core/errors.js";
 import { verifyStoredJournal } from "../../core/journal.js";
+import { openJournalExport } from "../../core/journal-export.js";
 import { checkSealWithinMs } from "../../core/sequencer.js";
 import type { ServerContext } from "../context.js";
 import { defineRoute, type Route } from "../registry.js";
-import { JournalExportQuery, JournalPage, JournalReadQuery, JournalVerification, SpacePath } from "../schemas.js";
+import { JournalEntry, JournalExportHeader, JournalExportQuery, JournalPage, JournalReadQuery, JournalVerification, SpacePath } from "../schemas.js";
 
 const EXPORT_PAGE = 500;
 /** Unsealed entries shown beside a page of sealed ones (docs/journal.md). */
@@ -37,35 +38,34 @@ export function journalRoutes(s: ServerContext): Route[] {
       path: "/v1/spaces/{spaceId}/journal/export",
       operationId: "exportJournal",
       tag: "journal",
-      summary: "Export the journal as JSON Lines (one entry per line)",
+      summary: "Export the journal as JSON Lines: a header line, then one entry per line",
       description:
-        "Streams every sealed entry from `fromSeq` up to the sealed head as it was when the export started (entries still awaiting the sequencer are not exported: they have no seq or hash yet). Feed the file to `writ journal verify` (or verifyJournal) to check it.",
+        "The format `writ journal export` writes (docs/archives.md, Offline verification). The first line is a `JournalExportHeader`: the range exported, the signed checkpoints within it and the public keys that verify them. Then every sealed entry from `fromSeq` (or the first entry still in the database, when older ones were archived) up to the sealed head as it was when the export started, one `JournalEntry` a line (entries still awaiting the sequencer are not exported: they have no seq or hash yet). `writ journal verify --file` checks a saved export offline, a cut tail included (with the keys the header carries, named in its answer as not independently trusted, or with `--keys`: only those). The `x-writ-journal-head` header is the sealed head when the export started.",
       access: { kind: "key", roles: ["operate"] },
       params: SpacePath,
       query: JournalExportQuery,
-      responses: { 200: { description: "JSON Lines", contentType: "application/x-ndjson" } },
+      responses: { 200: { description: "JSON Lines: a JournalExportHeader line, then one JournalEntry a line", contentType: "application/x-ndjson", lines: { first: JournalExportHeader, then: JournalEntry } } },
       async handle({ c, caller, query }) {
-        const scope = caller.scope;
-        const head = await store.transact((tx) => tx.journalHead(scope));
-        const last = head?.seq ?? 0;
-        let next = query.fromSeq ?? 1;
+        const exp = await openJournalExport(store, keyring, caller.scope, query.fromSeq ?? 1);
+        const chunks = exp.chunks(EXPORT_PAGE);
         const encoder = new TextEncoder();
         const requestId = c.get("requestId");
         const body = new ReadableStream<Uint8Array>({
           async pull(ctrl) {
             try {
-              if (next > last) return ctrl.close();
-              const page = await store.transact((tx) => tx.readJournal(scope, { fromSeq: next, limit: Math.min(EXPORT_PAGE, last - next + 1) }));
-              if (page.length === 0) return ctrl.close();
-              ctrl.enqueue(encoder.encode(page.map((e) => JSON.stringify(e)).join("\n") + "\n"));
-              next = page[page.length - 1]!.seq + 1;
+              const next = await chunks.next();
+              if (next.done === true) ctrl.close();
+              else ctrl.enqueue(encoder.encode(next.value.text));
             } catch (e) {
               s.log.error({ requestId, err: errorMessage(e) }, "journal export failed mid-stream");
               ctrl.error(e);
             }
           },
+          async cancel() {
+            await chunks.return(undefined);
+          },
         });
-        return c.body(body, 200, { "content-type": "application/x-ndjson; charset=utf-8", "x-writ-journal-head": String(last) });
+        return c.body(body, 200, { "content-type": "application/x-ndjson; charset=utf-8", "x-writ-journal-head": String(exp.headSeq) });
       },
     }),
     defineRoute({
