@@ -105,17 +105,22 @@ export function simStore(node: SimNode, inner: Store, hooks: StoreHooks, options
             c.attempts.push({ ...rec });
           };
         }
-        if (prop === "deleteInvocation") {
-          return async (scope: Scope, invocationId: string) => {
-            const inv = await target.getInvocation(scope, invocationId);
+        if (prop === "deleteEndedInvocations") {
+          return async (scope: Scope, ids: string[]) => {
             const watermark = await target.journalArchivedThrough(scope);
-            const recs = await target.listReconciliations(scope, { invocationId });
-            const approval = inv?.approvalId !== undefined ? await target.getApproval(scope, inv.approvalId) : null;
-            const rows = (await fn(scope, invocationId)) as { invocations: number };
-            if (inv !== null && rows.invocations === 1) {
-              c.pruned.push({ invocation: inv, watermark, openReconciliations: recs.filter((r) => r.status === "open").length, approvalStatus: approval?.status ?? null, reconciliationIds: recs.map((r) => r.reconciliationId) });
+            const seen = new Map<string, Omit<PrunedSeen, "watermark"> | null>();
+            for (const invocationId of ids) {
+              const inv = await target.getInvocation(scope, invocationId);
+              const recs = await target.listReconciliations(scope, { invocationId });
+              const approval = inv?.approvalId !== undefined ? await target.getApproval(scope, inv.approvalId) : null;
+              seen.set(invocationId, inv === null ? null : { invocation: inv, openReconciliations: recs.filter((r) => r.status === "open").length, approvalStatus: approval?.status ?? null, reconciliationIds: recs.map((r) => r.reconciliationId) });
             }
-            return rows;
+            const out = (await fn(scope, ids)) as { deleted: string[] };
+            for (const id of out.deleted) {
+              const s = seen.get(id);
+              if (s != null) c.pruned.push({ ...s, watermark });
+            }
+            return out;
           };
         }
         if (prop === "insertUnsealed") {

@@ -5,7 +5,7 @@
 import { LeaseLostError, WritError } from "../../core/errors.js";
 import { journalRowOf } from "../../core/journal.js";
 import { nextRevision } from "../../core/store-guard.js";
-import { assertScope, checkArchiveMove, checkPrune, type AgedRecordKind, type ClaimOptions, type EndedCursor, type JournalScopeState, type PrunedInvocationRows, type DeliveryFilter, type InvocationFilter, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
+import { assertScope, checkArchiveMove, checkPrune, type AgedRecordKind, type BareCursor, type ClaimOptions, type EndedCursor, type InvocationHold, type PrunedInvocations, type JournalScopeState, type PrunedInvocationRows, type DeliveryFilter, type InvocationFilter, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
 import type {
   ApiKeyRecord,
   BreakerRecord,
@@ -654,8 +654,21 @@ export class SqliteTx implements StoreTx {
     return retention.journalNamesAbove(this.#q, this.#sp(scope), aboveSeq, invocationIds);
   }
 
-  async deleteInvocation(scope: Scope, invocationId: string): Promise<PrunedInvocationRows> {
-    return retention.deleteInvocation(this.#q, this.#sp(scope), invocationId);
+  async invocationHolds(scope: Scope, invocationIds: string[]): Promise<Map<string, InvocationHold>> {
+    return retention.invocationHolds(this.#q, this.#sp(scope), invocationIds);
+  }
+
+  async deleteEndedInvocations(scope: Scope, invocationIds: string[]): Promise<PrunedInvocations> {
+    return retention.deleteEndedInvocations(this.#q, this.#sp(scope), invocationIds);
+  }
+
+  async listBareIdempotency(opts: { before: number; limit: number; after?: BareCursor }): Promise<{ bare: IdempotencyRecord[]; next?: BareCursor }> {
+    this.#checkOpen();
+    return retention.listBareIdempotency(this.#q, opts);
+  }
+
+  async deleteBareExecutions(scope: Scope, keys: Array<{ action: string; idempotencyKey: string }>, before: number): Promise<PrunedInvocationRows> {
+    return retention.deleteBareExecutions(this.#q, this.#sp(scope), keys, before);
   }
 
   async deleteAgedRecords(kind: AgedRecordKind, before: number, limit: number): Promise<number> {
