@@ -332,11 +332,12 @@ class GuardedTx implements StoreTx {
     return this.#tx.setJournalArchivedThrough(scope, seq);
   }
 
-  async pruneJournal(scope: Scope, throughSeq: number, limit: number): Promise<number> {
+  async pruneJournal(scope: Scope, throughSeq: number, limit: number, writtenBefore?: number): Promise<number> {
     checkStoreScope(scope);
     if (!Number.isSafeInteger(throughSeq) || throughSeq < 0) throw new WritError("INVALID_ARGUMENT", "pruneJournal: throughSeq must be a non-negative integer seq");
     if (!Number.isSafeInteger(limit) || limit < 1) throw new WritError("INVALID_ARGUMENT", "pruneJournal: limit must be a positive integer");
-    return this.#tx.pruneJournal(scope, throughSeq, limit);
+    if (writtenBefore !== undefined) nonNegInt(writtenBefore, "writtenBefore");
+    return this.#tx.pruneJournal(scope, throughSeq, limit, writtenBefore);
   }
 
   async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {

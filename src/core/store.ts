@@ -387,9 +387,10 @@ export interface StoreTx extends NotificationTx, RetentionTx {
    * archived, and never the sealed head (the sequencer continues the chain from it): `throughSeq`
    * above the archive watermark, or at or above the head, throws `CONFLICT` and deletes nothing.
    * Checkpoints and unsealed entries are kept. Reads then start at the first live seq
-   * (docs/archives.md).
+   * (docs/archives.md). With `writtenBefore`, only the leading ones written before it: the first
+   * entry written at or after it stays, and every entry after that one.
    */
-  pruneJournal(scope: Scope, throughSeq: number, limit: number): Promise<number>;
+  pruneJournal(scope: Scope, throughSeq: number, limit: number, writtenBefore?: number): Promise<number>;
 
   // invocations
   /** Inserts; CONFLICT if (scope, action, idempotencyKey) or the id exists. */

@@ -30,6 +30,8 @@ export interface Committed {
   intents: Array<{ step: StepCheckpoint; token: string | undefined }>;
   /** Invocations retention deleted, with what the deleting transaction saw just before (docs/retention.md). */
   pruned: PrunedSeen[];
+  /** Invocation ids of bare executions whose idempotency record retention deleted with their rows. */
+  prunedBare: string[];
 }
 
 /** An invocation as its pruning transaction saw it just before deleting it. */
@@ -123,6 +125,18 @@ export function simStore(node: SimNode, inner: Store, hooks: StoreHooks, options
             return out;
           };
         }
+        if (prop === "deleteBareExecutions") {
+          return async (scope: Scope, keys: Array<{ action: string; idempotencyKey: string }>, before: number) => {
+            const recs = [];
+            for (const k of keys) recs.push(await target.getIdempotency(scope, k.action, k.idempotencyKey));
+            const out = await fn(scope, keys, before);
+            for (const [i, k] of keys.entries()) {
+              const rec = recs[i];
+              if (rec != null && (await target.getIdempotency(scope, k.action, k.idempotencyKey)) === null) c.prunedBare.push(rec.invocationId);
+            }
+            return out;
+          };
+        }
         if (prop === "insertUnsealed") {
           return async (scope: Scope, ...rest: unknown[]) => {
             const ids = await fn(scope, ...rest);
@@ -145,7 +159,7 @@ export function simStore(node: SimNode, inner: Store, hooks: StoreHooks, options
     const value = await node.op(kind, async () => {
       const fault = hooks.fault(node, kind);
       if (fault === "throw") throw new WritError("STORE_ERROR", "sim: injected store failure (nothing written)");
-      const c: Committed = { claims: [], attempts: [], invocations: [], breakers: [], intents: [], pruned: [] };
+      const c: Committed = { claims: [], attempts: [], invocations: [], breakers: [], intents: [], pruned: [], prunedBare: [] };
       const v = await work(c, journaled);
       hooks.committed(node, c);
       if (fault === "lost-ack" && hooks.loseAck(node, c)) throw new WritError("STORE_ERROR", "sim: injected lost acknowledgement (the commit happened)");

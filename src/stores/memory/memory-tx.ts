@@ -153,8 +153,8 @@ export class MemoryTx implements StoreTx {
   async setJournalArchivedThrough(scope: Scope, seq: number): Promise<void> {
     journal.setJournalArchivedThrough(this.#enter("setJournalArchivedThrough"), scope, seq);
   }
-  async pruneJournal(scope: Scope, throughSeq: number, limit: number): Promise<number> {
-    return journal.pruneJournal(this.#enter("pruneJournal"), scope, throughSeq, limit);
+  async pruneJournal(scope: Scope, throughSeq: number, limit: number, writtenBefore?: number): Promise<number> {
+    return journal.pruneJournal(this.#enter("pruneJournal"), scope, throughSeq, limit, writtenBefore);
   }
 
   async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {

@@ -183,8 +183,8 @@ export class PostgresTx implements StoreTx {
     return journal.setJournalArchivedThrough(this.#in(scope), scope, seq);
   }
 
-  async pruneJournal(scope: Scope, throughSeq: number, limit: number): Promise<number> {
-    return journal.pruneJournal(this.#in(scope), scope, throughSeq, limit);
+  async pruneJournal(scope: Scope, throughSeq: number, limit: number, writtenBefore?: number): Promise<number> {
+    return journal.pruneJournal(this.#in(scope), scope, throughSeq, limit, writtenBefore);
   }
 
   async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {

@@ -348,9 +348,10 @@ export class SqliteTx implements StoreTx {
     if (seq !== current) this.#q.setArchivedThrough.run({ ...sp, seq });
   }
 
-  async pruneJournal(scope: Scope, throughSeq: number, limit: number): Promise<number> {
+  async pruneJournal(scope: Scope, throughSeq: number, limit: number, writtenBefore?: number): Promise<number> {
     const sp = this.#sp(scope);
     checkPrune((this.#q.archivedThrough.get(sp) as number | undefined) ?? 0, (this.#q.journalHead.get(sp) as { seq: number } | undefined)?.seq ?? 0, throughSeq);
+    if (writtenBefore !== undefined) return this.#q.pruneJournalBefore.run({ ...sp, through: throughSeq, limit, before: writtenBefore }).changes;
     return this.#q.pruneJournal.run({ ...sp, through: throughSeq, limit }).changes;
   }
 
