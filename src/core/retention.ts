@@ -16,7 +16,7 @@
  */
 import { WritError } from "./errors.js";
 import { AGED_RECORD_KINDS, readCommitted, type AgedRecordKind, type BareCursor, type EndedCursor, type PrunedInvocationRows, type Store, type StoreTx } from "./store.js";
-import type { IdempotencyRecord, Invocation, Scope } from "./types.js";
+import type { IdempotencyRecord, Scope } from "./types.js";
 
 /** Why an ended invocation old enough to go is kept. */
 export const HOLD_REASONS = ["not_archived", "open_reconciliation", "pending_approval"] as const;
@@ -167,7 +167,7 @@ function emptyCounts(): Record<PrunedKind, number> {
  * Candidates read per window (`batchSize` × this, at most 5000): the journal's hold on a window is
  * read once per scope (its cost is the archive lag), then the window is deleted `batchSize` at a time.
  */
-export const WINDOW_BATCHES = 10;
+export const WINDOW_BATCHES = 50;
 
 /** A window's candidates of one scope that the journal does not hold. */
 interface ScopeGroup<T> {
@@ -246,7 +246,7 @@ export async function runRetention(store: Store, settings: RetentionSettings, op
     if (busy && settings.pauseMs > 0 && opts.pause) await opts.pause(settings.pauseMs);
     return budgetLeft();
   };
-  const hold = (inv: Invocation, reason: HoldReason): void => {
+  const hold = (inv: EndedCursor, reason: HoldReason): void => {
     report.held[reason] += 1;
     if (report.heldSample.length < 20) report.heldSample.push({ tenantId: inv.tenantId, spaceId: inv.spaceId, invocationId: inv.invocationId, endedAt: inv.updatedAt, reason });
   };

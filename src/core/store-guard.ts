@@ -620,7 +620,7 @@ class GuardedTx implements StoreTx {
   }
 
   // retention (docs/retention.md)
-  async listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<Invocation[]> {
+  async listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<EndedCursor[]> {
     if (typeof opts !== "object" || opts === null) throw bad("listEndedInvocations needs { endedBefore, limit }");
     nonNegInt(opts.endedBefore, "endedBefore");
     nonNegInt(opts.limit, "limit");

@@ -235,9 +235,10 @@ export interface BareCursor {
 export interface RetentionTx {
   /**
    * Ended invocations (succeeded, failed, denied, cancelled) last updated before `endedBefore`,
-   * across scopes, in (updatedAt, tenantId, spaceId, invocationId) order, only those after `after`.
+   * across scopes, in (updatedAt, tenantId, spaceId, invocationId) order, only those after `after`:
+   * those four fields of each (what the index of ended invocations holds, not the documents).
    */
-  listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<Invocation[]>;
+  listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<EndedCursor[]>;
   /**
    * Of `invocationIds`, those that a journal entry of the scope names (`refs.invocationId`) while
    * it is unsealed or sealed with a seq above `aboveSeq` (not archived yet).

@@ -21,7 +21,7 @@ function endedOrder(a: EndedCursor, b: EndedCursor): number {
   return 0;
 }
 
-export function listEndedInvocations(w: Work, opts: { endedBefore: number; limit: number; after?: EndedCursor }): Invocation[] {
+export function listEndedInvocations(w: Work, opts: { endedBefore: number; limit: number; after?: EndedCursor }): EndedCursor[] {
   const out: Invocation[] = [];
   for (const sd of allScopes(w.state)) {
     for (const inv of sd.invocations.values()) {
@@ -30,7 +30,10 @@ export function listEndedInvocations(w: Work, opts: { endedBefore: number; limit
       out.push(inv);
     }
   }
-  return out.sort(endedOrder).slice(0, opts.limit).map(copy);
+  return out
+    .sort(endedOrder)
+    .slice(0, opts.limit)
+    .map((i) => ({ updatedAt: i.updatedAt, tenantId: i.tenantId, spaceId: i.spaceId, invocationId: i.invocationId }));
 }
 
 export function journalNamesAbove(w: Work, scope: Scope, aboveSeq: number, invocationIds: string[]): Set<string> {

@@ -273,7 +273,7 @@ export class MemoryTx implements StoreTx {
   }
 
   // retention (docs/retention.md)
-  async listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<Invocation[]> {
+  async listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<EndedCursor[]> {
     return retention.listEndedInvocations(this.#enter("listEndedInvocations"), opts);
   }
   async journalNamesAbove(scope: Scope, aboveSeq: number, invocationIds: string[]): Promise<Set<string>> {

@@ -7,19 +7,20 @@
  * replay window (migration 15) and age-only deletes.
  */
 import type { AgedRecordKind, BareCursor, EndedCursor, InvocationHold, PrunedInvocationRows, PrunedInvocations } from "../../core/store.js";
-import { TERMINAL_INVOCATION_STATUSES, type IdempotencyRecord, type Invocation, type Scope } from "../../core/types.js";
+import { TERMINAL_INVOCATION_STATUSES, type IdempotencyRecord, type Scope } from "../../core/types.js";
 import { statement, type Exec, type Statement } from "./postgres-exec.js";
-import { INVOCATION_READ, invocationFromRow, type InvocationRow } from "./postgres-rows.js";
 
 const ENDED = `status IN (${TERMINAL_INVOCATION_STATUSES.map((s) => `'${s}'`).join(", ")})`;
 const ENDED_SET: ReadonlySet<string> = new Set(TERMINAL_INVOCATION_STATUSES);
 const ENDED_ORDER = "ORDER BY updated_at, tenant_id, space_id, invocation_id LIMIT $2";
 // Two statements, so that the cursor is an index condition of writ_invocations_ended (a cursor
 // written as `$3 IS NULL OR (...) > (...)` is a filter: every page would walk the index from its start).
-const LIST_ENDED = statement("list_ended_invocations", `SELECT ${INVOCATION_READ} FROM writ_invocations WHERE ${ENDED} AND updated_at < $1 ${ENDED_ORDER}`);
+// Only the columns of writ_invocations_ended (migration 14): an index-only scan, no documents.
+const ENDED_FIELDS = `updated_at AS "updatedAt", tenant_id AS "tenantId", space_id AS "spaceId", invocation_id AS "invocationId"`;
+const LIST_ENDED = statement("list_ended_invocations", `SELECT ${ENDED_FIELDS} FROM writ_invocations WHERE ${ENDED} AND updated_at < $1 ${ENDED_ORDER}`);
 const LIST_ENDED_AFTER = statement(
   "list_ended_invocations_after",
-  `SELECT ${INVOCATION_READ} FROM writ_invocations WHERE ${ENDED} AND updated_at < $1
+  `SELECT ${ENDED_FIELDS} FROM writ_invocations WHERE ${ENDED} AND updated_at < $1
       AND (updated_at, tenant_id, space_id, invocation_id) > ($3::bigint, $4::text, $5::text, $6::text) ${ENDED_ORDER}`,
 );
 const NAMES_ABOVE = statement(
@@ -69,15 +70,19 @@ const DELETE_INVOCATIONS = statement(
      (SELECT count(*) FROM rc) AS reconciliations, (SELECT count(*) FROM ap) AS approvals`,
 );
 
-/** A settled idempotency record `k` that no invocation of its scope holds (by its invocationId, or by its action and key). */
-const NO_INVOCATION = `NOT EXISTS (SELECT 1 FROM writ_invocations v WHERE v.tenant_id = k.tenant_id AND v.space_id = k.space_id AND v.invocation_id = k.doc->>'invocationId')
-   AND NOT EXISTS (SELECT 1 FROM writ_invocations v WHERE v.tenant_id = k.tenant_id AND v.space_id = k.space_id AND v.action = k.action AND v.idempotency_key = k.idempotency_key)`;
+/**
+ * `h.held` is 1 when an invocation of the scope of record `k` holds it (by its invocationId, or by
+ * its action and key), else null: a lateral probe of the two unique indexes per record (as NOT
+ * EXISTS, the planner may hash the whole table of invocations instead).
+ */
+const HOLDER = `LEFT JOIN LATERAL (SELECT 1 AS held FROM writ_invocations v WHERE v.tenant_id = k.tenant_id AND v.space_id = k.space_id
+     AND (v.invocation_id = k.doc->>'invocationId' OR (v.action = k.action AND v.idempotency_key = k.idempotency_key)) LIMIT 1) h ON true`;
 const SETTLED = "state IN ('succeeded', 'failed') AND (doc->>'updatedAt')::bigint < $1";
 const SETTLED_ORDER = "ORDER BY (doc->>'updatedAt')::bigint, tenant_id, space_id, action, idempotency_key";
 /** The next $2 settled records (writ_idempotency_settled, migration 15), each marked bare or not. */
 const settledPage = (cursor: string): string =>
-  `SELECT k.doc, k.tenant_id AS t, k.space_id AS s, (${NO_INVOCATION}) AS bare
-     FROM (SELECT tenant_id, space_id, action, idempotency_key, doc FROM writ_idempotency WHERE ${SETTLED}${cursor} ${SETTLED_ORDER} LIMIT $2) k
+  `SELECT k.doc, k.tenant_id AS t, k.space_id AS s, h.held IS NULL AS bare
+     FROM (SELECT tenant_id, space_id, action, idempotency_key, doc FROM writ_idempotency WHERE ${SETTLED}${cursor} ${SETTLED_ORDER} LIMIT $2) k ${HOLDER}
     ORDER BY (k.doc->>'updatedAt')::bigint, k.tenant_id, k.space_id, k.action, k.idempotency_key`;
 const LIST_SETTLED = statement("list_settled_idempotency", settledPage(""));
 const LIST_SETTLED_AFTER = statement(
@@ -88,8 +93,8 @@ const LIST_SETTLED_AFTER = statement(
 const LOCK_BARE = statement(
   "bare_for_delete",
   `SELECT k.action, k.idempotency_key AS key, k.doc->>'invocationId' AS inv FROM writ_idempotency k
-     JOIN unnest($3::text[], $4::text[]) AS w(action, key) ON k.action = w.action AND k.idempotency_key = w.key
-    WHERE k.tenant_id = $1 AND k.space_id = $2 AND k.state IN ('succeeded', 'failed') AND (k.doc->>'updatedAt')::bigint < $5 AND ${NO_INVOCATION}
+     JOIN unnest($3::text[], $4::text[]) AS w(action, key) ON k.action = w.action AND k.idempotency_key = w.key ${HOLDER}
+    WHERE k.tenant_id = $1 AND k.space_id = $2 AND k.state IN ('succeeded', 'failed') AND (k.doc->>'updatedAt')::bigint < $5 AND h.held IS NULL
     ORDER BY k.action, k.idempotency_key FOR UPDATE OF k`,
 );
 /** Bare executions: their rows under the invocation ids $3, then their records ($4 actions, $5 keys). */
@@ -127,13 +132,13 @@ const AGED: Record<AgedRecordKind, { del: Statement; count: Statement }> = {
   },
 };
 
-export async function listEndedInvocations(x: Exec, opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<Invocation[]> {
+export async function listEndedInvocations(x: Exec, opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<EndedCursor[]> {
   const a = opts.after;
   const rows =
     a === undefined
-      ? await x.rows<InvocationRow>(LIST_ENDED, [opts.endedBefore, opts.limit])
-      : await x.rows<InvocationRow>(LIST_ENDED_AFTER, [opts.endedBefore, opts.limit, a.updatedAt, a.tenantId, a.spaceId, a.invocationId]);
-  return rows.map(invocationFromRow);
+      ? await x.rows<EndedCursor & { updatedAt: string | number }>(LIST_ENDED, [opts.endedBefore, opts.limit])
+      : await x.rows<EndedCursor & { updatedAt: string | number }>(LIST_ENDED_AFTER, [opts.endedBefore, opts.limit, a.updatedAt, a.tenantId, a.spaceId, a.invocationId]);
+  return rows.map((r) => ({ updatedAt: Number(r.updatedAt), tenantId: r.tenantId, spaceId: r.spaceId, invocationId: r.invocationId }));
 }
 
 export async function journalNamesAbove(x: Exec, scope: Scope, aboveSeq: number, ids: string[]): Promise<Set<string>> {

@@ -354,7 +354,7 @@ export class PostgresTx implements StoreTx {
 
   // retention (docs/retention.md)
 
-  async listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<Invocation[]> {
+  async listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<EndedCursor[]> {
     return retention.listEndedInvocations(this.#in(), opts);
   }
 

@@ -7,7 +7,7 @@
  */
 import type Database from "better-sqlite3";
 import type { AgedRecordKind, BareCursor, EndedCursor, InvocationHold, PrunedInvocationRows, PrunedInvocations } from "../../core/store.js";
-import { TERMINAL_INVOCATION_STATUSES, type IdempotencyRecord, type Invocation } from "../../core/types.js";
+import { TERMINAL_INVOCATION_STATUSES, type IdempotencyRecord } from "../../core/types.js";
 import { SCOPE, type Prepare } from "./sqlite-sql.js";
 
 /** The retention statements, by name. */
@@ -32,6 +32,8 @@ export interface SqliteRetentionStatements {
 const ENDED_SET: ReadonlySet<string> = new Set(TERMINAL_INVOCATION_STATUSES);
 const ENDED = `status IN (${TERMINAL_INVOCATION_STATUSES.map((s) => `'${s}'`).join(", ")})`;
 const UPDATED = "json_extract(doc, '$.updatedAt')";
+/** What the index of ended invocations holds (migration 10): read from it alone. */
+const ENDED_FIELDS = `${UPDATED} AS updatedAt, tenant_id AS tenantId, space_id AS spaceId, invocation_id AS invocationId`;
 const ENDED_ORDER = `ORDER BY ${UPDATED}, tenant_id, space_id, invocation_id LIMIT @limit`;
 const DONE_DELIVERY = "status <> 'pending' AND json_extract(doc, '$.updatedAt') < @before";
 const EXPIRED_COMPLETION = "json_extract(doc, '$.disposition') = 'expired' AND coalesce(json_extract(doc, '$.expiredAt'), received_at) < @before";
@@ -51,10 +53,10 @@ export function prepareRetentionStatements(p: Prepare): SqliteRetentionStatement
     `SELECT k.doc, k.tenant_id AS t, k.space_id AS s, (${NO_INVOCATION}) AS bare FROM (SELECT tenant_id, space_id, action, idempotency_key, doc FROM idempotency WHERE ${SETTLED}${cursor} ${SETTLED_ORDER}) k ` +
     "ORDER BY json_extract(k.doc, '$.updatedAt'), k.tenant_id, k.space_id, k.action, k.idempotency_key";
   return {
-    listEnded: p(`SELECT doc FROM invocations WHERE ${ENDED} AND ${UPDATED} < @before ${ENDED_ORDER}`).pluck(),
+    listEnded: p(`SELECT ${ENDED_FIELDS} FROM invocations WHERE ${ENDED} AND ${UPDATED} < @before ${ENDED_ORDER}`),
     listEndedAfter: p(
-      `SELECT doc FROM invocations WHERE ${ENDED} AND ${UPDATED} < @before AND (${UPDATED}, tenant_id, space_id, invocation_id) > (@at, @at_t, @at_s, @at_id) ${ENDED_ORDER}`,
-    ).pluck(),
+      `SELECT ${ENDED_FIELDS} FROM invocations WHERE ${ENDED} AND ${UPDATED} < @before AND (${UPDATED}, tenant_id, space_id, invocation_id) > (@at, @at_t, @at_s, @at_id) ${ENDED_ORDER}`,
+    ),
     journalNamesAbove: p(
       `SELECT DISTINCT json_extract(doc, '$.refs.invocationId') FROM journal WHERE ${SCOPE} AND (seq IS NULL OR seq > @above) ` +
         "AND json_extract(doc, '$.refs.invocationId') IN (SELECT value FROM json_each(@ids))",
@@ -108,14 +110,13 @@ export function prepareRetentionStatements(p: Prepare): SqliteRetentionStatement
 
 type ScopeParams = { t: string; s: string };
 
-export function listEndedInvocations(q: SqliteRetentionStatements, opts: { endedBefore: number; limit: number; after?: EndedCursor }): Invocation[] {
+export function listEndedInvocations(q: SqliteRetentionStatements, opts: { endedBefore: number; limit: number; after?: EndedCursor }): EndedCursor[] {
   const a = opts.after;
-  const rows = (
+  return (
     a === undefined
       ? q.listEnded.all({ before: opts.endedBefore, limit: opts.limit })
       : q.listEndedAfter.all({ before: opts.endedBefore, limit: opts.limit, at: a.updatedAt, at_t: a.tenantId, at_s: a.spaceId, at_id: a.invocationId })
-  ) as string[];
-  return rows.map((d) => JSON.parse(d) as Invocation);
+  ) as EndedCursor[];
 }
 
 export function journalNamesAbove(q: SqliteRetentionStatements, sp: ScopeParams, aboveSeq: number, ids: string[]): Set<string> {

@@ -646,7 +646,7 @@ export class SqliteTx implements StoreTx {
 
   // retention (docs/retention.md)
 
-  async listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<Invocation[]> {
+  async listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<EndedCursor[]> {
     this.#checkOpen();
     return retention.listEndedInvocations(this.#q, opts);
   }
