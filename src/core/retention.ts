@@ -10,9 +10,12 @@
  * pending. Open invocations are never candidates. Journal entries and checkpoints are never
  * deleted here (the archiver's business).
  *
- * Each batch is one short transaction: the candidates, their holds, and the deletes of whole
- * invocations (children first, the row last). A crash between batches leaves whole invocations
- * either present or gone; a crash inside a batch rolls the batch back.
+ * Candidates are read a window at a time (the ended invocations' ids, the journal's hold on them
+ * per scope); each batch of them is then one short transaction: one store call that locks and
+ * re-checks every member and deletes the others whole, one statement per table. A crash between
+ * batches leaves whole invocations either present or gone; a crash inside a batch rolls the batch
+ * back. Bare executions' idempotency records (no invocation holds them) go the same way after the
+ * replay window.
  */
 import { WritError } from "./errors.js";
 import { AGED_RECORD_KINDS, readCommitted, type AgedRecordKind, type BareCursor, type EndedCursor, type PrunedInvocationRows, type Store, type StoreTx } from "./store.js";
