@@ -178,12 +178,32 @@ interface ScopeGroup<T> {
   free: T[];
 }
 
+/** Most ids a hold memo keeps per scope; past it the scope's memo starts over. */
+const MEMO_IDS = 100_000;
+
+/**
+ * What earlier reads of the journal found held, per scope, with the archive watermark they read
+ * above. While a scope's watermark has not moved, an id found named above it is still named above
+ * it (nothing above the watermark is ever deleted), so it is held without reading the journal
+ * again; once the watermark moves the scope's memo starts over. Passed from run to run by the
+ * host (a worker's background pruner), so the passes between two archiver runs, which meet mostly
+ * the same held invocations, read the journal only for the new ones.
+ */
+export interface HoldMemo {
+  scopes: Map<string, { through: number; held: Set<string> }>;
+}
+
+export function holdMemo(): HoldMemo {
+  return { scopes: new Map() };
+}
+
 /**
  * Groups `items` by scope and drops those an unarchived journal entry names (reported to `held`):
  * one read of the archive watermark and, when something is archived, one read of the journal above
- * it per scope. A scope with nothing archived holds everything without reading its journal.
+ * it per scope, for the ids `memo` does not already know to be held there. A scope with nothing
+ * archived holds everything without reading its journal.
  */
-async function journalFree<T extends Scope>(tx: StoreTx, items: T[], idOf: (x: T) => string, held: (x: T) => void): Promise<Array<ScopeGroup<T>>> {
+async function journalFree<T extends Scope>(tx: StoreTx, items: T[], idOf: (x: T) => string, held: (x: T) => void, memo: HoldMemo): Promise<Array<ScopeGroup<T>>> {
   const byScope = new Map<string, ScopeGroup<T>>();
   for (const x of items) {
     const k = JSON.stringify([x.tenantId, x.spaceId]);
@@ -191,10 +211,15 @@ async function journalFree<T extends Scope>(tx: StoreTx, items: T[], idOf: (x: T
     if (!g) byScope.set(k, (g = { scope: { tenantId: x.tenantId, spaceId: x.spaceId }, free: [] }));
     g.free.push(x);
   }
-  for (const g of byScope.values()) {
+  for (const [k, g] of byScope) {
     const through = await tx.journalArchivedThrough(g.scope);
     const ids = [...new Set(g.free.map(idOf))];
-    const unarchived = through === 0 ? new Set(ids) : await tx.journalNamesAbove(g.scope, through, ids);
+    let known = memo.scopes.get(k);
+    if (known === undefined || known.through !== through || known.held.size > MEMO_IDS) memo.scopes.set(k, (known = { through, held: new Set() }));
+    const unknown = ids.filter((i) => !known.held.has(i));
+    const found = through === 0 || unknown.length === 0 ? new Set(unknown) : await tx.journalNamesAbove(g.scope, through, unknown);
+    if (through > 0) for (const i of found) known.held.add(i);
+    const unarchived = new Set([...found, ...ids.filter((i) => known.held.has(i))]);
     const all = g.free;
     g.free = [];
     for (const x of all) {
@@ -223,6 +248,8 @@ export interface PruneRunOptions {
   stopped?: () => boolean;
   /** Called after each committed batch with the rows it deleted (metrics). */
   onBatch?: (pruned: Partial<Record<PrunedKind, number>>) => void;
+  /** Holds found by earlier runs (`holdMemo()`): a caller that runs the pruner repeatedly passes the same one. @defaultValue a fresh one */
+  memo?: HoldMemo;
 }
 
 /**
@@ -234,6 +261,7 @@ export interface PruneRunOptions {
  */
 export async function runRetention(store: Store, settings: RetentionSettings, opts: PruneRunOptions): Promise<RetentionReport> {
   const dryRun = opts.dryRun === true;
+  const memo = opts.memo ?? holdMemo();
   const report: RetentionReport = { now: opts.now, dryRun, pruned: emptyCounts(), held: { not_archived: 0, open_reconciliation: 0, pending_approval: 0 }, oldestEndedAt: null, heldSample: [], batches: 0, complete: true };
   const budgetLeft = (): boolean => {
     if (opts.stopped?.() === true || (opts.maxBatches !== undefined && report.batches >= opts.maxBatches)) {
@@ -273,7 +301,7 @@ export async function runRetention(store: Store, settings: RetentionSettings, op
     const cursor = after;
     const { ended, groups } = await readCommitted(store, async (tx) => {
       const found = await tx.listEndedInvocations({ endedBefore, limit: window, ...(cursor ? { after: cursor } : {}) });
-      return { ended: found, groups: await journalFree(tx, found, (i) => i.invocationId, (i) => hold(i, "not_archived")) };
+      return { ended: found, groups: await journalFree(tx, found, (i) => i.invocationId, (i) => hold(i, "not_archived"), memo) };
     });
     const last = ended[ended.length - 1];
     more = ended.length === window && last !== undefined;
@@ -308,7 +336,7 @@ export async function runRetention(store: Store, settings: RetentionSettings, op
     const cursor = bareAfter;
     const { next, groups } = await readCommitted(store, async (tx) => {
       const found = await tx.listBareIdempotency({ before: bareBefore, limit: window, ...(cursor ? { after: cursor } : {}) });
-      return { next: found.next, groups: await journalFree(tx, found.bare, (r) => r.invocationId, () => undefined) };
+      return { next: found.next, groups: await journalFree(tx, found.bare, (r) => r.invocationId, () => undefined, memo) };
     });
     more = next !== undefined;
     bareAfter = next;

@@ -5,7 +5,7 @@
  * and archived.
  */
 import assert from "node:assert/strict";
-import { runRetention, type RetentionSettings } from "../../core/retention.js";
+import { holdMemo, runRetention, type RetentionSettings } from "../../core/retention.js";
 import type { BareCursor, Store, StoreTx } from "../../core/store.js";
 import type { CompletionRecord, Delivery, IdempotencyRecord, Invocation, InvocationStatus, JournalEntry, Scope, UnsealedEntry } from "../../core/types.js";
 import { withStore } from "./assertions.js";
@@ -349,6 +349,56 @@ export const retentionCases: StoreConformanceCase[] = [
         assert.deepStrictEqual(refs, [0, 1, 1], "only the old expired completion went");
         assert.equal(await store.transact((tx) => tx.rememberDelivery(scope, "payments", "wh-old", base + 20)), true, "an old webhook delivery id was forgotten");
         assert.equal(await store.transact((tx) => tx.rememberDelivery(scope, "payments", "wh-new", base + 20)), false, "a young one is remembered");
+      });
+    },
+  },
+  {
+    // Invariant: a hold memo passed from run to run reads the journal only for ids it does not
+    // already know to be held above an unmoved watermark, and changes nothing about what goes: an
+    // invocation held stays held while the watermark stays, a new one is read, and once the
+    // watermark passes their entries both go.
+    name: "retention: a hold memo spares re-reading the journal while the watermark stays, and prunes the same",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        const now = T0 + 1000 * DAY;
+        const a = await seedInvocation(store, scope, { status: "succeeded", updatedAt: now - 3 * DAY });
+        const b = await seedInvocation(store, scope, { status: "succeeded", updatedAt: now - 3 * DAY + 1 });
+        await store.transact((tx) => tx.setJournalArchivedThrough(scope, a.seqs[1]!));
+        let reads = 0;
+        const counted: Store = {
+          ...store,
+          read: undefined,
+          transact: (fn) =>
+            store.transact((tx) =>
+              fn(
+                new Proxy(tx, {
+                  get(t, p) {
+                    const v: unknown = Reflect.get(t, p, t);
+                    if (p === "journalNamesAbove") reads += 1;
+                    return typeof v === "function" ? (v as (...x: unknown[]) => unknown).bind(t) : v;
+                  },
+                }),
+              ),
+            ),
+        };
+        const memo = holdMemo();
+        const run = async (): Promise<number> => {
+          reads = 0;
+          await runRetention(counted, settings(), { now, memo });
+          return reads;
+        };
+        const present = async (m: { inv: Invocation; decisionId: string }): Promise<boolean> => (await store.transact((tx) => rowsOf(tx, scope, m.inv, m.decisionId))).invocation === true;
+        assert.equal(await run(), 1, "the first run reads the journal");
+        assert.deepStrictEqual([await present(a), await present(b)], [false, true], "the archived one went, the other is held");
+        assert.equal(await run(), 0, "the watermark stayed: the held one is known");
+        assert.equal(await present(b), true);
+        const c = await seedInvocation(store, scope, { status: "failed", updatedAt: now - 3 * DAY + 2 });
+        assert.equal(await run(), 1, "a new candidate is read");
+        assert.deepStrictEqual([await present(b), await present(c)], [true, true]);
+        await store.transact((tx) => tx.setJournalArchivedThrough(scope, c.seqs[1]!));
+        assert.equal(await run(), 1, "the watermark moved: read again");
+        assert.deepStrictEqual([await present(b), await present(c)], [false, false], "both went once archived");
       });
     },
   },
