@@ -234,16 +234,8 @@ export async function pruneArchived(store: Store, scope: Scope, batch: number, a
   let pruned = 0;
   if (batch > 0 && through > 0) {
     for (;;) {
-      // With `before`, only the leading entries written before it (the next batch's, read first).
-      let upTo = through;
-      if (before !== undefined) {
-        const next = await readCommitted(store, (tx) => tx.readJournal(scope, { limit: batch }));
-        const old = next.findIndex((e) => !(e.at < before));
-        const last = old === -1 ? next[next.length - 1] : next[old - 1];
-        upTo = Math.min(through, old === 0 || last === undefined ? 0 : last.seq);
-        if (upTo <= 0) break;
-      }
-      const n = await store.transact((tx) => tx.pruneJournal(scope, upTo, batch));
+      // With `before`, only the leading entries written before it (the store applies it in its delete).
+      const n = await store.transact((tx) => tx.pruneJournal(scope, through, batch, before));
       pruned += n;
       if (n > 0) await afterBatch?.(n);
       if (n < batch) break;

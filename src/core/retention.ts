@@ -10,20 +10,23 @@
  * pending. Open invocations are never candidates. Journal entries and checkpoints are never
  * deleted here (the archiver's business).
  *
- * Each batch is one short transaction: the candidates, their holds, and the deletes of whole
- * invocations (children first, the row last). A crash between batches leaves whole invocations
- * either present or gone; a crash inside a batch rolls the batch back.
+ * Candidates are read a window at a time (the ended invocations' ids, the journal's hold on them
+ * per scope); each batch of them is then one short transaction: one store call that locks and
+ * re-checks every member and deletes the others whole, one statement per table. A crash between
+ * batches leaves whole invocations either present or gone; a crash inside a batch rolls the batch
+ * back. Bare executions' idempotency records (no invocation holds them) go the same way after the
+ * replay window.
  */
 import { WritError } from "./errors.js";
-import { AGED_RECORD_KINDS, readCommitted, type AgedRecordKind, type EndedCursor, type PrunedInvocationRows, type Store, type StoreTx } from "./store.js";
-import type { Invocation, Scope } from "./types.js";
+import { AGED_RECORD_KINDS, readCommitted, type AgedRecordKind, type BareCursor, type EndedCursor, type PrunedInvocationRows, type Store, type StoreTx } from "./store.js";
+import type { IdempotencyRecord, Scope } from "./types.js";
 
 /** Why an ended invocation old enough to go is kept. */
 export const HOLD_REASONS = ["not_archived", "open_reconciliation", "pending_approval"] as const;
 export type HoldReason = (typeof HOLD_REASONS)[number];
 
-/** Row kinds a prune removes (an invocation's rows, then the age-only records). */
-export type PrunedKind = keyof PrunedInvocationRows | AgedRecordKind;
+/** Row kinds a prune removes (an invocation's rows, bare executions' idempotency records, the age-only records). */
+export type PrunedKind = keyof PrunedInvocationRows | "bare_idempotency" | AgedRecordKind;
 
 /** How long each kind of ended record stays, and how the pruner paces itself (resolved, in ms). */
 export interface RetentionSettings {
@@ -72,7 +75,7 @@ export const RETENTION_DEFAULTS: Readonly<Omit<RetentionSettings, "replayWindowM
   deliveriesMs: 30 * DAY,
   batchSize: 100,
   pauseMs: 100,
-  everyMs: 60_000,
+  everyMs: 10_000,
   enabled: true,
 };
 
@@ -94,7 +97,7 @@ export interface RetentionOptions {
   batchSize?: number;
   /** Pause between two batches, in ms (the pace bound). @defaultValue 100 */
   pauseMs?: number;
-  /** How often a started worker runs the pruner, in ms. @defaultValue 60000 */
+  /** How often a started worker runs the pruner, in ms. @defaultValue 10000 */
   everyMs?: number;
   /** Whether started workers prune in the background (`writ retention prune` works either way). @defaultValue true */
   enabled?: boolean;
@@ -157,53 +160,79 @@ export function endedCutoff(s: RetentionSettings, now: number): number {
   return now - Math.max(s.invocationsMs, s.replayWindowMs);
 }
 
-/** Why `inv` must stay (it is ended and old enough), or null when it may go. Reads only. */
-async function holdOf(tx: StoreTx, scope: Scope, inv: Invocation, unarchived: Set<string>): Promise<HoldReason | null> {
-  if (unarchived.has(inv.invocationId)) return "not_archived";
-  if ((await tx.listReconciliations(scope, { invocationId: inv.invocationId, status: "open", limit: 1 })).length > 0) return "open_reconciliation";
-  if (inv.approvalId !== undefined && (await tx.getApproval(scope, inv.approvalId))?.status === "pending") return "pending_approval";
-  return null;
-}
-
 function emptyCounts(): Record<PrunedKind, number> {
-  const out = { invocations: 0, steps: 0, attempts: 0, decisions: 0, idempotency: 0, reconciliations: 0, approvals: 0, completions: 0 } as Record<PrunedKind, number>;
+  const out = { invocations: 0, steps: 0, attempts: 0, decisions: 0, idempotency: 0, reconciliations: 0, approvals: 0, completions: 0, bare_idempotency: 0 } as Record<PrunedKind, number>;
   for (const k of AGED_RECORD_KINDS) out[k] = 0;
   return out;
 }
 
-/** One batch's outcome. */
-interface Batch {
-  seen: number;
-  last: EndedCursor | undefined;
-  pruned: Partial<PrunedInvocationRows>[];
-  held: Array<{ inv: Invocation; reason: HoldReason }>;
+/**
+ * Candidates read per window (`batchSize` × this, at most 5000): the journal's hold on a window is
+ * read once per scope (its cost is the archive lag), then the window is deleted `batchSize` at a time.
+ */
+export const WINDOW_BATCHES = 50;
+
+/** A window's candidates of one scope that the journal does not hold. */
+interface ScopeGroup<T> {
+  scope: Scope;
+  free: T[];
 }
 
-/** One batch in one transaction: candidates, holds, and (unless `dryRun`) the deletes. */
-async function invocationBatch(tx: StoreTx, endedBefore: number, limit: number, after: EndedCursor | undefined, dryRun: boolean): Promise<Batch> {
-  const ended = await tx.listEndedInvocations({ endedBefore, limit, ...(after ? { after } : {}) });
-  const out: Batch = { seen: ended.length, last: undefined, pruned: [], held: [] };
-  const byScope = new Map<string, { scope: Scope; invs: Invocation[] }>();
-  for (const inv of ended) {
-    const k = JSON.stringify([inv.tenantId, inv.spaceId]);
+/** Most ids a hold memo keeps per scope; past it the scope's memo starts over. */
+const MEMO_IDS = 100_000;
+
+/**
+ * What earlier reads of the journal found held, per scope, with the archive watermark they read
+ * above. While a scope's watermark has not moved, an id found named above it is still named above
+ * it (nothing above the watermark is ever deleted), so it is held without reading the journal
+ * again; once the watermark moves the scope's memo starts over. Passed from run to run by the
+ * host (a worker's background pruner), so the passes between two archiver runs, which meet mostly
+ * the same held invocations, read the journal only for the new ones.
+ */
+export interface HoldMemo {
+  scopes: Map<string, { through: number; held: Set<string> }>;
+}
+
+export function holdMemo(): HoldMemo {
+  return { scopes: new Map() };
+}
+
+/**
+ * Groups `items` by scope and drops those an unarchived journal entry names (reported to `held`):
+ * one read of the archive watermark and, when something is archived, one read of the journal above
+ * it per scope, for the ids `memo` does not already know to be held there. A scope with nothing
+ * archived holds everything without reading its journal.
+ */
+async function journalFree<T extends Scope>(tx: StoreTx, items: T[], idOf: (x: T) => string, held: (x: T) => void, memo: HoldMemo): Promise<Array<ScopeGroup<T>>> {
+  const byScope = new Map<string, ScopeGroup<T>>();
+  for (const x of items) {
+    const k = JSON.stringify([x.tenantId, x.spaceId]);
     let g = byScope.get(k);
-    if (!g) byScope.set(k, (g = { scope: { tenantId: inv.tenantId, spaceId: inv.spaceId }, invs: [] }));
-    g.invs.push(inv);
+    if (!g) byScope.set(k, (g = { scope: { tenantId: x.tenantId, spaceId: x.spaceId }, free: [] }));
+    g.free.push(x);
   }
-  for (const { scope, invs } of byScope.values()) {
-    const through = await tx.journalArchivedThrough(scope);
-    // Nothing archived: every invocation's admission entry lies above the watermark, so all are
-    // held without reading the scope's whole journal (a deployment without an archiver).
-    const ids = invs.map((i) => i.invocationId);
-    const unarchived = through === 0 ? new Set(ids) : await tx.journalNamesAbove(scope, through, ids);
-    for (const inv of invs) {
-      const reason = await holdOf(tx, scope, inv, unarchived);
-      if (reason !== null) out.held.push({ inv, reason });
-      else out.pruned.push(dryRun ? { invocations: 1 } : await tx.deleteInvocation(scope, inv.invocationId));
+  for (const [k, g] of byScope) {
+    const through = await tx.journalArchivedThrough(g.scope);
+    const ids = [...new Set(g.free.map(idOf))];
+    let known = memo.scopes.get(k);
+    if (known === undefined || known.through !== through || known.held.size > MEMO_IDS) memo.scopes.set(k, (known = { through, held: new Set() }));
+    const unknown = ids.filter((i) => !known.held.has(i));
+    const found = through === 0 || unknown.length === 0 ? new Set(unknown) : await tx.journalNamesAbove(g.scope, through, unknown);
+    if (through > 0) for (const i of found) known.held.add(i);
+    const unarchived = new Set([...found, ...ids.filter((i) => known.held.has(i))]);
+    const all = g.free;
+    g.free = [];
+    for (const x of all) {
+      if (unarchived.has(idOf(x))) held(x);
+      else g.free.push(x);
     }
   }
-  const last = ended[ended.length - 1];
-  if (last) out.last = { updatedAt: last.updatedAt, tenantId: last.tenantId, spaceId: last.spaceId, invocationId: last.invocationId };
+  return [...byScope.values()];
+}
+
+function chunks<T>(xs: T[], n: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < xs.length; i += n) out.push(xs.slice(i, i + n));
   return out;
 }
 
@@ -219,15 +248,20 @@ export interface PruneRunOptions {
   stopped?: () => boolean;
   /** Called after each committed batch with the rows it deleted (metrics). */
   onBatch?: (pruned: Partial<Record<PrunedKind, number>>) => void;
+  /** Holds found by earlier runs (`holdMemo()`): a caller that runs the pruner repeatedly passes the same one. @defaultValue a fresh one */
+  memo?: HoldMemo;
 }
 
 /**
- * Runs the pruner once over every scope: ended invocations first, then the age-only records, each
- * in batches of `settings.batchSize`, one short transaction each, pausing `pauseMs` between them.
- * With `dryRun` nothing is deleted and the report says what a run would prune and hold.
+ * Runs the pruner once over every scope: ended invocations first, then bare executions'
+ * idempotency records, then the age-only records, each in batches of `settings.batchSize`, one
+ * short transaction each, pausing `pauseMs` after a batch that found work. Candidates are read a
+ * window (`WINDOW_BATCHES` batches) at a time, with the journal's hold on them read once per scope
+ * and window. With `dryRun` nothing is deleted and the report says what a run would prune and hold.
  */
 export async function runRetention(store: Store, settings: RetentionSettings, opts: PruneRunOptions): Promise<RetentionReport> {
   const dryRun = opts.dryRun === true;
+  const memo = opts.memo ?? holdMemo();
   const report: RetentionReport = { now: opts.now, dryRun, pruned: emptyCounts(), held: { not_archived: 0, open_reconciliation: 0, pending_approval: 0 }, oldestEndedAt: null, heldSample: [], batches: 0, complete: true };
   const budgetLeft = (): boolean => {
     if (opts.stopped?.() === true || (opts.maxBatches !== undefined && report.batches >= opts.maxBatches)) {
@@ -238,36 +272,90 @@ export async function runRetention(store: Store, settings: RetentionSettings, op
   };
   // A pause follows a batch that found work (more may follow), never an empty one.
   let busy = false;
-  const paced = async (): Promise<void> => {
+  const paced = async (): Promise<boolean> => {
+    if (!budgetLeft()) return false;
     if (busy && settings.pauseMs > 0 && opts.pause) await opts.pause(settings.pauseMs);
+    return budgetLeft();
   };
-  const endedBefore = endedCutoff(settings, opts.now);
-  let after: EndedCursor | undefined;
-  for (;;) {
-    if (endedBefore <= 0 || !budgetLeft()) break;
-    await paced();
-    if (!budgetLeft()) break;
-    const cursor = after;
-    const batch = dryRun
-      ? await readCommitted(store, (tx) => invocationBatch(tx, endedBefore, settings.batchSize, cursor, true))
-      : await store.transact((tx) => invocationBatch(tx, endedBefore, settings.batchSize, cursor, false));
-    report.batches += 1;
-    busy = batch.seen > 0;
+  const hold = (inv: EndedCursor, reason: HoldReason): void => {
+    report.held[reason] += 1;
+    if (report.heldSample.length < 20) report.heldSample.push({ tenantId: inv.tenantId, spaceId: inv.spaceId, invocationId: inv.invocationId, endedAt: inv.updatedAt, reason });
+  };
+  const counted = (rows: Partial<Record<PrunedKind, number>>): void => {
     const sums: Partial<Record<PrunedKind, number>> = {};
-    for (const p of batch.pruned) {
-      for (const [k, n] of Object.entries(p) as Array<[PrunedKind, number]>) {
-        report.pruned[k] += n;
-        sums[k] = (sums[k] ?? 0) + n;
-      }
-    }
-    for (const h of batch.held) {
-      report.held[h.reason] += 1;
-      if (report.heldSample.length < 20) report.heldSample.push({ tenantId: h.inv.tenantId, spaceId: h.inv.spaceId, invocationId: h.inv.invocationId, endedAt: h.inv.updatedAt, reason: h.reason });
+    for (const [k, n] of Object.entries(rows) as Array<[PrunedKind, number]>) {
+      if (n === 0) continue;
+      report.pruned[k] += n;
+      sums[k] = n;
     }
     if (!dryRun) opts.onBatch?.(sums);
-    if (batch.last === undefined || batch.seen < settings.batchSize) break;
-    after = batch.last;
+  };
+  // Bounded: a window is read in one statement, its ids sent in one list.
+  const window = Math.max(settings.batchSize, Math.min(settings.batchSize * WINDOW_BATCHES, 5_000));
+
+  // Ended invocations.
+  const endedBefore = endedCutoff(settings, opts.now);
+  let after: EndedCursor | undefined;
+  let more = endedBefore > 0;
+  while (more && budgetLeft()) {
+    const cursor = after;
+    const { ended, groups } = await readCommitted(store, async (tx) => {
+      const found = await tx.listEndedInvocations({ endedBefore, limit: window, ...(cursor ? { after: cursor } : {}) });
+      return { ended: found, groups: await journalFree(tx, found, (i) => i.invocationId, (i) => hold(i, "not_archived"), memo) };
+    });
+    const last = ended[ended.length - 1];
+    more = ended.length === window && last !== undefined;
+    if (last) after = { updatedAt: last.updatedAt, tenantId: last.tenantId, spaceId: last.spaceId, invocationId: last.invocationId };
+    busy = ended.length > 0 || busy;
+    for (const { scope, free } of groups) {
+      for (const part of chunks(free, settings.batchSize)) {
+        if (!(await paced())) break;
+        const byId = new Map(part.map((i) => [i.invocationId, i]));
+        const ids = [...byId.keys()];
+        report.batches += 1;
+        busy = true;
+        if (dryRun) {
+          const holds = await readCommitted(store, (tx) => tx.invocationHolds(scope, ids));
+          for (const [id, reason] of holds) hold(byId.get(id)!, reason);
+          report.pruned.invocations += ids.length - holds.size;
+          continue;
+        }
+        const r = await store.transact((tx) => tx.deleteEndedInvocations(scope, ids));
+        // A member no longer ended is live work again: neither pruned nor held.
+        for (const s of r.skipped) if (s.reason !== "not_ended") hold(byId.get(s.invocationId)!, s.reason);
+        counted(r.rows);
+      }
+    }
   }
+
+  // Bare executions' idempotency records (no invocation holds them), after the replay window.
+  const bareBefore = opts.now - settings.replayWindowMs;
+  let bareAfter: BareCursor | undefined;
+  more = bareBefore > 0;
+  while (more && budgetLeft()) {
+    const cursor = bareAfter;
+    const { next, groups } = await readCommitted(store, async (tx) => {
+      const found = await tx.listBareIdempotency({ before: bareBefore, limit: window, ...(cursor ? { after: cursor } : {}) });
+      return { next: found.next, groups: await journalFree(tx, found.bare, (r) => r.invocationId, () => undefined, memo) };
+    });
+    more = next !== undefined;
+    bareAfter = next;
+    for (const { scope, free } of groups) {
+      for (const part of chunks(free, settings.batchSize)) {
+        if (!(await paced())) break;
+        report.batches += 1;
+        busy = true;
+        if (dryRun) {
+          report.pruned.bare_idempotency += part.length;
+          continue;
+        }
+        const keys = part.map((r: IdempotencyRecord) => ({ action: r.action, idempotencyKey: r.idempotencyKey }));
+        const { idempotency, ...rest } = await store.transact((tx) => tx.deleteBareExecutions(scope, keys, bareBefore));
+        counted({ ...rest, bare_idempotency: idempotency });
+      }
+    }
+  }
+
   const aged: Array<[AgedRecordKind, number]> = [
     ["notify_deliveries", opts.now - settings.deliveriesMs],
     ["webhook_deliveries", opts.now - settings.deliveriesMs],
@@ -280,9 +368,7 @@ export async function runRetention(store: Store, settings: RetentionSettings, op
       continue;
     }
     for (;;) {
-      if (!budgetLeft()) break;
-      await paced();
-      if (!budgetLeft()) break;
+      if (!(await paced())) break;
       const n = await store.transact((tx) => tx.deleteAgedRecords(kind, before, settings.batchSize));
       report.batches += 1;
       busy = n > 0;

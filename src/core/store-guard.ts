@@ -26,7 +26,7 @@
  * each holding a later class while waiting for an earlier one, which this wrapper refuses.
  */
 import { WritError } from "./errors.js";
-import { AGED_RECORD_KINDS, type AgedRecordKind, type ClaimOptions, type DeliveryFilter, type EndedCursor, type InvocationFilter, type JournalScopeState, type ListOptions, type PrunedInvocationRows, type Store, type StoreTx, type SubscriptionClaimOptions } from "./store.js";
+import { AGED_RECORD_KINDS, type AgedRecordKind, type BareCursor, type ClaimOptions, type DeliveryFilter, type EndedCursor, type InvocationFilter, type InvocationHold, type JournalScopeState, type ListOptions, type PrunedInvocationRows, type PrunedInvocations, type Store, type StoreTx, type SubscriptionClaimOptions } from "./store.js";
 import type { BatchOutcome } from "./batch.js";
 import { advanceWrites, beginWrites, recordWrites, settleWrites, type AdmitInput, type AdvanceInput, type BatchMember, type BeginInput, type RecordInput, type SettleInput, type StoreTransitions } from "./transitions.js";
 import type {
@@ -106,6 +106,12 @@ function limit(opts: ListOptions | undefined): void {
 
 function nonNegInt(v: unknown, what: string): void {
   if (!Number.isSafeInteger(v) || (v as number) < 0) throw bad(`${what} must be a non-negative integer`);
+}
+
+/** A list of at most `STORE_LIMITS.batch` ids. */
+function idList(v: unknown, what: string): void {
+  if (!Array.isArray(v) || v.length > STORE_LIMITS.batch) throw bad(`${what} must be a list of at most ${STORE_LIMITS.batch}`);
+  for (const i of v) id(i, `an entry of ${what}`);
 }
 
 function agedKind(kind: unknown): void {
@@ -326,11 +332,12 @@ class GuardedTx implements StoreTx {
     return this.#tx.setJournalArchivedThrough(scope, seq);
   }
 
-  async pruneJournal(scope: Scope, throughSeq: number, limit: number): Promise<number> {
+  async pruneJournal(scope: Scope, throughSeq: number, limit: number, writtenBefore?: number): Promise<number> {
     checkStoreScope(scope);
     if (!Number.isSafeInteger(throughSeq) || throughSeq < 0) throw new WritError("INVALID_ARGUMENT", "pruneJournal: throughSeq must be a non-negative integer seq");
     if (!Number.isSafeInteger(limit) || limit < 1) throw new WritError("INVALID_ARGUMENT", "pruneJournal: limit must be a positive integer");
-    return this.#tx.pruneJournal(scope, throughSeq, limit);
+    if (writtenBefore !== undefined) nonNegInt(writtenBefore, "writtenBefore");
+    return this.#tx.pruneJournal(scope, throughSeq, limit, writtenBefore);
   }
 
   async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {
@@ -613,7 +620,7 @@ class GuardedTx implements StoreTx {
   }
 
   // retention (docs/retention.md)
-  async listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<Invocation[]> {
+  async listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<EndedCursor[]> {
     if (typeof opts !== "object" || opts === null) throw bad("listEndedInvocations needs { endedBefore, limit }");
     nonNegInt(opts.endedBefore, "endedBefore");
     nonNegInt(opts.limit, "limit");
@@ -630,16 +637,50 @@ class GuardedTx implements StoreTx {
   async journalNamesAbove(scope: Scope, aboveSeq: number, invocationIds: string[]): Promise<Set<string>> {
     checkStoreScope(scope);
     nonNegInt(aboveSeq, "aboveSeq");
-    if (!Array.isArray(invocationIds) || invocationIds.length > STORE_LIMITS.batch) throw bad(`invocationIds must be a list of at most ${STORE_LIMITS.batch}`);
-    for (const i of invocationIds) id(i, "invocationId");
+    idList(invocationIds, "invocationIds");
     return this.#tx.journalNamesAbove(scope, aboveSeq, invocationIds);
   }
 
-  async deleteInvocation(scope: Scope, invocationId: string): Promise<PrunedInvocationRows> {
+  async invocationHolds(scope: Scope, invocationIds: string[]): Promise<Map<string, InvocationHold>> {
     checkStoreScope(scope);
-    id(invocationId, "invocationId");
-    this.#locks.row(scope, invocationId, "deleteInvocation");
-    return this.#tx.deleteInvocation(scope, invocationId);
+    idList(invocationIds, "invocationIds");
+    return this.#tx.invocationHolds(scope, invocationIds);
+  }
+
+  async deleteEndedInvocations(scope: Scope, invocationIds: string[]): Promise<PrunedInvocations> {
+    checkStoreScope(scope);
+    idList(invocationIds, "invocationIds");
+    if (new Set(invocationIds).size !== invocationIds.length) throw bad("deleteEndedInvocations: invocationIds must be distinct");
+    // The store locks them in its own order, as one lock of the first class.
+    for (const i of invocationIds) this.#locks.row(scope, i, "deleteEndedInvocations");
+    return this.#tx.deleteEndedInvocations(scope, invocationIds);
+  }
+
+  async listBareIdempotency(opts: { before: number; limit: number; after?: BareCursor }): Promise<{ bare: IdempotencyRecord[]; next?: BareCursor }> {
+    if (typeof opts !== "object" || opts === null) throw bad("listBareIdempotency needs { before, limit }");
+    nonNegInt(opts.before, "before");
+    nonNegInt(opts.limit, "limit");
+    const a = opts.after;
+    if (a !== undefined) {
+      if (typeof a !== "object" || a === null) throw bad("after must be { updatedAt, tenantId, spaceId, action, idempotencyKey }");
+      nonNegInt(a.updatedAt, "after.updatedAt");
+      checkStoreScope(a);
+      id(a.action, "after.action");
+      id(a.idempotencyKey, "after.idempotencyKey", STORE_LIMITS.key);
+    }
+    return this.#tx.listBareIdempotency(opts);
+  }
+
+  async deleteBareExecutions(scope: Scope, keys: Array<{ action: string; idempotencyKey: string }>, before: number): Promise<PrunedInvocationRows> {
+    checkStoreScope(scope);
+    if (!Array.isArray(keys) || keys.length > STORE_LIMITS.batch) throw bad(`keys must be a list of at most ${STORE_LIMITS.batch}`);
+    for (const k of keys) {
+      if (typeof k !== "object" || k === null) throw bad("a key must be { action, idempotencyKey }");
+      id(k.action, "action");
+      id(k.idempotencyKey, "idempotencyKey", STORE_LIMITS.key);
+    }
+    nonNegInt(before, "before");
+    return this.#tx.deleteBareExecutions(scope, keys, before);
   }
 
   async deleteAgedRecords(kind: AgedRecordKind, before: number, max: number): Promise<number> {

@@ -193,7 +193,7 @@ export interface EndedCursor {
 export const AGED_RECORD_KINDS = ["notify_deliveries", "expired_completions", "webhook_deliveries"] as const;
 export type AgedRecordKind = (typeof AGED_RECORD_KINDS)[number];
 
-/** What `deleteInvocation` removed, by kind (journal entries and checkpoints are never among them). */
+/** What a batch delete of invocations (or bare executions) removed, by kind (never journal entries or checkpoints). */
 export interface PrunedInvocationRows {
   invocations: number;
   steps: number;
@@ -205,29 +205,73 @@ export interface PrunedInvocationRows {
   completions: number;
 }
 
+/** What keeps an ended invocation from being deleted although it is ended (docs/retention.md). */
+export type InvocationHold = "open_reconciliation" | "pending_approval";
+
+/** What `deleteEndedInvocations` did: the rows it removed, the members it deleted and those it skipped. */
+export interface PrunedInvocations {
+  rows: PrunedInvocationRows;
+  /** Members deleted whole. */
+  deleted: string[];
+  /** Members kept, each with why: no longer ended, or held (members already gone are in neither list). */
+  skipped: Array<{ invocationId: string; reason: "not_ended" | InvocationHold }>;
+}
+
+/** Where a scan of bare idempotency records goes on from: the last one it looked at. */
+export interface BareCursor {
+  updatedAt: number;
+  tenantId: string;
+  spaceId: string;
+  action: string;
+  idempotencyKey: string;
+}
+
 /**
  * Retention (docs/retention.md): the reads that decide what may go and the deletes that remove
- * it. A pruner calls them in short transactions, a small batch each; every delete removes a whole
- * invocation (children first, then the row) inside its transaction, so no prefix of a prune run
+ * it. A pruner calls them in short transactions, a small batch each; every delete removes whole
+ * invocations (children first, then the rows) inside its transaction, so no prefix of a prune run
  * leaves a half-deleted invocation behind.
  */
 export interface RetentionTx {
   /**
    * Ended invocations (succeeded, failed, denied, cancelled) last updated before `endedBefore`,
-   * across scopes, in (updatedAt, tenantId, spaceId, invocationId) order, only those after `after`.
+   * across scopes, in (updatedAt, tenantId, spaceId, invocationId) order, only those after `after`:
+   * those four fields of each (what the index of ended invocations holds, not the documents).
    */
-  listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<Invocation[]>;
+  listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<EndedCursor[]>;
   /**
    * Of `invocationIds`, those that a journal entry of the scope names (`refs.invocationId`) while
    * it is unsealed or sealed with a seq above `aboveSeq` (not archived yet).
    */
   journalNamesAbove(scope: Scope, aboveSeq: number, invocationIds: string[]): Promise<Set<string>>;
+  /** Of the scope's `invocationIds`, those an open reconciliation or a pending approval holds, with the hold (a read). */
+  invocationHolds(scope: Scope, invocationIds: string[]): Promise<Map<string, InvocationHold>>;
   /**
-   * Deletes an ended invocation with its steps, its attempts and the decisions they consumed, the
-   * idempotency record that names it, its reconciliations, its approval and the completions
-   * matched to it. `CONFLICT`, nothing deleted, when it is not ended; all zero when it is gone.
+   * Deletes the scope's `invocationIds` (distinct), each whole: its steps, its attempts and the
+   * decisions they consumed, the idempotency record that names it, its reconciliations, its
+   * approval and the completions matched to it, then its row; one statement per table where the
+   * store can (docs/retention.md, "The pruner"). The rows are locked first and each member is
+   * checked under the lock: one that is no longer ended, or is held by an open reconciliation or a
+   * pending approval, is skipped (reported, none of its rows touched) while the others still go;
+   * one already gone is in neither list.
    */
-  deleteInvocation(scope: Scope, invocationId: string): Promise<PrunedInvocationRows>;
+  deleteEndedInvocations(scope: Scope, invocationIds: string[]): Promise<PrunedInvocations>;
+  /**
+   * Bare executions' idempotency records (docs/retention.md, "Bare executions"): of the next
+   * `limit` records in state `succeeded` or `failed` last updated before `before`, across scopes
+   * in (updatedAt, tenantId, spaceId, action, idempotencyKey) order after `after`, those that no
+   * invocation of their scope holds (neither by their invocationId nor by their action and key).
+   * `next` is the last record looked at when `limit` were looked at (more may follow), else absent:
+   * one call reads at most `limit` records, however many of them invocations hold.
+   */
+  listBareIdempotency(opts: { before: number; limit: number; after?: BareCursor }): Promise<{ bare: IdempotencyRecord[]; next?: BareCursor }>;
+  /**
+   * Deletes the scope's bare idempotency records named by (action, idempotencyKey), each only while
+   * it still qualifies as `listBareIdempotency` says (settled, last updated before `before`, held by
+   * no invocation), with the steps, attempts, consumed decisions and matched completions its
+   * executions left under its invocationId. Counts by kind (`idempotency` counts the records).
+   */
+  deleteBareExecutions(scope: Scope, keys: Array<{ action: string; idempotencyKey: string }>, before: number): Promise<PrunedInvocationRows>;
   /**
    * Deletes up to `limit` records of `kind` older than `before`, oldest first, across scopes:
    * `notify_deliveries` delivered or dead (by updatedAt), `expired_completions` (by expiredAt),
@@ -344,9 +388,10 @@ export interface StoreTx extends NotificationTx, RetentionTx {
    * archived, and never the sealed head (the sequencer continues the chain from it): `throughSeq`
    * above the archive watermark, or at or above the head, throws `CONFLICT` and deletes nothing.
    * Checkpoints and unsealed entries are kept. Reads then start at the first live seq
-   * (docs/archives.md).
+   * (docs/archives.md). With `writtenBefore`, only the leading ones written before it: the first
+   * entry written at or after it stays, and every entry after that one.
    */
-  pruneJournal(scope: Scope, throughSeq: number, limit: number): Promise<number>;
+  pruneJournal(scope: Scope, throughSeq: number, limit: number, writtenBefore?: number): Promise<number>;
 
   // invocations
   /** Inserts; CONFLICT if (scope, action, idempotencyKey) or the id exists. */

@@ -3,7 +3,7 @@
  * on demand (`writ retention prune`, cron), and the background pruner a started worker runs beside
  * its claim loop, paced by the clock (one batch, one short transaction, then a pause).
  */
-import { runRetention, type PrunedKind, type RetentionReport, type RetentionSettings } from "../core/retention.js";
+import { holdMemo, runRetention, type PrunedKind, type RetentionReport, type RetentionSettings } from "../core/retention.js";
 import { innerStore } from "../core/sealing.js";
 import type { HostContext } from "./context.js";
 import { outageLog } from "./outage.js";
@@ -38,6 +38,8 @@ export function createRetention(ctx: HostContext): RetentionApi & { companion():
     }
   };
   const pause = (ms: number): Promise<void> => new Promise((resolve) => o.clock.setTimer(ms, resolve));
+  // What the journal held in earlier runs of this host (valid per scope while its watermark stays).
+  const memo = holdMemo();
 
   async function run(opts: { dryRun?: boolean; maxBatches?: number; stopped?: () => boolean; pause?: (ms: number) => Promise<void> }): Promise<RetentionReport> {
     const report = await runRetention(store, settings, {
@@ -47,6 +49,7 @@ export function createRetention(ctx: HostContext): RetentionApi & { companion():
       ...(opts.maxBatches !== undefined ? { maxBatches: opts.maxBatches } : {}),
       ...(opts.stopped ? { stopped: opts.stopped } : {}),
       onBatch: (pruned) => emit({ kind: "batch", pruned }),
+      memo,
     });
     emit({ kind: "run", report });
     return report;

@@ -1,7 +1,7 @@
 /**
  * The end-of-run invariants under retention (fixtures/invariants.ts, I8) catch what they claim to:
  * on one SQLite world, two invocations run to their end, then one is deleted from the store the way
- * the pruner deletes it (`deleteInvocation`), with and without its journal archived. Deleted while
+ * the pruner deletes it (`deleteEndedInvocations`), with and without its journal archived. Deleted while
  * its journal entries lie above the archive watermark, it is lost (I8); with the watermark past
  * them, it was pruned with evidence and every invariant holds; a run that does not prune reports
  * any missing invocation as missing (I2).
@@ -29,7 +29,7 @@ it("an invocation deleted before its journal is archived is lost (I8); after, it
 
   // The pruner's delete, but nothing archived: the evidence of a decision is gone.
   const scope = SCOPES[0]!;
-  await w.store.transact((tx) => tx.deleteInvocation(scope, ids[0]!));
+  await w.store.transact((tx) => tx.deleteEndedInvocations(scope, [ids[0]!]));
   const lost = await w.check(ids, { pruning: true });
   expect(lost.violations.filter((v) => v.startsWith("[I8 lost]"))).toEqual([expect.stringMatching(new RegExp(`^\\[I8 lost\\] invocation ${ids[0]} is gone from the store but its journal entry \\d+ lies above the archive watermark 0$`))]);
   // Its effect in the ledger now belongs to nothing the host knows.

@@ -15,7 +15,7 @@ import { sealJournalNow } from "../../src/index.js";
 import { allStoreFactories } from "../helpers/stores.js";
 import { until } from "../helpers/wait.js";
 import { KEYS } from "../boundary/fixture.js";
-import { crypto, grantAuthority, makeHostBench, type HostBench } from "./fixture.js";
+import { crypto, decisionFor, grantAuthority, makeHostBench, type HostBench } from "./fixture.js";
 
 const BY = { type: "user", id: "op" } as const;
 
@@ -280,21 +280,8 @@ for (const factory of allStoreFactories()) {
       const b = await bench();
       const ac = new AbortController();
       ac.abort();
-      const { signDecisionWith } = await import("../../src/core/decision.js");
-      const { computeRequestDigest } = await import("../../src/core/digest.js");
       const req = b.request({ idempotencyKey: "bare-1" });
-      const token = signDecisionWith(crypto, KEYS.trusted, {
-        v: 1,
-        decisionId: "dec_abort_1",
-        result: "ALLOW",
-        requestDigest: computeRequestDigest(crypto, req),
-        tenantId: req.tenantId,
-        spaceId: req.spaceId,
-        authorityRef: req.authorityRef,
-        policyRef: "test:v1",
-        issuedAt: b.clock.now(),
-        reasons: [],
-      });
+      const token = decisionFor(req, b.clock.now(), { decisionId: "dec_abort_1", reasons: [] });
       await expect(b.host.context.boundary.execute(req, token, { signal: ac.signal })).rejects.toMatchObject({ code: "ABORTED" });
       expect(b.calls).toHaveLength(0);
       expect(await readCommitted(b.store, (tx) => tx.listAttempts(b.scope, {}))).toEqual([]);

@@ -1,10 +1,12 @@
 /** A host test bench: a host on a given store, a manual clock, a scriptable policy and connector. */
 import { z } from "zod";
 import { defineAction, defineConnector, type ConnectorContext, type ConnectorReply } from "../../src/core/action.js";
+import { signDecisionWith } from "../../src/core/decision.js";
+import { computeRequestDigest } from "../../src/core/digest.js";
 import { manualClock, type ManualClock } from "../../src/core/manual-clock.js";
 import type { PolicyEngine, PolicyInput } from "../../src/core/policy.js";
 import type { Store } from "../../src/core/store.js";
-import type { ActionRequest, Authority, DecisionResult, Scope } from "../../src/core/types.js";
+import type { ActionRequest, Authority, DecisionPayload, DecisionResult, Scope } from "../../src/core/types.js";
 import type { HostEvent } from "../../src/host/events.js";
 import { createHostCore, type Host } from "../../src/host/host.js";
 import type { HostOptions } from "../../src/host/options.js";
@@ -13,6 +15,23 @@ import { defaultCrypto } from "../../src/node/defaults.js";
 import { KEYS } from "../boundary/fixture.js";
 
 export const crypto = defaultCrypto();
+
+/** A signed ALLOW decision for `req` under the trusted key, issued at `issuedAt` (a bare boundary.execute's token). */
+export function decisionFor(req: ActionRequest, issuedAt: number, o: Partial<DecisionPayload> = {}): string {
+  return signDecisionWith(crypto, KEYS.trusted, {
+    v: 1,
+    decisionId: `dec_${Math.random().toString(36).slice(2)}`,
+    result: "ALLOW",
+    requestDigest: computeRequestDigest(crypto, req),
+    tenantId: req.tenantId,
+    spaceId: req.spaceId,
+    authorityRef: req.authorityRef,
+    policyRef: "test:v1",
+    issuedAt,
+    reasons: ["test"],
+    ...o,
+  });
+}
 
 export type Reply = ConnectorReply | "throw" | ((ctx: ConnectorContext) => unknown);
 

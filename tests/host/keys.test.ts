@@ -5,42 +5,24 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineConnector } from "../../src/core/action.js";
 import { createBoundaryCore, type Boundary } from "../../src/core/boundary.js";
-import { signDecisionWith } from "../../src/core/decision.js";
-import { computeRequestDigest } from "../../src/core/digest.js";
 import { isWritError } from "../../src/core/errors.js";
 import { verifyStoredJournal } from "../../src/core/journal.js";
 import { createKeyring } from "../../src/core/keyring.js";
 import { manualClock } from "../../src/core/manual-clock.js";
 import { readCommitted, type Store } from "../../src/core/store.js";
 import { MAX_TIMER_MS } from "../../src/core/validate.js";
-import type { ActionRequest, DecisionPayload, IdempotencyRecord } from "../../src/core/types.js";
+import type { ActionRequest, IdempotencyRecord } from "../../src/core/types.js";
 import { createHostCore } from "../../src/host/host.js";
 import { sealJournalNow } from "../../src/index.js";
 import { systemRandom } from "../../src/node/clock.js";
 import { allStoreFactories } from "../helpers/stores.js";
 import { tick } from "../helpers/wait.js";
 import { KEYS } from "../boundary/fixture.js";
-import { actions, crypto, grantAuthority, makeHostBench, type HostBench } from "./fixture.js";
+import { actions, crypto, decisionFor, grantAuthority, makeHostBench, type HostBench } from "./fixture.js";
 
 const BOUND = 60_000;
 const keyring = createKeyring([{ kid: KEYS.trusted.kid, publicJwk: KEYS.trusted.publicJwk }]);
 const OPERATOR = { type: "user" as const, id: "olga" };
-
-function decisionFor(req: ActionRequest, issuedAt: number, o: Partial<DecisionPayload> = {}): string {
-  return signDecisionWith(crypto, KEYS.trusted, {
-    v: 1,
-    decisionId: `dec_${Math.random().toString(36).slice(2)}`,
-    result: "ALLOW",
-    requestDigest: computeRequestDigest(crypto, req),
-    tenantId: req.tenantId,
-    spaceId: req.spaceId,
-    authorityRef: req.authorityRef,
-    policyRef: "test:v1",
-    issuedAt,
-    reasons: ["test"],
-    ...o,
-  });
-}
 
 /**
  * A process that dies mid-call: a boundary on the same store whose connector never answers and

@@ -15,7 +15,7 @@ import { metricsFor } from "../../src/server/metrics.js";
 import { memoryStore } from "../../src/stores/memory/index.js";
 import { allStoreFactories, memoryFactory } from "../helpers/stores.js";
 import { KEYS } from "../boundary/fixture.js";
-import { grantAuthority, makeHostBench, type HostBench } from "./fixture.js";
+import { decisionFor, grantAuthority, makeHostBench, type HostBench } from "./fixture.js";
 
 const DAY = 86_400_000;
 const RETENTION = { invocationsMs: 2 * DAY, replayWindowMs: 2 * DAY, pauseMs: 0 };
@@ -78,6 +78,41 @@ for (const factory of allStoreFactories()) {
       const v = await verifyJournalIn(b.store, createKeyring([{ kid: KEYS.trusted.kid, publicJwk: KEYS.trusted.publicJwk }]), b.scope);
       expect(v.problems).toEqual([]);
       expect(v.ok).toBe(true);
+    });
+
+    it("a bare execution's key answers DUPLICATE within the replay window; after it and once archived, it is pruned and runs again", async () => {
+      const b = await bench();
+      const req = b.request({ idempotencyKey: `bare-${Math.random().toString(36).slice(2)}` });
+      const boundary = b.host.context.boundary;
+      expect((await boundary.execute(req, decisionFor(req, b.clock.now()))).state).toBe("SUCCEEDED");
+      expect(b.calls).toHaveLength(1);
+      await archiveAll(b);
+
+      // Within the window, archived or not: the key stays and answers DUPLICATE.
+      b.clock.advance(2 * DAY - 1);
+      const within = await b.host.retention.prune();
+      expect(within.pruned.bare_idempotency).toBe(0);
+      expect((await boundary.execute(req, decisionFor(req, b.clock.now()))).state).toBe("DUPLICATE");
+      // A key an invocation holds goes with its invocation, never as a bare one (counted apart below).
+      const held = await b.host.submit(b.request());
+      expect(await b.host.worker().runOnce()).toEqual(["succeeded"]);
+      await archiveAll(b);
+
+      // Past the window (the DUPLICATE attempt and its entries archived too): pruned, with its rows.
+      b.clock.advance(2 * DAY + 1);
+      await archiveAll(b);
+      const status = await b.host.retention.status();
+      expect(status.pruned.bare_idempotency).toBe(1);
+      const done = await b.host.retention.prune();
+      expect(done.pruned.bare_idempotency).toBe(1);
+      expect(done.pruned.attempts).toBeGreaterThanOrEqual(2);
+      expect(await readCommitted(b.store, (tx) => tx.getIdempotency(b.scope, req.action, req.idempotencyKey))).toBeNull();
+      const heldKey = held.invocation;
+      expect(await readCommitted(b.store, (tx) => tx.getIdempotency(b.scope, heldKey.action, heldKey.idempotencyKey))).toBeNull();
+      expect(await b.host.get(b.scope, heldKey.invocationId)).toBeNull();
+      // The same key is a new request: it runs again.
+      expect((await boundary.execute(req, decisionFor(req, b.clock.now()))).state).toBe("SUCCEEDED");
+      expect(b.calls).toHaveLength(3);
     });
 
     it("open work is never pruned, however old and archived", async () => {

@@ -30,6 +30,8 @@ export interface Committed {
   intents: Array<{ step: StepCheckpoint; token: string | undefined }>;
   /** Invocations retention deleted, with what the deleting transaction saw just before (docs/retention.md). */
   pruned: PrunedSeen[];
+  /** Invocation ids of bare executions whose idempotency record retention deleted with their rows. */
+  prunedBare: string[];
 }
 
 /** An invocation as its pruning transaction saw it just before deleting it. */
@@ -105,17 +107,34 @@ export function simStore(node: SimNode, inner: Store, hooks: StoreHooks, options
             c.attempts.push({ ...rec });
           };
         }
-        if (prop === "deleteInvocation") {
-          return async (scope: Scope, invocationId: string) => {
-            const inv = await target.getInvocation(scope, invocationId);
+        if (prop === "deleteEndedInvocations") {
+          return async (scope: Scope, ids: string[]) => {
             const watermark = await target.journalArchivedThrough(scope);
-            const recs = await target.listReconciliations(scope, { invocationId });
-            const approval = inv?.approvalId !== undefined ? await target.getApproval(scope, inv.approvalId) : null;
-            const rows = (await fn(scope, invocationId)) as { invocations: number };
-            if (inv !== null && rows.invocations === 1) {
-              c.pruned.push({ invocation: inv, watermark, openReconciliations: recs.filter((r) => r.status === "open").length, approvalStatus: approval?.status ?? null, reconciliationIds: recs.map((r) => r.reconciliationId) });
+            const seen = new Map<string, Omit<PrunedSeen, "watermark"> | null>();
+            for (const invocationId of ids) {
+              const inv = await target.getInvocation(scope, invocationId);
+              const recs = await target.listReconciliations(scope, { invocationId });
+              const approval = inv?.approvalId !== undefined ? await target.getApproval(scope, inv.approvalId) : null;
+              seen.set(invocationId, inv === null ? null : { invocation: inv, openReconciliations: recs.filter((r) => r.status === "open").length, approvalStatus: approval?.status ?? null, reconciliationIds: recs.map((r) => r.reconciliationId) });
             }
-            return rows;
+            const out = (await fn(scope, ids)) as { deleted: string[] };
+            for (const id of out.deleted) {
+              const s = seen.get(id);
+              if (s != null) c.pruned.push({ ...s, watermark });
+            }
+            return out;
+          };
+        }
+        if (prop === "deleteBareExecutions") {
+          return async (scope: Scope, keys: Array<{ action: string; idempotencyKey: string }>, before: number) => {
+            const recs = [];
+            for (const k of keys) recs.push(await target.getIdempotency(scope, k.action, k.idempotencyKey));
+            const out = await fn(scope, keys, before);
+            for (const [i, k] of keys.entries()) {
+              const rec = recs[i];
+              if (rec != null && (await target.getIdempotency(scope, k.action, k.idempotencyKey)) === null) c.prunedBare.push(rec.invocationId);
+            }
+            return out;
           };
         }
         if (prop === "insertUnsealed") {
@@ -140,7 +159,7 @@ export function simStore(node: SimNode, inner: Store, hooks: StoreHooks, options
     const value = await node.op(kind, async () => {
       const fault = hooks.fault(node, kind);
       if (fault === "throw") throw new WritError("STORE_ERROR", "sim: injected store failure (nothing written)");
-      const c: Committed = { claims: [], attempts: [], invocations: [], breakers: [], intents: [], pruned: [] };
+      const c: Committed = { claims: [], attempts: [], invocations: [], breakers: [], intents: [], pruned: [], prunedBare: [] };
       const v = await work(c, journaled);
       hooks.committed(node, c);
       if (fault === "lost-ack" && hooks.loseAck(node, c)) throw new WritError("STORE_ERROR", "sim: injected lost acknowledgement (the commit happened)");

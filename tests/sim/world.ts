@@ -122,6 +122,8 @@ export interface Observations {
   bareAfterDrain: Array<{ action: string; key: string; state: string; reasonCode?: string }>;
   /** Invocations retention deleted: what the deleting transaction saw, and when (docs/retention.md). */
   pruned: Map<string, PrunedSeen & { at: number }>;
+  /** Bare executions (their invocation ids) whose idempotency record retention deleted with their rows. */
+  prunedBare: Set<string>;
   /** Notes for the report: client errors that were not expected. */
   notes: string[];
 }
@@ -256,6 +258,7 @@ export class World {
       bareInterrupted: [],
       bareAfterDrain: [],
       pruned: new Map(),
+      prunedBare: new Set(),
       notes: [],
     };
     this.crypto = simCrypto(this.obs.decisions);
@@ -285,6 +288,10 @@ export class World {
     for (const p of c.pruned) {
       this.obs.pruned.set(p.invocation.invocationId, { ...p, at: this.sim.now });
       this.sim.trace(`pruned ${p.invocation.invocationId} (${p.invocation.status}) by ${node.name}`);
+    }
+    for (const id of c.prunedBare) {
+      this.obs.prunedBare.add(id);
+      this.sim.trace(`pruned bare execution ${id} by ${node.name}`);
     }
     for (const inv of c.claims) {
       const list = this.obs.claims.get(inv.invocationId) ?? [];

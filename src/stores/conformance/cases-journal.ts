@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import type { JournalEntry } from "../../core/types.js";
 import { assertRecord, plain, rejectsWithCode, withStore } from "./assertions.js";
 import type { StoreConformanceCase } from "./case.js";
-import { checkpoint, journalChain, journalEntry, newScope, uid } from "./fixtures.js";
+import { checkpoint, journalChain, journalEntry, newScope, T0, uid } from "./fixtures.js";
 
 export const journalCases: StoreConformanceCase[] = [
   {
@@ -135,6 +135,31 @@ export const journalCases: StoreConformanceCase[] = [
         await store.transact((tx) => tx.setJournalArchivedThrough(scope, 4));
         assert.equal(await store.transact((tx) => tx.journalArchivedThrough(scope)), 4);
         assert.equal(await store.transact((tx) => tx.journalArchivedThrough(other)), 0, "another scope's watermark");
+      });
+    },
+  },
+  {
+    // Invariant: pruneJournal with writtenBefore deletes only the leading entries written before
+    // it (at most `limit`): the first entry written at or after it stays, and every entry after it,
+    // even an older one.
+    name: "journal: prune with writtenBefore stops at the first entry written at or after it",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        const chain = journalChain(scope, 8);
+        chain[4]!.at = T0 + 100; // entry 5 is young; entry 6 (at T0 + 6) follows it
+        await store.transact(async (tx) => {
+          await tx.insertJournal(scope, chain);
+          await tx.setJournalArchivedThrough(scope, 8);
+        });
+        const seqs = async (): Promise<number[]> => (await store.transact((tx) => tx.readJournal(scope))).map((e) => e.seq);
+        assert.equal(await store.transact((tx) => tx.pruneJournal(scope, 7, 2, T0 + 50)), 2, "a full batch of old entries");
+        assert.deepStrictEqual(await seqs(), [3, 4, 5, 6, 7, 8]);
+        assert.equal(await store.transact((tx) => tx.pruneJournal(scope, 7, 10, T0 + 50)), 2, "up to the first young entry");
+        assert.deepStrictEqual(await seqs(), [5, 6, 7, 8]);
+        assert.equal(await store.transact((tx) => tx.pruneJournal(scope, 7, 10, T0 + 50)), 0, "the young entry stays, and the older one after it");
+        assert.equal(await store.transact((tx) => tx.pruneJournal(scope, 7, 10, T0 + 101)), 3, "past it, all up to throughSeq");
+        assert.deepStrictEqual(await seqs(), [8]);
       });
     },
   },

@@ -1,13 +1,14 @@
 /**
  * Retention (docs/retention.md): ended invocations found oldest first across scopes, the journal's
- * hold on them, whole-invocation deletes that never touch the journal, age-only deletes, and the
- * pruner deleting exactly what is ended, old enough and archived.
+ * hold on them, batch deletes of whole invocations that never touch the journal, bare executions'
+ * idempotency records, age-only deletes, and the pruner deleting exactly what is ended, old enough
+ * and archived.
  */
 import assert from "node:assert/strict";
-import { runRetention, type RetentionSettings } from "../../core/retention.js";
-import type { Store, StoreTx } from "../../core/store.js";
-import type { CompletionRecord, Delivery, Invocation, InvocationStatus, JournalEntry, Scope, UnsealedEntry } from "../../core/types.js";
-import { rejectsWithCode, withStore } from "./assertions.js";
+import { holdMemo, runRetention, type RetentionSettings } from "../../core/retention.js";
+import type { BareCursor, Store, StoreTx } from "../../core/store.js";
+import type { CompletionRecord, Delivery, IdempotencyRecord, Invocation, InvocationStatus, JournalEntry, Scope, UnsealedEntry } from "../../core/types.js";
+import { withStore } from "./assertions.js";
 import type { StoreConformanceCase } from "./case.js";
 import { approval, attempt, decision, idempotency, invocation, newScope, prng, reconciliation, step, T0, uid } from "./fixtures.js";
 
@@ -63,6 +64,34 @@ async function rowsOf(tx: StoreTx, scope: Scope, inv: Invocation, decisionId: st
     idempotency: (await tx.getIdempotency(scope, inv.action, inv.idempotencyKey)) !== null,
     reconciliations: (await tx.listReconciliations(scope, { invocationId: inv.invocationId })).length > 0,
     approval: inv.approvalId !== undefined && (await tx.getApproval(scope, inv.approvalId)) !== null,
+  };
+}
+
+/** A bare execution (the boundary used without the host): its key's record, an attempt with its decision, a step and a completion, no invocation row. */
+async function seedBare(store: Store, scope: Scope, over: Partial<IdempotencyRecord>): Promise<{ rec: IdempotencyRecord; decisionId: string; ref: string }> {
+  const invocationId = over.invocationId ?? uid("inv_bare");
+  const dec = decision(scope);
+  const att = attempt(scope, { invocationId, decisionId: dec.decisionId, attemptId: dec.attemptId, state: "SUCCEEDED" });
+  const rec = idempotency(scope, { invocationId, attemptId: att.attemptId, ...over });
+  const ref = uid("ref");
+  await store.transact(async (tx) => {
+    await tx.consumeDecision(scope, dec);
+    await tx.insertAttempt(scope, att);
+    await tx.putIdempotency(scope, rec);
+    await tx.putStep(scope, step(scope, `${invocationId}`, 0, { status: "succeeded", connector: "payments", externalRef: ref, attemptId: att.attemptId }));
+    await tx.insertCompletion(scope, { ...scope, completionId: uid("cpl"), connector: "payments", externalRef: ref, outcome: "success", contentDigest: "sha256:c", disposition: "applied", invocationId, stepIndex: 0, receivedAt: T0 });
+  });
+  return { rec, decisionId: dec.decisionId, ref };
+}
+
+/** Which of a bare execution's rows are still there (its steps and attempts: those of its attempt). */
+async function bareRowsOf(tx: StoreTx, scope: Scope, x: { rec: IdempotencyRecord; decisionId: string; ref: string }): Promise<Record<string, boolean>> {
+  return {
+    record: (await tx.getIdempotency(scope, x.rec.action, x.rec.idempotencyKey)) !== null,
+    steps: (await tx.getSteps(scope, x.rec.invocationId)).some((st) => st.attemptId === x.rec.attemptId),
+    attempts: (await tx.getAttempt(scope, x.rec.attemptId)) !== null,
+    decision: (await tx.getConsumedDecision(scope, x.decisionId)) !== null,
+    completions: (await tx.listCompletions(scope, "payments", x.ref)).length > 0,
   };
 }
 
@@ -151,39 +180,102 @@ export async function checkPruneMix(store: Store, mix: PruneMix, label: string):
 
 export const retentionCases: StoreConformanceCase[] = [
   {
-    // Invariant: deleteInvocation removes an ended invocation and every row that belongs to it (its
-    // key too: the same key is then free), leaves its journal entries and checkpoints and another
-    // invocation's rows alone, refuses an open invocation (CONFLICT, nothing deleted), and answers
-    // all zero for one that is gone; a rolled-back delete leaves everything.
-    name: "retention: deleteInvocation removes a whole ended invocation and never the journal",
+    // Invariant: deleteEndedInvocations removes each ended, unheld member whole (its key too: the
+    // same key is then free) and counts the rows by kind; a member that is not ended, or is held by
+    // an open reconciliation or a pending approval, is skipped and reported with every row kept
+    // while the others still go; a member already gone is in neither list; it never touches the
+    // journal nor a kept invocation's rows; a rolled-back batch leaves everything.
+    name: "retention: deleteEndedInvocations deletes the ended members whole and skips the others",
     async run(makeStore) {
       await withStore(makeStore, async (store) => {
         const scope = newScope();
         const a = await seedInvocation(store, scope, { status: "succeeded" });
         const b = await seedInvocation(store, scope, { status: "failed" });
+        const kept = await seedInvocation(store, scope, { status: "cancelled" });
         const open = await seedInvocation(store, scope, { status: "running", leaseOwner: "w", leaseToken: "t", leaseExpiresAt: T0 + 1 });
+        const reconciling = await seedInvocation(store, scope, { status: "succeeded" }, { openReconciliation: true });
+        const approving = await seedInvocation(store, scope, { status: "denied" }, { approvalStatus: "pending" });
         await assert.rejects(
           store.transact(async (tx) => {
-            await tx.deleteInvocation(scope, a.inv.invocationId);
+            await tx.deleteEndedInvocations(scope, [a.inv.invocationId]);
             throw new Error("rolled back");
           }),
           /rolled back/,
         );
-        assert.deepStrictEqual(await store.transact((tx) => rowsOf(tx, scope, a.inv, a.decisionId)), ALL_PRESENT, "a rolled-back delete left everything");
-        const n = await store.transact((tx) => tx.deleteInvocation(scope, a.inv.invocationId));
-        assert.deepStrictEqual(n, { invocations: 1, steps: 1, attempts: 1, decisions: 1, idempotency: 1, reconciliations: 1, approvals: 1, completions: 1 });
-        assert.deepStrictEqual(await store.transact((tx) => rowsOf(tx, scope, a.inv, a.decisionId)), ALL_GONE);
-        assert.deepStrictEqual(await store.transact((tx) => rowsOf(tx, scope, b.inv, b.decisionId)), ALL_PRESENT, "another invocation's rows stay");
+        assert.deepStrictEqual(await store.transact((tx) => rowsOf(tx, scope, a.inv, a.decisionId)), ALL_PRESENT, "a rolled-back batch left everything");
+        const holds = await store.transact((tx) => tx.invocationHolds(scope, [a.inv.invocationId, reconciling.inv.invocationId, approving.inv.invocationId]));
+        assert.deepStrictEqual([...holds].sort(), [[approving.inv.invocationId, "pending_approval"], [reconciling.inv.invocationId, "open_reconciliation"]].sort());
+        const members = [a, open, reconciling, approving, b].map((m) => m.inv.invocationId);
+        const r = await store.transact((tx) => tx.deleteEndedInvocations(scope, [...members, uid("inv")]));
+        assert.deepStrictEqual([...r.deleted].sort(), [a.inv.invocationId, b.inv.invocationId].sort(), "the ended, unheld members went");
+        assert.deepStrictEqual(
+          [...r.skipped].sort((x, y) => (x.invocationId < y.invocationId ? -1 : 1)),
+          [
+            { invocationId: open.inv.invocationId, reason: "not_ended" },
+            { invocationId: reconciling.inv.invocationId, reason: "open_reconciliation" },
+            { invocationId: approving.inv.invocationId, reason: "pending_approval" },
+          ].sort((x, y) => (x.invocationId < y.invocationId ? -1 : 1)),
+          "the others were skipped, each with its reason (a missing member in neither list)",
+        );
+        assert.deepStrictEqual(r.rows, { invocations: 2, steps: 2, attempts: 2, decisions: 2, idempotency: 2, reconciliations: 2, approvals: 2, completions: 2 });
+        for (const m of [a, b]) assert.deepStrictEqual(await store.transact((tx) => rowsOf(tx, scope, m.inv, m.decisionId)), ALL_GONE);
+        for (const m of [kept, open, reconciling, approving]) {
+          assert.deepStrictEqual(await store.transact((tx) => rowsOf(tx, scope, m.inv, m.decisionId)), ALL_PRESENT, `${m.inv.status} invocation ${m.inv.invocationId} kept all its rows`);
+        }
         const journal = await store.transact((tx) => tx.readJournal(scope));
-        assert.deepStrictEqual(journal.map((e) => e.seq), [1, 2, 3, 4, 5, 6], "journal entries are never deleted by retention");
-        await rejectsWithCode(store.transact((tx) => tx.deleteInvocation(scope, open.inv.invocationId)), "CONFLICT", "an open invocation");
-        assert.deepStrictEqual(await store.transact((tx) => rowsOf(tx, scope, open.inv, open.decisionId)), ALL_PRESENT, "a refused delete deleted nothing");
-        const again = await store.transact((tx) => tx.deleteInvocation(scope, a.inv.invocationId));
-        assert.equal(again.invocations, 0, "a second delete finds nothing");
+        assert.deepStrictEqual(journal.map((e) => e.seq), Array.from({ length: 12 }, (_, i) => i + 1), "journal entries are never deleted by retention");
+        const again = await store.transact((tx) => tx.deleteEndedInvocations(scope, [a.inv.invocationId]));
+        assert.deepStrictEqual(again, { rows: { invocations: 0, steps: 0, attempts: 0, decisions: 0, idempotency: 0, reconciliations: 0, approvals: 0, completions: 0 }, deleted: [], skipped: [] }, "a second delete finds nothing");
         // The key is free again: a new invocation with it is admitted.
         await store.transact((tx) => tx.insertInvocation(scope, invocation(scope, { action: a.inv.action, idempotencyKey: a.inv.idempotencyKey })));
         const later = await store.transact((tx) => tx.listAttempts(scope));
         assert.ok(later.every((x) => x.invocationId !== a.inv.invocationId), "listAttempts skips pruned attempts");
+      });
+    },
+  },
+  {
+    // Invariant: a bare execution's settled idempotency record (no invocation holds it, neither by
+    // its invocationId nor by its action and key) last updated before the cut-off is listed (at
+    // most `limit` records looked at per call, a cursor going on) and deleted with the steps,
+    // attempts, consumed decisions and completions filed under its invocationId; a record that is
+    // young, still in progress or unknown, or that an invocation holds, is neither listed nor
+    // deleted, even when named to deleteBareExecutions.
+    name: "retention: bare executions' idempotency records go after the cut-off, never one an invocation holds",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        const base = T0 - 900 * DAY;
+        const cut = base + 10;
+        const old = await seedBare(store, scope, { updatedAt: base + 1, state: "succeeded" });
+        const failed = await seedBare(store, scope, { updatedAt: base + 2, state: "failed" });
+        const young = await seedBare(store, scope, { updatedAt: cut, state: "succeeded" });
+        const pending = await seedBare(store, scope, { updatedAt: base + 3, state: "in_progress" });
+        const unknown = await seedBare(store, scope, { updatedAt: base + 3, state: "unknown" });
+        const host = await seedInvocation(store, scope, { status: "succeeded", updatedAt: base });
+        await store.transact((tx) => tx.putIdempotency(scope, { ...idempotency(scope, { action: host.inv.action, idempotencyKey: host.inv.idempotencyKey, invocationId: host.inv.invocationId, state: "succeeded" }), updatedAt: base + 4 }));
+        // Held by an invocation through its invocationId alone (another key).
+        const named = await seedBare(store, scope, { updatedAt: base + 5, state: "succeeded", invocationId: host.inv.invocationId });
+        const mine = (recs: IdempotencyRecord[]): string[] => recs.filter((r) => r.tenantId === scope.tenantId && r.spaceId === scope.spaceId).map((r) => r.idempotencyKey);
+        const all: IdempotencyRecord[] = [];
+        let after: BareCursor | undefined;
+        for (let pages = 0; pages < 10_000; pages++) {
+          const page = await store.transact((tx) => tx.listBareIdempotency({ before: cut, limit: 2, ...(after ? { after } : {}) }));
+          assert.ok(page.bare.length <= 2, "at most limit records a call");
+          all.push(...page.bare);
+          if (page.next === undefined) break;
+          after = page.next;
+        }
+        assert.deepStrictEqual(mine(all), [old.rec.idempotencyKey, failed.rec.idempotencyKey], "the settled bare records before the cut-off, oldest first");
+        const everyone = [old, failed, young, pending, unknown, named].map((x) => ({ action: x.rec.action, idempotencyKey: x.rec.idempotencyKey }));
+        everyone.push({ action: host.inv.action, idempotencyKey: host.inv.idempotencyKey });
+        const n = await store.transact((tx) => tx.deleteBareExecutions(scope, everyone, cut));
+        assert.deepStrictEqual(n, { invocations: 0, steps: 2, attempts: 2, decisions: 2, idempotency: 2, reconciliations: 0, approvals: 0, completions: 2 });
+        for (const x of [old, failed]) assert.deepStrictEqual(await store.transact((tx) => bareRowsOf(tx, scope, x)), { record: false, steps: false, attempts: false, decision: false, completions: false });
+        for (const x of [young, pending, unknown, named]) {
+          assert.deepStrictEqual(await store.transact((tx) => bareRowsOf(tx, scope, x)), { record: true, steps: true, attempts: true, decision: true, completions: true }, `${x.rec.state} record ${x.rec.idempotencyKey} kept`);
+        }
+        assert.deepStrictEqual(await store.transact((tx) => rowsOf(tx, scope, host.inv, host.decisionId)), ALL_PRESENT, "the invocation holding its key kept everything");
+        assert.equal((await store.transact((tx) => tx.deleteBareExecutions(scope, everyone, cut))).idempotency, 0, "a second delete finds nothing");
       });
     },
   },
@@ -257,6 +349,56 @@ export const retentionCases: StoreConformanceCase[] = [
         assert.deepStrictEqual(refs, [0, 1, 1], "only the old expired completion went");
         assert.equal(await store.transact((tx) => tx.rememberDelivery(scope, "payments", "wh-old", base + 20)), true, "an old webhook delivery id was forgotten");
         assert.equal(await store.transact((tx) => tx.rememberDelivery(scope, "payments", "wh-new", base + 20)), false, "a young one is remembered");
+      });
+    },
+  },
+  {
+    // Invariant: a hold memo passed from run to run reads the journal only for ids it does not
+    // already know to be held above an unmoved watermark, and changes nothing about what goes: an
+    // invocation held stays held while the watermark stays, a new one is read, and once the
+    // watermark passes their entries both go.
+    name: "retention: a hold memo spares re-reading the journal while the watermark stays, and prunes the same",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        const now = T0 + 1000 * DAY;
+        const a = await seedInvocation(store, scope, { status: "succeeded", updatedAt: now - 3 * DAY });
+        const b = await seedInvocation(store, scope, { status: "succeeded", updatedAt: now - 3 * DAY + 1 });
+        await store.transact((tx) => tx.setJournalArchivedThrough(scope, a.seqs[1]!));
+        let reads = 0;
+        const counted: Store = {
+          ...store,
+          read: undefined,
+          transact: (fn) =>
+            store.transact((tx) =>
+              fn(
+                new Proxy(tx, {
+                  get(t, p) {
+                    const v: unknown = Reflect.get(t, p, t);
+                    if (p === "journalNamesAbove") reads += 1;
+                    return typeof v === "function" ? (v as (...x: unknown[]) => unknown).bind(t) : v;
+                  },
+                }),
+              ),
+            ),
+        };
+        const memo = holdMemo();
+        const run = async (): Promise<number> => {
+          reads = 0;
+          await runRetention(counted, settings(), { now, memo });
+          return reads;
+        };
+        const present = async (m: { inv: Invocation; decisionId: string }): Promise<boolean> => (await store.transact((tx) => rowsOf(tx, scope, m.inv, m.decisionId))).invocation === true;
+        assert.equal(await run(), 1, "the first run reads the journal");
+        assert.deepStrictEqual([await present(a), await present(b)], [false, true], "the archived one went, the other is held");
+        assert.equal(await run(), 0, "the watermark stayed: the held one is known");
+        assert.equal(await present(b), true);
+        const c = await seedInvocation(store, scope, { status: "failed", updatedAt: now - 3 * DAY + 2 });
+        assert.equal(await run(), 1, "a new candidate is read");
+        assert.deepStrictEqual([await present(b), await present(c)], [true, true]);
+        await store.transact((tx) => tx.setJournalArchivedThrough(scope, c.seqs[1]!));
+        assert.equal(await run(), 1, "the watermark moved: read again");
+        assert.deepStrictEqual([await present(b), await present(c)], [false, false], "both went once archived");
       });
     },
   },

@@ -171,12 +171,16 @@ export function setJournalArchivedThrough(w: Work, scope: Scope, seq: number): v
   });
 }
 
-/** Deletes up to `limit` of the lowest live sealed entries at or below `throughSeq` (`Tx.pruneJournal`). */
-export function pruneJournal(w: Work, scope: Scope, throughSeq: number, limit: number): number {
+/** Deletes up to `limit` of the lowest live sealed entries at or below `throughSeq`, the leading ones written before `writtenBefore` if given (`Tx.pruneJournal`). */
+export function pruneJournal(w: Work, scope: Scope, throughSeq: number, limit: number, writtenBefore?: number): number {
   const sd = findScope(w.state, scope);
   checkPrune(sd?.archive.through ?? 0, journalHead(w, scope)?.seq ?? 0, throughSeq);
   if (sd === undefined) return 0;
-  const n = Math.min(limit, Math.max(0, throughSeq - sd.archive.pruned));
+  let n = Math.min(limit, Math.max(0, throughSeq - sd.archive.pruned));
+  if (writtenBefore !== undefined) {
+    const young = sd.journal.slice(0, n).findIndex((e) => !(e.at < writtenBefore));
+    if (young !== -1) n = young;
+  }
   if (n === 0) return 0;
   const gone = sd.journal.splice(0, n);
   for (const e of gone) sd.journalIds.delete(e.id);

@@ -1,10 +1,10 @@
 /**
  * Retention (docs/retention.md): ended invocations found oldest first across scopes, the journal's
- * hold on them (entries not archived yet), whole-invocation deletes and the age-only deletes.
+ * hold on them (entries not archived yet), whole-invocation deletes member by member, bare
+ * executions' idempotency records past the replay window, and the age-only deletes.
  */
-import { WritError } from "../../core/errors.js";
-import type { AgedRecordKind, EndedCursor, PrunedInvocationRows } from "../../core/store.js";
-import { TERMINAL_INVOCATION_STATUSES, type Invocation, type Scope } from "../../core/types.js";
+import type { AgedRecordKind, BareCursor, EndedCursor, InvocationHold, PrunedInvocationRows, PrunedInvocations } from "../../core/store.js";
+import { TERMINAL_INVOCATION_STATUSES, type IdempotencyRecord, type Invocation, type Scope } from "../../core/types.js";
 import { copy } from "./memory-copy.js";
 import { deleteUndoable, findScope, keyOf, type MemoryState, type ScopeData, type Work } from "./memory-state.js";
 
@@ -21,7 +21,7 @@ function endedOrder(a: EndedCursor, b: EndedCursor): number {
   return 0;
 }
 
-export function listEndedInvocations(w: Work, opts: { endedBefore: number; limit: number; after?: EndedCursor }): Invocation[] {
+export function listEndedInvocations(w: Work, opts: { endedBefore: number; limit: number; after?: EndedCursor }): EndedCursor[] {
   const out: Invocation[] = [];
   for (const sd of allScopes(w.state)) {
     for (const inv of sd.invocations.values()) {
@@ -30,7 +30,10 @@ export function listEndedInvocations(w: Work, opts: { endedBefore: number; limit
       out.push(inv);
     }
   }
-  return out.sort(endedOrder).slice(0, opts.limit).map(copy);
+  return out
+    .sort(endedOrder)
+    .slice(0, opts.limit)
+    .map((i) => ({ updatedAt: i.updatedAt, tenantId: i.tenantId, spaceId: i.spaceId, invocationId: i.invocationId }));
 }
 
 export function journalNamesAbove(w: Work, scope: Scope, aboveSeq: number, invocationIds: string[]): Set<string> {
@@ -47,21 +50,23 @@ export function journalNamesAbove(w: Work, scope: Scope, aboveSeq: number, invoc
   return out;
 }
 
-export function deleteInvocation(w: Work, scope: Scope, invocationId: string): PrunedInvocationRows {
-  const n: PrunedInvocationRows = { invocations: 0, steps: 0, attempts: 0, decisions: 0, idempotency: 0, reconciliations: 0, approvals: 0, completions: 0 };
-  const sd = findScope(w.state, scope);
-  const inv = sd?.invocations.get(invocationId);
-  if (sd === undefined || inv === undefined) return n;
-  if (!ENDED.has(inv.status)) throw new WritError("CONFLICT", `invocation ${invocationId} is ${inv.status}, not ended: retention never deletes it`);
+function noRows(): PrunedInvocationRows {
+  return { invocations: 0, steps: 0, attempts: 0, decisions: 0, idempotency: 0, reconciliations: 0, approvals: 0, completions: 0 };
+}
+
+/** Removes the steps, their matched completions, the attempts and their consumed decisions filed under `invocationId`. */
+function dropExecution(w: Work, sd: ScopeData, invocationId: string, n: PrunedInvocationRows): void {
   const steps = sd.steps.get(invocationId);
   const refs = new Set<string>();
   for (const s of steps?.values() ?? []) if (s.connector !== undefined && s.externalRef !== undefined) refs.add(keyOf(s.connector, s.externalRef));
-  n.steps = steps?.size ?? 0;
-  deleteUndoable(w, sd.steps, invocationId);
-  for (const [k, c] of [...sd.completions]) {
-    if (c.invocationId === invocationId && refs.has(keyOf(c.connector, c.externalRef))) {
-      deleteUndoable(w, sd.completions, k);
-      n.completions += 1;
+  n.steps += steps?.size ?? 0;
+  if (steps !== undefined) deleteUndoable(w, sd.steps, invocationId);
+  if (refs.size > 0) {
+    for (const [k, c] of [...sd.completions]) {
+      if (c.invocationId === invocationId && refs.has(keyOf(c.connector, c.externalRef))) {
+        deleteUndoable(w, sd.completions, k);
+        n.completions += 1;
+      }
     }
   }
   for (let i = 0; i < sd.attempts.length; i++) {
@@ -79,23 +84,104 @@ export function deleteInvocation(w: Work, scope: Scope, invocationId: string): P
     });
     n.attempts += 1;
   }
-  const key = keyOf(inv.action, inv.idempotencyKey);
-  if (sd.idempotency.get(key)?.invocationId === invocationId) {
+}
+
+function holdOf(sd: ScopeData, inv: Invocation): InvocationHold | null {
+  for (const r of sd.reconciliations.values()) if (r.invocationId === inv.invocationId && r.status === "open") return "open_reconciliation";
+  if (inv.approvalId !== undefined && sd.approvals.get(inv.approvalId)?.status === "pending") return "pending_approval";
+  return null;
+}
+
+export function invocationHolds(w: Work, scope: Scope, invocationIds: string[]): Map<string, InvocationHold> {
+  const out = new Map<string, InvocationHold>();
+  const sd = findScope(w.state, scope);
+  if (sd === undefined) return out;
+  for (const id of invocationIds) {
+    const inv = sd.invocations.get(id);
+    const h = inv === undefined ? null : holdOf(sd, inv);
+    if (h !== null) out.set(id, h);
+  }
+  return out;
+}
+
+/** Member by member: each ended, unheld member whole (children first, the row last). */
+export function deleteEndedInvocations(w: Work, scope: Scope, invocationIds: string[]): PrunedInvocations {
+  const out: PrunedInvocations = { rows: noRows(), deleted: [], skipped: [] };
+  const sd = findScope(w.state, scope);
+  if (sd === undefined) return out;
+  const n = out.rows;
+  for (const invocationId of invocationIds) {
+    const inv = sd.invocations.get(invocationId);
+    if (inv === undefined) continue;
+    const hold = ENDED.has(inv.status) ? holdOf(sd, inv) : "not_ended";
+    if (hold !== null) {
+      out.skipped.push({ invocationId, reason: hold });
+      continue;
+    }
+    dropExecution(w, sd, invocationId, n);
+    const key = keyOf(inv.action, inv.idempotencyKey);
+    if (sd.idempotency.get(key)?.invocationId === invocationId) {
+      deleteUndoable(w, sd.idempotency, key);
+      n.idempotency += 1;
+    }
+    for (const r of [...sd.reconciliations.values()]) {
+      if (r.invocationId !== invocationId) continue;
+      deleteUndoable(w, sd.reconciliations, r.reconciliationId);
+      n.reconciliations += 1;
+    }
+    if (inv.approvalId !== undefined && sd.approvals.has(inv.approvalId)) {
+      deleteUndoable(w, sd.approvals, inv.approvalId);
+      n.approvals += 1;
+    }
+    if (sd.invocationKeys.get(key) === invocationId) deleteUndoable(w, sd.invocationKeys, key);
+    deleteUndoable(w, sd.invocations, invocationId);
+    n.invocations += 1;
+    out.deleted.push(invocationId);
+  }
+  return out;
+}
+
+const SETTLED: ReadonlySet<string> = new Set(["succeeded", "failed"]);
+
+function bareOrder(a: BareCursor, b: BareCursor): number {
+  if (a.updatedAt !== b.updatedAt) return a.updatedAt - b.updatedAt;
+  for (const k of ["tenantId", "spaceId", "action", "idempotencyKey"] as const) if (a[k] !== b[k]) return a[k] < b[k] ? -1 : 1;
+  return 0;
+}
+
+/** A settled record last updated before `before` that no invocation of its scope holds. */
+function isBare(sd: ScopeData, r: IdempotencyRecord, before: number): boolean {
+  return SETTLED.has(r.state) && r.updatedAt < before && !sd.invocations.has(r.invocationId) && !sd.invocationKeys.has(keyOf(r.action, r.idempotencyKey));
+}
+
+export function listBareIdempotency(w: Work, opts: { before: number; limit: number; after?: BareCursor }): { bare: IdempotencyRecord[]; next?: BareCursor } {
+  const page: Array<{ sd: ScopeData; r: IdempotencyRecord }> = [];
+  for (const sd of allScopes(w.state)) {
+    for (const r of sd.idempotency.values()) {
+      if (!SETTLED.has(r.state) || r.updatedAt >= opts.before) continue;
+      if (opts.after !== undefined && bareOrder(r, opts.after) <= 0) continue;
+      page.push({ sd, r });
+    }
+  }
+  const looked = page.sort((a, b) => bareOrder(a.r, b.r)).slice(0, opts.limit);
+  const bare = looked.filter(({ sd, r }) => isBare(sd, r, opts.before)).map(({ r }) => copy(r));
+  const last = looked[looked.length - 1]?.r;
+  if (looked.length < opts.limit || last === undefined) return { bare };
+  return { bare, next: { updatedAt: last.updatedAt, tenantId: last.tenantId, spaceId: last.spaceId, action: last.action, idempotencyKey: last.idempotencyKey } };
+}
+
+export function deleteBareExecutions(w: Work, scope: Scope, keys: Array<{ action: string; idempotencyKey: string }>, before: number): PrunedInvocationRows {
+  const n = noRows();
+  const sd = findScope(w.state, scope);
+  if (sd === undefined) return n;
+  for (const k of keys) {
+    const key = keyOf(k.action, k.idempotencyKey);
+    const r = sd.idempotency.get(key);
+    if (r === undefined || !isBare(sd, r, before)) continue;
+    dropExecution(w, sd, r.invocationId, n);
     deleteUndoable(w, sd.idempotency, key);
-    n.idempotency = 1;
+    n.idempotency += 1;
   }
-  for (const r of [...sd.reconciliations.values()]) {
-    if (r.invocationId !== invocationId) continue;
-    deleteUndoable(w, sd.reconciliations, r.reconciliationId);
-    n.reconciliations += 1;
-  }
-  if (inv.approvalId !== undefined && sd.approvals.has(inv.approvalId)) {
-    deleteUndoable(w, sd.approvals, inv.approvalId);
-    n.approvals = 1;
-  }
-  if (sd.invocationKeys.get(key) === invocationId) deleteUndoable(w, sd.invocationKeys, key);
-  deleteUndoable(w, sd.invocations, invocationId);
-  n.invocations = 1;
   return n;
 }
 

@@ -4,7 +4,7 @@
  * synchronous, so an operation's effect is applied (and logged for undo) when it is called.
  */
 import { WritError } from "../../core/errors.js";
-import type { AgedRecordKind, ClaimOptions, DeliveryFilter, EndedCursor, InvocationFilter, JournalScopeState, ListOptions, PrunedInvocationRows, StoreTx, SubscriptionClaimOptions } from "../../core/store.js";
+import type { AgedRecordKind, BareCursor, ClaimOptions, DeliveryFilter, EndedCursor, InvocationFilter, InvocationHold, JournalScopeState, ListOptions, PrunedInvocationRows, PrunedInvocations, StoreTx, SubscriptionClaimOptions } from "../../core/store.js";
 import type {
   ApiKeyRecord,
   BreakerRecord,
@@ -153,8 +153,8 @@ export class MemoryTx implements StoreTx {
   async setJournalArchivedThrough(scope: Scope, seq: number): Promise<void> {
     journal.setJournalArchivedThrough(this.#enter("setJournalArchivedThrough"), scope, seq);
   }
-  async pruneJournal(scope: Scope, throughSeq: number, limit: number): Promise<number> {
-    return journal.pruneJournal(this.#enter("pruneJournal"), scope, throughSeq, limit);
+  async pruneJournal(scope: Scope, throughSeq: number, limit: number, writtenBefore?: number): Promise<number> {
+    return journal.pruneJournal(this.#enter("pruneJournal"), scope, throughSeq, limit, writtenBefore);
   }
 
   async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {
@@ -273,14 +273,23 @@ export class MemoryTx implements StoreTx {
   }
 
   // retention (docs/retention.md)
-  async listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<Invocation[]> {
+  async listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<EndedCursor[]> {
     return retention.listEndedInvocations(this.#enter("listEndedInvocations"), opts);
   }
   async journalNamesAbove(scope: Scope, aboveSeq: number, invocationIds: string[]): Promise<Set<string>> {
     return retention.journalNamesAbove(this.#enter("journalNamesAbove"), scope, aboveSeq, invocationIds);
   }
-  async deleteInvocation(scope: Scope, invocationId: string): Promise<PrunedInvocationRows> {
-    return retention.deleteInvocation(this.#enter("deleteInvocation"), scope, invocationId);
+  async invocationHolds(scope: Scope, invocationIds: string[]): Promise<Map<string, InvocationHold>> {
+    return retention.invocationHolds(this.#enter("invocationHolds"), scope, invocationIds);
+  }
+  async deleteEndedInvocations(scope: Scope, invocationIds: string[]): Promise<PrunedInvocations> {
+    return retention.deleteEndedInvocations(this.#enter("deleteEndedInvocations"), scope, invocationIds);
+  }
+  async listBareIdempotency(opts: { before: number; limit: number; after?: BareCursor }): Promise<{ bare: IdempotencyRecord[]; next?: BareCursor }> {
+    return retention.listBareIdempotency(this.#enter("listBareIdempotency"), opts);
+  }
+  async deleteBareExecutions(scope: Scope, keys: Array<{ action: string; idempotencyKey: string }>, before: number): Promise<PrunedInvocationRows> {
+    return retention.deleteBareExecutions(this.#enter("deleteBareExecutions"), scope, keys, before);
   }
   async deleteAgedRecords(kind: AgedRecordKind, before: number, limit: number): Promise<number> {
     return retention.deleteAgedRecords(this.#enter("deleteAgedRecords"), kind, before, limit);

@@ -99,20 +99,29 @@ const ARCHIVE_ROW = statement(
 const ARCHIVE_LOCK = statement("archive_lock", "SELECT archived_through FROM writ_journal_archive_state WHERE tenant_id = $1 AND space_id = $2 FOR UPDATE");
 const SET_ARCHIVED_THROUGH = statement("set_archived_through", "UPDATE writ_journal_archive_state SET archived_through = $3 WHERE tenant_id = $1 AND space_id = $2");
 /**
- * Deletes the lowest `$4` sealed entries at or below seq `$3`: their links and their documents, in
- * one statement (the caller checked the watermark and the head in the same transaction).
+ * Deletes the live sealed entries up to the seq `upto` (a scalar subquery over the lowest $4 at or
+ * below $3): their links, one range scan of the chain's primary key instead of a probe per seq,
+ * and their documents by id, in one statement (the caller checked the watermark and the head in
+ * the same transaction).
  */
-const PRUNE = statement(
-  "prune_journal",
+const pruneThrough = (upto: string): string =>
   `WITH gone AS (
-     DELETE FROM writ_journal_chain c
-      WHERE c.tenant_id = $1 AND c.space_id = $2
-        AND c.seq IN (SELECT seq FROM writ_journal_chain WHERE tenant_id = $1 AND space_id = $2 AND seq <= $3 ORDER BY seq LIMIT $4)
-     RETURNING c.id
+     DELETE FROM writ_journal_chain c WHERE c.tenant_id = $1 AND c.space_id = $2 AND c.seq <= (${upto}) RETURNING c.id
    ), docs AS (
      DELETE FROM writ_journal j USING gone WHERE j.tenant_id = $1 AND j.space_id = $2 AND j.id = gone.id RETURNING 1
    )
-   SELECT count(*)::int AS n FROM gone`,
+   SELECT count(*)::int AS n FROM gone`;
+/** The lowest `$4` sealed entries at or below seq `$3` (an index-only scan of the chain). */
+const PRUNE = statement(
+  "prune_journal",
+  pruneThrough("SELECT max(seq) FROM (SELECT seq FROM writ_journal_chain WHERE tenant_id = $1 AND space_id = $2 AND seq <= $3 ORDER BY seq LIMIT $4) p"),
+);
+/** Of those, the leading ones written before `$5`: the first written at or after it stays, and all after it. */
+const PRUNE_BEFORE = statement(
+  "prune_journal_before",
+  pruneThrough(`SELECT coalesce(min(seq) FILTER (WHERE at >= $5) - 1, max(seq)) FROM (
+     SELECT c.seq, j.at FROM writ_journal_chain c JOIN writ_journal j ON j.tenant_id = c.tenant_id AND j.space_id = c.space_id AND j.id = c.id
+      WHERE c.tenant_id = $1 AND c.space_id = $2 AND c.seq <= $3 ORDER BY c.seq LIMIT $4) p`),
 );
 /**
  * Scopes with a sealed journal after ($1, $2), at most $3: a skip scan of the chain's primary key
@@ -294,9 +303,10 @@ export async function setJournalArchivedThrough(x: Exec, scope: Scope, seq: numb
   if (seq !== current) await x.count(SET_ARCHIVED_THROUGH, [...sp, seq]);
 }
 
-export async function pruneJournal(x: Exec, scope: Scope, throughSeq: number, limit: number): Promise<number> {
+export async function pruneJournal(x: Exec, scope: Scope, throughSeq: number, limit: number, writtenBefore?: number): Promise<number> {
   checkPrune(await journalArchivedThrough(x, scope), (await journalHead(x, scope))?.seq ?? 0, throughSeq);
-  const [row] = await x.rows<{ n: number }>(PRUNE, [scope.tenantId, scope.spaceId, throughSeq, limit]);
+  const sp = [scope.tenantId, scope.spaceId, throughSeq, limit];
+  const [row] = writtenBefore === undefined ? await x.rows<{ n: number }>(PRUNE, sp) : await x.rows<{ n: number }>(PRUNE_BEFORE, [...sp, writtenBefore]);
   return row?.n ?? 0;
 }
 

@@ -747,6 +747,17 @@ ALTER TABLE writ_notify_deliveries SET (autovacuum_vacuum_scale_factor = 0.02, a
 `;
 
 /**
+ * Retention of bare executions (docs/retention.md, "Bare executions"): the pruner finds settled
+ * idempotency records oldest first across scopes through a partial index holding only the
+ * succeeded and failed ones (a record's state already changes when it settles, so that update was
+ * never a HOT one; the index adds one entry per settled record).
+ */
+const BARE_RETENTION = `
+CREATE INDEX writ_idempotency_settled ON writ_idempotency (((doc->>'updatedAt')::bigint), tenant_id, space_id, action, idempotency_key)
+  WHERE state IN ('succeeded', 'failed');
+`;
+
+/**
  * Notification subscriptions, their cursors into the sealed journal and their deliveries (the
  * outbox; docs/notifications.md). A delivery's seq is its place in its subscription's order.
  */
@@ -800,6 +811,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 12, name: "notifications", sql: NOTIFICATIONS },
   { version: 13, name: "journal_archive_state", sql: JOURNAL_ARCHIVE_STATE },
   { version: 14, name: "retention", sql: RETENTION },
+  { version: 15, name: "bare_retention", sql: BARE_RETENTION },
 ];
 
 /** The schema version this build creates and expects. */

@@ -1,21 +1,27 @@
 /**
  * Retention (docs/retention.md): ended invocations oldest first across scopes (a partial index of
  * ended rows, migration 14), the journal's hold on them (entries unsealed or sealed above the
- * archive watermark, read from the chain by seq and the pending queue), whole-invocation deletes
- * (children first, the locked row last, in the caller's short transaction) and age-only deletes.
+ * archive watermark, read from the chain by seq and the pending queue), batch deletes of whole
+ * invocations (the rows locked and checked in one statement, then one statement deleting from
+ * every table, in the caller's short transaction), bare executions' idempotency records past the
+ * replay window (migration 15) and age-only deletes.
  */
-import { WritError } from "../../core/errors.js";
-import type { AgedRecordKind, EndedCursor, PrunedInvocationRows } from "../../core/store.js";
-import { TERMINAL_INVOCATION_STATUSES, type Invocation, type Scope } from "../../core/types.js";
+import type { AgedRecordKind, BareCursor, EndedCursor, InvocationHold, PrunedInvocationRows, PrunedInvocations } from "../../core/store.js";
+import { TERMINAL_INVOCATION_STATUSES, type IdempotencyRecord, type Scope } from "../../core/types.js";
 import { statement, type Exec, type Statement } from "./postgres-exec.js";
-import { INVOCATION_READ, invocationFromRow, type InvocationRow } from "./postgres-rows.js";
 
 const ENDED = `status IN (${TERMINAL_INVOCATION_STATUSES.map((s) => `'${s}'`).join(", ")})`;
-const LIST_ENDED = statement(
-  "list_ended_invocations",
-  `SELECT ${INVOCATION_READ} FROM writ_invocations WHERE ${ENDED} AND updated_at < $1
-      AND ($3::bigint IS NULL OR (updated_at, tenant_id, space_id, invocation_id) > ($3::bigint, $4::text, $5::text, $6::text))
-    ORDER BY updated_at, tenant_id, space_id, invocation_id LIMIT $2`,
+const ENDED_SET: ReadonlySet<string> = new Set(TERMINAL_INVOCATION_STATUSES);
+const ENDED_ORDER = "ORDER BY updated_at, tenant_id, space_id, invocation_id LIMIT $2";
+// Two statements, so that the cursor is an index condition of writ_invocations_ended (a cursor
+// written as `$3 IS NULL OR (...) > (...)` is a filter: every page would walk the index from its start).
+// Only the columns of writ_invocations_ended (migration 14): an index-only scan, no documents.
+const ENDED_FIELDS = `updated_at AS "updatedAt", tenant_id AS "tenantId", space_id AS "spaceId", invocation_id AS "invocationId"`;
+const LIST_ENDED = statement("list_ended_invocations", `SELECT ${ENDED_FIELDS} FROM writ_invocations WHERE ${ENDED} AND updated_at < $1 ${ENDED_ORDER}`);
+const LIST_ENDED_AFTER = statement(
+  "list_ended_invocations_after",
+  `SELECT ${ENDED_FIELDS} FROM writ_invocations WHERE ${ENDED} AND updated_at < $1
+      AND (updated_at, tenant_id, space_id, invocation_id) > ($3::bigint, $4::text, $5::text, $6::text) ${ENDED_ORDER}`,
 );
 const NAMES_ABOVE = statement(
   "journal_names_above",
@@ -29,35 +35,76 @@ const NAMES_ABOVE = statement(
       WHERE p.tenant_id = $1 AND p.space_id = $2
    ) x WHERE x.inv = ANY($4::text[])`,
 );
-const LOCK_FOR_DELETE = statement(
-  "invocation_for_delete",
-  `SELECT ${INVOCATION_READ} FROM writ_invocations WHERE tenant_id = $1 AND space_id = $2 AND invocation_id = $3 FOR UPDATE`,
+/** Each member's status and hold: read (the dry run's), or locked in one order (the delete's first statement). */
+const CHECKS = `SELECT i.invocation_id AS id, i.status, CASE
+     WHEN EXISTS (SELECT 1 FROM writ_reconciliations r WHERE r.tenant_id = $1 AND r.space_id = $2 AND r.invocation_id = i.invocation_id AND r.status = 'open') THEN 'open_reconciliation'
+     WHEN EXISTS (SELECT 1 FROM writ_approvals a WHERE a.tenant_id = $1 AND a.space_id = $2 AND a.approval_id = i.doc->>'approvalId' AND a.status = 'pending') THEN 'pending_approval'
+   END AS hold
+   FROM writ_invocations i WHERE i.tenant_id = $1 AND i.space_id = $2 AND i.invocation_id = ANY($3::text[])`;
+const INVOCATION_HOLDS = statement("invocation_holds", CHECKS);
+const LOCK_FOR_DELETE = statement("invocations_for_delete", `${CHECKS} ORDER BY i.invocation_id FOR UPDATE OF i`);
+/**
+ * The rows of the executions filed under the invocation ids $3: steps, the completions matched to
+ * them, attempts and the decisions they consumed, each table by its index on the invocation id (or
+ * by primary key from the rows a sibling deleted). Data-modifying CTEs of one statement.
+ */
+const EXECUTION_CTES = `st AS (DELETE FROM writ_steps s WHERE s.tenant_id = $1 AND s.space_id = $2 AND s.invocation_id = ANY($3::text[])
+       RETURNING s.invocation_id, s.connector, s.external_ref),
+   cp AS (DELETE FROM writ_completions c USING st WHERE c.tenant_id = $1 AND c.space_id = $2 AND c.connector = st.connector AND c.external_ref = st.external_ref
+       AND c.doc->>'invocationId' = st.invocation_id RETURNING 1),
+   at AS (DELETE FROM writ_attempts a WHERE a.tenant_id = $1 AND a.space_id = $2 AND a.invocation_id = ANY($3::text[])
+       RETURNING a.attempt_id, a.doc->>'decisionId' AS decision_id),
+   dc AS (DELETE FROM writ_consumed_decisions d USING at WHERE d.tenant_id = $1 AND d.space_id = $2 AND d.decision_id = at.decision_id AND d.attempt_id = at.attempt_id RETURNING 1)`;
+const EXECUTION_COUNTS = "(SELECT count(*) FROM st) AS steps, (SELECT count(*) FROM cp) AS completions, (SELECT count(*) FROM at) AS attempts, (SELECT count(*) FROM dc) AS decisions";
+/** Whole invocations $3 (locked and checked by LOCK_FOR_DELETE): one statement, one delete per table. */
+const DELETE_INVOCATIONS = statement(
+  "prune_invocations",
+  `WITH ${EXECUTION_CTES},
+   rc AS (DELETE FROM writ_reconciliations r WHERE r.tenant_id = $1 AND r.space_id = $2 AND r.invocation_id = ANY($3::text[]) RETURNING 1),
+   iv AS (DELETE FROM writ_invocations v WHERE v.tenant_id = $1 AND v.space_id = $2 AND v.invocation_id = ANY($3::text[])
+       RETURNING v.invocation_id, v.action, v.idempotency_key, v.doc->>'approvalId' AS approval_id),
+   ik AS (DELETE FROM writ_idempotency k USING iv WHERE k.tenant_id = $1 AND k.space_id = $2 AND k.action = iv.action AND k.idempotency_key = iv.idempotency_key
+       AND k.doc->>'invocationId' = iv.invocation_id RETURNING 1),
+   ap AS (DELETE FROM writ_approvals p USING iv WHERE p.tenant_id = $1 AND p.space_id = $2 AND p.approval_id = iv.approval_id RETURNING 1)
+   SELECT ${EXECUTION_COUNTS}, (SELECT count(*) FROM iv) AS invocations, (SELECT count(*) FROM ik) AS idempotency,
+     (SELECT count(*) FROM rc) AS reconciliations, (SELECT count(*) FROM ap) AS approvals`,
 );
-const DELETE_STEPS = statement(
-  "prune_steps",
-  "DELETE FROM writ_steps WHERE tenant_id = $1 AND space_id = $2 AND invocation_id = $3 RETURNING connector, external_ref",
+
+/**
+ * `h.held` is 1 when an invocation of the scope of record `k` holds it (by its invocationId, or by
+ * its action and key), else null: a lateral probe of the two unique indexes per record (as NOT
+ * EXISTS, the planner may hash the whole table of invocations instead).
+ */
+const HOLDER = `LEFT JOIN LATERAL (SELECT 1 AS held FROM writ_invocations v WHERE v.tenant_id = k.tenant_id AND v.space_id = k.space_id
+     AND (v.invocation_id = k.doc->>'invocationId' OR (v.action = k.action AND v.idempotency_key = k.idempotency_key)) LIMIT 1) h ON true`;
+const SETTLED = "state IN ('succeeded', 'failed') AND (doc->>'updatedAt')::bigint < $1";
+const SETTLED_ORDER = "ORDER BY (doc->>'updatedAt')::bigint, tenant_id, space_id, action, idempotency_key";
+/** The next $2 settled records (writ_idempotency_settled, migration 15), each marked bare or not. */
+const settledPage = (cursor: string): string =>
+  `SELECT k.doc, k.tenant_id AS t, k.space_id AS s, h.held IS NULL AS bare
+     FROM (SELECT tenant_id, space_id, action, idempotency_key, doc FROM writ_idempotency WHERE ${SETTLED}${cursor} ${SETTLED_ORDER} LIMIT $2) k ${HOLDER}
+    ORDER BY (k.doc->>'updatedAt')::bigint, k.tenant_id, k.space_id, k.action, k.idempotency_key`;
+const LIST_SETTLED = statement("list_settled_idempotency", settledPage(""));
+const LIST_SETTLED_AFTER = statement(
+  "list_settled_idempotency_after",
+  settledPage(" AND ((doc->>'updatedAt')::bigint, tenant_id, space_id, action, idempotency_key) > ($3::bigint, $4::text, $5::text, $6::text, $7::text)"),
 );
-const DELETE_COMPLETIONS = statement(
-  "prune_completions",
-  `DELETE FROM writ_completions c USING unnest($4::text[], $5::text[]) AS r(connector, external_ref)
-    WHERE c.tenant_id = $1 AND c.space_id = $2 AND c.connector = r.connector AND c.external_ref = r.external_ref AND c.doc->>'invocationId' = $3`,
+/** Of the keys ($3 actions, $4 keys), the records still bare, locked (updated before $5). */
+const LOCK_BARE = statement(
+  "bare_for_delete",
+  `SELECT k.action, k.idempotency_key AS key, k.doc->>'invocationId' AS inv FROM writ_idempotency k
+     JOIN unnest($3::text[], $4::text[]) AS w(action, key) ON k.action = w.action AND k.idempotency_key = w.key ${HOLDER}
+    WHERE k.tenant_id = $1 AND k.space_id = $2 AND k.state IN ('succeeded', 'failed') AND (k.doc->>'updatedAt')::bigint < $5 AND h.held IS NULL
+    ORDER BY k.action, k.idempotency_key FOR UPDATE OF k`,
 );
-const DELETE_ATTEMPTS = statement(
-  "prune_attempts",
-  "DELETE FROM writ_attempts WHERE tenant_id = $1 AND space_id = $2 AND invocation_id = $3 RETURNING attempt_id, doc->>'decisionId' AS decision_id",
+/** Bare executions: their rows under the invocation ids $3, then their records ($4 actions, $5 keys). */
+const DELETE_BARE = statement(
+  "prune_bare_executions",
+  `WITH ${EXECUTION_CTES},
+   ik AS (DELETE FROM writ_idempotency k USING unnest($4::text[], $5::text[]) AS w(action, key)
+       WHERE k.tenant_id = $1 AND k.space_id = $2 AND k.action = w.action AND k.idempotency_key = w.key RETURNING 1)
+   SELECT ${EXECUTION_COUNTS}, (SELECT count(*) FROM ik) AS idempotency`,
 );
-const DELETE_DECISIONS = statement(
-  "prune_decisions",
-  `DELETE FROM writ_consumed_decisions d USING unnest($3::text[], $4::text[]) AS a(decision_id, attempt_id)
-    WHERE d.tenant_id = $1 AND d.space_id = $2 AND d.decision_id = a.decision_id AND d.attempt_id = a.attempt_id`,
-);
-const DELETE_IDEMPOTENCY = statement(
-  "prune_idempotency",
-  "DELETE FROM writ_idempotency WHERE tenant_id = $1 AND space_id = $2 AND action = $4 AND idempotency_key = $5 AND doc->>'invocationId' = $3",
-);
-const DELETE_RECONCILIATIONS = statement("prune_reconciliations", "DELETE FROM writ_reconciliations WHERE tenant_id = $1 AND space_id = $2 AND invocation_id = $3");
-const DELETE_APPROVAL = statement("prune_approval", "DELETE FROM writ_approvals WHERE tenant_id = $1 AND space_id = $2 AND approval_id = $3");
-const DELETE_INVOCATION = statement("prune_invocation", "DELETE FROM writ_invocations WHERE tenant_id = $1 AND space_id = $2 AND invocation_id = $3");
 
 const DONE_DELIVERY = "status <> 'pending' AND (doc->>'updatedAt')::bigint < $1";
 const EXPIRED_COMPLETION = "doc->>'disposition' = 'expired' AND coalesce((doc->>'expiredAt')::bigint, received_at) < $1";
@@ -85,10 +132,13 @@ const AGED: Record<AgedRecordKind, { del: Statement; count: Statement }> = {
   },
 };
 
-export async function listEndedInvocations(x: Exec, opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<Invocation[]> {
+export async function listEndedInvocations(x: Exec, opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<EndedCursor[]> {
   const a = opts.after;
-  const rows = await x.rows<InvocationRow>(LIST_ENDED, [opts.endedBefore, opts.limit, a?.updatedAt ?? null, a?.tenantId ?? null, a?.spaceId ?? null, a?.invocationId ?? null]);
-  return rows.map(invocationFromRow);
+  const rows =
+    a === undefined
+      ? await x.rows<EndedCursor & { updatedAt: string | number }>(LIST_ENDED, [opts.endedBefore, opts.limit])
+      : await x.rows<EndedCursor & { updatedAt: string | number }>(LIST_ENDED_AFTER, [opts.endedBefore, opts.limit, a.updatedAt, a.tenantId, a.spaceId, a.invocationId]);
+  return rows.map((r) => ({ updatedAt: Number(r.updatedAt), tenantId: r.tenantId, spaceId: r.spaceId, invocationId: r.invocationId }));
 }
 
 export async function journalNamesAbove(x: Exec, scope: Scope, aboveSeq: number, ids: string[]): Promise<Set<string>> {
@@ -97,26 +147,55 @@ export async function journalNamesAbove(x: Exec, scope: Scope, aboveSeq: number,
   return new Set(rows.map((r) => r.inv));
 }
 
-export async function deleteInvocation(x: Exec, scope: Scope, invocationId: string): Promise<PrunedInvocationRows> {
-  const n: PrunedInvocationRows = { invocations: 0, steps: 0, attempts: 0, decisions: 0, idempotency: 0, reconciliations: 0, approvals: 0, completions: 0 };
-  const p = [scope.tenantId, scope.spaceId, invocationId];
-  const [row] = await x.rows<InvocationRow>(LOCK_FOR_DELETE, p);
-  if (row === undefined) return n;
-  const inv = invocationFromRow(row);
-  if (!TERMINAL_INVOCATION_STATUSES.includes(inv.status)) throw new WritError("CONFLICT", `invocation ${invocationId} is ${inv.status}, not ended: retention never deletes it`);
-  const steps = await x.rows<{ connector: string | null; external_ref: string | null }>(DELETE_STEPS, p);
-  n.steps = steps.length;
-  const refs = steps.filter((s) => s.connector !== null && s.external_ref !== null);
-  if (refs.length > 0) n.completions = await x.count(DELETE_COMPLETIONS, [...p, refs.map((r) => r.connector), refs.map((r) => r.external_ref)]);
-  const attempts = await x.rows<{ attempt_id: string; decision_id: string | null }>(DELETE_ATTEMPTS, p);
-  n.attempts = attempts.length;
-  const decided = attempts.filter((a) => a.decision_id !== null);
-  if (decided.length > 0) n.decisions = await x.count(DELETE_DECISIONS, [scope.tenantId, scope.spaceId, decided.map((a) => a.decision_id), decided.map((a) => a.attempt_id)]);
-  n.idempotency = await x.count(DELETE_IDEMPOTENCY, [...p, inv.action, inv.idempotencyKey]);
-  n.reconciliations = await x.count(DELETE_RECONCILIATIONS, p);
-  if (inv.approvalId !== undefined) n.approvals = await x.count(DELETE_APPROVAL, [scope.tenantId, scope.spaceId, inv.approvalId]);
-  n.invocations = await x.count(DELETE_INVOCATION, p);
-  return n;
+type Check = { id: string; status: string; hold: InvocationHold | null };
+type Counts = Record<keyof PrunedInvocationRows, string | undefined>;
+
+function rowsOf(c: Partial<Counts> | undefined): PrunedInvocationRows {
+  const n = (k: keyof PrunedInvocationRows): number => Number(c?.[k] ?? 0);
+  return { invocations: n("invocations"), steps: n("steps"), attempts: n("attempts"), decisions: n("decisions"), idempotency: n("idempotency"), reconciliations: n("reconciliations"), approvals: n("approvals"), completions: n("completions") };
+}
+
+export async function invocationHolds(x: Exec, scope: Scope, ids: string[]): Promise<Map<string, InvocationHold>> {
+  const out = new Map<string, InvocationHold>();
+  if (ids.length === 0) return out;
+  for (const c of await x.rows<Check>(INVOCATION_HOLDS, [scope.tenantId, scope.spaceId, ids])) if (c.hold !== null) out.set(c.id, c.hold);
+  return out;
+}
+
+/** Two statements: lock and check every member (in invocation id order), then delete those that go, one delete per table. */
+export async function deleteEndedInvocations(x: Exec, scope: Scope, ids: string[]): Promise<PrunedInvocations> {
+  const out: PrunedInvocations = { rows: rowsOf(undefined), deleted: [], skipped: [] };
+  if (ids.length === 0) return out;
+  for (const c of await x.rows<Check>(LOCK_FOR_DELETE, [scope.tenantId, scope.spaceId, ids])) {
+    const reason = ENDED_SET.has(c.status) ? c.hold : "not_ended";
+    if (reason === null) out.deleted.push(c.id);
+    else out.skipped.push({ invocationId: c.id, reason });
+  }
+  if (out.deleted.length > 0) out.rows = rowsOf((await x.rows<Counts>(DELETE_INVOCATIONS, [scope.tenantId, scope.spaceId, out.deleted]))[0]);
+  return out;
+}
+
+export async function listBareIdempotency(x: Exec, opts: { before: number; limit: number; after?: BareCursor }): Promise<{ bare: IdempotencyRecord[]; next?: BareCursor }> {
+  const a = opts.after;
+  const rows =
+    a === undefined
+      ? await x.rows<{ doc: IdempotencyRecord; t: string; s: string; bare: boolean }>(LIST_SETTLED, [opts.before, opts.limit])
+      : await x.rows<{ doc: IdempotencyRecord; t: string; s: string; bare: boolean }>(LIST_SETTLED_AFTER, [opts.before, opts.limit, a.updatedAt, a.tenantId, a.spaceId, a.action, a.idempotencyKey]);
+  const looked = rows.map((r) => ({ rec: { ...r.doc, tenantId: r.t, spaceId: r.s }, bare: r.bare }));
+  const bare = looked.filter((l) => l.bare).map((l) => l.rec);
+  const last = looked[looked.length - 1]?.rec;
+  if (looked.length < opts.limit || last === undefined) return { bare };
+  return { bare, next: { updatedAt: last.updatedAt, tenantId: last.tenantId, spaceId: last.spaceId, action: last.action, idempotencyKey: last.idempotencyKey } };
+}
+
+/** Two statements: lock the records still bare, then delete their executions' rows and the records. */
+export async function deleteBareExecutions(x: Exec, scope: Scope, keys: Array<{ action: string; idempotencyKey: string }>, before: number): Promise<PrunedInvocationRows> {
+  if (keys.length === 0) return rowsOf(undefined);
+  const found = await x.rows<{ action: string; key: string; inv: string }>(LOCK_BARE, [scope.tenantId, scope.spaceId, keys.map((k) => k.action), keys.map((k) => k.idempotencyKey), before]);
+  if (found.length === 0) return rowsOf(undefined);
+  const invs = [...new Set(found.map((f) => f.inv))];
+  const [c] = await x.rows<Counts>(DELETE_BARE, [scope.tenantId, scope.spaceId, invs, found.map((f) => f.action), found.map((f) => f.key)]);
+  return rowsOf(c);
 }
 
 export async function deleteAgedRecords(x: Exec, kind: AgedRecordKind, before: number, limit: number): Promise<number> {

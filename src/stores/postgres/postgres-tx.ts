@@ -3,7 +3,7 @@
  * one statement each operation needs on the transaction's connection.
  */
 import { WritError } from "../../core/errors.js";
-import { assertScope, type AgedRecordKind, type ClaimOptions, type EndedCursor, type PrunedInvocationRows, type DeliveryFilter, type InvocationFilter, type JournalScopeState, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
+import { assertScope, type AgedRecordKind, type BareCursor, type ClaimOptions, type EndedCursor, type InvocationHold, type PrunedInvocations, type PrunedInvocationRows, type DeliveryFilter, type InvocationFilter, type JournalScopeState, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
 import type {
   ApiKeyRecord,
   BreakerRecord,
@@ -183,8 +183,8 @@ export class PostgresTx implements StoreTx {
     return journal.setJournalArchivedThrough(this.#in(scope), scope, seq);
   }
 
-  async pruneJournal(scope: Scope, throughSeq: number, limit: number): Promise<number> {
-    return journal.pruneJournal(this.#in(scope), scope, throughSeq, limit);
+  async pruneJournal(scope: Scope, throughSeq: number, limit: number, writtenBefore?: number): Promise<number> {
+    return journal.pruneJournal(this.#in(scope), scope, throughSeq, limit, writtenBefore);
   }
 
   async insertInvocation(scope: Scope, inv: Invocation): Promise<void> {
@@ -354,7 +354,7 @@ export class PostgresTx implements StoreTx {
 
   // retention (docs/retention.md)
 
-  async listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<Invocation[]> {
+  async listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<EndedCursor[]> {
     return retention.listEndedInvocations(this.#in(), opts);
   }
 
@@ -362,8 +362,20 @@ export class PostgresTx implements StoreTx {
     return retention.journalNamesAbove(this.#in(scope), scope, aboveSeq, invocationIds);
   }
 
-  async deleteInvocation(scope: Scope, invocationId: string): Promise<PrunedInvocationRows> {
-    return retention.deleteInvocation(this.#in(scope), scope, invocationId);
+  async invocationHolds(scope: Scope, invocationIds: string[]): Promise<Map<string, InvocationHold>> {
+    return retention.invocationHolds(this.#in(scope), scope, invocationIds);
+  }
+
+  async deleteEndedInvocations(scope: Scope, invocationIds: string[]): Promise<PrunedInvocations> {
+    return retention.deleteEndedInvocations(this.#in(scope), scope, invocationIds);
+  }
+
+  async listBareIdempotency(opts: { before: number; limit: number; after?: BareCursor }): Promise<{ bare: IdempotencyRecord[]; next?: BareCursor }> {
+    return retention.listBareIdempotency(this.#in(), opts);
+  }
+
+  async deleteBareExecutions(scope: Scope, keys: Array<{ action: string; idempotencyKey: string }>, before: number): Promise<PrunedInvocationRows> {
+    return retention.deleteBareExecutions(this.#in(scope), scope, keys, before);
   }
 
   async deleteAgedRecords(kind: AgedRecordKind, before: number, limit: number): Promise<number> {

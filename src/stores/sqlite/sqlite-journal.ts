@@ -21,6 +21,7 @@ export interface SqliteJournalStatements {
   archivedThrough: Database.Statement;
   setArchivedThrough: Database.Statement;
   pruneJournal: Database.Statement;
+  pruneJournalBefore: Database.Statement;
   journalScopes: Database.Statement;
 }
 
@@ -44,6 +45,12 @@ export function prepareJournalStatements(p: Prepare): SqliteJournalStatements {
     listCheckpoints: p(`SELECT doc FROM journal_checkpoints WHERE ${SCOPE} ORDER BY seq, rowid`).pluck(),
     // The lowest live sealed entries at or below @through (docs/archives.md); unsealed ones have no seq.
     pruneJournal: p(`DELETE FROM journal WHERE rowid IN (SELECT rowid FROM journal WHERE ${SCOPE} AND seq IS NOT NULL AND seq <= @through ORDER BY seq LIMIT @limit)`),
+    // Of those, the leading ones written before @before (the first written at or after it stays, and all after it).
+    pruneJournalBefore: p(
+      `DELETE FROM journal WHERE rowid IN (SELECT rowid FROM journal WHERE ${SCOPE} AND seq IS NOT NULL AND seq <= @through AND seq < coalesce(` +
+        `(SELECT min(seq) FROM (SELECT seq, at FROM journal WHERE ${SCOPE} AND seq IS NOT NULL AND seq <= @through ORDER BY seq LIMIT @limit) WHERE at >= @before), @through + 1) ` +
+        "ORDER BY seq LIMIT @limit)",
+    ),
     journalScopes: p(
       `SELECT j.tenant_id AS tenantId, j.space_id AS spaceId, MAX(j.seq) AS headSeq, MIN(j.seq) AS firstSeq,
          (SELECT f.at FROM journal f WHERE f.tenant_id = j.tenant_id AND f.space_id = j.space_id AND f.seq IS NOT NULL ORDER BY f.seq LIMIT 1) AS firstAt,

@@ -330,6 +330,16 @@ CREATE INDEX completions_expired ON completions (json_extract(doc, '$.expiredAt'
 CREATE INDEX deliveries_by_age ON deliveries (seen_at);
 `,
   },
+  {
+    version: 11,
+    name: "bare_retention",
+    sql: `
+-- Retention of bare executions (docs/retention.md, "Bare executions"): the pruner finds settled
+-- idempotency records oldest first across scopes through an index holding only those.
+CREATE INDEX idempotency_settled ON idempotency (json_extract(doc, '$.updatedAt'), tenant_id, space_id, action, idempotency_key)
+  WHERE state IN ('succeeded', 'failed');
+`,
+  },
 ];
 
 /** The schema version this build creates and expects. */

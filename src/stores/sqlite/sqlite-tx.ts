@@ -5,7 +5,7 @@
 import { LeaseLostError, WritError } from "../../core/errors.js";
 import { journalRowOf } from "../../core/journal.js";
 import { nextRevision } from "../../core/store-guard.js";
-import { assertScope, checkArchiveMove, checkPrune, type AgedRecordKind, type ClaimOptions, type EndedCursor, type JournalScopeState, type PrunedInvocationRows, type DeliveryFilter, type InvocationFilter, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
+import { assertScope, checkArchiveMove, checkPrune, type AgedRecordKind, type BareCursor, type ClaimOptions, type EndedCursor, type InvocationHold, type PrunedInvocations, type JournalScopeState, type PrunedInvocationRows, type DeliveryFilter, type InvocationFilter, type ListOptions, type StoreTx, type SubscriptionClaimOptions } from "../../core/store.js";
 import type {
   ApiKeyRecord,
   BreakerRecord,
@@ -348,9 +348,10 @@ export class SqliteTx implements StoreTx {
     if (seq !== current) this.#q.setArchivedThrough.run({ ...sp, seq });
   }
 
-  async pruneJournal(scope: Scope, throughSeq: number, limit: number): Promise<number> {
+  async pruneJournal(scope: Scope, throughSeq: number, limit: number, writtenBefore?: number): Promise<number> {
     const sp = this.#sp(scope);
     checkPrune((this.#q.archivedThrough.get(sp) as number | undefined) ?? 0, (this.#q.journalHead.get(sp) as { seq: number } | undefined)?.seq ?? 0, throughSeq);
+    if (writtenBefore !== undefined) return this.#q.pruneJournalBefore.run({ ...sp, through: throughSeq, limit, before: writtenBefore }).changes;
     return this.#q.pruneJournal.run({ ...sp, through: throughSeq, limit }).changes;
   }
 
@@ -645,7 +646,7 @@ export class SqliteTx implements StoreTx {
 
   // retention (docs/retention.md)
 
-  async listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<Invocation[]> {
+  async listEndedInvocations(opts: { endedBefore: number; limit: number; after?: EndedCursor }): Promise<EndedCursor[]> {
     this.#checkOpen();
     return retention.listEndedInvocations(this.#q, opts);
   }
@@ -654,8 +655,21 @@ export class SqliteTx implements StoreTx {
     return retention.journalNamesAbove(this.#q, this.#sp(scope), aboveSeq, invocationIds);
   }
 
-  async deleteInvocation(scope: Scope, invocationId: string): Promise<PrunedInvocationRows> {
-    return retention.deleteInvocation(this.#q, this.#sp(scope), invocationId);
+  async invocationHolds(scope: Scope, invocationIds: string[]): Promise<Map<string, InvocationHold>> {
+    return retention.invocationHolds(this.#q, this.#sp(scope), invocationIds);
+  }
+
+  async deleteEndedInvocations(scope: Scope, invocationIds: string[]): Promise<PrunedInvocations> {
+    return retention.deleteEndedInvocations(this.#q, this.#sp(scope), invocationIds);
+  }
+
+  async listBareIdempotency(opts: { before: number; limit: number; after?: BareCursor }): Promise<{ bare: IdempotencyRecord[]; next?: BareCursor }> {
+    this.#checkOpen();
+    return retention.listBareIdempotency(this.#q, opts);
+  }
+
+  async deleteBareExecutions(scope: Scope, keys: Array<{ action: string; idempotencyKey: string }>, before: number): Promise<PrunedInvocationRows> {
+    return retention.deleteBareExecutions(this.#q, this.#sp(scope), keys, before);
   }
 
   async deleteAgedRecords(kind: AgedRecordKind, before: number, limit: number): Promise<number> {
