@@ -120,6 +120,8 @@ export interface OriginCounts {
 interface Counter {
   byOrigin: Map<Origin, OriginCounts>;
   names: Map<string, number>;
+  /** Members carried by `writ_batch` statements. */
+  batchMembers: number;
 }
 
 function bump(c: Counter, o: Origin, d: Partial<OriginCounts>): void {
@@ -134,7 +136,7 @@ function bump(c: Counter, o: Origin, d: Partial<OriginCounts>): void {
 
 /** Wraps every connection of `pool`: counts statements and transactions by origin. */
 function countPool(pool: pg.Pool): Counter {
-  const c: Counter = { byOrigin: new Map(), names: new Map() };
+  const c: Counter = { byOrigin: new Map(), names: new Map(), batchMembers: 0 };
   pool.on("connect", (client) => {
     /** The open BEGIN block: its statements' origins, and how many statements it ran. */
     let open: { origins: Origin[]; statements: number; writes: boolean } | null = null;
@@ -155,6 +157,7 @@ function countPool(pool: pg.Pool): Counter {
         bump(c, origins[0]!, { statements: tx.statements + 1, transactions: 1, writes: tx.writes && name === "COMMIT" ? 1 : 0, rollbacks: name === "ROLLBACK" ? 1 : 0 });
       } else {
         const origins = originsOf(name, text, values);
+        if (name === "writ_t_batch") c.batchMembers += origins.length;
         const writes = !readOnly(name, text);
         if (open !== null) {
           open.origins.push(...origins);
@@ -297,8 +300,6 @@ async function runMode(mode: CommitsMode): Promise<CommitsRun> {
       rollbacks += v.rollbacks;
     }
     const batches = counter.names.get("writ_t_batch") ?? 0;
-    const batchMembers = [...counter.byOrigin.values()].reduce((t, v) => t + v.members, 0);
-    const singles = [...counter.names.entries()].filter(([n]) => n.startsWith("writ_t_") && n !== "writ_t_batch").reduce((t, [, k]) => t + k, 0);
     return {
       mode,
       invocations: N,
@@ -307,7 +308,7 @@ async function runMode(mode: CommitsMode): Promise<CommitsRun> {
       driver: { statements: per(statements), transactions: per(transactions), writes: per(writes), rollbacks: per(rollbacks) },
       listenerNotifyReads: per(after.commits - before.commits - transactions),
       byOrigin,
-      membersPerBatch: batches > 0 ? Math.round(((batchMembers - singles) / batches) * 100) / 100 : 0,
+      membersPerBatch: batches > 0 ? Math.round((counter.batchMembers / batches) * 100) / 100 : 0,
       statementNames: Object.fromEntries([...counter.names.entries()].sort((a, b) => b[1] - a[1])),
     };
   } finally {
