@@ -14,7 +14,8 @@
  * - `claimPrepared` (the claim with each invocation's prepare read, one statement) answers what
  *   `claim` and then `prepare` answer: the same steps, authority, approval (with its rev) and breakers;
  * - a claim queued beside write transitions rides in their `writ_batch` statement and commit: it
- *   claims what is queued while a begin refused for a lost lease fails alone, and the others start;
+ *   claims what is queued, the admission of its own batch included (the claim goes last), while a
+ *   begin refused for a lost lease fails alone, and the others start;
  * - a batch statement that never reaches the server fails every member with its error, writes
  *   nothing, and the queue keeps working; a member the server rolled back for a deadlock runs again
  *   alone and succeeds, the others of its batch once each.
@@ -222,8 +223,12 @@ describe("postgres batches", () => {
       const first = t.begin(scope, inputs[0]!);
       await new Promise((r) => setImmediate(r));
       const begins = Promise.allSettled([first, ...inputs.slice(1).map((input) => t.begin(scope, input))]);
+      const late = invocation(scope);
+      const admitted = t.admit(scope, { invocation: late, entries: [] });
+      waiting.push(late);
       const claim = t.claimPrepared!({ owner: "w2", tokens: Array.from({ length: 50 }, (_, i) => `t${i}`), now: T0 + 10, leaseMs: 60_000, limit: 50 }, []);
-      const [results, got] = await Promise.all([begins, claim]);
+      const [results, got, adm] = await Promise.all([begins, claim, admitted]);
+      expect(adm.created).toBe(true);
       expect(counts.get("writ_t_begin")).toBe(1);
       expect(counts.get("writ_t_batch")).toBe(1);
       expect(counts.get("writ_t_claim_json") ?? 0).toBe(0);

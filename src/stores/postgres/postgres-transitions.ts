@@ -279,7 +279,7 @@ interface ClaimedRow {
 /**
  * A worker's claim with each claimed invocation's prepare read (migration 17): a batch member
  * like the write transitions, so it commits with whatever else is queued. It locks only rows it
- * can take (`SKIP LOCKED`), so it sorts first in a batch and never waits on another member's row.
+ * can take (`SKIP LOCKED`), so it never waits on another member's row (see `lockOrder`).
  */
 function claimCall(opts: ClaimOptions, n: number, breakers: ReadonlyArray<{ connector: string; operation: string }>): Call {
   return {
@@ -346,8 +346,14 @@ function callOf(m: BatchMember): Call {
   }
 }
 
-/** Batch members in lock order: by scope (its attempt counter), then what each locks first (its row or key). */
+/**
+ * Batch members in lock order: by scope (its attempt counter), then what each locks first (its row
+ * or key). A claim goes last: it waits on no lock (`SKIP LOCKED`), and after the admissions of
+ * its own batch it can take the invocations they queued, in the same commit.
+ */
 function lockOrder(a: Call, b: Call): number {
+  const ca = a.fn === CLAIM_PREPARED_FN;
+  if (ca !== (b.fn === CLAIM_PREPARED_FN)) return ca ? 1 : -1;
   const ka = [a.scope.tenantId, a.scope.spaceId, a.lockKey];
   const kb = [b.scope.tenantId, b.scope.spaceId, b.lockKey];
   for (let i = 0; i < 3; i++) if (ka[i] !== kb[i]) return ka[i]! < kb[i]! ? -1 : 1;
