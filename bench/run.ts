@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every benchmark, ratios measured side by side in one run, JSON under bench/results/.
- * Select some with `npm run bench -- boundary` (names: boundary, policy, durable, http, host, cost, latency, cli, growth, plans, cluster, lifecycle).
+ * Select some with `npm run bench -- boundary` (names: boundary, policy, durable, http, host, cost, commits, latency, cli, growth, plans, cluster, lifecycle).
  *
  * The benchmarks' own dependencies (graphile-worker, postgres.js, autocannon) are in
  * bench/package.json, not in the root install: the first run installs them into bench/node_modules.
@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { fmt, writeResult } from "./lib.js";
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
-const NAMES = ["boundary", "policy", "durable", "http", "host", "cost", "latency", "cli", "growth", "plans", "cluster", "lifecycle"];
+const NAMES = ["boundary", "policy", "durable", "http", "host", "cost", "commits", "latency", "cli", "growth", "plans", "cluster", "lifecycle"];
 const only = new Set(process.argv.slice(2));
 for (const name of only) {
   if (!NAMES.includes(name)) {
@@ -35,7 +35,7 @@ function ensureBenchDependencies(): void {
     process.exit(1);
   }
 }
-if (want("http") || want("host") || want("cost")) ensureBenchDependencies();
+if (want("http") || want("host") || want("cost") || want("commits")) ensureBenchDependencies();
 
 if (want("cli")) {
   const { benchCli } = await import("./cli.js");
@@ -161,6 +161,16 @@ if (want("cost")) {
     console.log(`  Writ / graphile-worker: Node CPU ${r.ratios.nodeCpu.toFixed(2)}, PostgreSQL CPU ${r.ratios.pgCpu.toFixed(2)}, total CPU ${r.ratios.totalCpu.toFixed(2)}, WAL ${r.ratios.wal.toFixed(1)}`);
     if (r.walByRelation) console.log(`  Writ's WAL by relation (B per item): ${r.walByRelation.slice(0, 10).map((w) => `${w.relation} ${fmt(w.bytes)}`).join(", ")}`);
     console.log("  ->", writeResult("cost", r));
+  }
+}
+
+if (want("commits")) {
+  const { benchCommits, commitsSummary } = await import("./commits.js");
+  const r = await benchCommits();
+  if (r === null) console.log("commits: skipped (no PostgreSQL server)");
+  else {
+    for (const line of commitsSummary(r)) console.log(line);
+    console.log("  ->", writeResult("commits", r));
   }
 }
 

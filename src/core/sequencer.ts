@@ -15,7 +15,7 @@ import { WritError } from "./errors.js";
 import { coalescer } from "./batch.js";
 import { sealScopeNow, sealScopesNow } from "./journal.js";
 import type { Clock, CryptoPort } from "./ports.js";
-import type { Store } from "./store.js";
+import { readCommitted, type Store } from "./store.js";
 import type { Scope } from "./types.js";
 
 /** The default bound between a transition's commit and the seal of its entries. */
@@ -143,7 +143,8 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
   }
 
   async function sealAll(): Promise<number> {
-    const scopes = await store.transact((tx) => tx.unsealedScopes(POLL_SCOPES));
+    // A read: on PostgreSQL one statement in autocommit, not BEGIN, the read and COMMIT.
+    const scopes = await readCommitted(store, (tx) => tx.unsealedScopes(POLL_SCOPES));
     // Side by side: on a store with rounds, the scopes go together.
     const counts = await Promise.all(
       scopes.map((sc) =>

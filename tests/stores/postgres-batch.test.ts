@@ -13,6 +13,9 @@
  *   entries already sealed fails with CONFLICT, the others seal, and every chain verifies;
  * - `claimPrepared` (the claim with each invocation's prepare read, one statement) answers what
  *   `claim` and then `prepare` answer: the same steps, authority, approval (with its rev) and breakers;
+ * - a claim queued beside write transitions rides in their `writ_batch` statement and commit: it
+ *   claims what is queued, the admission of its own batch included (the claim goes last), while a
+ *   begin refused for a lost lease fails alone, and the others start;
  * - a batch statement that never reaches the server fails every member with its error, writes
  *   nothing, and the queue keeps working; a member the server rolled back for a deadlock runs again
  *   alone and succeeds, the others of its batch once each.
@@ -181,7 +184,7 @@ describe("postgres batches", () => {
       const targets = [{ connector: "c", operation: "a" }, { connector: "c", operation: "b" }];
       counts.clear();
       const claimed = await t.claimPrepared!({ owner: "w", tokens: Array.from({ length: 500 }, (_, i) => `tok${i}`), now: T0 + 10, leaseMs: 60_000, limit: 500 }, targets);
-      expect(counts.get("writ_t_claim_prepared")).toBe(1);
+      expect(counts.get("writ_t_claim_json")).toBe(1);
       expect(counts.get("writ_t_prepare_2") ?? 0).toBe(0);
       const mine = claimed.filter((c) => c.invocation.tenantId === scope.tenantId);
       expect(mine.map((c) => c.invocation.invocationId).sort()).toEqual([plain.invocationId, gated.invocationId].sort());
@@ -197,6 +200,46 @@ describe("postgres batches", () => {
       expect(g.approval?.approvalId).toBe(ap.approvalId);
       expect(g.steps.map((x) => x.status)).toEqual(["failed"]);
       expect(mine.find((c) => c.invocation.invocationId === plain.invocationId)!.prepared.approval).toBeNull();
+    } finally {
+      await store.close();
+      await pool.end();
+    }
+  });
+
+  it("a claim rides in the batch of the transitions queued with it; a refused member fails alone", async () => {
+    const { pool, counts } = countingPool(db.url);
+    const store: Store = postgresStore({ pool }, { analyzeEveryMs: 0 });
+    try {
+      const t = transitionsOf(store);
+      const scope = newScope();
+      const runs = [];
+      for (let i = 0; i < 4; i++) runs.push(await claimed(store, scope));
+      const waiting = [invocation(scope), invocation(scope)];
+      for (const inv of waiting) await t.admit(scope, { invocation: inv, entries: [] });
+      const inputs = runs.map((r, i) => beginInput(scope, r.inv.invocationId, { fence: i === 2 ? { ...r.fence, token: "stale" } : r.fence }));
+      counts.clear();
+      // The first begin goes alone; what is queued while it is on its way (three begins and the
+      // claim) goes together in the next statement.
+      const first = t.begin(scope, inputs[0]!);
+      await new Promise((r) => setImmediate(r));
+      const begins = Promise.allSettled([first, ...inputs.slice(1).map((input) => t.begin(scope, input))]);
+      const late = invocation(scope);
+      const admitted = t.admit(scope, { invocation: late, entries: [] });
+      waiting.push(late);
+      const claim = t.claimPrepared!({ owner: "w2", tokens: Array.from({ length: 50 }, (_, i) => `t${i}`), now: T0 + 10, leaseMs: 60_000, limit: 50 }, []);
+      const [results, got, adm] = await Promise.all([begins, claim, admitted]);
+      expect(adm.created).toBe(true);
+      expect(counts.get("writ_t_begin")).toBe(1);
+      expect(counts.get("writ_t_batch")).toBe(1);
+      expect(counts.get("writ_t_claim_json") ?? 0).toBe(0);
+      const mine = got.filter((c) => c.invocation.tenantId === scope.tenantId);
+      expect(mine.map((c) => c.invocation.invocationId).sort()).toEqual(waiting.map((w) => w.invocationId).sort());
+      for (const c of mine) expect(c.prepared.invocation).toEqual({ status: "running", leaseOwner: "w2", leaseToken: c.invocation.leaseToken });
+      const r2 = results[2]!;
+      expect(r2.status === "rejected" && isWritError(r2.reason, "LEASE_LOST")).toBe(true);
+      expect(results.filter((r) => r.status === "fulfilled" && r.value.started)).toHaveLength(3);
+      // What the batch claimed is committed: the claimed rows are running under w2.
+      for (const c of mine) expect((await store.transact((tx) => tx.getInvocation(scope, c.invocation.invocationId)))?.leaseOwner).toBe("w2");
     } finally {
       await store.close();
       await pool.end();

@@ -115,15 +115,15 @@ END
 $$;
 `;
 
-/** Migration 9's text: the dispatcher and the batch runner, and the claim with its prepare read. */
-export function batchFunctionsSql(fns: readonly PgFunction[]): string {
+/** `writ_call`: the dispatcher of `fns` (`replace`: over an earlier one, keeping its signature). */
+function dispatcherSql(fns: readonly PgFunction[], replace: boolean): string {
   const branches = fns.map((f) => {
     const call = `${f.fn}(${f.casts.map((c, i) => argFromJson(c, i)).join(", ")})`;
     const body = f.returns === "void" ? `PERFORM ${call}; RETURN NULL;` : f.returns === "json" ? `RETURN ${call};` : `RETURN to_json(${call});`;
     return `    WHEN '${f.fn}' THEN\n      ${body}`;
   });
   return `
-CREATE FUNCTION writ_call(p_fn text, a jsonb) RETURNS json
+CREATE ${replace ? "OR REPLACE " : ""}FUNCTION writ_call(p_fn text, a jsonb) RETURNS json
 LANGUAGE plpgsql AS $$
 BEGIN
   CASE p_fn
@@ -133,7 +133,12 @@ ${branches.join("\n")}
   END CASE;
 END
 $$;
+`;
+}
 
+/** Migration 9's text: the dispatcher and the batch runner, and the claim with its prepare read. */
+export function batchFunctionsSql(fns: readonly PgFunction[]): string {
+  return `${dispatcherSql(fns, false)}
 CREATE FUNCTION writ_batch(p_calls jsonb) RETURNS json
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -153,4 +158,26 @@ BEGIN
 END
 $$;
 ${CLAIM_PREPARED_SQL}`;
+}
+
+/**
+ * The claim with its prepare read as a batchable function (migration 16): `writ_claim_prepared`'s
+ * rows as one JSON array, so a worker's claim can ride in the `writ_batch` of the admissions,
+ * starts and settlements committing at that moment (docs/stores.md, "Batches"). A plpgsql
+ * function: the claim and the reads inside `writ_claim_prepared` each keep a snapshot of their own.
+ */
+export const CLAIM_PREPARED_FN: PgFunction = { fn: "writ_claim_prepared_json", casts: ["text", "bigint", "bigint", "integer", "text[]", "text[]", "text[]"], returns: "json" };
+
+/** Migration 17's text: the claim as a batch member, and the dispatcher that knows it. */
+export function claimInBatchSql(): string {
+  return `
+CREATE FUNCTION writ_claim_prepared_json(p_owner text, p_now bigint, p_lease_ms bigint, p_limit integer, p_tokens text[], p_connectors text[], p_operations text[])
+RETURNS json
+LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN (SELECT coalesce(json_agg(json_build_object('inv', c.inv, 'steps', c.steps, 'authority', c.authority, 'approval', c.approval, 'breakers', c.breakers) ORDER BY c.n), '[]')
+            FROM writ_claim_prepared(p_owner, p_now, p_lease_ms, p_limit, p_tokens, p_connectors, p_operations) WITH ORDINALITY AS c(inv, steps, authority, approval, breakers, n));
+END
+$$;
+${dispatcherSql([...BATCHABLE, CLAIM_PREPARED_FN], true)}`;
 }

@@ -18,7 +18,7 @@
  * count, run time, updatedAt) are authoritative over the copy inside `doc`.
  */
 
-import { BATCHABLE, batchFunctionsSql } from "./postgres-calls.js";
+import { BATCHABLE, batchFunctionsSql, claimInBatchSql } from "./postgres-calls.js";
 
 /** One numbered migration. */
 export interface PostgresMigration {
@@ -795,7 +795,14 @@ CREATE INDEX writ_notify_deliveries_pending ON writ_notify_deliveries (subscript
 CREATE INDEX writ_notify_deliveries_by_tenant ON writ_notify_deliveries (tenant_id, seq);
 `;
 
-/** All migrations, ascending by version (1, 2, 3, … without gaps). */
+/**
+ * The claim as a batch member (docs/stores.md, "Batches"): a worker's claim, with each claimed
+ * invocation's prepare read, can travel in the same `writ_batch` statement and commit as the
+ * admissions, starts and settlements queued at that moment, instead of a commit of its own.
+ */
+const CLAIM_IN_BATCH = claimInBatchSql();
+
+/** All migrations, ascending by version. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, name: "initial_schema", sql: INITIAL_SCHEMA },
   { version: 2, name: "completions_policies_sweeps", sql: COMPLETIONS_POLICIES_SWEEPS },
@@ -812,7 +819,8 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 13, name: "journal_archive_state", sql: JOURNAL_ARCHIVE_STATE },
   { version: 14, name: "retention", sql: RETENTION },
   { version: 15, name: "bare_retention", sql: BARE_RETENTION },
+  { version: 16, name: "claim_in_batch", sql: CLAIM_IN_BATCH },
 ];
 
 /** The schema version this build creates and expects. */
-export const POSTGRES_SCHEMA_VERSION: number = POSTGRES_MIGRATIONS.length;
+export const POSTGRES_SCHEMA_VERSION: number = POSTGRES_MIGRATIONS.reduce((v, m) => Math.max(v, m.version), 0);

@@ -7,8 +7,9 @@
 import { coalescer, outcomeOf, type BatchOutcome } from "../../core/batch.js";
 import { LeaseLostError, WritError, isWritError } from "../../core/errors.js";
 import { leaseView, type AdmitInput, type AdmitResult, type AdvanceInput, type BatchMember, type BeginFound, type BeginInput, type BeginResult, type Prepared, type RecordInput, type SettleInput, type StoreTransitions } from "../../core/transitions.js";
+import type { ClaimOptions } from "../../core/store.js";
 import type { Approval, AttemptRecord, Authority, BreakerRecord, IdempotencyRecord, Invocation, JournalEntry, Scope, StepCheckpoint, UnsealedEntry } from "../../core/types.js";
-import { ADMIT_FN, ADVANCE_FN, BEGIN_FN, RECORD_FN, SEAL_IF_HEAD_FN, SETTLE_FN, callText, type PgFunction } from "./postgres-calls.js";
+import { ADMIT_FN, ADVANCE_FN, BEGIN_FN, CLAIM_PREPARED_FN, RECORD_FN, SEAL_IF_HEAD_FN, SETTLE_FN, callText, type PgFunction } from "./postgres-calls.js";
 import { toWritError } from "./postgres-errors.js";
 import { checkValues, statement, type Exec, type Statement } from "./postgres-exec.js";
 import { advisoryKeys } from "./postgres-locks.js";
@@ -28,6 +29,7 @@ const SINGLE = new Map<string, Statement>(
     ["t_advance", ADVANCE_FN],
     ["t_settle", SETTLE_FN],
     ["t_seal_if_head", SEAL_IF_HEAD_FN],
+    ["t_claim_json", CLAIM_PREPARED_FN],
   ].map(([name, f]) => [(f as PgFunction).fn, statement(name as string, callText(f as PgFunction))]),
 );
 const BATCH = statement("t_batch", "SELECT writ_batch($1::jsonb) AS out");
@@ -48,12 +50,6 @@ const READ_UNSEALED = statement(
   "t_read_unsealed",
   `SELECT (SELECT json_build_object('seq', seq, 'hash', hash) FROM writ_journal_chain WHERE tenant_id = $1 AND space_id = $2 ORDER BY seq DESC LIMIT 1) AS head,
           (SELECT coalesce(json_agg(u.doc ORDER BY u.pos), '[]') FROM writ_unsealed($1, $2, $3) u) AS entries`,
-);
-
-/** The claim and each claimed invocation's prepare read, read after the claim (`writ_claim_prepared`, migration 9). */
-const CLAIM_PREPARED = statement(
-  "t_claim_prepared",
-  "SELECT inv, steps, authority, approval, breakers FROM writ_claim_prepared($1::text, $2::bigint, $3::bigint, $4::integer, $5::text[], $6::text[], $7::text[])",
 );
 
 const READ_UNSEALED_MANY = statement(
@@ -271,6 +267,44 @@ function settleCall(scope: Scope, input: SettleInput): Call {
   };
 }
 
+/** A claimed invocation with its prepare read, as `writ_claim_prepared_json` answers it. */
+interface ClaimedRow {
+  inv: InvocationRow;
+  steps: StepCheckpoint[];
+  authority: Authority | null;
+  approval: { rev: number; doc: Approval } | null;
+  breakers: Array<BreakerRecord | null>;
+}
+
+/**
+ * A worker's claim with each claimed invocation's prepare read (migration 16): a batch member
+ * like the write transitions, so it commits with whatever else is queued. It locks only rows it
+ * can take (`SKIP LOCKED`), so it never waits on another member's row (see `lockOrder`).
+ */
+function claimCall(opts: ClaimOptions, n: number, breakers: ReadonlyArray<{ connector: string; operation: string }>): Call {
+  return {
+    fn: CLAIM_PREPARED_FN,
+    params: [opts.owner, opts.now, opts.leaseMs, n, opts.tokens.slice(0, n), breakers.map((b) => b.connector), breakers.map((b) => b.operation)],
+    scope: { tenantId: "", spaceId: "" },
+    invocationId: "",
+    lockKey: "",
+    // The claim writes one journal entry per claimed invocation: hinted by scope after decoding.
+    journals: false,
+    decode: (out) =>
+      ((out ?? []) as ClaimedRow[]).map((r) => {
+        const invocation = invocationFromRow(r.inv);
+        const prepared: Prepared = {
+          steps: r.steps,
+          authority: r.authority,
+          approval: r.approval ? { ...r.approval.doc, rev: Number(r.approval.rev) } : null,
+          invocation: leaseView(invocation),
+          breakers: r.breakers,
+        };
+        return { invocation, prepared };
+      }),
+  };
+}
+
 /** The sequencer's seal of one scope, applied only while the sealed head is still `headSeq`. */
 function sealCall(scope: Scope, headSeq: number, entries: readonly JournalEntry[]): Call {
   return {
@@ -312,8 +346,14 @@ function callOf(m: BatchMember): Call {
   }
 }
 
-/** Batch members in lock order: by scope (its attempt counter), then what each locks first (its row or key). */
+/**
+ * Batch members in lock order: by scope (its attempt counter), then what each locks first (its row
+ * or key). A claim goes last: it waits on no lock (`SKIP LOCKED`), and after the admissions of
+ * its own batch it can take the invocations they queued, in the same commit.
+ */
 function lockOrder(a: Call, b: Call): number {
+  const ca = a.fn === CLAIM_PREPARED_FN;
+  if (ca !== (b.fn === CLAIM_PREPARED_FN)) return ca ? 1 : -1;
   const ka = [a.scope.tenantId, a.scope.spaceId, a.lockKey];
   const kb = [b.scope.tenantId, b.scope.spaceId, b.lockKey];
   for (let i = 0; i < 3; i++) if (ka[i] !== kb[i]) return ka[i]! < kb[i]! ? -1 : 1;
@@ -481,28 +521,7 @@ export function postgresTransitions(
     async claimPrepared(opts, breakers) {
       const n = Math.min(opts.limit, opts.tokens.length);
       if (n === 0) return [];
-      const rows = await run((x) =>
-        x.rows<{ inv: InvocationRow; steps: StepCheckpoint[]; authority: Authority | null; approval: { rev: number; doc: Approval } | null; breakers: Array<BreakerRecord | null> }>(CLAIM_PREPARED, [
-          opts.owner,
-          opts.now,
-          opts.leaseMs,
-          n,
-          opts.tokens.slice(0, n),
-          breakers.map((b) => b.connector),
-          breakers.map((b) => b.operation),
-        ]),
-      );
-      const out = rows.map((r) => {
-        const invocation = invocationFromRow(r.inv);
-        const prepared: Prepared = {
-          steps: r.steps,
-          authority: r.authority,
-          approval: r.approval ? { ...r.approval.doc, rev: Number(r.approval.rev) } : null,
-          invocation: leaseView(invocation),
-          breakers: r.breakers,
-        };
-        return { invocation, prepared };
-      });
+      const out = await exec<Array<{ invocation: Invocation; prepared: Prepared }>>(claimCall(opts, n, breakers));
       hintClaimed(out.map((o) => o.invocation));
       return out;
     },
