@@ -7,7 +7,7 @@
  */
 import type { ArchiveTarget } from "../core/archive-format.js";
 import { archiveScope, type ArchiveRun } from "../core/archiver.js";
-import { WritError } from "../core/errors.js";
+import { WritError, errorMessage, isWritError } from "../core/errors.js";
 import type { ResolvedArchiveOptions } from "../core/archive-options.js";
 import { innerStore } from "../core/sealing.js";
 import { readCommitted, type JournalScopeState } from "../core/store.js";
@@ -84,18 +84,28 @@ export function createHostArchive(ctx: HostContext, keyring: Keyring, opts: Reso
     const list = scopes ?? (await status());
     const runs: HostArchiveRun[] = [];
     const failedWitnesses = new Map<string, string>();
+    // One scope's failure (another archiver won the race, a segment that needs an operator, a
+    // target down for a moment) must not hold the others back: each scope is tried, and the run
+    // fails afterwards naming every scope that did not archive.
+    const failedScopes: Array<{ scope: Scope; error: unknown }> = [];
     for (const sc of list) {
-      const r = await archiveScope(store, sc, {
-        target,
-        crypto: o.crypto,
-        keyring,
-        signingKey: o.signingKey,
-        clock: o.clock,
-        segmentEntries: opts.segmentEntries,
-        pruneBatch: opts.pruneBatch,
-        keepLiveMs,
-        hooks: pauseMs > 0 ? { afterPruneBatch: () => sleep(pauseMs) } : {},
-      });
+      let r: ArchiveRun;
+      try {
+        r = await archiveScope(store, sc, {
+          target,
+          crypto: o.crypto,
+          keyring,
+          signingKey: o.signingKey,
+          clock: o.clock,
+          segmentEntries: opts.segmentEntries,
+          pruneBatch: opts.pruneBatch,
+          keepLiveMs,
+          hooks: pauseMs > 0 ? { afterPruneBatch: () => sleep(pauseMs) } : {},
+        });
+      } catch (error) {
+        failedScopes.push({ scope: sc, error });
+        continue;
+      }
       for (const s of r.segments) {
         if (s.adopted) continue;
         stats.bytesArchived += s.bytes;
@@ -124,7 +134,12 @@ export function createHostArchive(ctx: HostContext, keyring: Keyring, opts: Reso
     if (all) {
       const after = await status();
       stats.lag = after.reduce((n, s) => n + (s.headSeq - s.archivedThrough), 0);
-      stats.oldestLiveAt = after.length > 0 ? Math.min(...after.map((s) => s.firstAt)) : null;
+      stats.oldestLiveAt = after.length > 0 ? after.reduce((m, s) => Math.min(m, s.firstAt), Number.POSITIVE_INFINITY) : null;
+    }
+    if (failedScopes.length > 0) {
+      const first = failedScopes[0]!.error;
+      const named = failedScopes.map((f) => `${f.scope.tenantId}/${f.scope.spaceId}: ${errorMessage(f.error)}`).join("; ");
+      throw new WritError(isWritError(first) ? first.code : "STORE_ERROR", `journal archiving failed for ${failedScopes.length} of ${list.length} scope(s), the others archived: ${named}`);
     }
     return runs;
   }

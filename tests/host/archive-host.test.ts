@@ -24,10 +24,10 @@ async function hostWith(store: Store, archive: Parameters<typeof createHost>[0][
   return createHost({ store, actions: [], connectors: [], policy: { evaluate: () => ({ result: "deny", reasons: [], policyRef: "p" }), acceptedPolicyRefs: () => ["p"] } as never, signingKey: generateSigningKey({ kid: "k1" }), ...(archive ? { archive } : {}) });
 }
 
-async function seed(store: Store, n: number): Promise<void> {
+async function seed(store: Store, n: number, scope: Scope = S): Promise<void> {
   const drafts = Array.from({ length: n }, (_, i) => ({ id: `x-${i}`, type: "test.entry", at: Date.now(), refs: {}, data: { i } }));
-  await store.transact((tx) => appendJournal(tx, crypto, S, drafts));
-  await sealJournalNow(store, S, { crypto });
+  await store.transact((tx) => appendJournal(tx, crypto, scope, drafts));
+  await sealJournalNow(store, scope, { crypto });
 }
 
 describe("host.archive", () => {
@@ -49,6 +49,26 @@ describe("host.archive", () => {
     expect(text).toContain("writ_journal_archive_lag_entries 0");
     expect(text).toMatch(/writ_journal_oldest_live_entry_age_seconds \d/);
     expect(readdirSync(join(dir, "t1", "s1"))).toHaveLength(1);
+    await store.close();
+  });
+
+  // Invariant: one scope that cannot archive (here its segment writes fail) does not hold the
+  // others back: they archive and prune in the same pass, and the pass then fails naming the scope.
+  it("a scope that fails does not stop the others; the run names it", async () => {
+    const store = memoryStore();
+    await store.migrate();
+    const dir = mkdtempSync(join(tmpdir(), "writ-host-archive-"));
+    dirs.push(dir);
+    const good = directoryArchive(dir);
+    const broken = { ...good, put: async (name: string, data: Uint8Array) => (name.startsWith("t1/s1/") ? Promise.reject(new Error("disk full")) : good.put(name, data)) };
+    const host = await hostWith(store, { target: broken, keepLiveMs: 0 });
+    const other: Scope = { tenantId: "t1", spaceId: "s2" };
+    await seed(store, 5);
+    await seed(store, 7, other);
+    await expect(host.archive.runOnce()).rejects.toThrow(/journal archiving failed for 1 of 2 scope\(s\), the others archived: t1\/s1: .*disk full/);
+    expect(await store.transact((tx) => tx.journalArchivedThrough(other))).toBe(7);
+    expect(await store.transact((tx) => tx.journalArchivedThrough(S))).toBe(0);
+    expect(host.archive.stats()).toMatchObject({ entriesArchived: 7, segmentsWritten: 1, entriesPruned: 6, lag: 5 });
     await store.close();
   });
 
