@@ -176,6 +176,12 @@ export const WINDOW_BATCHES = 50;
 interface ScopeGroup<T> {
   scope: Scope;
   free: T[];
+  /**
+   * The sealed seq through which the journal's hold was read (the scope's head then, or its
+   * watermark when higher): entries after it (newer sealed ones and unsealed ones) are read again
+   * in each delete's transaction.
+   */
+  readThrough: number;
 }
 
 /** Most ids a hold memo keeps per scope; past it the scope's memo starts over. */
@@ -208,11 +214,12 @@ async function journalFree<T extends Scope>(tx: StoreTx, items: T[], idOf: (x: T
   for (const x of items) {
     const k = JSON.stringify([x.tenantId, x.spaceId]);
     let g = byScope.get(k);
-    if (!g) byScope.set(k, (g = { scope: { tenantId: x.tenantId, spaceId: x.spaceId }, free: [] }));
+    if (!g) byScope.set(k, (g = { scope: { tenantId: x.tenantId, spaceId: x.spaceId }, free: [], readThrough: 0 }));
     g.free.push(x);
   }
   for (const [k, g] of byScope) {
     const through = await tx.journalArchivedThrough(g.scope);
+    g.readThrough = Math.max(through, (await tx.journalHead(g.scope))?.seq ?? 0);
     const ids = [...new Set(g.free.map(idOf))];
     let known = memo.scopes.get(k);
     if (known === undefined || known.through !== through || known.held.size > MEMO_IDS) memo.scopes.set(k, (known = { through, held: new Set() }));
@@ -307,7 +314,7 @@ export async function runRetention(store: Store, settings: RetentionSettings, op
     more = ended.length === window && last !== undefined;
     if (last) after = { updatedAt: last.updatedAt, tenantId: last.tenantId, spaceId: last.spaceId, invocationId: last.invocationId };
     busy = ended.length > 0 || busy;
-    for (const { scope, free } of groups) {
+    for (const { scope, free, readThrough } of groups) {
       for (const part of chunks(free, settings.batchSize)) {
         if (!(await paced())) break;
         const byId = new Map(part.map((i) => [i.invocationId, i]));
@@ -320,10 +327,19 @@ export async function runRetention(store: Store, settings: RetentionSettings, op
           report.pruned.invocations += ids.length - holds.size;
           continue;
         }
-        const r = await store.transact((tx) => tx.deleteEndedInvocations(scope, ids));
+        const r = await store.transact(async (tx) => {
+          // The window's journal read is older than this batch: an entry written since (a late
+          // completion's evidence names an ended invocation) holds its invocation too. Only what
+          // was journaled after that read is read again.
+          const named = await tx.journalNamesAbove(scope, readThrough, ids);
+          const go = ids.filter((i) => !named.has(i));
+          return { named, deleted: go.length > 0 ? await tx.deleteEndedInvocations(scope, go) : null };
+        });
+        for (const i of r.named) hold(byId.get(i)!, "not_archived");
+        if (r.deleted === null) continue;
         // A member no longer ended is live work again: neither pruned nor held.
-        for (const s of r.skipped) if (s.reason !== "not_ended") hold(byId.get(s.invocationId)!, s.reason);
-        counted(r.rows);
+        for (const s of r.deleted.skipped) if (s.reason !== "not_ended") hold(byId.get(s.invocationId)!, s.reason);
+        counted(r.deleted.rows);
       }
     }
   }
@@ -340,7 +356,7 @@ export async function runRetention(store: Store, settings: RetentionSettings, op
     });
     more = next !== undefined;
     bareAfter = next;
-    for (const { scope, free } of groups) {
+    for (const { scope, free, readThrough } of groups) {
       for (const part of chunks(free, settings.batchSize)) {
         if (!(await paced())) break;
         report.batches += 1;
@@ -349,8 +365,14 @@ export async function runRetention(store: Store, settings: RetentionSettings, op
           report.pruned.bare_idempotency += part.length;
           continue;
         }
-        const keys = part.map((r: IdempotencyRecord) => ({ action: r.action, idempotencyKey: r.idempotencyKey }));
-        const { idempotency, ...rest } = await store.transact((tx) => tx.deleteBareExecutions(scope, keys, bareBefore));
+        const deleted = await store.transact(async (tx) => {
+          // As for invocations: what was journaled since the window's read holds its record.
+          const named = await tx.journalNamesAbove(scope, readThrough, [...new Set(part.map((r) => r.invocationId))]);
+          const keys = part.filter((r: IdempotencyRecord) => !named.has(r.invocationId)).map((r) => ({ action: r.action, idempotencyKey: r.idempotencyKey }));
+          return keys.length > 0 ? await tx.deleteBareExecutions(scope, keys, bareBefore) : null;
+        });
+        if (deleted === null) continue;
+        const { idempotency, ...rest } = deleted;
         counted({ ...rest, bare_idempotency: idempotency });
       }
     }

@@ -389,7 +389,7 @@ export const retentionCases: StoreConformanceCase[] = [
           return reads;
         };
         const present = async (m: { inv: Invocation; decisionId: string }): Promise<boolean> => (await store.transact((tx) => rowsOf(tx, scope, m.inv, m.decisionId))).invocation === true;
-        assert.equal(await run(), 1, "the first run reads the journal");
+        assert.equal(await run(), 2, "the first run reads the journal: the window's hold, then the delete's re-read of what came since");
         assert.deepStrictEqual([await present(a), await present(b)], [false, true], "the archived one went, the other is held");
         assert.equal(await run(), 0, "the watermark stayed: the held one is known");
         assert.equal(await present(b), true);
@@ -397,8 +397,37 @@ export const retentionCases: StoreConformanceCase[] = [
         assert.equal(await run(), 1, "a new candidate is read");
         assert.deepStrictEqual([await present(b), await present(c)], [true, true]);
         await store.transact((tx) => tx.setJournalArchivedThrough(scope, c.seqs[1]!));
-        assert.equal(await run(), 1, "the watermark moved: read again");
+        assert.equal(await run(), 2, "the watermark moved: read again (the window, then the delete's re-read)");
         assert.deepStrictEqual([await present(b), await present(c)], [false, false], "both went once archived");
+      });
+    },
+  },
+  {
+    // Invariant: an entry naming an ended invocation that is journaled after the pruner read the
+    // window's holds (a late completion's evidence) and before the delete holds that invocation:
+    // it stays with all its rows, as does a bare record so named, and the others go.
+    name: "retention: an entry journaled between the window's read and the delete holds its invocation",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        const now = T0 + 1000 * DAY;
+        const a = await seedInvocation(store, scope, { status: "succeeded", updatedAt: now - 3 * DAY });
+        const b = await seedInvocation(store, scope, { status: "succeeded", updatedAt: now - 3 * DAY + 1 });
+        await store.transact((tx) => tx.setJournalArchivedThrough(scope, b.seqs[1]!));
+        let late = false;
+        const pause = async (): Promise<void> => {
+          if (late) return;
+          late = true;
+          await store.transact((tx) => tx.insertUnsealed(scope, [{ ...scope, id: uid("entry"), at: now, type: "completion.evidence", refs: { invocationId: a.inv.invocationId }, data: {} }]));
+        };
+        const report = await runRetention(store, settings({ pauseMs: 1 }), { now, pause });
+        assert.ok(late, "the entry was journaled before the delete");
+        const rows = await store.transact(async (tx) => [await rowsOf(tx, scope, a.inv, a.decisionId), await rowsOf(tx, scope, b.inv, b.decisionId)]);
+        assert.deepStrictEqual(rows[0], ALL_PRESENT, "the invocation the late entry names keeps every row");
+        assert.deepStrictEqual(rows[1], ALL_GONE, "the other went");
+        // Counts span every scope of the store (a shared PostgreSQL database holds other cases' too).
+        assert.ok(report.held.not_archived >= 1, "reported as held, not archived");
+        assert.ok(report.pruned.invocations >= 1);
       });
     },
   },
