@@ -136,7 +136,8 @@ export function witnessPublisher(witnesses: readonly CheckpointWitness[]): { pub
           let through = took.get(key);
           if (through === undefined) {
             const held = (await w.checkpoints(scope)).filter((cp) => cp?.tenantId === scope.tenantId && cp.spaceId === scope.spaceId && Number.isSafeInteger(cp.seq)).map((cp) => cp.seq);
-            through = held.length > 0 ? Math.max(...held) : firstSeen.get(scopeKey)! - 1;
+            // A loop, not a spread: a witness may hold more checkpoints than a call takes arguments.
+            through = held.length > 0 ? held.reduce((m, q) => (q > m ? q : m), held[0]!) : firstSeen.get(scopeKey)! - 1;
             took.set(key, through);
           }
           for (const cp of mine) {

@@ -3,21 +3,26 @@
  * line, appended and flushed) and an HTTP endpoint (POST a checkpoint; GET `?tenantId=&spaceId=`
  * answers the JSON list it holds).
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, readSync, writeSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { WritError } from "../core/errors.js";
 import type { JournalCheckpoint, Scope } from "../core/types.js";
 import { witnessSpecProblem, type CheckpointWitness } from "../core/witness.js";
 
-/** A witness file: every checkpoint shown is appended as a JSON line and flushed to disk. */
+/**
+ * A witness file: every checkpoint shown is appended as a JSON line and flushed to disk. A process
+ * killed inside an append leaves a last line without its newline: reads skip it, and the next
+ * append cuts it off first (that checkpoint was never taken; it is shown again).
+ */
 export function fileWitness(path: string): CheckpointWitness {
   const p = resolve(path);
   return {
     name: p,
     async publish(cp) {
       mkdirSync(dirname(p), { recursive: true, mode: 0o700 });
-      const fd = openSync(p, "a", 0o600);
+      const fd = openSync(p, "a+", 0o600);
       try {
+        dropTornTail(fd);
         writeSync(fd, `${JSON.stringify(cp)}\n`);
         fsyncSync(fd);
       } finally {
@@ -33,7 +38,11 @@ export function fileWitness(path: string): CheckpointWitness {
         throw e;
       }
       const out: JournalCheckpoint[] = [];
-      text.split("\n").forEach((line, i) => {
+      const lines = text.split("\n");
+      // The last piece is complete only when the file ends in a newline (it is then ""); without
+      // one it is an append a crash cut short, never taken by the witness.
+      lines.pop();
+      lines.forEach((line, i) => {
         if (line.trim() === "") return;
         let v: unknown;
         try {
@@ -47,6 +56,21 @@ export function fileWitness(path: string): CheckpointWitness {
       return out;
     },
   };
+}
+
+/** Cuts a last line that has no newline (an append a crash cut short) off the file open at `fd`. */
+function dropTornTail(fd: number): void {
+  const size = fstatSync(fd).size;
+  if (size === 0) return;
+  // A torn line is shorter than one checkpoint line; a whole tail window without a newline is a
+  // file that is not a witness file, left for the reader to name.
+  const span = Math.min(size, 65_536);
+  const tail = Buffer.alloc(span);
+  const got = readSync(fd, tail, 0, span, size - span);
+  if (got !== span || tail[span - 1] === 0x0a) return;
+  const nl = tail.lastIndexOf(0x0a);
+  if (nl === -1 && span < size) return;
+  ftruncateSync(fd, size - span + nl + 1);
 }
 
 /** The URL as shown in messages: no credentials, no query. */

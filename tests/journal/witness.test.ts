@@ -6,7 +6,7 @@
  * journal cut below a witnessed head is `witness_ahead`; a forged witnessed checkpoint is
  * `witness_invalid`; a witness that cannot be read is `witness_unreachable`.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -77,5 +77,23 @@ describe("checkpoint witnesses", () => {
     expect((await findings(honest, [fileWitness(forged)])).map((p) => p.kind)).toEqual(["witness_invalid"]);
     expect((await findings(honest, [httpWitness("http://127.0.0.1:1/none")])).map((p) => p.kind)).toEqual(["witness_unreachable"]);
     for (const s of [honest, rewritten, cut]) await s.close();
+  });
+
+  // Invariant: a process killed inside an append leaves a torn last line; the file witness reads
+  // past it (that checkpoint was never taken) and the next append cuts it off first, so the
+  // witness keeps working instead of failing on "not JSON" forever.
+  it("a file witness survives an append cut short by a crash", async () => {
+    const path = join(dir, "torn.jsonl");
+    const file = fileWitness(path);
+    const j = await journal("torn", 4);
+    const cp = (await checkpointJournal(j, key, S, { clock, crypto }))!;
+    await file.publish(cp);
+    appendFileSync(path, JSON.stringify(cp).slice(0, 40)); // the crash: half a line, no newline
+    expect((await file.checkpoints(S)).map((c) => c.seq)).toEqual([4]);
+    await file.publish(cp);
+    expect((await file.checkpoints(S)).map((c) => c.seq)).toEqual([4, 4]);
+    expect(readFileSync(path, "utf8").split("\n")).toHaveLength(3); // two whole lines and the final "": the torn one is gone
+    expect(await findings(j, [file])).toEqual([]);
+    await j.close();
   });
 });
