@@ -235,6 +235,16 @@ describe("writ CLI end to end", () => {
     expect(noKid.code).toBe(2);
     expect(noKid.stderr).toContain("has no kid");
     expect(plain.stdout).toContain("the file carries itself");
+    // --keys means only those for the witness check too: a witness holding the file's checkpoint,
+    // signed by the key the file carries, is not vouched for by that key when the auditor named others.
+    writeFileSync(join(ws.dir, "auditor.json"), JSON.stringify([generateSigningKey({ kid: "auditor" }).publicJwk]));
+    writeFileSync(join(ws.dir, "witness.jsonl"), `${JSON.stringify(header.checkpoints[0])}\n`);
+    const [fileKeys, auditorKeys] = await Promise.all([
+      writ(ws.dir, ["journal", "verify", "--file", "journal.jsonl", "--witness", "witness.jsonl", "--json"]),
+      writ(ws.dir, ["journal", "verify", "--file", "journal.jsonl", "--keys", "auditor.json", "--witness", "witness.jsonl", "--json"]),
+    ]);
+    expect(json<{ ok: boolean; problems: Array<{ kind: string }> }>(fileKeys)).toMatchObject({ ok: true, problems: [] });
+    expect(json<{ problems: Array<{ kind: string }> }>(auditorKeys).problems.map((p) => p.kind)).toEqual(["checkpoint_signature", "witness_invalid"]);
     // A cut tail is seen offline: against the header, and against the signed checkpoint even when
     // the header is rewritten to match the cut file.
     writeFileSync(join(ws.dir, "cut.jsonl"), lines.slice(0, -2).join("\n") + "\n");

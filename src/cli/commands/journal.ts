@@ -50,7 +50,9 @@ export const journalVerify: CommandBody = {
       if (keysFile !== undefined) keyring = keyringOf(readInput(keysFile, "keys"), keysFile);
       result = verifyExportedJournal(defaultCrypto(), keyring, scope, header, entries, { trustArchivedKeys: keysFile === undefined });
       for (const e of entries) hashes.set(e.seq, e.hash);
-      for (const k of header?.keys ?? []) {
+      // The file's own keys vouch for the witness check only as they do for the file: not when the
+      // auditor named the keys to trust (`--keys`: only those).
+      for (const k of keysFile === undefined ? (header?.keys ?? []) : []) {
         try {
           if (typeof k.kid === "string") keyring.add({ kid: k.kid, publicJwk: k });
         } catch {
