@@ -17,12 +17,12 @@ export const JOURNAL_PAGE = 1000;
 
 /**
  * Pages of entries with seq >= fromSeq (and <= throughSeq, when given), ascending, each page its
- * own short transaction.
+ * own short read on the store's read path (an export never queues behind, or as, a write).
  */
 export async function* journalPages(store: Store, scope: Scope, fromSeq = 1, pageSize = JOURNAL_PAGE, throughSeq = Infinity): AsyncGenerator<JournalEntry[]> {
   let from = fromSeq;
   for (;;) {
-    const read = await store.transact((tx) => tx.readJournal(scope, { fromSeq: from, limit: pageSize }));
+    const read = await readCommitted(store, (tx) => tx.readJournal(scope, { fromSeq: from, limit: pageSize }));
     const page = read.filter((e) => !(typeof e.seq === "number" && e.seq > throughSeq));
     if (page.length > 0) yield page;
     if (read.length < pageSize || page.length < read.length) return;

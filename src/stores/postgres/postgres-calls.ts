@@ -168,7 +168,7 @@ ${CLAIM_PREPARED_SQL}`;
  */
 export const CLAIM_PREPARED_FN: PgFunction = { fn: "writ_claim_prepared_json", casts: ["text", "bigint", "bigint", "integer", "text[]", "text[]", "text[]"], returns: "json" };
 
-/** Migration 17's text: the claim as a batch member, and the dispatcher that knows it. */
+/** Migration 16's text: the claim as a batch member, and the dispatcher that knows it. */
 export function claimInBatchSql(): string {
   return `
 CREATE FUNCTION writ_claim_prepared_json(p_owner text, p_now bigint, p_lease_ms bigint, p_limit integer, p_tokens text[], p_connectors text[], p_operations text[])
