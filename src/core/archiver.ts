@@ -47,6 +47,8 @@ export interface ArchiverOptions {
    * `clock.now()`): timelines and charts read them there. Needs `clock`. @defaultValue 0 (prune all archived)
    */
   keepLiveMs?: number;
+  /** Asked before each segment and each prune batch: true ends the run there (a worker stopping); what is done stays done. */
+  stopped?: () => boolean;
   /** Test hooks (kill points): after a segment is written, after the watermark moved, after a prune batch. */
   hooks?: { afterPut?(name: string): void | Promise<void>; afterWatermark?(seq: number): void | Promise<void>; afterPruneBatch?(deleted: number): void | Promise<void> };
 }
@@ -134,6 +136,7 @@ export async function archiveScope(store: Store, scope: Scope, opts: ArchiverOpt
   // The hash of the last archived entry: the next segment's first entry links to it.
   let lastHash: string | null | undefined;
   for (;;) {
+    if (opts.stopped?.() === true) break;
     const [watermark, checkpoints] = await readCommitted(store, async (tx) => [await tx.journalArchivedThrough(sc), await tx.listCheckpoints(sc)] as const);
     const ahead = checkpoints.filter((cp) => cp.seq > watermark);
     if (ahead.length === 0) break;
@@ -197,7 +200,7 @@ export async function archiveScope(store: Store, scope: Scope, opts: ArchiverOpt
   if (!Number.isSafeInteger(keep) || keep < 0) throw new WritError("INVALID_OPTION", "archiver: keepLiveMs must be a non-negative integer");
   if (keep > 0 && opts.clock === undefined) throw new WritError("INVALID_OPTION", "archiver: keepLiveMs needs a clock");
   const before = keep > 0 ? opts.clock!.now() - keep : undefined;
-  return { ...(await pruneArchived(store, sc, opts.prune === false ? 0 : pruneBatch, afterBatch, before)), segments };
+  return { ...(await pruneArchived(store, sc, opts.prune === false ? 0 : pruneBatch, afterBatch, before, opts.stopped)), segments };
 }
 
 /** The hash of entry `seq`: from the database while it holds it, else from the segment ending there. */
@@ -220,7 +223,7 @@ async function hashAt(store: Store, target: ArchiveTarget, scope: Scope, seq: nu
  * the lowest of the watermark, the entry before the sealed head and the lowest cursor of the
  * tenant's enabled notification subscriptions in this space.
  */
-export async function pruneArchived(store: Store, scope: Scope, batch: number, afterBatch?: (deleted: number) => void | Promise<void>, before?: number): Promise<Omit<ArchiveRun, "segments">> {
+export async function pruneArchived(store: Store, scope: Scope, batch: number, afterBatch?: (deleted: number) => void | Promise<void>, before?: number, stopped?: () => boolean): Promise<Omit<ArchiveRun, "segments">> {
   const { watermark, head, cursor } = await readCommitted(store, async (tx) => {
     let low = Infinity;
     for (const sub of await tx.listSubscriptions(scope.tenantId)) {
@@ -233,7 +236,7 @@ export async function pruneArchived(store: Store, scope: Scope, batch: number, a
   const heldBy = through >= watermark ? null : cursor < Math.min(watermark, head - 1) ? "notifications" : "head";
   let pruned = 0;
   if (batch > 0 && through > 0) {
-    for (;;) {
+    while (stopped?.() !== true) {
       // With `before`, only the leading entries written before it (the store applies it in its delete).
       const n = await store.transact((tx) => tx.pruneJournal(scope, through, batch, before));
       pruned += n;

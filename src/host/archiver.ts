@@ -56,7 +56,7 @@ export interface HostArchive {
 const SCOPES_PAGE = 200;
 
 /** The host's archive API, and the paced run a started worker makes. */
-export function createHostArchive(ctx: HostContext, keyring: Keyring, opts: ResolvedArchiveOptions): { api: HostArchive; runPaced: () => Promise<HostArchiveRun[]> } {
+export function createHostArchive(ctx: HostContext, keyring: Keyring, opts: ResolvedArchiveOptions): { api: HostArchive; runPaced: (stopped: () => boolean) => Promise<HostArchiveRun[]> } {
   const { o } = ctx;
   const store = innerStore(o.store);
   const stats: ArchiveStats = { bytesArchived: 0, entriesArchived: 0, segmentsWritten: 0, entriesPruned: 0, witnessPublished: 0, witnessFailures: 0, lag: null, oldestLiveAt: null };
@@ -77,7 +77,7 @@ export function createHostArchive(ctx: HostContext, keyring: Keyring, opts: Reso
     }
   }
 
-  async function run(scopes: readonly Scope[] | undefined, pauseMs: number, keepLiveMs = opts.keepLiveMs): Promise<HostArchiveRun[]> {
+  async function run(scopes: readonly Scope[] | undefined, pauseMs: number, keepLiveMs = opts.keepLiveMs, stopped?: () => boolean): Promise<HostArchiveRun[]> {
     const target = opts.target;
     if (target === null) throw new WritError("INVALID_OPTION", "journal archiving is off: no archive target is configured (docs/archives.md)");
     const all = scopes === undefined;
@@ -89,6 +89,7 @@ export function createHostArchive(ctx: HostContext, keyring: Keyring, opts: Reso
     // fails afterwards naming every scope that did not archive.
     const failedScopes: Array<{ scope: Scope; error: unknown }> = [];
     for (const sc of list) {
+      if (stopped?.() === true) break;
       let r: ArchiveRun;
       try {
         r = await archiveScope(store, sc, {
@@ -101,6 +102,7 @@ export function createHostArchive(ctx: HostContext, keyring: Keyring, opts: Reso
           pruneBatch: opts.pruneBatch,
           keepLiveMs,
           hooks: pauseMs > 0 ? { afterPruneBatch: () => sleep(pauseMs) } : {},
+          ...(stopped ? { stopped } : {}),
         });
       } catch (error) {
         failedScopes.push({ scope: sc, error });
@@ -146,12 +148,12 @@ export function createHostArchive(ctx: HostContext, keyring: Keyring, opts: Reso
 
   return {
     api: { target: opts.target, runOnce: (scopes, ro) => run(scopes, 0, ro?.keepLiveMs), status, stats: () => ({ ...stats }) },
-    runPaced: () => run(undefined, opts.prunePauseMs),
+    runPaced: (stopped: () => boolean) => run(undefined, opts.prunePauseMs, opts.keepLiveMs, stopped),
   };
 }
 
 /** The archiver a started worker runs every `everyMs` (none when archiving is off). */
-export function archiveCompanion(ctx: HostContext, opts: ResolvedArchiveOptions, runPaced: () => Promise<unknown>): WorkerCompanion | undefined {
+export function archiveCompanion(ctx: HostContext, opts: ResolvedArchiveOptions, runPaced: (stopped: () => boolean) => Promise<unknown>): WorkerCompanion | undefined {
   if (opts.target === null) return undefined;
   const trouble = outageLog(ctx.log, "journal archiving", {}, () => ctx.o.clock.now());
   let cancel: (() => void) | null = null;
@@ -160,7 +162,8 @@ export function archiveCompanion(ctx: HostContext, opts: ResolvedArchiveOptions,
   const schedule = (): void => {
     cancel = ctx.o.clock.setTimer(opts.everyMs, () => {
       cancel = null;
-      current = runPaced()
+      // A stop ends a long pass between segments and prune batches, not after the backlog.
+      current = runPaced(() => stopped)
         .then(
           () => trouble.ok(),
           (e: unknown) => trouble.failed(e),

@@ -10,3 +10,13 @@ export async function until(cond: () => boolean, what: string, ms = 10_000): Pro
   }
   throw new Error(`timed out waiting for ${what}`);
 }
+
+/** As {@link until} for a condition that reads (a store, a file): checked every `everyMs`. */
+export async function untilRead(cond: () => Promise<boolean>, what: string, ms = 10_000, everyMs = 10): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond()) return;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { appendJournal, createHost, directoryArchive, generateSigningKey, memoryStore, nodeCryptoPort, sealJournalNow, type Scope, type Store } from "../../src/index.js";
 import { metricsFor } from "../../src/server/metrics.js";
-import { until } from "../helpers/wait.js";
+import { until, untilRead } from "../helpers/wait.js";
 
 const crypto = nodeCryptoPort();
 const S: Scope = { tenantId: "t1", spaceId: "s1" };
@@ -69,6 +69,32 @@ describe("host.archive", () => {
     expect(await store.transact((tx) => tx.journalArchivedThrough(other))).toBe(7);
     expect(await store.transact((tx) => tx.journalArchivedThrough(S))).toBe(0);
     expect(host.archive.stats()).toMatchObject({ entriesArchived: 7, segmentsWritten: 1, entriesPruned: 6, lag: 5 });
+    await store.close();
+  });
+
+  // Invariant: stopping a worker ends its archiver's pass between prune batches instead of after
+  // the backlog; what was pruned stays pruned and a later run prunes on from there.
+  it("a worker's stop ends a long archive pass early; the next run goes on", async () => {
+    const store = memoryStore();
+    await store.migrate();
+    const dir = mkdtempSync(join(tmpdir(), "writ-host-archive-"));
+    dirs.push(dir);
+    const host = await hostWith(store, { target: directoryArchive(dir), everyMs: 10, prunePauseMs: 50, pruneBatch: 1, keepLiveMs: 0 });
+    await seed(store, 200); // 199 prune batches of one entry, 50 ms apart: about 10 s
+    const worker = host.worker({ pollMs: 20 });
+    worker.start();
+    const firstLive = async (): Promise<number> => (await store.transact((tx) => tx.readJournal(S, { limit: 1 })))[0]!.seq;
+    try {
+      await untilRead(async () => (await firstLive()) >= 3, "the pass started pruning", 5000);
+    } finally {
+      await worker.stop();
+    }
+    const pruned = (await firstLive()) - 1;
+    expect(pruned).toBeLessThan(199);
+    expect(await store.transact((tx) => tx.journalArchivedThrough(S))).toBe(200);
+    const [again] = await host.archive.runOnce();
+    expect(again!.pruned).toBe(199 - pruned);
+    expect(again!.firstLiveSeq).toBe(200);
     await store.close();
   });
 
