@@ -304,7 +304,10 @@ export async function runRetention(store: Store, settings: RetentionSettings, op
   const endedBefore = endedCutoff(settings, opts.now);
   let after: EndedCursor | undefined;
   let more = endedBefore > 0;
-  while (more && budgetLeft()) {
+  // Windows are paced like batches: a backlog that is all held (nothing archived yet) is read at
+  // the pruner's pace, not back to back.
+  let windows = 0;
+  while (more && (windows++ === 0 ? budgetLeft() : await paced())) {
     const cursor = after;
     const { ended, groups } = await readCommitted(store, async (tx) => {
       const found = await tx.listEndedInvocations({ endedBefore, limit: window, ...(cursor ? { after: cursor } : {}) });

@@ -432,6 +432,26 @@ export const retentionCases: StoreConformanceCase[] = [
     },
   },
   {
+    // Invariant: a backlog that is all held (nothing archived) is read window by window at the
+    // pruner's pace, with a pause between windows, and nothing of it is deleted.
+    name: "retention: windows of a held backlog are paced like batches",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        const now = T0 + 1000 * DAY;
+        const made = [];
+        for (let i = 0; i < 51; i++) made.push(await seedInvocation(store, scope, { status: "succeeded", updatedAt: now - 3 * DAY + i }));
+        let pauses = 0;
+        // batchSize 1: windows of 50 candidates, so this scope alone spans two.
+        const report = await runRetention(store, settings({ batchSize: 1, pauseMs: 1 }), { now, pause: async () => void (pauses += 1) });
+        assert.ok(pauses >= 1, "a pause between windows");
+        assert.ok(report.held.not_archived >= 51, "every one held");
+        const present = await store.transact(async (tx) => Promise.all(made.map(async (m) => (await rowsOf(tx, scope, m.inv, m.decisionId)).invocation)));
+        assert.ok(present.every((x) => x), "nothing of it deleted");
+      });
+    },
+  },
+  {
     // Invariant (random mixes, fixed seeds): a pruner run deletes exactly the invocations that are
     // ended AND ended before the cut-off AND whose journal entries are all at or below the archive
     // watermark AND have no open reconciliation or pending approval; every other invocation keeps
