@@ -441,10 +441,30 @@ export const retentionCases: StoreConformanceCase[] = [
         const now = T0 + 1000 * DAY;
         const made = [];
         for (let i = 0; i < 51; i++) made.push(await seedInvocation(store, scope, { status: "succeeded", updatedAt: now - 3 * DAY + i }));
-        let pauses = 0;
+        // What the run does, in order: window reads, deletes and pauses.
+        const events: string[] = [];
+        const traced: Store = {
+          ...store,
+          read: undefined,
+          transact: (fn) =>
+            store.transact((tx) =>
+              fn(
+                new Proxy(tx, {
+                  get(t, p) {
+                    const v: unknown = Reflect.get(t, p, t);
+                    if (p === "listEndedInvocations") events.push("window");
+                    if (p === "deleteEndedInvocations") events.push("delete");
+                    return typeof v === "function" ? (v as (...x: unknown[]) => unknown).bind(t) : v;
+                  },
+                }),
+              ),
+            ),
+        };
         // batchSize 1: windows of 50 candidates, so this scope alone spans two.
-        const report = await runRetention(store, settings({ batchSize: 1, pauseMs: 1 }), { now, pause: async () => void (pauses += 1) });
-        assert.ok(pauses >= 1, "a pause between windows");
+        const report = await runRetention(traced, settings({ batchSize: 1, pauseMs: 1 }), { now, pause: async () => void events.push("pause") });
+        const windows = events.flatMap((e, i) => (e === "window" ? [i] : []));
+        assert.ok(windows.length >= 2, "the backlog spans windows");
+        assert.ok(windows.slice(1).every((i) => events[i - 1] === "pause"), `a pause before every window after the first (${events.join(", ")})`);
         assert.ok(report.held.not_archived >= 51, "every one held");
         const present = await store.transact(async (tx) => Promise.all(made.map(async (m) => (await rowsOf(tx, scope, m.inv, m.decisionId)).invocation)));
         assert.ok(present.every((x) => x), "nothing of it deleted");
