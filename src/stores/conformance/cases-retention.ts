@@ -439,7 +439,7 @@ export const retentionCases: StoreConformanceCase[] = [
       await withStore(makeStore, async (store) => {
         const scope = newScope();
         const now = T0 + 1000 * DAY;
-        const made = [];
+        const made: Array<Awaited<ReturnType<typeof seedInvocation>>> = [];
         for (let i = 0; i < 51; i++) made.push(await seedInvocation(store, scope, { status: "succeeded", updatedAt: now - 3 * DAY + i }));
         // What the run does, in order: window reads, deletes and pauses.
         const events: string[] = [];
