@@ -177,11 +177,71 @@ interface ScopeGroup<T> {
   scope: Scope;
   free: T[];
   /**
-   * The sealed seq through which the journal's hold was read (the scope's head then, or its
-   * watermark when higher): entries after it (newer sealed ones and unsealed ones) are read again
-   * in each delete's transaction.
+   * The sealed seq through which the journal has been read for this window (the scope's head at
+   * the window's read, or its watermark when higher; then what each delete's re-read covered):
+   * entries after it (newer sealed ones and unsealed ones) are read again in the next delete's
+   * transaction.
    */
   readThrough: number;
+  /** Of `free`, those an entry read since the window's read names: held for the rest of the window. */
+  namedSince: Set<string>;
+}
+
+/** Thrown inside a delete's transaction to roll it back: an entry journaled since names a member it deleted. */
+class NamedSince extends Error {
+  readonly named: Set<string>;
+  readonly through: number;
+  constructor(named: Set<string>, through: number) {
+    super("an entry journaled since the window's read names a deleted member");
+    this.named = named;
+    this.through = through;
+  }
+}
+
+/**
+ * Deletes `ids` of a scope group in one short transaction, less those an entry journaled since
+ * the window's read names. `del` deletes (locking the members first, where the store locks) and
+ * says which ids went; then the journal is read again above `g.readThrough`, after the locks, so a
+ * writer that held a member's row (a late completion locks its invocation) has committed what it
+ * journaled. An entry naming a deleted member rolls the transaction back and the batch goes again
+ * without it; either way the group's `readThrough` moves to what the read covered, so each re-read
+ * costs only what was journaled since the previous one, however long the window. Returns the
+ * delete's result, or null when nothing was left to delete; `held` gets the ids named.
+ */
+async function deleteUnnamed<T extends Scope, R>(
+  store: Store,
+  g: ScopeGroup<T>,
+  idOf: (x: T) => string,
+  part: T[],
+  del: (tx: StoreTx, members: T[]) => Promise<{ gone: string[]; result: R }>,
+  held: (x: T) => void,
+): Promise<R | null> {
+  const window = new Set(g.free.map(idOf));
+  const keep = (named: Set<string>): void => {
+    for (const i of named) if (window.has(i)) g.namedSince.add(i);
+  };
+  for (;;) {
+    const members = part.filter((x) => !g.namedSince.has(idOf(x)));
+    if (members.length === 0) break;
+    try {
+      const r = await store.transact(async (tx) => {
+        const done = await del(tx, members);
+        const since = await tx.journalNamedSince(g.scope, g.readThrough);
+        if (done.gone.some((i) => since.named.has(i))) throw new NamedSince(since.named, since.through);
+        return { result: done.result, since };
+      });
+      keep(r.since.named);
+      g.readThrough = r.since.through;
+      for (const x of part) if (g.namedSince.has(idOf(x)) && !members.includes(x)) held(x);
+      return r.result;
+    } catch (e) {
+      if (!(e instanceof NamedSince)) throw e;
+      keep(e.named);
+      g.readThrough = e.through;
+    }
+  }
+  for (const x of part) held(x);
+  return null;
 }
 
 /** Most ids a hold memo keeps per scope; past it the scope's memo starts over. */
@@ -214,7 +274,7 @@ async function journalFree<T extends Scope>(tx: StoreTx, items: T[], idOf: (x: T
   for (const x of items) {
     const k = JSON.stringify([x.tenantId, x.spaceId]);
     let g = byScope.get(k);
-    if (!g) byScope.set(k, (g = { scope: { tenantId: x.tenantId, spaceId: x.spaceId }, free: [], readThrough: 0 }));
+    if (!g) byScope.set(k, (g = { scope: { tenantId: x.tenantId, spaceId: x.spaceId }, free: [], readThrough: 0, namedSince: new Set() }));
     g.free.push(x);
   }
   for (const [k, g] of byScope) {
@@ -317,32 +377,36 @@ export async function runRetention(store: Store, settings: RetentionSettings, op
     more = ended.length === window && last !== undefined;
     if (last) after = { updatedAt: last.updatedAt, tenantId: last.tenantId, spaceId: last.spaceId, invocationId: last.invocationId };
     busy = ended.length > 0 || busy;
-    for (const { scope, free, readThrough } of groups) {
-      for (const part of chunks(free, settings.batchSize)) {
+    for (const g of groups) {
+      for (const part of chunks(g.free, settings.batchSize)) {
         if (!(await paced())) break;
         const byId = new Map(part.map((i) => [i.invocationId, i]));
         const ids = [...byId.keys()];
         report.batches += 1;
         busy = true;
         if (dryRun) {
-          const holds = await readCommitted(store, (tx) => tx.invocationHolds(scope, ids));
+          const holds = await readCommitted(store, (tx) => tx.invocationHolds(g.scope, ids));
           for (const [id, reason] of holds) hold(byId.get(id)!, reason);
           report.pruned.invocations += ids.length - holds.size;
           continue;
         }
-        const r = await store.transact(async (tx) => {
-          // The window's journal read is older than this batch: an entry written since (a late
-          // completion's evidence names an ended invocation) holds its invocation too. Only what
-          // was journaled after that read is read again.
-          const named = await tx.journalNamesAbove(scope, readThrough, ids);
-          const go = ids.filter((i) => !named.has(i));
-          return { named, deleted: go.length > 0 ? await tx.deleteEndedInvocations(scope, go) : null };
-        });
-        for (const i of r.named) hold(byId.get(i)!, "not_archived");
-        if (r.deleted === null) continue;
+        // The window's journal read is older than this batch: an entry written since (a late
+        // completion's evidence names an ended invocation) holds its invocation too.
+        const deleted = await deleteUnnamed(
+          store,
+          g,
+          (i) => i.invocationId,
+          part,
+          async (tx, members) => {
+            const d = await tx.deleteEndedInvocations(g.scope, members.map((i) => i.invocationId));
+            return { gone: d.deleted, result: d };
+          },
+          (i) => hold(i, "not_archived"),
+        );
+        if (deleted === null) continue;
         // A member no longer ended is live work again: neither pruned nor held.
-        for (const s of r.deleted.skipped) if (s.reason !== "not_ended") hold(byId.get(s.invocationId)!, s.reason);
-        counted(r.deleted.rows);
+        for (const s of deleted.skipped) if (s.reason !== "not_ended") hold(byId.get(s.invocationId)!, s.reason);
+        counted(deleted.rows);
       }
     }
   }
@@ -359,8 +423,8 @@ export async function runRetention(store: Store, settings: RetentionSettings, op
     });
     more = next !== undefined;
     bareAfter = next;
-    for (const { scope, free, readThrough } of groups) {
-      for (const part of chunks(free, settings.batchSize)) {
+    for (const g of groups) {
+      for (const part of chunks(g.free, settings.batchSize)) {
         if (!(await paced())) break;
         report.batches += 1;
         busy = true;
@@ -368,12 +432,19 @@ export async function runRetention(store: Store, settings: RetentionSettings, op
           report.pruned.bare_idempotency += part.length;
           continue;
         }
-        const deleted = await store.transact(async (tx) => {
-          // As for invocations: what was journaled since the window's read holds its record.
-          const named = await tx.journalNamesAbove(scope, readThrough, [...new Set(part.map((r) => r.invocationId))]);
-          const keys = part.filter((r: IdempotencyRecord) => !named.has(r.invocationId)).map((r) => ({ action: r.action, idempotencyKey: r.idempotencyKey }));
-          return keys.length > 0 ? await tx.deleteBareExecutions(scope, keys, bareBefore) : null;
-        });
+        // As for invocations: what was journaled since the window's read holds its record (every
+        // member of the delete counts as gone: the store's answer is a count).
+        const deleted = await deleteUnnamed(
+          store,
+          g,
+          (r) => r.invocationId,
+          part,
+          async (tx, members: IdempotencyRecord[]) => ({
+            gone: members.map((r) => r.invocationId),
+            result: await tx.deleteBareExecutions(g.scope, members.map((r) => ({ action: r.action, idempotencyKey: r.idempotencyKey })), bareBefore),
+          }),
+          () => undefined,
+        );
         if (deleted === null) continue;
         const { idempotency, ...rest } = deleted;
         counted({ ...rest, bare_idempotency: idempotency });

@@ -641,6 +641,12 @@ class GuardedTx implements StoreTx {
     return this.#tx.journalNamesAbove(scope, aboveSeq, invocationIds);
   }
 
+  async journalNamedSince(scope: Scope, aboveSeq: number): Promise<{ named: Set<string>; through: number }> {
+    checkStoreScope(scope);
+    nonNegInt(aboveSeq, "aboveSeq");
+    return this.#tx.journalNamedSince(scope, aboveSeq);
+  }
+
   async invocationHolds(scope: Scope, invocationIds: string[]): Promise<Map<string, InvocationHold>> {
     checkStoreScope(scope);
     idList(invocationIds, "invocationIds");

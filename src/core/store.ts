@@ -244,6 +244,15 @@ export interface RetentionTx {
    * it is unsealed or sealed with a seq above `aboveSeq` (not archived yet).
    */
   journalNamesAbove(scope: Scope, aboveSeq: number, invocationIds: string[]): Promise<Set<string>>;
+  /**
+   * Every invocation id the scope's journal entries name (`refs.invocationId`) while unsealed or
+   * sealed with a seq above `aboveSeq`, and `through`: the highest seq the read covered (`aboveSeq`
+   * when nothing is sealed above it). A scope's entries are sealed in seq order, so every entry
+   * sealed at or below `through` was read here or lies at or below `aboveSeq`. Its cost follows
+   * what was journaled since `aboveSeq` (and what is still unsealed), not the history: the
+   * pruner's re-read, after each delete, of what came since its previous read.
+   */
+  journalNamedSince(scope: Scope, aboveSeq: number): Promise<{ named: Set<string>; through: number }>;
   /** Of the scope's `invocationIds`, those an open reconciliation or a pending approval holds, with the hold (a read). */
   invocationHolds(scope: Scope, invocationIds: string[]): Promise<Map<string, InvocationHold>>;
   /**

@@ -50,6 +50,24 @@ export function journalNamesAbove(w: Work, scope: Scope, aboveSeq: number, invoc
   return out;
 }
 
+/** The journal is kept in seq order: the entries above `aboveSeq` are found from the end. */
+export function journalNamedSince(w: Work, scope: Scope, aboveSeq: number): { named: Set<string>; through: number } {
+  const sd = findScope(w.state, scope);
+  const named = new Set<string>();
+  let through = aboveSeq;
+  if (sd === undefined) return { named, through };
+  const note = (refs: { [k: string]: string }): void => {
+    if (refs.invocationId !== undefined) named.add(refs.invocationId);
+  };
+  for (const e of sd.unsealed) note(e.refs);
+  for (let i = sd.journal.length - 1; i >= 0 && sd.journal[i]!.seq > aboveSeq; i--) {
+    const e = sd.journal[i]!;
+    through = Math.max(through, e.seq);
+    note(e.refs);
+  }
+  return { named, through };
+}
+
 function noRows(): PrunedInvocationRows {
   return { invocations: 0, steps: 0, attempts: 0, decisions: 0, idempotency: 0, reconciliations: 0, approvals: 0, completions: 0 };
 }

@@ -279,6 +279,9 @@ export class MemoryTx implements StoreTx {
   async journalNamesAbove(scope: Scope, aboveSeq: number, invocationIds: string[]): Promise<Set<string>> {
     return retention.journalNamesAbove(this.#enter("journalNamesAbove"), scope, aboveSeq, invocationIds);
   }
+  async journalNamedSince(scope: Scope, aboveSeq: number): Promise<{ named: Set<string>; through: number }> {
+    return retention.journalNamedSince(this.#enter("journalNamedSince"), scope, aboveSeq);
+  }
   async invocationHolds(scope: Scope, invocationIds: string[]): Promise<Map<string, InvocationHold>> {
     return retention.invocationHolds(this.#enter("invocationHolds"), scope, invocationIds);
   }

@@ -35,6 +35,22 @@ const NAMES_ABOVE = statement(
       WHERE p.tenant_id = $1 AND p.space_id = $2
    ) x WHERE x.inv = ANY($4::text[])`,
 );
+/**
+ * Every id the entries sealed above $3 or unsealed name, and the highest seq read: the chain by its
+ * primary key from $3, the pending queue by scope (one snapshot, so `through` covers every entry
+ * sealed at or below it).
+ */
+const NAMED_SINCE = statement(
+  "journal_named_since",
+  `WITH c AS (SELECT c.seq, j.doc->'refs'->>'invocationId' AS inv FROM writ_journal_chain c
+       JOIN writ_journal j ON j.tenant_id = c.tenant_id AND j.space_id = c.space_id AND j.id = c.id
+      WHERE c.tenant_id = $1 AND c.space_id = $2 AND c.seq > $3),
+   p AS (SELECT j.doc->'refs'->>'invocationId' AS inv FROM writ_journal_pending p
+       JOIN writ_journal j ON j.tenant_id = p.tenant_id AND j.space_id = p.space_id AND j.id = p.id
+      WHERE p.tenant_id = $1 AND p.space_id = $2)
+   SELECT (SELECT max(seq) FROM c) AS through,
+     ARRAY(SELECT DISTINCT x.inv FROM (SELECT inv FROM c UNION ALL SELECT inv FROM p) x WHERE x.inv IS NOT NULL) AS named`,
+);
 /** Each member's status and hold: read (the dry run's), or locked in one order (the delete's first statement). */
 const CHECKS = `SELECT i.invocation_id AS id, i.status, CASE
      WHEN EXISTS (SELECT 1 FROM writ_reconciliations r WHERE r.tenant_id = $1 AND r.space_id = $2 AND r.invocation_id = i.invocation_id AND r.status = 'open') THEN 'open_reconciliation'
@@ -145,6 +161,11 @@ export async function journalNamesAbove(x: Exec, scope: Scope, aboveSeq: number,
   if (ids.length === 0) return new Set();
   const rows = await x.rows<{ inv: string }>(NAMES_ABOVE, [scope.tenantId, scope.spaceId, aboveSeq, ids]);
   return new Set(rows.map((r) => r.inv));
+}
+
+export async function journalNamedSince(x: Exec, scope: Scope, aboveSeq: number): Promise<{ named: Set<string>; through: number }> {
+  const [r] = await x.rows<{ through: string | number | null; named: string[] }>(NAMED_SINCE, [scope.tenantId, scope.spaceId, aboveSeq]);
+  return { named: new Set(r?.named ?? []), through: r?.through == null ? aboveSeq : Math.max(aboveSeq, Number(r.through)) };
 }
 
 type Check = { id: string; status: string; hold: InvocationHold | null };

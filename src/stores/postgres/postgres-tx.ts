@@ -362,6 +362,10 @@ export class PostgresTx implements StoreTx {
     return retention.journalNamesAbove(this.#in(scope), scope, aboveSeq, invocationIds);
   }
 
+  async journalNamedSince(scope: Scope, aboveSeq: number): Promise<{ named: Set<string>; through: number }> {
+    return retention.journalNamedSince(this.#in(scope), scope, aboveSeq);
+  }
+
   async invocationHolds(scope: Scope, invocationIds: string[]): Promise<Map<string, InvocationHold>> {
     return retention.invocationHolds(this.#in(scope), scope, invocationIds);
   }

@@ -15,6 +15,7 @@ export interface SqliteRetentionStatements {
   listEnded: Database.Statement;
   listEndedAfter: Database.Statement;
   journalNamesAbove: Database.Statement;
+  journalNamedSince: Database.Statement;
   invocationChecks: Database.Statement;
   /** The children of the executions filed under the invocation ids `@ids` (a JSON list), one statement per table, in this order. */
   deleteExecutions: Database.Statement[];
@@ -61,6 +62,11 @@ export function prepareRetentionStatements(p: Prepare): SqliteRetentionStatement
       `SELECT DISTINCT json_extract(doc, '$.refs.invocationId') FROM journal WHERE ${SCOPE} AND (seq IS NULL OR seq > @above) ` +
         "AND json_extract(doc, '$.refs.invocationId') IN (SELECT value FROM json_each(@ids))",
     ).pluck(),
+    // By journal_by_seq and journal_unsealed: the entries above @above and the unsealed ones.
+    journalNamedSince: p(
+      `SELECT seq, json_extract(doc, '$.refs.invocationId') AS inv FROM journal WHERE ${SCOPE} AND seq > @above ` +
+        `UNION ALL SELECT NULL, json_extract(doc, '$.refs.invocationId') FROM journal WHERE ${SCOPE} AND seq IS NULL`,
+    ),
     invocationChecks: p(
       "SELECT v.invocation_id AS id, v.status, CASE " +
         "WHEN EXISTS (SELECT 1 FROM reconciliations r WHERE r.tenant_id = v.tenant_id AND r.space_id = v.space_id AND r.invocation_id = v.invocation_id AND r.status = 'open') THEN 'open_reconciliation' " +
@@ -122,6 +128,16 @@ export function listEndedInvocations(q: SqliteRetentionStatements, opts: { ended
 export function journalNamesAbove(q: SqliteRetentionStatements, sp: ScopeParams, aboveSeq: number, ids: string[]): Set<string> {
   if (ids.length === 0) return new Set();
   return new Set(q.journalNamesAbove.all({ ...sp, above: aboveSeq, ids: JSON.stringify(ids) }) as string[]);
+}
+
+export function journalNamedSince(q: SqliteRetentionStatements, sp: ScopeParams, aboveSeq: number): { named: Set<string>; through: number } {
+  const named = new Set<string>();
+  let through = aboveSeq;
+  for (const r of q.journalNamedSince.all({ ...sp, above: aboveSeq }) as Array<{ seq: number | null; inv: string | null }>) {
+    if (r.seq !== null) through = Math.max(through, r.seq);
+    if (r.inv !== null) named.add(r.inv);
+  }
+  return { named, through };
 }
 
 function noRows(): PrunedInvocationRows {

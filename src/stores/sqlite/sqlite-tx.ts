@@ -655,6 +655,10 @@ export class SqliteTx implements StoreTx {
     return retention.journalNamesAbove(this.#q, this.#sp(scope), aboveSeq, invocationIds);
   }
 
+  async journalNamedSince(scope: Scope, aboveSeq: number): Promise<{ named: Set<string>; through: number }> {
+    return retention.journalNamedSince(this.#q, this.#sp(scope), aboveSeq);
+  }
+
   async invocationHolds(scope: Scope, invocationIds: string[]): Promise<Map<string, InvocationHold>> {
     return retention.invocationHolds(this.#q, this.#sp(scope), invocationIds);
   }
