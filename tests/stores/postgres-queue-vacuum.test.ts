@@ -1,0 +1,67 @@
+/**
+ * The statistics keeper vacuums the journal's pending queue even where autovacuum runs
+ * (src/stores/postgres/postgres-stats.ts; docs/stores.md, "Hot statements and history").
+ *
+ * Invariants, on a private instance with PostgreSQL's defaults (autovacuum on):
+ * - once the queue holds more than 1,000 dead rows (entries written and sealed), one check of the
+ *   keeper vacuums it, and afterwards its dead rows are gone (the sequencer's read of the queue
+ *   no longer walks them);
+ * - the other hot tables, whose dead rows are autovacuum's job there, are not vacuumed by it.
+ */
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConnectionExec } from "../../src/stores/postgres/postgres-exec.js";
+import { analyzeStale } from "../../src/stores/postgres/postgres-stats.js";
+import { postgresStore, type PostgresStore } from "../../src/stores/postgres/index.js";
+import { newScope, uid } from "../../src/stores/conformance/fixtures.js";
+import { postgresBinaries, startPgInstance, type PgInstance } from "../helpers/pg-instance.js";
+import { untilRead } from "../helpers/wait.js";
+
+const bins = postgresBinaries();
+if (bins.dir === null) console.warn(`[pg-queue-vacuum] skipped: ${bins.reason}`);
+const suite = bins.dir === null && process.env.CI !== "true" ? describe.skip : describe;
+
+suite("the keeper vacuums the pending queue where autovacuum runs", () => {
+  let inst: PgInstance;
+  let store: PostgresStore;
+  let c: pg.Client;
+  beforeAll(async () => {
+    inst = await startPgInstance();
+    await inst.createDatabase("queue");
+    // The keeper is driven by hand below: its own schedule stays off.
+    store = postgresStore({ url: inst.url("queue") }, { analyzeEveryMs: 0 });
+    await store.migrate();
+    c = new pg.Client({ connectionString: inst.url("queue") });
+    await c.connect();
+  }, 60_000);
+  afterAll(async () => {
+    await c?.end();
+    await store?.close();
+    await inst?.close();
+  });
+
+  const dead = async (table: string): Promise<number> => {
+    await c.query("SELECT pg_stat_force_next_flush()");
+    return Number((await c.query<{ n: string }>("SELECT n_dead_tup AS n FROM pg_stat_user_tables WHERE relname = $1", [table])).rows[0]?.n ?? 0);
+  };
+
+  it("vacuums the queue past 1,000 dead rows and leaves the other tables to autovacuum", async () => {
+    expect((await c.query<{ a: string }>("SELECT current_setting('autovacuum') AS a")).rows[0]!.a).toBe("on");
+    // Autovacuum itself must not empty the tables during the test: a threshold it never reaches
+    // (not \`autovacuum_enabled = false\`, which would make the keeper vacuum every hot table).
+    for (const t of ["writ_journal_pending", "writ_journal_chain"]) await c.query(`ALTER TABLE ${t} SET (autovacuum_vacuum_threshold = 2000000000, autovacuum_analyze_threshold = 2000000000)`);
+    const scope = newScope();
+    // 1,500 entries written, then gone from the queue (as sealing removes them): a dead row each.
+    await store.transact((tx) => tx.insertUnsealed(scope, Array.from({ length: 1500 }, (_, i) => ({ ...scope, id: uid("e"), at: i, type: "test.queue", refs: {}, data: {} }))));
+    await c.query("DELETE FROM writ_journal_pending");
+    // As many dead rows in a hot table that is not a queue: autovacuum's job on this server.
+    await c.query("INSERT INTO writ_journal_chain (tenant_id, space_id, seq, id, prev_hash, hash) SELECT 't', 's', g, 'e' || g, NULL, 'h' FROM generate_series(1, 1500) g");
+    await c.query("DELETE FROM writ_journal_chain WHERE tenant_id = 't'");
+    await untilRead(async () => (await dead("writ_journal_pending")) >= 1500 && (await dead("writ_journal_chain")) >= 1500, "the dead rows in the statistics");
+    const x = new ConnectionExec(c, false, []);
+    const done = await analyzeStale(x, (text) => x.command(text));
+    expect(done.vacuumed).toEqual(["writ_journal_pending"]);
+    expect(await dead("writ_journal_pending")).toBe(0);
+    expect(await dead("writ_journal_chain"), "left to autovacuum").toBeGreaterThanOrEqual(1500);
+  });
+});
