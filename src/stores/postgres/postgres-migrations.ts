@@ -802,6 +802,40 @@ CREATE INDEX writ_notify_deliveries_by_tenant ON writ_notify_deliveries (tenant_
  */
 const CLAIM_IN_BATCH = claimInBatchSql();
 
+/**
+ * The hot path's small SQL functions in PL/pgSQL (docs/stores.md, "Hot statements and history").
+ * A SQL-language function that cannot be inlined (a `SET` clause, a sublink with `FOR UPDATE`) is
+ * parsed and planned again on every call; a PL/pgSQL function caches its plans for the session.
+ * Measured with pg_stat_user_functions on the host loop: `writ_unsealed` took about 2.6 ms of server
+ * time per call for a few pending entries (the same query alone: 0.1 ms), and `writ_hold_lease`,
+ * checked at every start and settlement, about 0.7 ms. Same arguments, same answers, same locks.
+ */
+const PLPGSQL_HOT_FUNCTIONS = `
+CREATE OR REPLACE FUNCTION writ_hold_lease(p_t text, p_s text, p_inv text, p_owner text, p_token text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM 1 FROM writ_invocations
+   WHERE tenant_id = p_t AND space_id = p_s AND invocation_id = p_inv
+     AND status = 'running' AND lease_owner = p_owner AND lease_token = p_token
+     FOR UPDATE;
+  RETURN FOUND;
+END
+$$;
+CREATE OR REPLACE FUNCTION writ_unsealed(p_t text, p_s text, p_limit integer) RETURNS TABLE (doc json, pos bigint)
+LANGUAGE plpgsql STABLE SET enable_seqscan = off AS $$
+BEGIN
+  RETURN QUERY SELECT j.doc, p.pos FROM writ_journal_pending p JOIN writ_journal j ON j.tenant_id = p.tenant_id AND j.space_id = p.space_id AND j.id = p.id
+   WHERE p.tenant_id = p_t AND p.space_id = p_s ORDER BY p.pos LIMIT p_limit;
+END
+$$;
+CREATE OR REPLACE FUNCTION writ_unsealed_scopes(p_limit integer) RETURNS TABLE (tenant_id text, space_id text, oldest_at bigint)
+LANGUAGE plpgsql STABLE SET enable_seqscan = off AS $$
+BEGIN
+  RETURN QUERY SELECT q.tenant_id::text, q.space_id::text, min(q.at) FROM writ_journal_pending q GROUP BY q.tenant_id, q.space_id LIMIT p_limit;
+END
+$$;
+`;
+
 /** All migrations, ascending by version. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, name: "initial_schema", sql: INITIAL_SCHEMA },
@@ -820,6 +854,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 14, name: "retention", sql: RETENTION },
   { version: 15, name: "bare_retention", sql: BARE_RETENTION },
   { version: 16, name: "claim_in_batch", sql: CLAIM_IN_BATCH },
+  { version: 17, name: "plpgsql_hot_functions", sql: PLPGSQL_HOT_FUNCTIONS },
 ];
 
 /** The schema version this build creates and expects. */
