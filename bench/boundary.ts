@@ -1,27 +1,55 @@
 /**
  * Boundary throughput (memory store, no-op connector) next to the machine's raw Ed25519 verify
- * rate, measured in interleaved rounds in one run. Goal (issue 10): boundary / raw synchronous verify
+ * rate of decisions the same rig minted (same key, size and node:crypto call), measured in
+ * interleaved rounds in one run. Goal (issue 10): boundary / raw synchronous verify
  * >= 0.9. The raw asynchronous verify rate (threadpool, same concurrency) is printed beside it: the
  * boundary verifies asynchronously, so that is what it competes with.
  */
 import nodeCrypto from "node:crypto";
 import { z } from "zod";
-import { createBoundary, createKeyring, defineAction, defineConnector, generateSigningKey, memoryStore, requestDigest, signDecision, type ActionRequest, type Authority, type CryptoPort, type Store } from "../src/index.js";
+import { createBoundary, createKeyring, defineAction, defineConnector, generateSigningKey, memoryStore, parseDecision, requestDigest, signDecision, type ActionRequest, type Authority, type CryptoPort, type PublicJwk, type Store } from "../src/index.js";
 import { median, rateSync } from "./lib.js";
 
 const scope = { tenantId: "bench", spaceId: "s" };
 
-function verifyFixture(): { data: Buffer; publicKey: nodeCrypto.KeyObject; sig: Buffer } {
-  const { publicKey, privateKey } = nodeCrypto.generateKeyPairSync("ed25519");
-  const data = Buffer.from("x".repeat(420));
-  return { data, publicKey, sig: nodeCrypto.sign(null, data, privateKey) };
+/** Signed messages to verify: the signing input and signature of each, and the key they verify under. */
+export interface VerifyFixture {
+  publicKey: nodeCrypto.KeyObject;
+  items: Array<{ data: Uint8Array; sig: Uint8Array }>;
 }
 
-/** Raw synchronous Ed25519 verifies per second, one at a time on the main thread (issue 10's baseline). */
-export function rawVerifyRate(ms: number): number {
-  const { data, publicKey, sig } = verifyFixture();
+/** A stand-in of a decision's size (420 bytes) under a fresh key, for benches without a rig. */
+function syntheticFixture(): VerifyFixture {
+  const { publicKey, privateKey } = nodeCrypto.generateKeyPairSync("ed25519");
+  const data = Buffer.from("x".repeat(420));
+  return { publicKey, items: [{ data, sig: nodeCrypto.sign(null, data, privateKey) }] };
+}
+
+/**
+ * The decisions a rig mints, parsed outside any timing: raw verify then checks the very tokens
+ * (size, key and signatures) the boundary checks, with the same node:crypto verify and a cached
+ * KeyObject, as the boundary's crypto port does.
+ */
+export function tokenFixture(tokens: readonly string[], publicJwk: PublicJwk): VerifyFixture {
+  const publicKey = nodeCrypto.createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: publicJwk.x }, format: "jwk" });
+  const items = tokens.map((t) => {
+    const p = parseDecision(t);
+    if (!p.ok) throw new Error(`bench token does not parse: ${p.message}`);
+    return { data: p.value.signingInput, sig: p.value.signature };
+  });
+  return { publicKey, items };
+}
+
+/**
+ * Raw synchronous Ed25519 verifies per second, one at a time on the main thread (issue 10's
+ * baseline), over `fixture`'s messages in turn (a synthetic 420-byte message when none is given).
+ */
+export function rawVerifyRate(ms: number, fixture: VerifyFixture = syntheticFixture()): number {
+  const { publicKey, items } = fixture;
+  let i = 0;
   return rateSync(() => {
-    if (!nodeCrypto.verify(null, data, publicKey, sig)) throw new Error("verify failed");
+    const m = items[i++ % items.length]!;
+    if (!nodeCrypto.verify(null, m.data, publicKey, m.sig)) throw new Error("verify failed");
   }, ms);
 }
 
@@ -30,11 +58,13 @@ export function rawVerifyRate(ms: number): number {
  * with `concurrency` in flight, as the boundary runs them: what the boundary's async verify can
  * reach at most on this machine.
  */
-export async function rawAsyncVerifyRate(ms: number, concurrency: number): Promise<number> {
-  const { data, publicKey, sig } = verifyFixture();
+export async function rawAsyncVerifyRate(ms: number, concurrency: number, fixture: VerifyFixture = syntheticFixture()): Promise<number> {
+  const { publicKey, items } = fixture;
+  let i = 0;
   const once = (): Promise<void> =>
     new Promise((resolve, reject) => {
-      nodeCrypto.verify(null, data, publicKey, sig, (err, ok) => (err ? reject(err) : ok ? resolve() : reject(new Error("verify failed"))));
+      const m = items[i++ % items.length]!;
+      nodeCrypto.verify(null, m.data, publicKey, m.sig, (err, ok) => (err ? reject(err) : ok ? resolve() : reject(new Error("verify failed"))));
     });
   let n = 0;
   const t0 = performance.now();
@@ -59,6 +89,8 @@ export interface BoundaryRig {
    * starts its profiler there).
    */
   run(n: number, concurrency: number, beforeTiming?: () => Promise<void>): Promise<number>;
+  /** `n` decisions minted as `run` mints them (same key, same request shape), for raw verify. */
+  verifyFixture(n: number): VerifyFixture;
   close(): Promise<void>;
 }
 
@@ -100,6 +132,7 @@ export async function boundaryRig(store: Store, scopes = 1, ports: { crypto?: Cr
       );
       return (n * 1000) / (performance.now() - t0);
     },
+    verifyFixture: (n) => tokenFixture(Array.from({ length: n }, () => mint()[1]), key.publicJwk),
     close: () => store.close(),
   };
 }
@@ -120,11 +153,13 @@ export async function benchBoundaryMemory(rounds: number): Promise<BoundaryMemor
   const concurrency = 8;
   const rig = await boundaryRig(memoryStore());
   await rig.run(2000, concurrency); // warm-up (JIT)
-  await rawAsyncVerifyRate(200, concurrency);
+  // Raw verify checks decisions the rig minted: the same key, size and verify call as the boundary's.
+  const tokens = rig.verifyFixture(1000);
+  await rawAsyncVerifyRate(200, concurrency, tokens);
   const out: { verify: number; asyncVerify: number; boundary: number }[] = [];
   for (let i = 0; i < rounds; i++) {
-    const verify = rawVerifyRate(700);
-    const asyncVerify = await rawAsyncVerifyRate(700, concurrency);
+    const verify = rawVerifyRate(700, tokens);
+    const asyncVerify = await rawAsyncVerifyRate(700, concurrency, tokens);
     const boundary = await rig.run(5000, concurrency);
     out.push({ verify, asyncVerify, boundary });
   }

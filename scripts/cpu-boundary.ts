@@ -63,11 +63,12 @@ const rigs: Array<[string, BoundaryRig]> = [
   ["boundary, sync verify", await boundaryRig(memoryStore(), 1, { crypto: syncPort })],
 ];
 for (const [, rig] of rigs) await rig.run(2000, 8);
+const tokens = rigs[0]![1].verifyFixture(1000);
 const rows = new Map<string, Cost[]>();
 const add = (k: string, c: Cost): void => void rows.set(k, [...(rows.get(k) ?? []), c]);
 for (let i = 0; i < rounds; i++) {
-  add("raw verify, sync", await measure(() => counted(() => rawVerifyRate(500))));
-  add("raw verify, async x8", await measure(() => counted(() => rawAsyncVerifyRate(500, 8))));
+  add("raw verify, sync", await measure(() => counted(() => rawVerifyRate(500, tokens))));
+  add("raw verify, async x8", await measure(() => counted(() => rawAsyncVerifyRate(500, 8, tokens))));
   for (const [name, rig] of rigs) {
     add(name, await measure(async () => {
       await rig.run(N, 8);

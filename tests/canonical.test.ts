@@ -15,6 +15,7 @@ import {
   doubleFromHex,
 } from "./helpers/rfc8785-vectors.js";
 import { fcRun as fcRunFor, prng } from "./helpers/seed.js";
+import { canonicalizeData, canonicalizeFields } from "../src/core/canonical.js";
 
 const fcRun = (name: string, numRuns: number): { seed: number; numRuns: number } => fcRunFor("canonical.test", name, numRuns);
 
@@ -331,5 +332,23 @@ describe("canonical form properties", () => {
     const base = { a: "1", b: [1, 2] };
     const variants = [{ a: 1, b: [1, 2] }, { a: "1", b: [2, 1] }, { a: "1", b: [1, 2], c: null }, { a: "1 ", b: [1, 2] }, { A: "1", b: [1, 2] }];
     for (const v of variants) expect(requestDigest(v)).not.toBe(requestDigest(base));
+  });
+});
+
+describe("canonical form of known fields (the hot paths' shortcut)", () => {
+  // Invariant: canonicalizeFields(sorted keys, values) writes exactly the text canonicalizeData
+  // (and canonicalize) writes for the object made of those keys and values, and refuses an
+  // undefined value as they do; entry hashes and request digests rely on it.
+  it("equals canonicalizeData of the same object", () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.string({ maxLength: 6 }).filter((k) => k !== "__proto__"), jsonData, { maxKeys: 8 }), (o) => {
+        const keys = Object.keys(o).sort();
+        const text = canonicalizeFields(keys, keys.map((k) => o[k]));
+        expect(text).toBe(canonicalizeData(o));
+        expect(text).toBe(canonicalize(o));
+      }),
+      fcRun("canonicalizeFields equals canonicalizeData", 300),
+    );
+    expectCanonicalError(() => canonicalizeFields(["a", "b"], [1, undefined]), "$.b");
   });
 });

@@ -4,7 +4,7 @@
  * `REQUEST_MALFORMED` and the message; the host and the HTTP server answer `VALIDATION_FAILED`.
  */
 import type { ActionDefinition } from "./action.js";
-import { canonicalizeData } from "./canonical.js";
+import { canonicalizeFields } from "./canonical.js";
 import { base64url } from "./encoding.js";
 import { errorMessage } from "./errors.js";
 import type { CryptoPort } from "./ports.js";
@@ -28,8 +28,13 @@ export type Admission = { ok: true; req: ActionRequest; action: ActionDefinition
  * data gives the same text as `computeRequestDigest`, at a fraction of the cost.
  */
 function checkedRequestDigest(crypto: CryptoPort, req: ActionRequest): string {
-  return "sha256:" + base64url(crypto.sha256(canonicalizeData(req)));
+  // `checkRequest` builds the snapshot with exactly these fields: they are written in canonical order, unsorted.
+  const text = canonicalizeFields(REQUEST_KEYS, [req.action, req.actionVersion, req.actor, req.authorityRef, req.idempotencyKey, req.params, req.spaceId, req.tenantId]);
+  return "sha256:" + base64url(crypto.sha256(text));
 }
+
+/** A request's fields in canonical (UTF-16 code unit) order. */
+const REQUEST_KEYS = ["action", "actionVersion", "actor", "authorityRef", "idempotencyKey", "params", "spaceId", "tenantId"] as const;
 
 /**
  * Admits `input` as a request for one of `actions`: never throws (a throwing params schema is an

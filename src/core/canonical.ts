@@ -254,6 +254,23 @@ function fast(v: unknown, depth: number): string {
   return out + "}";
 }
 
+/**
+ * `canonicalizeData` of a plain object whose keys are `keys` (already in canonical order, each
+ * present) and whose values are `values`, in that order: the same text, without building the
+ * object or sorting its keys (journal entries hash this way, `journal.ts`). An `undefined` value
+ * is refused as `canonicalizeData` refuses it.
+ */
+export function canonicalizeFields(keys: readonly string[], values: readonly unknown[]): string {
+  let out = "{";
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
+    const item = values[i];
+    if (item === undefined) fail(`$.${k}`, "undefined value");
+    out += (i > 0 ? "," : "") + quoteKey(k) + fast(item, 1);
+  }
+  return out + "}";
+}
+
 // Keys repeat endlessly (tenantId, seq, ...): quote each once.
 const QUOTED = new Map<string, string>();
 function quoteKey(k: string): string {

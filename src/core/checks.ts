@@ -89,9 +89,13 @@ export function checkRefs(env: CheckEnv, s: DecisionSubject): MaybePromise<Refus
   const p = s.decision.payload;
   if (p.tenantId !== s.req.tenantId || p.spaceId !== s.req.spaceId) return new Refusal("DECISION_REF_MISMATCH", "decision scope differs from the request's");
   if (p.authorityRef !== s.req.authorityRef) return new Refusal("DECISION_REF_MISMATCH", "decision authorityRef differs from the request's");
-  const judge = (refs: readonly string[]): Refusal | null => (refs.includes(p.policyRef) ? null : new Refusal("DECISION_REF_MISMATCH", `policyRef ${p.policyRef} is not accepted in this scope`));
   const refs = env.acceptedRefs(s.scope);
-  return Array.isArray(refs) ? judge(refs) : Promise.resolve(refs).then(judge);
+  // No closure on the synchronous path (a list of refs, the usual case).
+  return Array.isArray(refs) ? judgePolicyRef(refs, p.policyRef) : Promise.resolve(refs).then((r) => judgePolicyRef(r, p.policyRef));
+}
+
+function judgePolicyRef(refs: readonly string[], policyRef: string): Refusal | null {
+  return refs.includes(policyRef) ? null : new Refusal("DECISION_REF_MISMATCH", `policyRef ${policyRef} is not accepted in this scope`);
 }
 
 /** Check 7: issued not beyond the clock skew in the future, and not too long ago. */

@@ -184,3 +184,35 @@ describe("memoryStore copies", () => {
     await store.close();
   });
 });
+
+describe("memoryStore sealing", () => {
+  // Invariant: sealJournal seals any unsealed entries, not only the oldest ones in order (the
+  // store keeps a shortcut for that usual case): sealing the second and third of four leaves the
+  // first and fourth unsealed in their order, and a rolled-back seal restores the list exactly.
+  it("seals entries that are not the oldest, and a rollback restores the unsealed list", async () => {
+    const store = memoryStore();
+    const scope = newScope();
+    const chain = journalChain(scope, 4);
+    const unsealed = chain.map(({ seq: _s, prevHash: _p, hash: _h, ...u }) => u);
+    await store.transact((tx) => tx.insertUnsealed(scope, unsealed));
+    const ids = async (): Promise<string[]> => (await store.transact((tx) => tx.listUnsealed(scope))).map((u) => u.id);
+    const sealMiddle = [
+      { ...chain[1]!, seq: 1, prevHash: null },
+      { ...chain[2]!, seq: 2, prevHash: chain[1]!.hash },
+    ];
+    await expect(
+      store.transact(async (tx) => {
+        await tx.sealJournal(scope, sealMiddle);
+        throw new Error("roll back");
+      }),
+    ).rejects.toThrow("roll back");
+    expect(await ids()).toEqual(unsealed.map((u) => u.id));
+    await store.transact((tx) => tx.sealJournal(scope, sealMiddle));
+    expect(await ids()).toEqual([unsealed[0]!.id, unsealed[3]!.id]);
+    expect((await store.transact((tx) => tx.readJournal(scope))).map((e) => e.id)).toEqual([unsealed[1]!.id, unsealed[2]!.id]);
+    // The oldest one after them: a prefix again.
+    await store.transact((tx) => tx.sealJournal(scope, [{ ...chain[0]!, seq: 3, prevHash: chain[2]!.hash }]));
+    expect(await ids()).toEqual([unsealed[3]!.id]);
+    await store.close();
+  });
+});

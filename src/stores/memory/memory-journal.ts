@@ -43,21 +43,33 @@ export function sealJournal(w: Work, scope: Scope, entries: JournalEntry[]): voi
   if (entries.length === 0) return;
   const sd = findScope(w.state, scope);
   if (sd === undefined) throw new WritError("CONFLICT", `journal entry ${entries[0]!.id} is not unsealed in this scope`);
-  const at = new Map(sd.unsealed.map((u, i) => [u.id, i]));
-  const taken = new Set<number>();
   let seq = sd.archive.pruned + sd.journal.length;
-  for (const e of entries) {
+  // The usual seal takes the oldest unsealed entries in the order written (the sequencer chains
+  // what `listUnsealed` listed): while they are a prefix, no index of the rest is built.
+  let at: Map<string, number> | null = null;
+  let taken: Set<number> | null = null;
+  for (let k = 0; k < entries.length; k++) {
+    const e = entries[k]!;
     assertScope(scope, e, "journal entry");
     seq += 1;
     if (e.seq !== seq) throw new WritError("CONFLICT", `journal entry seq ${e.seq} does not continue the chain (expected ${seq})`);
+    if (taken === null && sd.unsealed[k]?.id === e.id) continue;
+    if (at === null || taken === null) {
+      at = new Map(sd.unsealed.map((u, i) => [u.id, i]));
+      taken = new Set(Array.from({ length: k }, (_, i) => i));
+    }
     const i = at.get(e.id);
     if (i === undefined || taken.has(i)) throw new WritError("CONFLICT", `journal entry ${e.id} is not unsealed in this scope`);
     taken.add(i);
   }
   const unsealedBefore = [...sd.unsealed];
-  const rest = sd.unsealed.filter((_, i) => !taken.has(i));
-  sd.unsealed.length = 0;
-  sd.unsealed.push(...rest);
+  if (taken === null) sd.unsealed.splice(0, entries.length);
+  else {
+    const held = taken;
+    const rest = sd.unsealed.filter((_, i) => !held.has(i));
+    sd.unsealed.length = 0;
+    sd.unsealed.push(...rest);
+  }
   for (const e of entries) sd.journal.push(copy(e));
   w.undo.push(() => {
     sd.journal.length -= entries.length;
