@@ -6,7 +6,9 @@
  * - once the queue holds more than 1,000 dead rows (entries written and sealed), one check of the
  *   keeper vacuums it, and afterwards its dead rows are gone (the sequencer's read of the queue
  *   no longer walks them);
- * - the other hot tables, whose dead rows are autovacuum's job there, are not vacuumed by it.
+ * - the other hot tables, whose dead rows are autovacuum's job there, are not vacuumed by it;
+ * - a store that seals `queueVacuumRows` entries vacuums the queue itself (a manual vacuum counted
+ *   by the server), with the keeper's schedule off; with 0 it never does.
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,6 +16,8 @@ import { ConnectionExec } from "../../src/stores/postgres/postgres-exec.js";
 import { analyzeStale } from "../../src/stores/postgres/postgres-stats.js";
 import { postgresStore, type PostgresStore } from "../../src/stores/postgres/index.js";
 import { newScope, uid } from "../../src/stores/conformance/fixtures.js";
+import { sealScopesNow } from "../../src/core/journal.js";
+import { nodeCryptoPort } from "../../src/node/crypto.js";
 import { postgresBinaries, startPgInstance, type PgInstance } from "../helpers/pg-instance.js";
 import { untilRead } from "../helpers/wait.js";
 
@@ -63,5 +67,29 @@ suite("the keeper vacuums the pending queue where autovacuum runs", () => {
     expect(done.vacuumed).toEqual(["writ_journal_pending"]);
     expect(await dead("writ_journal_pending")).toBe(0);
     expect(await dead("writ_journal_chain"), "left to autovacuum").toBeGreaterThanOrEqual(1500);
+  });
+
+  it("a store that seals queueVacuumRows entries vacuums the queue itself; 0 never does", async () => {
+    const vacuums = async (): Promise<number> => {
+      await c.query("SELECT pg_stat_force_next_flush()");
+      return Number((await c.query<{ n: string }>("SELECT vacuum_count AS n FROM pg_stat_user_tables WHERE relname = 'writ_journal_pending'")).rows[0]!.n);
+    };
+    const sealing = async (rows: number): Promise<void> => {
+      const s = postgresStore({ url: inst.url("queue") }, { analyzeEveryMs: 0, queueVacuumRows: rows });
+      try {
+        const scope = newScope();
+        for (let i = 0; i < 3; i++) {
+          await s.transact((tx) => tx.insertUnsealed(scope, Array.from({ length: 50 }, (_, k) => ({ ...scope, id: uid("e"), at: k, type: "test.queue", refs: {}, data: {} }))));
+          await sealScopesNow(s, nodeCryptoPort(), [scope]);
+        }
+      } finally {
+        await s.close(); // waits for a vacuum it started
+      }
+    };
+    const before = await vacuums();
+    await sealing(0);
+    expect(await vacuums(), "rows 0: no vacuum of its own").toBe(before);
+    await sealing(100);
+    expect(await vacuums(), "150 entries sealed at 100 a vacuum: one vacuum").toBe(before + 1);
   });
 });

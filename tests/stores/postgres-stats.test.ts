@@ -1,11 +1,11 @@
 /**
- * The statistics keeper's schedule (src/stores/postgres/postgres-stats.ts), without a server:
+ * The statistics keeper's schedule and the queue vacuumer (src/stores/postgres/postgres-stats.ts), without a server:
  * a failing check is retried at the next interval (a hint never stops), checks never overlap, and
  * stop() waits for a running check and ends the schedule. What it analyzes on a real server is in
  * postgres-plans.test.ts.
  */
 import { expect, it } from "vitest";
-import { statsKeeper } from "../../src/stores/postgres/postgres-stats.js";
+import { queueVacuumer, statsKeeper } from "../../src/stores/postgres/postgres-stats.js";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -39,4 +39,37 @@ it("everyMs 0 never checks", async () => {
   await sleep(30);
   await keeper.stop();
   expect(calls).toBe(0);
+});
+
+it("the queue vacuumer runs after `rows` sealed entries, one at a time, and a failure only resets the count", async () => {
+  // Invariant: one vacuum per `rows` entries sealed, never two at once (a count reached while one
+  // runs waits for the next seals), a failed vacuum is ignored, rows 0 never vacuums, and stop()
+  // waits for the running one.
+  let runs = 0;
+  let release!: () => void;
+  const v = queueVacuumer(10, () => {
+    runs += 1;
+    return runs === 2 ? Promise.reject(new Error("the server went away")) : new Promise<void>((r) => (release = r));
+  });
+  v.sealed(9);
+  expect(runs).toBe(0);
+  v.sealed(1);
+  expect(runs).toBe(1);
+  v.sealed(25); // while the first runs: counted, not started
+  expect(runs).toBe(1);
+  release();
+  await sleep(0);
+  v.sealed(1); // the count stands at 26: the second starts (and fails)
+  expect(runs).toBe(2);
+  await sleep(0);
+  v.sealed(10);
+  expect(runs).toBe(3);
+  const stopping = v.stop();
+  release();
+  await stopping;
+  v.sealed(100);
+  expect(runs).toBe(3);
+  const off = queueVacuumer(0, () => Promise.resolve(void (runs += 100)));
+  off.sealed(1_000_000);
+  expect(runs).toBe(3);
 });

@@ -86,6 +86,14 @@ export interface PostgresStoreOptions {
    */
   analyzeEveryMs?: number;
   /**
+   * After this many journal entries sealed by this store, it vacuums the journal's pending queue
+   * (`VACUUM (SKIP_LOCKED, TRUNCATE false) writ_journal_pending`, in the background, one at a
+   * time): every sealed entry leaves a dead row there that the sequencer's next read walks until a
+   * vacuum removes it, and autovacuum visits at most once a minute (docs/stores.md, "Hot statements
+   * and history"). 0 leaves the queue to autovacuum and the statistics check. @defaultValue 1000
+   */
+  queueVacuumRows?: number;
+  /**
    * Most write transitions (admissions, execution starts, settlements) carried by one statement
    * and one commit (docs/stores.md, "Batches"). Calls that arrive while a batch is on its way to
    * the server go together in the next one; each still succeeds or fails alone. 1 sends every
@@ -138,6 +146,7 @@ export interface ResolvedPostgresOptions {
   listenReconnectMs: number;
   journalHintDelayMs: number;
   analyzeEveryMs: number;
+  queueVacuumRows: number;
   batchMax: number;
   batchLingerMs: number;
   applicationName: string;
@@ -156,6 +165,7 @@ export const POSTGRES_DEFAULTS = {
   listenReconnectMs: 1_000,
   journalHintDelayMs: 20,
   analyzeEveryMs: 5_000,
+  queueVacuumRows: 1_000,
   batchMax: 32,
   batchLingerMs: 0,
   applicationName: "writ",
@@ -236,6 +246,7 @@ export function resolvePostgresOptions(opts: PostgresStoreOptions = {}): Resolve
     listenReconnectMs: intOption("listenReconnectMs", opts.listenReconnectMs, POSTGRES_DEFAULTS.listenReconnectMs, 1),
     journalHintDelayMs: intOption("journalHintDelayMs", opts.journalHintDelayMs, POSTGRES_DEFAULTS.journalHintDelayMs, 0),
     analyzeEveryMs: intOption("analyzeEveryMs", opts.analyzeEveryMs, POSTGRES_DEFAULTS.analyzeEveryMs, 0),
+    queueVacuumRows: intOption("queueVacuumRows", opts.queueVacuumRows, POSTGRES_DEFAULTS.queueVacuumRows, 0),
     batchMax: intOption("batchMax", opts.batchMax, POSTGRES_DEFAULTS.batchMax, 1, 60),
     batchLingerMs: intOption("batchLingerMs", opts.batchLingerMs, POSTGRES_DEFAULTS.batchLingerMs, 0, 1000),
     applicationName,

@@ -64,6 +64,34 @@ export async function analyzeStale(x: Exec, command: (text: string) => Promise<u
   return { analyzed, vacuumed };
 }
 
+/**
+ * Counts the journal entries this store sealed and, once `rows` have been sealed since the last
+ * time, runs `vacuum` (the pending queue's) in the background; never two at once. A failure is a
+ * missed hint: counted again from zero. `rows` 0 never vacuums.
+ */
+export function queueVacuumer(rows: number, vacuum: () => Promise<unknown>): { sealed(n: number): void; stop(): Promise<void> } {
+  let since = 0;
+  let running: Promise<unknown> | undefined;
+  let stopped = false;
+  return {
+    sealed(n) {
+      if (rows <= 0 || stopped) return;
+      since += n;
+      if (since < rows || running !== undefined) return;
+      since = 0;
+      running = vacuum()
+        .catch(() => undefined)
+        .finally(() => {
+          running = undefined;
+        });
+    },
+    async stop() {
+      stopped = true;
+      await running;
+    },
+  };
+}
+
 /** Runs `check` every `everyMs` once started, one run at a time, until stopped. */
 export function statsKeeper(everyMs: number, check: () => Promise<unknown>): { start(): void; stop(): Promise<void> } {
   let timer: ReturnType<typeof setTimeout> | undefined;

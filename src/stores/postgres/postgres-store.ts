@@ -16,7 +16,7 @@ import { WakeListener, type ListenConnection } from "./postgres-listener.js";
 import { migratePostgres, postgresSchemaVersion } from "./postgres-migrate.js";
 import { parsePgUrl } from "./postgres-url.js";
 import { checkConnection, NO_DEADLINE_MS, resolvePostgresOptions, type PostgresConnection, type PostgresStoreOptions, type ResolvedPostgresOptions } from "./postgres-options.js";
-import { analyzeStale, statsKeeper } from "./postgres-stats.js";
+import { analyzeStale, QUEUE_TABLES, queueVacuumer, statsKeeper } from "./postgres-stats.js";
 import { PostgresTx } from "./postgres-tx.js";
 import { CLOCK_SQL, databaseClock, type DatabaseClock } from "./postgres-clock.js";
 
@@ -161,6 +161,10 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     }),
   );
 
+  const queueVacuum = queueVacuumer(opts.queueVacuumRows, () =>
+    withConnection((c) => new ConnectionExec(c, false, secrets, NO_DEADLINE_MS).command(`VACUUM (SKIP_LOCKED, TRUNCATE false) ${QUEUE_TABLES.join(", ")}`)),
+  );
+
   /** Keeps `p` in `active` until it settles, so close() can wait for it. */
   const track = <T>(p: Promise<T>): Promise<T> => {
     active.add(p);
@@ -294,7 +298,27 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
       ),
   });
   let guarded: PostgresStore | undefined;
-  const transitions = postgresTransitions(runStatement, (scope) => hintJournal([scope]), () => genericTransitions(guarded!), { batchMax: opts.batchMax, batchLingerMs: opts.batchLingerMs });
+  const base = postgresTransitions(runStatement, (scope) => hintJournal([scope]), () => genericTransitions(guarded!), { batchMax: opts.batchMax, batchLingerMs: opts.batchLingerMs });
+  // Every seal leaves dead rows in the pending queue: counted toward its next vacuum.
+  const sealIfHead = base.sealIfHead?.bind(base);
+  const sealIfHeadMany = base.sealIfHeadMany?.bind(base);
+  const transitions: typeof base = {
+    ...base,
+    ...(sealIfHead && {
+      async sealIfHead(scope: Scope, headSeq: number, entries: Parameters<typeof sealIfHead>[2]) {
+        const ok = await sealIfHead(scope, headSeq, entries);
+        if (ok) queueVacuum.sealed(entries.length);
+        return ok;
+      },
+    }),
+    ...(sealIfHeadMany && {
+      async sealIfHeadMany(seals: Parameters<typeof sealIfHeadMany>[0]) {
+        const out = await sealIfHeadMany(seals);
+        queueVacuum.sealed(seals.reduce((n, x) => n + x.entries.length, 0));
+        return out;
+      },
+    }),
+  };
 
   // Every transaction and read runs behind the shared input rules and the lock order (docs/stores.md).
   return (guarded = guardStore<PostgresStore>({
@@ -307,6 +331,7 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
         clock.stop();
         await listener.stop();
         await stats.stop();
+        await queueVacuum.stop();
         journalListeners.clear();
         // Transactions already running finish (commit or roll back) first.
         await Promise.allSettled([...active]);
