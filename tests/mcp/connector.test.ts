@@ -103,8 +103,10 @@ describe.each(["stdio", "http"] as const)("mcp connector over %s", (transport) =
     const w = host.worker({ concurrency: 1 });
     const run = w.runOnce();
     const end = Date.now() + 15_000;
-    while (!existsSync(mark) && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-    const pid = Number(readFileSync(mark, "utf8"));
+    // The upstream writes its pid into the mark: the file can exist before its content does.
+    const pidOf = (): number => (existsSync(mark) ? Number(readFileSync(mark, "utf8")) : 0);
+    while (!(pidOf() > 0) && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    const pid = pidOf();
     expect(pid).toBeGreaterThan(0);
     process.kill(pid, "SIGKILL");
     await run;
