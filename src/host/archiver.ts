@@ -55,6 +55,9 @@ export interface HostArchive {
 
 const SCOPES_PAGE = 200;
 
+/** One turn of the event loop: what is waiting on I/O or timers runs before the archiver goes on. */
+const breathe = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 /** The host's archive API, and the paced run a started worker makes. */
 export function createHostArchive(ctx: HostContext, keyring: Keyring, opts: ResolvedArchiveOptions): { api: HostArchive; runPaced: (stopped: () => boolean) => Promise<HostArchiveRun[]> } {
   const { o } = ctx;
@@ -102,6 +105,9 @@ export function createHostArchive(ctx: HostContext, keyring: Keyring, opts: Reso
           pruneBatch: opts.pruneBatch,
           keepLiveMs,
           hooks: pauseMs > 0 ? { afterPruneBatch: () => sleep(pauseMs) } : {},
+          // Verifying and encoding a segment of many thousand entries takes seconds of CPU: the
+          // worker's claims and settlements run between its slices.
+          breathe,
           ...(stopped ? { stopped } : {}),
         });
       } catch (error) {

@@ -1,22 +1,24 @@
 /**
  * The default archive target (docs/archives.md): a local directory. A put writes a temporary file
  * beside the object, flushes it to disk, renames it over the name and flushes the directory, so a
- * crash leaves the previous object or the new one, never a part of it.
+ * crash leaves the previous object or the new one, never a part of it. Every file operation is
+ * asynchronous: a segment of tens of megabytes is written, flushed and read back off the event loop,
+ * so a worker archiving beside its claim loop keeps serving meanwhile.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
+import { mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
 import type { ArchiveTarget } from "../core/archive-format.js";
 import { WritError } from "../core/errors.js";
 
-function fsyncDir(dir: string): void {
-  let fd: number | undefined;
+async function fsyncDir(dir: string): Promise<void> {
+  let fh: Awaited<ReturnType<typeof open>> | undefined;
   try {
-    fd = openSync(dir, "r");
-    fsyncSync(fd);
+    fh = await open(dir, "r");
+    await fh.sync();
   } catch {
     // Some platforms cannot open a directory to flush it; the rename is still atomic.
   } finally {
-    if (fd !== undefined) closeSync(fd);
+    await fh?.close();
   }
 }
 
@@ -34,25 +36,26 @@ export function directoryArchive(dir: string): ArchiveTarget & { readonly dir: s
     dir: root,
     async put(name, data) {
       const p = pathOf(name);
-      mkdirSync(dirname(p), { recursive: true, mode: 0o700 });
+      await mkdir(dirname(p), { recursive: true, mode: 0o700 });
       const tmp = `${p}.tmp-${process.pid}`;
-      const fd = openSync(tmp, "w", 0o600);
+      const fh = await open(tmp, "w", 0o600);
       try {
-        let off = 0;
-        while (off < data.length) off += writeSync(fd, data, off, data.length - off);
-        fsyncSync(fd);
+        // writeFile on a handle writes it all (looping over short writes).
+        await fh.writeFile(data);
+        await fh.sync();
       } catch (e) {
-        closeSync(fd);
-        rmSync(tmp, { force: true });
+        await fh.close();
+        await rm(tmp, { force: true });
         throw e;
       }
-      closeSync(fd);
-      renameSync(tmp, p);
-      fsyncDir(dirname(p));
+      await fh.close();
+      await rename(tmp, p);
+      await fsyncDir(dirname(p));
     },
     async get(name) {
       try {
-        return new Uint8Array(readFileSync(pathOf(name)));
+        const b = await readFile(pathOf(name));
+        return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
       } catch (e) {
         if ((e as { code?: string }).code === "ENOENT") return null;
         throw e;
@@ -62,7 +65,7 @@ export function directoryArchive(dir: string): ArchiveTarget & { readonly dir: s
       const dirPath = prefix === "" ? root : pathOf(prefix.replace(/\/$/, ""));
       let names: string[];
       try {
-        names = readdirSync(dirPath);
+        names = await readdir(dirPath);
       } catch (e) {
         if ((e as { code?: string }).code === "ENOENT") return [];
         throw e;
