@@ -244,30 +244,34 @@ async function deleteUnnamed<T extends Scope, R>(
   return null;
 }
 
-/** Most ids a hold memo keeps per scope; past it the scope's memo starts over. */
+/** Most ids a hold memo keeps per scope; past it the scope falls back to asking for each window's ids. */
 const MEMO_IDS = 100_000;
 
 /**
- * What earlier reads of the journal found held, per scope, with the archive watermark they read
- * above. While a scope's watermark has not moved, an id found named above it is still named above
- * it (nothing above the watermark is ever deleted), so it is held without reading the journal
- * again; once the watermark moves the scope's memo starts over. Passed from run to run by the
- * host (a worker's background pruner), so the passes between two archiver runs, which meet mostly
- * the same held invocations, read the journal only for the new ones.
+ * What earlier reads of the journal found, per scope: every invocation id named by an entry above
+ * the archive watermark `through`, read up to `readSeq` (and the entries unsealed at each read).
+ * Nothing above the watermark is ever deleted, so an id found there stays named while the watermark
+ * stays; each window therefore reads only the entries sealed since the previous read, and the
+ * unsealed ones, instead of the whole unarchived journal. Once the watermark moves the scope's
+ * memo starts over (one read of what lies above the new watermark). Passed from run to run by the
+ * host (a worker's background pruner). `named` is null once it grew past `maxIds`: that scope
+ * then asks the store about each window's ids until its watermark moves.
  */
 export interface HoldMemo {
-  scopes: Map<string, { through: number; held: Set<string> }>;
+  scopes: Map<string, { through: number; readSeq: number; named: Set<string> | null }>;
+  /** Most ids kept per scope (`MEMO_IDS`). */
+  maxIds: number;
 }
 
-export function holdMemo(): HoldMemo {
-  return { scopes: new Map() };
+export function holdMemo(maxIds = MEMO_IDS): HoldMemo {
+  return { scopes: new Map(), maxIds };
 }
 
 /**
  * Groups `items` by scope and drops those an unarchived journal entry names (reported to `held`):
- * one read of the archive watermark and, when something is archived, one read of the journal above
- * it per scope, for the ids `memo` does not already know to be held there. A scope with nothing
- * archived holds everything without reading its journal.
+ * per scope, one read of the archive watermark and, when something is archived, one read of the
+ * journal sealed since the memo's last read of that scope (and of the unsealed entries). A scope
+ * with nothing archived holds everything without reading its journal.
  */
 async function journalFree<T extends Scope>(tx: StoreTx, items: T[], idOf: (x: T) => string, held: (x: T) => void, memo: HoldMemo): Promise<Array<ScopeGroup<T>>> {
   const byScope = new Map<string, ScopeGroup<T>>();
@@ -279,18 +283,34 @@ async function journalFree<T extends Scope>(tx: StoreTx, items: T[], idOf: (x: T
   }
   for (const [k, g] of byScope) {
     const through = await tx.journalArchivedThrough(g.scope);
-    g.readThrough = Math.max(through, (await tx.journalHead(g.scope))?.seq ?? 0);
     const ids = [...new Set(g.free.map(idOf))];
-    let known = memo.scopes.get(k);
-    if (known === undefined || known.through !== through || known.held.size > MEMO_IDS) memo.scopes.set(k, (known = { through, held: new Set() }));
-    const unknown = ids.filter((i) => !known.held.has(i));
-    const found = through === 0 || unknown.length === 0 ? new Set(unknown) : await tx.journalNamesAbove(g.scope, through, unknown);
-    if (through > 0) for (const i of found) known.held.add(i);
-    const unarchived = new Set([...found, ...ids.filter((i) => known.held.has(i))]);
+    let found: Set<string>;
+    if (through === 0) {
+      found = new Set(ids);
+      g.readThrough = (await tx.journalHead(g.scope))?.seq ?? 0;
+    } else {
+      let known = memo.scopes.get(k);
+      if (known === undefined || known.through !== through) memo.scopes.set(k, (known = { through, readSeq: through, named: new Set() }));
+      if (known.named !== null) {
+        // One statement: the ids named above readSeq and unsealed, and the highest seq it read.
+        const since = await tx.journalNamedSince(g.scope, known.readSeq);
+        const named = known.named;
+        for (const i of since.named) named.add(i);
+        known.readSeq = since.through;
+        found = new Set(ids.filter((i) => named.has(i)));
+        g.readThrough = known.readSeq;
+        // Complete for this window; past the bound, later windows ask for their own ids.
+        if (named.size > memo.maxIds) known.named = null;
+      } else {
+        // The head first: an entry sealed between the two reads is read again by the delete.
+        g.readThrough = Math.max(through, (await tx.journalHead(g.scope))?.seq ?? 0);
+        found = await tx.journalNamesAbove(g.scope, through, ids);
+      }
+    }
     const all = g.free;
     g.free = [];
     for (const x of all) {
-      if (unarchived.has(idOf(x))) held(x);
+      if (found.has(idOf(x))) held(x);
       else g.free.push(x);
     }
   }

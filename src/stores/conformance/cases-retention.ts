@@ -387,39 +387,58 @@ export const retentionCases: StoreConformanceCase[] = [
     },
   },
   {
-    // Invariant: a hold memo passed from run to run reads the journal only for ids it does not
-    // already know to be held above an unmoved watermark, and changes nothing about what goes: an
-    // invocation held stays held while the watermark stays, a new one is read, and once the
-    // watermark passes their entries both go.
-    name: "retention: a hold memo spares re-reading the journal while the watermark stays, and prunes the same",
+    // Invariant: a hold memo passed from run to run reads, while the archive watermark stays, only
+    // the entries sealed since its previous read (not the whole journal above the watermark again),
+    // and changes nothing about what goes: an invocation held stays held while the watermark
+    // stays, a new one named by new entries is held, and once the watermark passes their entries
+    // both go (the memo starts over from the new watermark). A memo past its size asks for the
+    // window's ids instead and prunes the same.
+    name: "retention: a hold memo reads only what was sealed since while the watermark stays, and prunes the same",
     async run(makeStore) {
       await withStore(makeStore, async (store) => {
-        const scope = newScope();
-        const now = T0 + 1000 * DAY;
-        const a = await seedInvocation(store, scope, { status: "succeeded", updatedAt: now - 3 * DAY });
-        const b = await seedInvocation(store, scope, { status: "succeeded", updatedAt: now - 3 * DAY + 1 });
-        await store.transact((tx) => tx.setJournalArchivedThrough(scope, a.seqs[1]!));
-        let reads = 0;
-        const counted = watched(store, (_t, p) => {
-          if (p === "journalNamesAbove") reads += 1;
-        });
-        const memo = holdMemo();
-        const run = async (): Promise<number> => {
-          reads = 0;
-          await runRetention(counted, settings(), { now, memo });
-          return reads;
-        };
-        const present = async (m: { inv: Invocation; decisionId: string }): Promise<boolean> => (await store.transact((tx) => rowsOf(tx, scope, m.inv, m.decisionId))).invocation === true;
-        assert.equal(await run(), 1, "the first run reads the window's hold");
-        assert.deepStrictEqual([await present(a), await present(b)], [false, true], "the archived one went, the other is held");
-        assert.equal(await run(), 0, "the watermark stayed: the held one is known");
-        assert.equal(await present(b), true);
-        const c = await seedInvocation(store, scope, { status: "failed", updatedAt: now - 3 * DAY + 2 });
-        assert.equal(await run(), 1, "a new candidate is read");
-        assert.deepStrictEqual([await present(b), await present(c)], [true, true]);
-        await store.transact((tx) => tx.setJournalArchivedThrough(scope, c.seqs[1]!));
-        assert.equal(await run(), 1, "the watermark moved: the window's hold is read again");
-        assert.deepStrictEqual([await present(b), await present(c)], [false, false], "both went once archived");
+        for (const maxIds of [100_000, 0]) {
+          const scope = newScope();
+          const now = T0 + 1000 * DAY;
+          const a = await seedInvocation(store, scope, { status: "succeeded", updatedAt: now - 3 * DAY });
+          const b = await seedInvocation(store, scope, { status: "succeeded", updatedAt: now - 3 * DAY + 1 });
+          await store.transact((tx) => tx.setJournalArchivedThrough(scope, a.seqs[1]!));
+          // The first journal read of each run (the window's; the deletes' re-reads come after it).
+          let first: { named: number | null; asked: boolean } = { named: null, asked: false };
+          const counted = watched(store, (t, p) => {
+            if (p === "journalNamedSince")
+              return (sc: Scope, above: number) => {
+                if (first.named === null && !first.asked) first.named = above;
+                return t.journalNamedSince(sc, above);
+              };
+            if (p === "journalNamesAbove")
+              return (sc: Scope, above: number, ids: string[]) => {
+                if (first.named === null) first.asked = true;
+                return t.journalNamesAbove(sc, above, ids);
+              };
+            return undefined;
+          });
+          const memo = holdMemo(maxIds);
+          const run = async (): Promise<typeof first> => {
+            first = { named: null, asked: false };
+            await runRetention(counted, settings(), { now, memo });
+            return first;
+          };
+          const head = async (): Promise<number> => (await store.transact((tx) => tx.journalHead(scope)))?.seq ?? 0;
+          const present = async (m: { inv: Invocation; decisionId: string }): Promise<boolean> => (await store.transact((tx) => rowsOf(tx, scope, m.inv, m.decisionId))).invocation === true;
+          // A memo past its bound (maxIds 0) reads above a new watermark once, then asks for each window's ids.
+          const reads = (from: number, fresh = false) => (maxIds > 0 || fresh ? { named: from, asked: false } : { named: null, asked: true });
+          assert.deepStrictEqual(await run(), reads(a.seqs[1]!, true), "the first run reads above the watermark");
+          assert.deepStrictEqual([await present(a), await present(b)], [false, true], "the archived one went, the other is held");
+          const h1 = await head();
+          assert.deepStrictEqual(await run(), reads(h1), "the watermark stayed: only what was sealed since is read");
+          assert.equal(await present(b), true, "still held");
+          const c = await seedInvocation(store, scope, { status: "failed", updatedAt: now - 3 * DAY + 2 });
+          assert.deepStrictEqual(await run(), reads(h1), "the new entries are read from where the last read ended");
+          assert.deepStrictEqual([await present(b), await present(c)], [true, true], "the new candidate is held by its new entries");
+          await store.transact((tx) => tx.setJournalArchivedThrough(scope, c.seqs[1]!));
+          assert.deepStrictEqual(await run(), reads(c.seqs[1]!, true), "the watermark moved: the memo starts over from it");
+          assert.deepStrictEqual([await present(b), await present(c)], [false, false], "both went once archived");
+        }
       });
     },
   },
