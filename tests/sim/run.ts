@@ -12,7 +12,7 @@ import pg from "pg";
 import { postgresStore } from "../../src/stores/postgres/index.js";
 import { freshDatabase, type FreshDatabase } from "../helpers/pg.js";
 import { INVARIANTS, simConfig, type InvariantName, type SimConfig } from "./config.js";
-import { HOST_LIMITS, SCOPE, World, type WorldOptions } from "./world.js";
+import { HOST_LIMITS, SCOPE, World, type Effect, type WorldOptions } from "./world.js";
 import { withSpan } from "../../src/host/telemetry.js";
 
 export type SimStoreKind = "memory" | "sqlite" | "postgres";
@@ -333,8 +333,14 @@ async function checkInvariants(w: World, store: Store, config: SimConfig, drain:
   // atMostOnce: one effect per non-idempotent step key.
   const perKey = new Map<string, number[]>();
   // Per invocation: a key reused after its invocation was pruned is a new request (docs/retention.md,
-  // the replay window), whose effects are its own.
-  for (const e of obs.effects) if (!e.idempotent) perKey.set(`${e.key}\u0000${e.call.invocationId}`, [...(perKey.get(`${e.key}\u0000${e.call.invocationId}`) ?? []), e.call.n]);
+  // the replay window), whose effects are its own. A bare execution keeps its invocation id when its
+  // key is executed again after the key was pruned: each prune starts a new request for that id.
+  const epoch = (e: Effect): number => (obs.prunedBareAt.get(e.call.invocationId) ?? []).filter((t) => t < e.call.at).length;
+  for (const e of obs.effects) {
+    if (e.idempotent) continue;
+    const k = `${e.key}\u0000${e.call.invocationId}\u0000${epoch(e)}`;
+    perKey.set(k, [...(perKey.get(k) ?? []), e.call.n]);
+  }
   for (const [key, calls] of perKey) if (calls.length > 1) fail("atMostOnce", `non-idempotent step key ${key.split("\u0000")[0]} took effect ${calls.length} times (calls #${calls.join(", #")})`);
   const keyOwners = new Map<string, Set<string>>();
   for (const e of obs.effects) if (!e.idempotent) keyOwners.set(e.key, (keyOwners.get(e.key) ?? new Set()).add(e.call.invocationId));

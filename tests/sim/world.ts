@@ -124,6 +124,8 @@ export interface Observations {
   pruned: Map<string, PrunedSeen & { at: number }>;
   /** Bare executions (their invocation ids) whose idempotency record retention deleted with their rows. */
   prunedBare: Set<string>;
+  /** When each of those was pruned (a bare key may be executed again after its window, and pruned again). */
+  prunedBareAt: Map<string, number[]>;
   /** Notes for the report: client errors that were not expected. */
   notes: string[];
 }
@@ -259,6 +261,7 @@ export class World {
       bareAfterDrain: [],
       pruned: new Map(),
       prunedBare: new Set(),
+      prunedBareAt: new Map(),
       notes: [],
     };
     this.crypto = simCrypto(this.obs.decisions);
@@ -291,6 +294,7 @@ export class World {
     }
     for (const id of c.prunedBare) {
       this.obs.prunedBare.add(id);
+      this.obs.prunedBareAt.set(id, [...(this.obs.prunedBareAt.get(id) ?? []), this.sim.now]);
       this.sim.trace(`pruned bare execution ${id} by ${node.name}`);
     }
     for (const inv of c.claims) {
