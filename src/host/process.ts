@@ -341,7 +341,9 @@ function planSettlement(ctx: HostContext, inv: Invocation, action: ActionDefinit
       return move("succeeded", { result: a.output ?? null, nextStep: action.steps.length }, undefined, "success");
     case "HANDED_OFF": {
       const row = info.step;
-      const patch: Partial<Invocation> = { nextStep: info.stepIndex };
+      // A new hand-off has its own deadline and is not overdue yet: an earlier hand-off of this
+      // invocation that went overdue (and was completed late) must not keep the sweep from this one.
+      const patch: Partial<Invocation> = { nextStep: info.stepIndex, overdueAt: undefined };
       if (row.deadlineAt !== undefined) patch.deadlineAt = row.deadlineAt;
       const parked = move("parked", patch, { externalRef: a.externalRef ?? null }, "success");
       // A handoff's settlement takes the completion lock first, like `complete` does: an early

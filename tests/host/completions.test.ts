@@ -156,6 +156,26 @@ for (const factory of allStoreFactories()) {
       expect(await b.host.reconcile.list(b.scope, { status: "open" })).toEqual([]);
     });
 
+    // Invariant: a hand-off after an earlier one went overdue (and was completed late) is swept at
+    // its own deadline: the earlier overdue mark does not hide it (found by the simulator, seed 4315).
+    it("a later hand-off of an invocation that once went overdue is swept at its own deadline", async () => {
+      const b = await bench();
+      const { invocationId, ref } = await park(b, "long.two");
+      b.clock.advance(60_001);
+      expect((await b.host.sweep()).overdue).toBe(1);
+      expect(await b.host.complete(b.scope, { connector: "c", externalRef: ref, outcome: "success", result: { token: 7 } })).toMatchObject({ disposition: "late", status: "queued" });
+      b.replies.set("b", { outcome: "accepted", externalRef: `${ref}-b` });
+      expect(await b.host.worker().runOnce()).toEqual(["parked"]);
+      const parked = await b.host.get(b.scope, invocationId);
+      expect(parked).toMatchObject({ status: "parked", deadlineAt: b.clock.now() + 60_000 });
+      expect(parked?.overdueAt).toBeUndefined();
+      b.clock.advance(60_001);
+      expect((await b.host.sweep()).overdue).toBe(1);
+      expect((await b.host.get(b.scope, invocationId))?.status).toBe("reconciliation_required");
+      const open = await b.host.reconcile.list(b.scope, { status: "open" });
+      expect(open.map((r) => [r.reasonCode, r.externalRef])).toEqual([["COMPLETION_OVERDUE", `${ref}-b`]]);
+    });
+
     it("middle-step handoff, then continuation under a new decision", async () => {
       const b = await bench();
       const { invocationId, ref } = await park(b, "long.two");

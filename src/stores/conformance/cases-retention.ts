@@ -263,7 +263,8 @@ export const retentionCases: StoreConformanceCase[] = [
     // its invocationId nor by its action and key) last updated before the cut-off is listed (at
     // most `limit` records looked at per call, a cursor going on) and deleted with the steps,
     // attempts, consumed decisions and completions filed under its invocationId; a record that is
-    // young, still in progress or unknown, or that an invocation holds, is neither listed nor
+    // young, still in progress or unknown, or that an invocation holds (by its id, as the invocation a
+    // compensation `<invocation>:undo:<i>` undoes, or by its key), is neither listed nor
     // deleted, even when named to deleteBareExecutions.
     name: "retention: bare executions' idempotency records go after the cut-off, never one an invocation holds",
     async run(makeStore) {
@@ -280,6 +281,8 @@ export const retentionCases: StoreConformanceCase[] = [
         await store.transact((tx) => tx.putIdempotency(scope, { ...idempotency(scope, { action: host.inv.action, idempotencyKey: host.inv.idempotencyKey, invocationId: host.inv.invocationId, state: "succeeded" }), updatedAt: base + 4 }));
         // Held by an invocation through its invocationId alone (another key).
         const named = await seedBare(store, scope, { updatedAt: base + 5, state: "succeeded", invocationId: host.inv.invocationId });
+        // A compensation of the invocation runs as its own execution, `<invocation>:undo:<i>`: held while the invocation is there.
+        const undo = await seedBare(store, scope, { updatedAt: base + 6, state: "succeeded", invocationId: `${host.inv.invocationId}:undo:0` });
         const mine = (recs: IdempotencyRecord[]): string[] => recs.filter((r) => r.tenantId === scope.tenantId && r.spaceId === scope.spaceId).map((r) => r.idempotencyKey);
         const all: IdempotencyRecord[] = [];
         let after: BareCursor | undefined;
@@ -291,12 +294,12 @@ export const retentionCases: StoreConformanceCase[] = [
           after = page.next;
         }
         assert.deepStrictEqual(mine(all), [old.rec.idempotencyKey, failed.rec.idempotencyKey], "the settled bare records before the cut-off, oldest first");
-        const everyone = [old, failed, young, pending, unknown, named].map((x) => ({ action: x.rec.action, idempotencyKey: x.rec.idempotencyKey }));
+        const everyone = [old, failed, young, pending, unknown, named, undo].map((x) => ({ action: x.rec.action, idempotencyKey: x.rec.idempotencyKey }));
         everyone.push({ action: host.inv.action, idempotencyKey: host.inv.idempotencyKey });
         const n = await store.transact((tx) => tx.deleteBareExecutions(scope, everyone, cut));
         assert.deepStrictEqual(n, { invocations: 0, steps: 2, attempts: 2, decisions: 2, idempotency: 2, reconciliations: 0, approvals: 0, completions: 2 });
         for (const x of [old, failed]) assert.deepStrictEqual(await store.transact((tx) => bareRowsOf(tx, scope, x)), { record: false, steps: false, attempts: false, decision: false, completions: false });
-        for (const x of [young, pending, unknown, named]) {
+        for (const x of [young, pending, unknown, named, undo]) {
           assert.deepStrictEqual(await store.transact((tx) => bareRowsOf(tx, scope, x)), { record: true, steps: true, attempts: true, decision: true, completions: true }, `${x.rec.state} record ${x.rec.idempotencyKey} kept`);
         }
         assert.deepStrictEqual(await store.transact((tx) => rowsOf(tx, scope, host.inv, host.decisionId)), ALL_PRESENT, "the invocation holding its key kept everything");

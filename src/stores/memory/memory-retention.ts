@@ -168,8 +168,16 @@ function bareOrder(a: BareCursor, b: BareCursor): number {
 }
 
 /** A settled record last updated before `before` that no invocation of its scope holds. */
+/** The invocation a compensation's execution `<invocation>:undo:<i>` undoes, or null. */
+function undoneBy(id: string): string | null {
+  const at = id.indexOf(":undo:");
+  return at < 0 ? null : id.slice(0, at);
+}
+
+/** Settled before `before` and held by no invocation: by its id, by the one a compensation undoes, or by its action and key. */
 function isBare(sd: ScopeData, r: IdempotencyRecord, before: number): boolean {
-  return SETTLED.has(r.state) && r.updatedAt < before && !sd.invocations.has(r.invocationId) && !sd.invocationKeys.has(keyOf(r.action, r.idempotencyKey));
+  const parent = undoneBy(r.invocationId);
+  return SETTLED.has(r.state) && r.updatedAt < before && !sd.invocations.has(r.invocationId) && (parent === null || !sd.invocations.has(parent)) && !sd.invocationKeys.has(keyOf(r.action, r.idempotencyKey));
 }
 
 export function listBareIdempotency(w: Work, opts: { before: number; limit: number; after?: BareCursor }): { bare: IdempotencyRecord[]; next?: BareCursor } {

@@ -87,12 +87,14 @@ const DELETE_INVOCATIONS = statement(
 );
 
 /**
- * `h.held` is 1 when an invocation of the scope of record `k` holds it (by its invocationId, or by
- * its action and key), else null: a lateral probe of the two unique indexes per record (as NOT
- * EXISTS, the planner may hash the whole table of invocations instead).
+ * `h.held` is 1 when an invocation of the scope of record `k` holds it (by its invocationId, by the
+ * invocation a compensation `<invocation>:undo:<i>` undoes, or by its action and key), else null: a
+ * lateral probe of the two unique indexes per record (as NOT EXISTS, the planner may hash the whole
+ * table of invocations instead).
  */
 const HOLDER = `LEFT JOIN LATERAL (SELECT 1 AS held FROM writ_invocations v WHERE v.tenant_id = k.tenant_id AND v.space_id = k.space_id
-     AND (v.invocation_id = k.doc->>'invocationId' OR (v.action = k.action AND v.idempotency_key = k.idempotency_key)) LIMIT 1) h ON true`;
+     AND (v.invocation_id = k.doc->>'invocationId' OR v.invocation_id = split_part(k.doc->>'invocationId', ':undo:', 1)
+       OR (v.action = k.action AND v.idempotency_key = k.idempotency_key)) LIMIT 1) h ON true`;
 const SETTLED = "state IN ('succeeded', 'failed') AND (doc->>'updatedAt')::bigint < $1";
 const SETTLED_ORDER = "ORDER BY (doc->>'updatedAt')::bigint, tenant_id, space_id, action, idempotency_key";
 /** The next $2 settled records (writ_idempotency_settled, migration 15), each marked bare or not. */

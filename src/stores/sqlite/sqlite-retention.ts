@@ -44,9 +44,14 @@ const IN_IDS = (col: string): string => `${col} IN (SELECT value FROM json_each(
 const IN_KEYS = "(action, idempotency_key) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(@keys))";
 const SETTLED = "state IN ('succeeded', 'failed') AND json_extract(doc, '$.updatedAt') < @before";
 const SETTLED_ORDER = "ORDER BY json_extract(doc, '$.updatedAt'), tenant_id, space_id, action, idempotency_key LIMIT @limit";
-/** The record of row `k` is held by no invocation of its scope (by its invocationId, or by its action and key). */
+/**
+ * The record of row `k` is held by no invocation of its scope (by its invocationId, by the invocation
+ * a compensation `<invocation>:undo:<i>` undoes, or by its action and key).
+ */
 const NO_INVOCATION =
   "NOT EXISTS (SELECT 1 FROM invocations v WHERE v.tenant_id = k.tenant_id AND v.space_id = k.space_id AND v.invocation_id = json_extract(k.doc, '$.invocationId')) " +
+  "AND NOT EXISTS (SELECT 1 FROM invocations v WHERE v.tenant_id = k.tenant_id AND v.space_id = k.space_id AND instr(json_extract(k.doc, '$.invocationId'), ':undo:') > 0 " +
+  "AND v.invocation_id = substr(json_extract(k.doc, '$.invocationId'), 1, instr(json_extract(k.doc, '$.invocationId'), ':undo:') - 1)) " +
   "AND NOT EXISTS (SELECT 1 FROM invocations v WHERE v.tenant_id = k.tenant_id AND v.space_id = k.space_id AND v.action = k.action AND v.idempotency_key = k.idempotency_key)";
 
 export function prepareRetentionStatements(p: Prepare): SqliteRetentionStatements {
