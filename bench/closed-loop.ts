@@ -21,6 +21,8 @@ export interface LoopOptions {
   host?: Partial<CreateHostOptions>;
   /** Called with the host before the worker starts (listeners). */
   onHost?: (host: Host) => void;
+  /** Called at the end of each window with the invocations settled so far. */
+  onWindow?: (settled: number) => void;
   pollMs?: number;
 }
 
@@ -73,6 +75,7 @@ export async function closedLoop(store: Store, o: LoopOptions): Promise<{ rates:
       rates.push((done - last) / WINDOW_S);
       last = done;
       console.log(`  ${o.label}: ${s} s ${rates.at(-1)!.toFixed(1)}/s (${done} settled)`);
+      o.onWindow?.(done);
     }
   } finally {
     stop = true;

@@ -2,9 +2,9 @@
  * Where the data lifecycle's cost goes (bench/lifecycle.ts's loop, one mode at a time):
  * `WRIT_PROF_SECS=120 node --import tsx bench/prof-lifecycle.ts lifecycle|plain [out.cpuprofile]`.
  * A private PostgreSQL instance with production defaults (autovacuum on); the CPU profile of this
- * process covers the run after its first WRIT_PROF_WARM_S seconds (default 20). Prints the rate,
+ * process covers the run after its first WRIT_PROF_WARM_S seconds (default 20, rounded up to a 10-s window). Prints the rate,
  * this process's CPU and the instance's CPU (every postgres process, autovacuum included) per
- * invocation over the profiled span, so the two modes can be compared side by side.
+ * invocation over the profiled span (the instance's processes only), so the two modes can be compared side by side.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
@@ -14,7 +14,7 @@ import pg from "pg";
 import { directoryArchive, type CreateHostOptions } from "../src/index.js";
 import { postgresStore } from "../src/stores/postgres/index.js";
 import { startPgInstance } from "../tests/helpers/pg-instance.js";
-import { closedLoop } from "./closed-loop.js";
+import { closedLoop, WINDOW_S } from "./closed-loop.js";
 
 const mode = process.argv[2] === "plain" ? "plain" : "lifecycle";
 const out = process.argv[3] ?? `${mode}.cpuprofile`;
@@ -22,15 +22,14 @@ const seconds = Number(process.env.WRIT_PROF_SECS ?? 120);
 const warm = Number(process.env.WRIT_PROF_WARM_S ?? 20);
 const keepMs = 30_000;
 
-/** CPU seconds of every process whose command line names `dataDir` (the instance's postgres processes). */
-function serverCpu(dataDir: string): number {
+/** CPU seconds of the instance: its postmaster `pid` and every process it started (backends, autovacuum). */
+function serverCpu(pid: number): number {
   let ticks = 0;
-  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+  for (const p of readdirSync("/proc").filter((x) => /^\d+$/.test(x))) {
     try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-      const exe = readFileSync(`/proc/${pid}/comm`, "utf8").trim();
-      if (!cmd.includes(dataDir) && exe !== "postgres") continue;
-      const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+      const f = readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1]!.split(" ");
+      // After the command: state, ppid, ...; utime and stime are the 12th and 13th fields from there.
+      if (Number(p) !== pid && Number(f[1]) !== pid) continue;
       ticks += Number(f[11]) + Number(f[12]);
     } catch {
       // gone
@@ -74,31 +73,30 @@ if (activity !== null) {
       });
   }, 250);
 }
-let settled = 0;
 const session = new Session();
 session.connect();
 await session.post("Profiler.enable");
+const postmaster = inst.pid() ?? 0;
 let at0 = { done: 0, cpu: process.cpuUsage(), pg: 0, t: 0 };
-const marker = setTimeout(() => {
-  void session.post("Profiler.start");
-  at0 = { done: settled, cpu: process.cpuUsage(), pg: serverCpu("postgres"), t: performance.now() };
-}, warm * 1000);
-const log = console.log;
-console.log = (...a: unknown[]) => {
-  const m = /\((\d+) settled\)/.exec(String(a[0]));
-  if (m) settled = Number(m[1]);
-  log(...a);
-};
-const r = await closedLoop(store, { label: `prof ${mode}`, seconds, host });
-clearTimeout(marker);
+// The profiled span starts at the end of the first window past the warm-up, with that window's count.
+let windows = 0;
+const r = await closedLoop(store, {
+  label: `prof ${mode}`,
+  seconds,
+  host,
+  onWindow: (settled) => {
+    if (++windows * WINDOW_S !== Math.ceil(warm / WINDOW_S) * WINDOW_S) return;
+    void session.post("Profiler.start");
+    at0 = { done: settled, cpu: process.cpuUsage(), pg: serverCpu(postmaster), t: performance.now() };
+  },
+});
 if (sampler !== null) clearInterval(sampler);
 await activity?.end();
 const { profile } = await session.post("Profiler.stop");
 const span = (performance.now() - at0.t) / 1000;
 const cpu = process.cpuUsage(at0.cpu);
-const pgCpu = serverCpu("postgres") - at0.pg;
+const pgCpu = serverCpu(postmaster) - at0.pg;
 const n = r.invocations - at0.done;
-console.log = log;
 console.log(`${mode}: ${(n / span).toFixed(1)}/s over ${span.toFixed(0)} s; node ${(((cpu.user + cpu.system) / 1000 / n)).toFixed(2)} ms CPU/inv, postgres ${((pgCpu * 1000) / n).toFixed(2)} ms CPU/inv`);
 writeFileSync(out, JSON.stringify(profile));
 await store.close();

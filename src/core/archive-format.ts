@@ -87,6 +87,27 @@ export function encodeSegment(header: SegmentHeader, entries: readonly JournalEn
   return [JSON.stringify(header), ...entries.map((e) => JSON.stringify(e))].join("\n") + "\n";
 }
 
+/**
+ * `encodeSegment`'s text as UTF-8 bytes, encoded `slice` entries at a time with `breathe` awaited
+ * before each slice (the archiver's yield to its host's event loop).
+ */
+export async function encodeSegmentBytes(header: SegmentHeader, entries: readonly JournalEntry[], slice: number, breathe?: () => Promise<void>): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [utf8(JSON.stringify(header) + "\n")];
+  for (let i = 0; i < entries.length; i += slice) {
+    await breathe?.();
+    let text = "";
+    for (const e of entries.slice(i, i + slice)) text += JSON.stringify(e) + "\n";
+    parts.push(utf8(text));
+  }
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
 /** True when `v` is a segment or export header line. */
 export function isSegmentHeader(v: unknown): v is SegmentHeader {
   return typeof v === "object" && v !== null && !Array.isArray(v) && (v as { format?: unknown }).format === SEGMENT_FORMAT;

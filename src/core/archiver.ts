@@ -10,8 +10,7 @@
  * database entry for entry. Killed mid-prune, it leaves a journal whose first live entries are
  * simply fewer; the next run prunes on.
  */
-import { checkpointKeys, decodeSegment, parseSegmentName, scopePrefix, segmentName, SEGMENT_FORMAT, type ArchiveTarget, type SegmentHeader } from "./archive-format.js";
-import { utf8 } from "./encoding.js";
+import { checkpointKeys, decodeSegment, encodeSegmentBytes, parseSegmentName, scopePrefix, segmentName, SEGMENT_FORMAT, type ArchiveTarget, type SegmentHeader } from "./archive-format.js";
 import { WritError } from "./errors.js";
 import { verifyJournal, writeCheckpoint } from "./journal.js";
 import type { Keyring, SigningKey } from "./keyring.js";
@@ -131,24 +130,6 @@ async function verifySegment(opts: ArchiverOptions, sc: Scope, entries: readonly
   return null;
 }
 
-/** The segment's bytes, as `encodeSegment` writes them, encoded a slice of entries at a time. */
-async function encodeSliced(header: SegmentHeader, entries: readonly JournalEntry[], breathe?: () => Promise<void>): Promise<Uint8Array> {
-  const parts: Uint8Array[] = [utf8(JSON.stringify(header) + "\n")];
-  for (let i = 0; i < entries.length; i += SLICE_ENTRIES) {
-    await breathe?.();
-    let text = "";
-    for (const e of entries.slice(i, i + SLICE_ENTRIES)) text += JSON.stringify(e) + "\n";
-    parts.push(utf8(text));
-  }
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
-
 async function readRange(store: Store, scope: Scope, fromSeq: number, throughSeq: number): Promise<JournalEntry[]> {
   const out: JournalEntry[] = [];
   let from = fromSeq;
@@ -223,7 +204,7 @@ export async function archiveScope(store: Store, scope: Scope, opts: ArchiverOpt
       checkpoints: cps,
       keys,
     };
-    const data = await encodeSliced(header, entries, opts.breathe);
+    const data = await encodeSegmentBytes(header, entries, SLICE_ENTRIES, opts.breathe);
     const name = found?.name ?? segmentName(sc, watermark + 1, through);
     let adopted = false;
     let bytes = data.length;

@@ -33,3 +33,17 @@ export function backoffDelay(retry: number, baseMs: number, maxMs: number, unit:
   const ceiling = Math.min(maxMs, baseMs * 2 ** Math.max(0, retry - 1));
   return Math.round(ceiling / 2 + (ceiling / 2) * Math.min(1, Math.max(0, unit)));
 }
+
+/** What joins an invocation id and a step index in the id of that step's compensation. */
+export const UNDO_MARK = ":undo:";
+
+/** A compensation runs through the boundary as its own execution: `<invocation>:undo:<step index>` (docs/host.md, Outcomes). */
+export function compensationInvocationId(invocationId: string, stepIndex: number): string {
+  return `${invocationId}${UNDO_MARK}${stepIndex}`;
+}
+
+/** The invocation a compensation's execution id undoes, or null when `id` is not a compensation's. */
+export function compensatedInvocation(id: string): string | null {
+  const at = id.indexOf(UNDO_MARK);
+  return at < 0 ? null : id.slice(0, at);
+}

@@ -8,6 +8,7 @@ import { defineAction, type ActionDefinition } from "../core/action.js";
 import { signDecisionWith } from "../core/decision.js";
 import { computeRequestDigest, stableId } from "../core/digest.js";
 import type { StandardSchemaV1 } from "../core/standard-schema.js";
+import { compensationInvocationId } from "../core/invocation.js";
 import type { ActionRequest, Fence, Invocation, Json } from "../core/types.js";
 import { scopeOf, type HostContext } from "./context.js";
 import type { HostEvent } from "./events.js";
@@ -99,7 +100,7 @@ export async function compensate(ctx: HostContext, inv: Invocation, fence: Fence
       issuedAt: o.clock.now(),
       reasons: verdict.reasons,
     });
-    const a = await ctx.boundary.execute(request, token, { fence, invocationId: `${inv.invocationId}:undo:${i}` });
+    const a = await ctx.boundary.execute(request, token, { fence, invocationId: compensationInvocationId(inv.invocationId, i) });
     if (a.state === "SUCCEEDED" || a.state === "DUPLICATE") continue;
     const why = `compensation of step ${step.name} ended ${a.state}${a.reasonCode ? ` (${a.reasonCode})` : ""}: ${a.reason ?? ""}`;
     return store.transact((tx) => toReconciliation(ctx, tx, inv, fence, i, a.reasonCode ?? "COMPENSATION_FAILED", why, a.externalRef, events));

@@ -6,6 +6,7 @@
  */
 import { appendJournal, draft } from "../core/journal.js";
 import type { StoreTx } from "../core/store.js";
+import { compensationInvocationId } from "../core/invocation.js";
 import type { AttemptRecord, Fence, Invocation, ReasonCode, StepCheckpoint } from "../core/types.js";
 import { undoActionId, undoKey } from "./compensation.js";
 import { scopeOf, type HostContext } from "./context.js";
@@ -84,7 +85,7 @@ export async function stopFromCheckpoints(ctx: HostContext, tx: StoreTx, inv: In
     // Each compensation is its own execution, `<invocation>:undo:<step index>` (docs/host.md, Outcomes).
     for (const row of rows.values()) {
       if (row.status !== "succeeded" || row.stepIndex >= inv.nextStep) continue;
-      for (const u of await tx.getSteps(scope, `${inv.invocationId}:undo:${row.stepIndex}`)) {
+      for (const u of await tx.getSteps(scope, compensationInvocationId(inv.invocationId, row.stepIndex))) {
         if (u.status !== "started") continue;
         await settleInterrupted(ctx, tx, inv, fence, u, reason, { action: undoActionId(inv.action, row.stepName), idempotencyKey: undoKey(ctx, inv, row.stepName) });
       }

@@ -32,12 +32,15 @@ export function directoryArchive(dir: string): ArchiveTarget & { readonly dir: s
     }
     return p;
   };
+  let puts = 0;
   return {
     dir: root,
     async put(name, data) {
       const p = pathOf(name);
       await mkdir(dirname(p), { recursive: true, mode: 0o700 });
-      const tmp = `${p}.tmp-${process.pid}`;
+      // Its own temporary file per put: two puts of one name in this process (a worker's pass and
+      // `host.archive.runOnce`) must not write into the same file, now that they interleave.
+      const tmp = `${p}.tmp-${process.pid}-${++puts}`;
       const fh = await open(tmp, "w", 0o600);
       try {
         // writeFile on a handle writes it all (looping over short writes).

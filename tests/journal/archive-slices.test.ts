@@ -4,15 +4,22 @@
  * event loop serves its claims in between. Invariants:
  * - The bytes written are exactly the one-piece format (`encodeSegment`), whatever the slicing, and
  *   they decode to the database's entries.
+ * - The directory target, whose file operations now interleave: concurrent puts of one name each
+ *   resolve and leave exactly one of the puts' bytes and no temporary file; a put that cannot
+ *   write rejects naming the path and leaves nothing.
  * - Slicing judges the chain as a whole would: an edited entry and a missing one are refused at a
  *   slice's first entry, its last and inside one, naming the problem's kind, and the
  *   refusal archives nothing (no segment in the target, the watermark unmoved).
  */
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   appendJournal,
   archiveScope,
   createKeyring,
+  directoryArchive,
   generateSigningKey,
   nodeCryptoPort,
   readWholeJournal,
@@ -103,4 +110,37 @@ describe("the archiver's slices", () => {
       expect(await store.transact((tx) => tx.journalArchivedThrough(A))).toBe(0);
     });
   }
+});
+
+describe("the directory archive target", () => {
+  it("takes concurrent puts of one name whole, one of them, and leaves no temporary file", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "writ-archive-dir-"));
+    try {
+      const target = directoryArchive(dir);
+      const name = "t/s/0000000000000001-0000000000000002.jsonl";
+      const bodies = Array.from({ length: 8 }, (_, i) => new TextEncoder().encode(`${String(i).repeat(200_000 + i)}\n`));
+      await Promise.all(bodies.map((b) => target.put(name, b)));
+      const got = await target.get(name);
+      expect(got).not.toBeNull();
+      expect(bodies.some((b) => b.length === got!.length && b.every((x, i) => x === got![i]))).toBe(true);
+      expect(readdirSync(join(dir, "t", "s"))).toEqual(["0000000000000001-0000000000000002.jsonl"]);
+      expect(await target.list("t/s/")).toEqual([name]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("rejects a put it cannot write and leaves nothing", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "writ-archive-dir-"));
+    try {
+      // The scope's folder is taken by a file: the put cannot create it.
+      writeFileSync(join(dir, "t"), "not a folder");
+      const target = directoryArchive(dir);
+      await expect(target.put("t/s/0000000000000001-0000000000000001.jsonl", new Uint8Array([1]))).rejects.toThrow(/t/);
+      expect(readdirSync(dir)).toEqual(["t"]);
+      expect(await target.get("t/s/0000000000000001-0000000000000001.jsonl").catch(() => null)).toBeNull();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

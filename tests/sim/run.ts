@@ -325,7 +325,7 @@ async function checkInvariants(w: World, store: Store, config: SimConfig, drain:
 
   // decisionConsumed: every effect under a decision consumed for that very attempt.
   for (const e of obs.effects) {
-    if (pruned.has(e.call.invocationId) || obs.prunedBare.has(e.call.invocationId)) continue;
+    if (pruned.has(e.call.invocationId) || obs.prunedBareAt.has(e.call.invocationId)) continue;
     const c = await store.transact((tx) => tx.getConsumedDecision(SCOPE, e.call.decisionId));
     if (!c || c.attemptId !== e.call.attemptId) fail("decisionConsumed", `effect of call #${e.call.n} (${e.key}) under decision ${e.call.decisionId}: ${c ? `consumed by attempt ${c.attemptId}, not ${e.call.attemptId}` : "never consumed"}`);
   }

@@ -122,9 +122,10 @@ export interface Observations {
   bareAfterDrain: Array<{ action: string; key: string; state: string; reasonCode?: string }>;
   /** Invocations retention deleted: what the deleting transaction saw, and when (docs/retention.md). */
   pruned: Map<string, PrunedSeen & { at: number }>;
-  /** Bare executions (their invocation ids) whose idempotency record retention deleted with their rows. */
-  prunedBare: Set<string>;
-  /** When each of those was pruned (a bare key may be executed again after its window, and pruned again). */
+  /**
+   * Bare executions (their invocation ids) whose idempotency record retention deleted with their
+   * rows, and when (a bare key may be executed again after its window, and pruned again).
+   */
   prunedBareAt: Map<string, number[]>;
   /** Notes for the report: client errors that were not expected. */
   notes: string[];
@@ -260,7 +261,6 @@ export class World {
       bareInterrupted: [],
       bareAfterDrain: [],
       pruned: new Map(),
-      prunedBare: new Set(),
       prunedBareAt: new Map(),
       notes: [],
     };
@@ -293,7 +293,6 @@ export class World {
       this.sim.trace(`pruned ${p.invocation.invocationId} (${p.invocation.status}) by ${node.name}`);
     }
     for (const id of c.prunedBare) {
-      this.obs.prunedBare.add(id);
       this.obs.prunedBareAt.set(id, [...(this.obs.prunedBareAt.get(id) ?? []), this.sim.now]);
       this.sim.trace(`pruned bare execution ${id} by ${node.name}`);
     }

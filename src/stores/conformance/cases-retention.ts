@@ -5,6 +5,7 @@
  * and archived.
  */
 import assert from "node:assert/strict";
+import { compensationInvocationId } from "../../core/invocation.js";
 import { holdMemo, runRetention, type RetentionSettings } from "../../core/retention.js";
 import type { BareCursor, Store, StoreTx } from "../../core/store.js";
 import type { CompletionRecord, Delivery, IdempotencyRecord, Invocation, InvocationStatus, JournalEntry, Scope, UnsealedEntry } from "../../core/types.js";
@@ -282,7 +283,7 @@ export const retentionCases: StoreConformanceCase[] = [
         // Held by an invocation through its invocationId alone (another key).
         const named = await seedBare(store, scope, { updatedAt: base + 5, state: "succeeded", invocationId: host.inv.invocationId });
         // A compensation of the invocation runs as its own execution, `<invocation>:undo:<i>`: held while the invocation is there.
-        const undo = await seedBare(store, scope, { updatedAt: base + 6, state: "succeeded", invocationId: `${host.inv.invocationId}:undo:0` });
+        const undo = await seedBare(store, scope, { updatedAt: base + 6, state: "succeeded", invocationId: compensationInvocationId(host.inv.invocationId, 0) });
         const mine = (recs: IdempotencyRecord[]): string[] => recs.filter((r) => r.tenantId === scope.tenantId && r.spaceId === scope.spaceId).map((r) => r.idempotencyKey);
         const all: IdempotencyRecord[] = [];
         let after: BareCursor | undefined;

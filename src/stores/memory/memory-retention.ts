@@ -4,6 +4,7 @@
  * executions' idempotency records past the replay window, and the age-only deletes.
  */
 import type { AgedRecordKind, BareCursor, EndedCursor, InvocationHold, PrunedInvocationRows, PrunedInvocations } from "../../core/store.js";
+import { compensatedInvocation } from "../../core/invocation.js";
 import { TERMINAL_INVOCATION_STATUSES, type IdempotencyRecord, type Invocation, type Scope } from "../../core/types.js";
 import { copy } from "./memory-copy.js";
 import { deleteUndoable, findScope, keyOf, type MemoryState, type ScopeData, type Work } from "./memory-state.js";
@@ -167,16 +168,9 @@ function bareOrder(a: BareCursor, b: BareCursor): number {
   return 0;
 }
 
-/** A settled record last updated before `before` that no invocation of its scope holds. */
-/** The invocation a compensation's execution `<invocation>:undo:<i>` undoes, or null. */
-function undoneBy(id: string): string | null {
-  const at = id.indexOf(":undo:");
-  return at < 0 ? null : id.slice(0, at);
-}
-
-/** Settled before `before` and held by no invocation: by its id, by the one a compensation undoes, or by its action and key. */
+/** Settled before `before` and held by no invocation of its scope: by its id, by the one a compensation undoes, or by its action and key. */
 function isBare(sd: ScopeData, r: IdempotencyRecord, before: number): boolean {
-  const parent = undoneBy(r.invocationId);
+  const parent = compensatedInvocation(r.invocationId);
   return SETTLED.has(r.state) && r.updatedAt < before && !sd.invocations.has(r.invocationId) && (parent === null || !sd.invocations.has(parent)) && !sd.invocationKeys.has(keyOf(r.action, r.idempotencyKey));
 }
 

@@ -7,6 +7,7 @@
  * replay window (migration 15) and age-only deletes.
  */
 import type { AgedRecordKind, BareCursor, EndedCursor, InvocationHold, PrunedInvocationRows, PrunedInvocations } from "../../core/store.js";
+import { UNDO_MARK } from "../../core/invocation.js";
 import { TERMINAL_INVOCATION_STATUSES, type IdempotencyRecord, type Scope } from "../../core/types.js";
 import { statement, type Exec, type Statement } from "./postgres-exec.js";
 
@@ -93,7 +94,7 @@ const DELETE_INVOCATIONS = statement(
  * table of invocations instead).
  */
 const HOLDER = `LEFT JOIN LATERAL (SELECT 1 AS held FROM writ_invocations v WHERE v.tenant_id = k.tenant_id AND v.space_id = k.space_id
-     AND (v.invocation_id = k.doc->>'invocationId' OR v.invocation_id = split_part(k.doc->>'invocationId', ':undo:', 1)
+     AND (v.invocation_id = k.doc->>'invocationId' OR v.invocation_id = split_part(k.doc->>'invocationId', '${UNDO_MARK}', 1)
        OR (v.action = k.action AND v.idempotency_key = k.idempotency_key)) LIMIT 1) h ON true`;
 const SETTLED = "state IN ('succeeded', 'failed') AND (doc->>'updatedAt')::bigint < $1";
 const SETTLED_ORDER = "ORDER BY (doc->>'updatedAt')::bigint, tenant_id, space_id, action, idempotency_key";

@@ -7,6 +7,7 @@
  */
 import type Database from "better-sqlite3";
 import type { AgedRecordKind, BareCursor, EndedCursor, InvocationHold, PrunedInvocationRows, PrunedInvocations } from "../../core/store.js";
+import { UNDO_MARK } from "../../core/invocation.js";
 import { TERMINAL_INVOCATION_STATUSES, type IdempotencyRecord } from "../../core/types.js";
 import { SCOPE, type Prepare } from "./sqlite-sql.js";
 
@@ -50,8 +51,8 @@ const SETTLED_ORDER = "ORDER BY json_extract(doc, '$.updatedAt'), tenant_id, spa
  */
 const NO_INVOCATION =
   "NOT EXISTS (SELECT 1 FROM invocations v WHERE v.tenant_id = k.tenant_id AND v.space_id = k.space_id AND v.invocation_id = json_extract(k.doc, '$.invocationId')) " +
-  "AND NOT EXISTS (SELECT 1 FROM invocations v WHERE v.tenant_id = k.tenant_id AND v.space_id = k.space_id AND instr(json_extract(k.doc, '$.invocationId'), ':undo:') > 0 " +
-  "AND v.invocation_id = substr(json_extract(k.doc, '$.invocationId'), 1, instr(json_extract(k.doc, '$.invocationId'), ':undo:') - 1)) " +
+  `AND NOT EXISTS (SELECT 1 FROM invocations v WHERE v.tenant_id = k.tenant_id AND v.space_id = k.space_id AND instr(json_extract(k.doc, '$.invocationId'), '${UNDO_MARK}') > 0 ` +
+  `AND v.invocation_id = substr(json_extract(k.doc, '$.invocationId'), 1, instr(json_extract(k.doc, '$.invocationId'), '${UNDO_MARK}') - 1)) ` +
   "AND NOT EXISTS (SELECT 1 FROM invocations v WHERE v.tenant_id = k.tenant_id AND v.space_id = k.space_id AND v.action = k.action AND v.idempotency_key = k.idempotency_key)";
 
 export function prepareRetentionStatements(p: Prepare): SqliteRetentionStatements {
