@@ -219,7 +219,8 @@ export async function benchCost(rounds: number): Promise<CostResult | null> {
       const out = {} as { writ: CostRound; graphile: CostRound };
       for (const kind of i % 2 === 0 ? (["writ", "graphile"] as const) : (["graphile", "writ"] as const)) {
         const db = await freshDatabase({ empty: true });
-        const admin = new pg.Pool({ connectionString: db.url, max: 1 });
+        const admin = new pg.Pool({ connectionString: db.url, max: 1, application_name: "writ-bench-cost-admin" });
+        admin.on("error", () => undefined);
         try {
           const m = await measure(kind, db.url, admin, kind === "writ" && i === 0);
           out[kind] = m.round;
