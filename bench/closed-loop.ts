@@ -24,6 +24,8 @@ export interface LoopOptions {
   /** Called at the end of each window with the invocations settled so far. */
   onWindow?: (settled: number) => void;
   pollMs?: number;
+  /** Idempotency keys are this prefix and a counter. @defaultValue "loop-" */
+  keyPrefix?: string;
 }
 
 /** Runs the loop on `store` (migrated by the caller); stops the worker, not the store. Throws if an invocation did not succeed. */
@@ -51,7 +53,11 @@ export async function closedLoop(store: Store, o: LoopOptions): Promise<{ rates:
     },
   });
   o.onHost?.(host);
-  await host.authorities.create(SCOPE, { authorityRef: "bench-authority", principal: { type: "agent", id: "bot" }, grantor: { type: "user", id: "ops" }, actions: [ACTION.id] });
+  // A database that ran the loop before (growth's preload sample) has the authority already.
+  if ((await host.authorities.get(SCOPE, "bench-authority")) === null) {
+    await host.authorities.create(SCOPE, { authorityRef: "bench-authority", principal: { type: "agent", id: "bot" }, grantor: { type: "user", id: "ops" }, actions: [ACTION.id] });
+  }
+  const keyPrefix = o.keyPrefix ?? "loop-";
   const worker = host.worker({ concurrency: 8, ...(o.pollMs !== undefined ? { pollMs: o.pollMs } : {}) });
   worker.start();
   let n = 0;
@@ -60,7 +66,7 @@ export async function closedLoop(store: Store, o: LoopOptions): Promise<{ rates:
   const lane = async (): Promise<void> => {
     while (!stop && failed === null) {
       const i = n++;
-      const r = await host.submit({ ...SCOPE, action: ACTION.id, actionVersion: "1", actor: { type: "agent", id: "bot" }, authorityRef: "bench-authority", params: { n: i }, idempotencyKey: `loop-${i}` });
+      const r = await host.submit({ ...SCOPE, action: ACTION.id, actionVersion: "1", actor: { type: "agent", id: "bot" }, authorityRef: "bench-authority", params: { n: i }, idempotencyKey: `${keyPrefix}${i}` });
       const id = r.invocation.invocationId;
       if (!early.delete(id)) await new Promise<void>((resolve) => waiting.set(id, resolve));
       done += 1;

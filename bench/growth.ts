@@ -21,11 +21,13 @@
  * flatters later windows; the result also gives the minimum over the median of all windows.
  * Written to bench/results/growth.json.
  */
+import { randomBytes } from "node:crypto";
 import { loadavg } from "node:os";
+import { timeOrderedId } from "../src/core/ids.js";
 import { postgresStore } from "../src/stores/postgres/index.js";
 import { freshDatabase, pgServerOrNull } from "../tests/helpers/pg.js";
 import { startPgInstance } from "../tests/helpers/pg-instance.js";
-import { ACTION, closedLoop, SCOPE, WINDOW_S } from "./closed-loop.js";
+import { closedLoop, SCOPE, WINDOW_S } from "./closed-loop.js";
 import { median } from "./lib.js";
 
 export interface GrowthRun {
@@ -86,29 +88,105 @@ export interface GrowthResult {
   goals: { testServerMinOverFirst: number; defaultsMinOverFirst: number; preloadedOverEmpty: number };
 }
 
-/** `n` ended invocations in the bench's scope, written in chunks the way the store writes them. */
-async function preload(url: string, n: number): Promise<void> {
+/** How the preload names its rows: as the store does now (ids that follow time), or purely random (the store before them). */
+const PRELOAD_IDS = process.env.WRIT_BENCH_GROWTH_IDS === "random" ? "random" : "time";
+
+/** An id of the preload, made `ago` ms before now, in the store's format (or a random one, WRIT_BENCH_GROWTH_IDS=random). */
+function oldId(prefix: string, at: number): string {
+  const r = randomBytes(16);
+  return PRELOAD_IDS === "random" ? prefix + r.toString("base64url") : timeOrderedId(prefix, at, r);
+}
+
+/**
+ * `n` ended invocations in the bench's scope, copied from real ones: the loop runs 10 seconds
+ * first, so that every table holds the rows a real invocation leaves (invocation, attempt, step,
+ * idempotency record, consumed decision, journal entries and their chain links); the preload copies
+ * one of them `n` times, in chunks, with new ids made as the store makes them, dated over the 30
+ * days before now (so they sort before the live ones when ids follow time). Invocations and attempts
+ * are written as the store writes them (inserted, then updated), so their dead versions are there
+ * until the final VACUUM ANALYZE. The copies' journal links carry placeholder hashes after the
+ * sample's own chain (the hot path reads only the head).
+ */
+export async function preload(url: string, n: number): Promise<void> {
+  const store = postgresStore({ url }, { max: 12, applicationName: "writ-bench-growth-sample" });
+  try {
+    await closedLoop(store, { label: "preload sample", seconds: 10, pollMs: 1000, keyPrefix: "sample-" });
+  } finally {
+    await store.close();
+  }
   const pg = await import("pg");
   const c = new pg.default.Client({ connectionString: url });
   await c.connect();
   try {
     const [T, S] = [SCOPE.tenantId, SCOPE.spaceId];
-    const chunk = 100_000;
-    for (let from = 1; from <= n; from += chunk) {
-      const to = Math.min(n, from + chunk - 1);
-      const range = `FROM generate_series(${from}, ${to}) AS g`;
-      const mine = `tenant_id = '${T}' AND space_id = '${S}' AND invocation_id LIKE 'old_%'`;
-      await c.query(`INSERT INTO writ_invocations (tenant_id, space_id, invocation_id, action, idempotency_key, status, run_at, attempt_count, created_at, updated_at, doc)
-                     SELECT '${T}', '${S}', 'old_' || g, '${ACTION.id}', 'old-' || g, 'queued', g, 0, g, g, json_build_object('invocationId', 'old_' || g) ${range}`);
-      await c.query(`UPDATE writ_invocations SET status = 'running', lease_owner = 'w', lease_token = 't' || invocation_id, lease_expires_at = run_at + 30000, attempt_count = 1 WHERE ${mine} AND status = 'queued'`);
-      await c.query(`UPDATE writ_invocations SET status = 'succeeded', lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL WHERE ${mine} AND status = 'running'`);
-      await c.query(`INSERT INTO writ_attempts (tenant_id, space_id, attempt_id, seq, invocation_id, state, doc) SELECT '${T}', '${S}', 'att_old_' || g, g, 'old_' || g, 'EXECUTING', '{}' ${range}`);
-      await c.query(`UPDATE writ_attempts SET state = 'SUCCEEDED' WHERE tenant_id = '${T}' AND space_id = '${S}' AND state = 'EXECUTING'`);
-      await c.query(`INSERT INTO writ_steps (tenant_id, space_id, invocation_id, step_index, status, attempt_id, doc) SELECT '${T}', '${S}', 'old_' || g, 0, 'succeeded', 'att_old_' || g, '{}' ${range}`);
-      await c.query(`INSERT INTO writ_journal (tenant_id, space_id, id, type, at, doc) SELECT '${T}', '${S}', 'old.' || g, 'invocation.succeeded', g, '{}' ${range}`);
-      await c.query(`UPDATE writ_journal SET seq = ${from} + (pos - (SELECT min(pos) FROM writ_journal WHERE seq IS NULL AND tenant_id = '${T}')), hash = 'h' WHERE tenant_id = '${T}' AND space_id = '${S}' AND seq IS NULL`);
+    const scoped = `tenant_id = '${T}' AND space_id = '${S}'`;
+    // One settled invocation of the sample, and every row it left.
+    const inv = (await c.query<{ invocation_id: string }>(`SELECT invocation_id FROM writ_invocations WHERE ${scoped} AND status = 'succeeded' ORDER BY created_at LIMIT 1`)).rows[0]!.invocation_id;
+    const invKey = (await c.query<{ action: string; idempotency_key: string }>(`SELECT action, idempotency_key FROM writ_invocations WHERE ${scoped} AND invocation_id = $1`, [inv])).rows[0]!;
+    const att = (await c.query<{ attempt_id: string; doc: unknown }>(`SELECT attempt_id, doc FROM writ_attempts WHERE ${scoped} AND invocation_id = $1`, [inv])).rows[0]!;
+    const dec = (await c.query<{ decision_id: string }>(`SELECT decision_id FROM writ_consumed_decisions WHERE ${scoped} AND attempt_id = $1`, [att.attempt_id])).rows[0]!.decision_id;
+    const entries = (await c.query<{ id: string; type: string; doc: unknown }>(
+      `SELECT id, type, doc FROM writ_journal WHERE ${scoped} AND (strpos(id, $1) > 0 OR strpos(id, $2) > 0 OR strpos(id, $3) > 0) ORDER BY pos`,
+      [inv, att.attempt_id, dec],
+    )).rows;
+    if (entries.length === 0) throw new Error("growth preload: the sample invocation left no journal entries");
+    console.log(`  preload: copies of ${inv} (${entries.length} journal entries: ${entries.map((e) => e.type).join(", ")})`);
+    let seq = Number((await c.query<{ s: string }>(`SELECT coalesce(max(seq), 0) AS s FROM writ_journal_chain WHERE ${scoped}`)).rows[0]!.s);
+    let attemptSeq = Number((await c.query<{ s: string }>(`SELECT coalesce(max(last_seq), 0) AS s FROM writ_attempt_seqs WHERE ${scoped}`)).rows[0]!.s);
+    const start = Date.now() - 30 * 86_400_000;
+    const span = 30 * 86_400_000 - 3_600_000;
+    const chunk = 50_000;
+    for (let from = 0; from < n; from += chunk) {
+      const k = Math.min(chunk, n - from);
+      const invs: string[] = [];
+      const atts: string[] = [];
+      const decs: string[] = [];
+      const keys: string[] = [];
+      const ats: number[] = [];
+      for (let i = 0; i < k; i++) {
+        const at = Math.floor(start + ((from + i) / n) * span);
+        ats.push(at);
+        invs.push(oldId("inv_", at));
+        atts.push(oldId("att_", at));
+        decs.push(oldId("dec_", at));
+        keys.push(`old-${from + i}`);
+      }
+      const rows = `FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) WITH ORDINALITY AS g(inv, att, dec, key, at, n)`;
+      const args = [invs, atts, decs, keys, ats];
+      const mine = `${scoped} AND invocation_id = ANY($1::text[])`;
+      await c.query(`INSERT INTO writ_invocations (tenant_id, space_id, invocation_id, action, idempotency_key, status, run_at, attempt_count, created_at, updated_at, doc, rev)
+                     SELECT '${T}', '${S}', g.inv, i.action, g.key, 'queued', g.at, 0, g.at, g.at, i.doc, 1 ${rows}
+                       CROSS JOIN (SELECT action, doc FROM writ_invocations WHERE ${scoped} AND invocation_id = $6) i`, [...args, inv]);
+      await c.query(`UPDATE writ_invocations SET status = 'running', lease_owner = 'w', lease_token = 't' || invocation_id, lease_expires_at = run_at + 30000, attempt_count = 1, rev = 2 WHERE ${mine}`, [invs]);
+      await c.query(`UPDATE writ_invocations SET status = 'succeeded', lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, rev = 3 WHERE ${mine}`, [invs]);
+      await c.query(`INSERT INTO writ_attempts (tenant_id, space_id, attempt_id, seq, invocation_id, state, doc)
+                     SELECT '${T}', '${S}', g.att, ${attemptSeq} + g.n, g.inv, 'EXECUTING', $6::json ${rows}`, [...args, JSON.stringify(att.doc)]);
+      await c.query(`UPDATE writ_attempts SET state = 'SUCCEEDED' WHERE ${scoped} AND attempt_id = ANY($1::text[])`, [atts]);
+      attemptSeq += k;
+      await c.query(`INSERT INTO writ_steps (tenant_id, space_id, invocation_id, step_index, status, attempt_id, connector, external_ref, doc)
+                     SELECT '${T}', '${S}', g.inv, s.step_index, s.status, g.att, s.connector, s.external_ref, s.doc ${rows}
+                       CROSS JOIN (SELECT * FROM writ_steps WHERE ${scoped} AND invocation_id = $6) s`, [...args, inv]);
+      await c.query(`INSERT INTO writ_idempotency (tenant_id, space_id, action, idempotency_key, state, doc)
+                     SELECT '${T}', '${S}', d.action, g.key, d.state, d.doc ${rows}
+                       CROSS JOIN (SELECT * FROM writ_idempotency WHERE ${scoped} AND action = $6 AND idempotency_key = $7) d`, [...args, invKey.action, invKey.idempotency_key]);
+      await c.query(`INSERT INTO writ_consumed_decisions (tenant_id, space_id, decision_id, attempt_id, consumed_at, doc)
+                     SELECT '${T}', '${S}', g.dec, g.att, g.at, d.doc ${rows}
+                       CROSS JOIN (SELECT * FROM writ_consumed_decisions WHERE ${scoped} AND attempt_id = $6) d`, [...args, att.attempt_id]);
+      // The journal: each of the sample's entries again, named after the copy's ids; the insert
+      // trigger queues them unsealed, so they are linked into the chain and taken off the queue.
+      for (const e of entries) {
+        const idExpr = `replace(replace(replace($6::text, $7::text, g.inv), $8::text, g.att), $11::text, g.dec)`;
+        await c.query(`INSERT INTO writ_journal (tenant_id, space_id, id, type, at, doc) SELECT '${T}', '${S}', ${idExpr}, $9, g.at, $10::json ${rows} ORDER BY g.n`, [
+          ...args, e.id, inv, att.attempt_id, e.type, JSON.stringify(e.doc), dec,
+        ]);
+      }
+      await c.query(`INSERT INTO writ_journal_chain (tenant_id, space_id, seq, id, prev_hash, hash)
+                     SELECT p.tenant_id, p.space_id, ${seq} + row_number() OVER (ORDER BY p.pos), p.id, 'h', 'h' FROM writ_journal_pending p
+                      WHERE p.${scoped.replace(" AND space_id", " AND p.space_id")} AND p.at < ${Date.now() - 3_000_000}`);
+      const moved = await c.query(`DELETE FROM writ_journal_pending p WHERE p.${scoped.replace(" AND space_id", " AND p.space_id")} AND p.at < ${Date.now() - 3_000_000}`);
+      seq += moved.rowCount ?? 0;
     }
-    await c.query(`INSERT INTO writ_attempt_seqs (tenant_id, space_id, last_seq) VALUES ('${T}', '${S}', ${n}) ON CONFLICT (tenant_id, space_id) DO UPDATE SET last_seq = ${n}`);
+    await c.query(`UPDATE writ_attempt_seqs SET last_seq = ${attemptSeq} WHERE ${scoped}`);
     await c.query("VACUUM ANALYZE");
   } finally {
     await c.end();
@@ -125,7 +203,8 @@ export function perMinute(rates: readonly number[]): number[] {
 
 export async function benchGrowth(seconds = Number(process.env.WRIT_BENCH_GROWTH_SECS ?? 300), preloaded = Number(process.env.WRIT_BENCH_GROWTH_PRELOAD ?? 1_000_000)): Promise<GrowthResult> {
   const runs: GrowthRun[] = [];
-  const server = await pgServerOrNull();
+  // WRIT_BENCH_GROWTH_TEST_SERVER=0 skips the test server's run (comparisons of the private instance's runs only).
+  const server = process.env.WRIT_BENCH_GROWTH_TEST_SERVER === "0" ? null : await pgServerOrNull();
   if (server !== null) {
     const db = await freshDatabase();
     try {
@@ -144,11 +223,8 @@ export async function benchGrowth(seconds = Number(process.env.WRIT_BENCH_GROWTH
     if (preloaded > 0) {
       await inst.createDatabase("growth_preloaded");
       const url = inst.url("growth_preloaded");
-      const store = postgresStore({ url }, { max: 2 });
-      await store.migrate();
-      await store.close();
       const t0 = Date.now();
-      console.log(`  preloading ${preloaded} ended invocations ...`);
+      console.log(`  preloading ${preloaded} ended invocations (ids: ${PRELOAD_IDS}) ...`);
       await preload(url, preloaded);
       preloadSeconds = (Date.now() - t0) / 1000;
       const full = await runLoop(url, `private instance, PostgreSQL defaults, ${preloaded} ended invocations preloaded`, seconds);

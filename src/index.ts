@@ -9,6 +9,7 @@ import { signDecisionWith, verifyDecisionWith, type VerifyResult } from "./core/
 import { computeRequestDigest } from "./core/digest.js";
 import { WritError } from "./core/errors.js";
 import { base64url } from "./core/encoding.js";
+import { ID_RANDOM_BYTES, timeOrderedId } from "./core/ids.js";
 import { verifyStoredJournal, writeCheckpoint, type JournalVerification } from "./core/journal.js";
 import type { ArchiveTarget } from "./core/archive-format.js";
 import { checkSealWithinMs, sequencerFor } from "./core/sequencer.js";
@@ -120,7 +121,7 @@ export function signDecision(key: SigningKey, input: DecisionInput, ports: { clo
   if (typeof input !== "object" || input === null) throw new WritError("INVALID_ARGUMENT", "signDecision needs a decision payload object");
   const payload: DecisionPayload = {
     v: 1,
-    decisionId: input.decisionId ?? `dec_${base64url(random.bytes(16))}`,
+    decisionId: input.decisionId ?? timeOrderedId("dec_", clock.now(), random.bytes(ID_RANDOM_BYTES)),
     result: input.result,
     requestDigest: input.requestDigest,
     tenantId: input.tenantId,

@@ -8,7 +8,7 @@ import { DECISION_CHECKS, Refusal, checkApproval, checkAuthority, checkConnector
 import { stableId } from "./digest.js";
 import { verifyParsedAsync, type ParsedDecision } from "./decision.js";
 import { WritError, errorMessage, type OutcomeCode } from "./errors.js";
-import { base64url } from "./encoding.js";
+import { ID_RANDOM_BYTES, timeOrderedId } from "./ids.js";
 import { appendJournal, draft, unsealedEntries, type JournalDraft } from "./journal.js";
 import { sequencerFor } from "./sequencer.js";
 import type { Keyring } from "./keyring.js";
@@ -281,7 +281,7 @@ export function createBoundaryCore(options: BoundaryOptions): Boundary {
       /* a telemetry hook never changes an outcome */
     }
   };
-  const newId = (prefix: string): string => prefix + base64url(random.bytes(16));
+  const newId = (prefix: string): string => timeOrderedId(prefix, clock.now(), random.bytes(ID_RANDOM_BYTES));
   // One hash of (scope, action, idempotency key) names both the default invocation and the step keys.
   const keyHash = (scope: Scope, action: string, key: string): string => stableId(crypto, "", [scope.tenantId, scope.spaceId, action, key]);
   const stepKeyOf = (h: string, i: number): string => `writ-step-${h}-${i}`;

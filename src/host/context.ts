@@ -1,7 +1,7 @@
 /** What the host's parts share: options, the boundary, breakers, ids, events and journaled transitions. */
 import type { ActionDefinition } from "../core/action.js";
 import type { Boundary } from "../core/boundary.js";
-import { base64url } from "../core/encoding.js";
+import { ID_RANDOM_BYTES, timeOrderedId } from "../core/ids.js";
 import { errorMessage, isWritError } from "../core/errors.js";
 import { assertTransition } from "../core/invocation.js";
 import { appendJournal, draft, type JournalDraft } from "../core/journal.js";
@@ -70,7 +70,7 @@ export function makeContext(o: HostOptions, r: ResolvedHostOptions, boundary: Bo
     actions,
     breakers,
     log,
-    newId: (prefix) => prefix + base64url(o.random.bytes(16)),
+    newId: (prefix) => timeOrderedId(prefix, o.clock.now(), o.random.bytes(ID_RANDOM_BYTES)),
     emit,
     plan(inv, to, patch, opts = {}) {
       assertTransition(inv.status, to, inv.invocationId);

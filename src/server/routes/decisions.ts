@@ -4,7 +4,7 @@
  * consumed or executed. Callers then present the token to a boundary (here or elsewhere).
  */
 import { signDecisionWith } from "../../core/decision.js";
-import { base64url } from "../../core/encoding.js";
+import { ID_RANDOM_BYTES, timeOrderedId } from "../../core/ids.js";
 import type { DecisionPayload } from "../../core/types.js";
 import { ApiError } from "../errors.js";
 import { notFound, requestOf, type ServerContext } from "../context.js";
@@ -55,7 +55,7 @@ export function decisionRoutes(s: ServerContext): Route[] {
         }
         const payload: DecisionPayload = {
           v: 1,
-          decisionId: `dec_${base64url(s.random.bytes(16))}`,
+          decisionId: timeOrderedId("dec_", s.clock.now(), s.random.bytes(ID_RANDOM_BYTES)),
           result: verdict.result,
           requestDigest: dry.requestDigest,
           tenantId: request.tenantId,
