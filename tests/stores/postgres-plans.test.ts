@@ -19,6 +19,8 @@
  * - The archiver's journal prune (a batch of 500 entries) reaches the batch's documents by their
  *   ids: no sequential scan or hash of the journal, and buffers that do not follow the history; so
  *   does the seal's read of unsealed entries, even when the statistics say the journal is empty.
+ * - The lease check of every start and settlement finds the invocation by its key: a dozen
+ *   buffers, not a walk of every invocation its owner ran since the table's last vacuum.
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -153,6 +155,44 @@ describe.skipIf(server === null)("PostgreSQL hot statements on a long history", 
       expect(b.buffers, `${name}: ${s.buffers} buffers with ${HISTORY / 10} entries, ${b.buffers} with ${HISTORY}`).toBeLessThanOrEqual(Math.ceil(s.buffers * 1.25) + 8);
     }
     console.log(`[plans] journal prune of 500 entries, buffers ${HISTORY / 10} -> ${HISTORY} entries: ${figures.join(", ")}`);
+  });
+
+  it("the lease check finds the invocation by its key, whatever its owner ran since the last vacuum", async () => {
+    // A long history, vacuumed and analyzed while nothing was running (a preloaded database, or a
+    // quiet hour): to the planner, running invocations are rare. Then one worker ("w") runs and
+    // ends 20,000 more before the next vacuum (on a table this size a pass takes minutes): an
+    // index of running invocations keyed by their owner keeps a dead entry for each.
+    const c = await open();
+    await history(c, HISTORY);
+    await c.query(`DELETE FROM writ_invocations WHERE tenant_id = '${T}' AND status <> 'succeeded'`);
+    await c.query("VACUUM ANALYZE writ_invocations");
+    const recent = `tenant_id = '${T}' AND invocation_id LIKE 'recent_%'`;
+    await c.query(`INSERT INTO writ_invocations (tenant_id, space_id, invocation_id, action, idempotency_key, status, run_at, attempt_count, created_at, updated_at, doc)
+                   SELECT $1, $2, 'recent_' || g, 'a', 'recent' || g, 'queued', g, 0, g, g, '{}' FROM generate_series(1, 20000) AS g`, [T, S]);
+    await c.query(`UPDATE writ_invocations SET status = 'running', lease_owner = 'w', lease_token = 't' || invocation_id, lease_expires_at = run_at + 30000 WHERE ${recent}`);
+    await c.query(`UPDATE writ_invocations SET status = 'succeeded', lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL WHERE ${recent}`);
+    await c.query(`INSERT INTO writ_invocations (tenant_id, space_id, invocation_id, action, idempotency_key, status, run_at, lease_owner, lease_token, lease_expires_at, attempt_count, created_at, updated_at, doc)
+                   VALUES ($1, $2, 'live_w', 'a', 'live-w', 'running', 1, 'w', 'tw', 1e15::bigint, 1, 1, 1, '{}')`, [T, S]);
+    const args = [T, S, "live_w", "w", "tw"];
+    // Twice: the first call of a session also reads the catalog to compile the function.
+    await functionPlans(c, "SELECT writ_hold_lease($1, $2, $3, $4, $5) AS held", args);
+    const plans = await functionPlans(c, "SELECT writ_hold_lease($1, $2, $3, $4, $5) AS held", args);
+    // The statement inside the function that reads the invocations.
+    const reads = plans.filter((p) => p.nodes.some((n) => n.relation === "writ_invocations"));
+    expect(reads.length, JSON.stringify(plans)).toBe(1);
+    const read = reads[0]!;
+    console.log(`[plans] lease check after one owner ran 20,000 invocations since the last vacuum: ${read.buffers} buffers, ${JSON.stringify(read.nodes)}`);
+    // One probe of the primary key and the row, not a walk of the owner's ended invocations.
+    expect(read.nodes.filter((n) => n.relation === "writ_invocations").map((n) => n.index)).toEqual(["writ_invocations_pkey"]);
+    expect(read.buffers).toBeLessThanOrEqual(12);
+    // And it still answers the lease: held only with the owner and token of a running invocation.
+    const held = await c.query<{ held: boolean; other: boolean; token: boolean; ended: boolean; missing: boolean }>(
+      `SELECT writ_hold_lease($1, $2, 'live_w', 'w', 'tw') AS held, writ_hold_lease($1, $2, 'live_w', 'w2', 'tw') AS other,
+              writ_hold_lease($1, $2, 'live_w', 'w', 'tx') AS token, writ_hold_lease($1, $2, 'recent_5', 'w', 'trecent_5') AS ended,
+              writ_hold_lease($1, $2, 'nope', 'w', 'tw') AS missing`,
+      [T, S],
+    );
+    expect(held.rows[0]).toEqual({ held: true, other: false, token: false, ended: false, missing: false });
   });
 
   it("the seal's read of unsealed entries probes each document by id, even on statistics of an empty journal", async () => {

@@ -856,6 +856,77 @@ END
 $$;
 `;
 
+/**
+ * Lease checks by the primary key alone (docs/stores.md, "Hot statements and history"). The lease
+ * check of every start and settlement (`writ_hold_lease`) and the settlement's update of the
+ * invocation named the row by its key and by `status = 'running' AND lease_owner = ... AND
+ * lease_token = ...`. On statistics taken when (almost) nothing was running, the planner answered
+ * that from the partial index of running invocations' owners, believed nearly empty. That index
+ * keeps an entry for every invocation an owner ran until a vacuum removes it, and all of one
+ * worker's entries share one key, so each check walked every invocation the worker ran since the
+ * table's last vacuum, twice per invocation. On 1,000,000 ended invocations (where a vacuum pass
+ * takes minutes) the check's buffers per call grew by about 35 every 10 s and the host loop fell
+ * from 373/s to 107/s in 160 s (bench/prof-growth.ts). Both now name the row by its key alone,
+ * which no partial index can answer, and compare the lease on the locked row. The owners' index
+ * goes: only the heartbeat and a worker's release (a few statements a minute, not two per
+ * invocation) looked running invocations up by owner, and the lease-expiry index serves them.
+ */
+const LEASE_BY_KEY = `
+DROP INDEX writ_invocations_lease_owner;
+CREATE OR REPLACE FUNCTION writ_hold_lease(p_t text, p_s text, p_inv text, p_owner text, p_token text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE v_status text; v_owner text; v_token text;
+BEGIN
+  SELECT status, lease_owner, lease_token INTO v_status, v_owner, v_token FROM writ_invocations
+   WHERE tenant_id = p_t AND space_id = p_s AND invocation_id = p_inv
+     FOR UPDATE;
+  RETURN FOUND AND v_status = 'running' AND v_owner = p_owner AND v_token = p_token;
+END
+$$;
+-- The settlement's update: writ_hold_lease checked the lease on the row it locked, so the row is
+-- found by its key alone; its lease cannot have moved since.
+CREATE OR REPLACE FUNCTION writ_settle(p_t text, p_s text, p_inv text, p_owner text, p_token text, p_lease_inv text, p_locks bigint[],
+    p_step_index integer, p_step_status text, p_step_attempt text, p_step_connector text, p_step_ref text, p_step_doc json,
+    p_attempt text, p_attempt_inv text, p_attempt_state text, p_attempt_doc json,
+    p_action text, p_key text, p_idem_state text, p_idem_doc json,
+    p_write_inv boolean, p_status text, p_run_at bigint, p_lease_owner text, p_lease_token text, p_lease_expires_at bigint, p_attempt_count integer,
+    p_created_at bigint, p_updated_at bigint, p_deadline_at bigint, p_overdue_at bigint, p_inv_doc json,
+    p_rec text, p_rec_status text, p_rec_created_at bigint, p_rec_doc json,
+    p_ids text[], p_types text[], p_ats bigint[], p_docs json[]) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE v_rev bigint;
+BEGIN
+  IF p_owner IS NOT NULL AND NOT writ_hold_lease(p_t, p_s, p_lease_inv, p_owner, p_token) THEN
+    RAISE EXCEPTION 'lease lost on invocation %', p_lease_inv USING ERRCODE = 'WRLSE';
+  END IF;
+  PERFORM pg_advisory_xact_lock(k) FROM unnest(p_locks) AS k;
+  PERFORM writ_put_step(p_t, p_s, p_inv, p_step_index, p_step_status, p_step_attempt, p_step_connector, p_step_ref, p_step_doc);
+  UPDATE writ_attempts SET invocation_id = p_attempt_inv, state = p_attempt_state, doc = p_attempt_doc WHERE tenant_id = p_t AND space_id = p_s AND attempt_id = p_attempt;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'no attempt % in this scope', p_attempt USING ERRCODE = 'WRNFD';
+  END IF;
+  INSERT INTO writ_idempotency (tenant_id, space_id, action, idempotency_key, state, doc) VALUES (p_t, p_s, p_action, p_key, p_idem_state, p_idem_doc)
+  ON CONFLICT (tenant_id, space_id, action, idempotency_key) DO UPDATE SET state = excluded.state, doc = excluded.doc;
+  IF p_write_inv THEN
+    UPDATE writ_invocations SET status = p_status, run_at = p_run_at, lease_owner = p_lease_owner, lease_token = p_lease_token, lease_expires_at = p_lease_expires_at,
+           attempt_count = p_attempt_count, created_at = p_created_at, updated_at = p_updated_at, deadline_at = p_deadline_at, overdue_at = p_overdue_at,
+           doc = p_inv_doc, rev = rev + 1
+     WHERE tenant_id = p_t AND space_id = p_s AND invocation_id = p_lease_inv AND p_owner IS NOT NULL
+    RETURNING rev INTO v_rev;
+    IF NOT FOUND THEN
+      RAISE EXCEPTION 'lease lost on invocation %', p_lease_inv USING ERRCODE = 'WRLSE';
+    END IF;
+  END IF;
+  IF p_rec IS NOT NULL THEN
+    INSERT INTO writ_reconciliations (tenant_id, space_id, reconciliation_id, invocation_id, status, created_at, doc, rev)
+    VALUES (p_t, p_s, p_rec, p_lease_inv, p_rec_status, p_rec_created_at, p_rec_doc, 1);
+  END IF;
+  PERFORM writ_put_unsealed(p_t, p_s, p_ids, p_types, p_ats, p_docs);
+  RETURN v_rev;
+END
+$$;
+`;
+
 /** All migrations, ascending by version. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, name: "initial_schema", sql: INITIAL_SCHEMA },
@@ -876,6 +947,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 16, name: "claim_in_batch", sql: CLAIM_IN_BATCH },
   { version: 17, name: "plpgsql_hot_functions", sql: PLPGSQL_HOT_FUNCTIONS },
   { version: 18, name: "unsealed_by_id", sql: UNSEALED_BY_ID },
+  { version: 19, name: "lease_by_key", sql: LEASE_BY_KEY },
 ];
 
 /** The schema version this build creates and expects. */
