@@ -180,10 +180,12 @@ export async function preload(url: string, n: number): Promise<void> {
           ...args, e.id, inv, att.attempt_id, e.type, JSON.stringify(e.doc), dec,
         ]);
       }
-      await c.query(`INSERT INTO writ_journal_chain (tenant_id, space_id, seq, id, prev_hash, hash)
-                     SELECT p.tenant_id, p.space_id, ${seq} + row_number() OVER (ORDER BY p.pos), p.id, 'h', 'h' FROM writ_journal_pending p
-                      WHERE p.${scoped.replace(" AND space_id", " AND p.space_id")} AND p.at < ${Date.now() - 3_000_000}`);
-      const moved = await c.query(`DELETE FROM writ_journal_pending p WHERE p.${scoped.replace(" AND space_id", " AND p.space_id")} AND p.at < ${Date.now() - 3_000_000}`);
+      // The copies' entries (dated at or before the preload's newest moment, unlike the sample's
+      // own) leave the queue and become links after the chain's head, in one statement.
+      const moved = await c.query(`WITH moved AS (
+                       DELETE FROM writ_journal_pending WHERE ${scoped} AND at <= ${start + span} RETURNING tenant_id, space_id, pos, id)
+                     INSERT INTO writ_journal_chain (tenant_id, space_id, seq, id, prev_hash, hash)
+                     SELECT tenant_id, space_id, ${seq} + row_number() OVER (ORDER BY pos), id, 'h', 'h' FROM moved`);
       seq += moved.rowCount ?? 0;
     }
     await c.query(`UPDATE writ_attempt_seqs SET last_seq = ${attemptSeq} WHERE ${scoped}`);
