@@ -152,8 +152,13 @@ describe.skipIf(server === null)("the sequencer on postgres", () => {
       await holder.query("COMMIT"); // the lock is free again; the writer is dead
       // Durable at commit: nothing lost. Most entries are not chained yet; a seal statement the
       // writer sent before it died may still run on the server once the lock is free (a seal is
-      // one statement that checks the head it was computed on), so some may be.
-      const before = await store.transact(async (tx) => [await tx.listUnsealed(scope), await tx.readJournal(scope)] as const);
+      // one statement that checks the head it was computed on), so some may be. The read takes the
+      // scope's journal lock first: each statement of a transaction reads its own snapshot, so a
+      // seal committing between the two reads would show its entries in both (or in neither).
+      const before = await store.transact(async (tx) => {
+        await tx.lock(scope, ["journal"]);
+        return [await tx.listUnsealed(scope), await tx.readJournal(scope)] as const;
+      });
       expect([...before[0].map((u) => u.id), ...before[1].map((e) => e.id)].sort()).toEqual([...committed].sort());
       expect(before[0].length).toBeGreaterThan(0);
       // After the restart, another process's sequencer seals them within its bound.
