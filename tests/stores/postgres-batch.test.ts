@@ -9,6 +9,8 @@
  * - a member refused by the server (lost lease) or by the client (text PostgreSQL cannot store)
  *   fails alone; the others start, numbered without gaps;
  * - `batchMax: 1` sends every call in its own statement (no `writ_batch`);
+ * - with `batchesInFlight: 2`, two `writ_batch` statements are on their way at once, and every
+ *   member answers as with one (refused ones alone, the others numbered without gaps);
  * - seals of several scopes in one statement apply alone: a stale head answers false, a seal of
  *   entries already sealed fails with CONFLICT, the others seal, and every chain verifies;
  * - `claimPrepared` (the claim with each invocation's prepare read, one statement) answers what
@@ -42,10 +44,12 @@ import { freshDatabase, type FreshDatabase } from "../helpers/pg.js";
 type BatchFault = { kind: "fail" } | { kind: "deadlock"; member: number };
 
 /** A pool that counts the statements its clients run, by prepared-statement name, and injects `fault`. */
-function countingPool(url: string): { pool: pg.Pool; counts: Map<string, number>; fault: { next: BatchFault | null } } {
+function countingPool(url: string): { pool: pg.Pool; counts: Map<string, number>; fault: { next: BatchFault | null }; batches: { now: number; most: number } } {
   const pool = new pg.Pool({ connectionString: url, max: 4 });
   const counts = new Map<string, number>();
   const fault: { next: BatchFault | null } = { next: null };
+  /** `writ_batch` statements on their way now, and the most at once. */
+  const batches = { now: 0, most: 0 };
   pool.on("connect", (client) => {
     const query = client.query.bind(client) as (...a: unknown[]) => Promise<{ rows: Array<{ out: unknown[] }> }>;
     (client as unknown as { query: (...a: unknown[]) => unknown }).query = async (...a: unknown[]) => {
@@ -53,6 +57,14 @@ function countingPool(url: string): { pool: pg.Pool; counts: Map<string, number>
       const name = typeof q === "object" && q !== null && typeof q.name === "string" ? q.name : "other";
       counts.set(name, (counts.get(name) ?? 0) + 1);
       const f = fault.next;
+      if (name === "writ_t_batch" && f === null) {
+        batches.most = Math.max(batches.most, ++batches.now);
+        try {
+          return await query(...a);
+        } finally {
+          batches.now -= 1;
+        }
+      }
       if (name !== "writ_t_batch" || f === null || typeof q !== "object") return query(...a);
       fault.next = null;
       if (f.kind === "fail") throw Object.assign(new Error("injected: connection lost before the batch reached the server"), { code: "08006" });
@@ -63,7 +75,7 @@ function countingPool(url: string): { pool: pg.Pool; counts: Map<string, number>
       return r;
     };
   });
-  return { pool, counts, fault };
+  return { pool, counts, fault, batches };
 }
 
 describe("postgres batches", () => {
@@ -73,9 +85,9 @@ describe("postgres batches", () => {
   });
   afterAll(async () => db.drop());
 
-  async function run(batchMax: number): Promise<{ counts: Map<string, number>; results: PromiseSettledResult<unknown>[]; seqs: number[] }> {
-    const { pool, counts } = countingPool(db.url);
-    const store: Store = postgresStore({ pool }, { batchMax, analyzeEveryMs: 0 });
+  async function run(batchMax: number, batchesInFlight = 1): Promise<{ counts: Map<string, number>; results: PromiseSettledResult<unknown>[]; seqs: number[]; mostAtOnce: number }> {
+    const { pool, counts, batches } = countingPool(db.url);
+    const store: Store = postgresStore({ pool }, { batchMax, batchesInFlight, analyzeEveryMs: 0 });
     try {
       const scope = newScope();
       const runs = [];
@@ -90,7 +102,7 @@ describe("postgres batches", () => {
       const t = transitionsOf(store);
       const results = await Promise.allSettled(inputs.map((input) => t.begin(scope, input)));
       const seqs = results.flatMap((r) => (r.status === "fulfilled" && r.value.started ? [r.value.seq] : []));
-      return { counts: new Map(counts), results, seqs };
+      return { counts: new Map(counts), results, seqs, mostAtOnce: batches.most };
     } finally {
       await store.close();
       await pool.end();
@@ -104,6 +116,19 @@ describe("postgres batches", () => {
     console.log(`[postgres-batch] 24 concurrent begins: ${batches} writ_batch + ${singles} single statements`);
     expect(batches).toBeGreaterThan(0);
     expect(batches + singles).toBeLessThanOrEqual(6);
+    const r5 = results[5]!;
+    expect(r5.status === "rejected" && isWritError(r5.reason, "LEASE_LOST")).toBe(true);
+    const r9 = results[9]!;
+    expect(r9.status === "rejected" && isWritError(r9.reason, "INVALID_ARGUMENT")).toBe(true);
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(22);
+    expect([...seqs].sort((a, b) => a - b)).toEqual(Array.from({ length: 22 }, (_, i) => i + 1));
+  });
+
+  it("with two batches in flight, 24 concurrent begins answer as with one: the refused ones fail alone, the others number without gaps", async () => {
+    // batchMax 4: the first call goes alone, the next 23 queue; two batches of 4 then leave at once.
+    const { counts, results, seqs, mostAtOnce } = await run(4, 2);
+    console.log(`[postgres-batch] batchesInFlight 2: ${counts.get("writ_t_batch") ?? 0} writ_batch + ${counts.get("writ_t_begin") ?? 0} single statements, ${mostAtOnce} batches at once`);
+    expect(mostAtOnce).toBe(2);
     const r5 = results[5]!;
     expect(r5.status === "rejected" && isWritError(r5.reason, "LEASE_LOST")).toBe(true);
     const r9 = results[9]!;

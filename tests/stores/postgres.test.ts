@@ -639,6 +639,7 @@ describe.skipIf(server === null)("postgres store", () => {
       expect(e1.message).not.toContain(secret);
       expect(bad(() => postgresStore({ url: db.url }, { max: 0 })).message).toContain("max");
       expect(bad(() => postgresStore({ url: db.url }, { autoMigrate: "yes" as unknown as boolean })).message).toContain("autoMigrate");
+      for (const n of [0, 9, 1.5]) expect(bad(() => postgresStore({ url: db.url }, { batchesInFlight: n })).message).toContain("`batchesInFlight` must be an integer from 1 to 8");
     });
   });
 

@@ -108,6 +108,15 @@ export interface PostgresStoreOptions {
    */
   batchLingerMs?: number;
   /**
+   * How many batch statements may be on their way to the server at once (each on a connection
+   * of its own). Calls that queue while that many are in flight wait for the first to answer
+   * and go together in the next. Members of two batches in flight never touch the same
+   * invocation's transition in the wrong order (a call is queued only after the one before it
+   * answered), and batches take their locks in one order (docs/stores.md, "Batches").
+   * @defaultValue 1
+   */
+  batchesInFlight?: number;
+  /**
    * How long (ms) a statement may go unanswered before it fails with `STORE_ERROR` and its
    * connection is discarded (node-postgres `query_timeout`, a client-side deadline). It is what
    * finds a server that vanished silently mid-statement (a network partition drops packets;
@@ -149,6 +158,7 @@ export interface ResolvedPostgresOptions {
   queueVacuumRows: number;
   batchMax: number;
   batchLingerMs: number;
+  batchesInFlight: number;
   applicationName: string;
   clockSampleMs: number;
   queryTimeoutMs: number;
@@ -168,6 +178,7 @@ export const POSTGRES_DEFAULTS = {
   queueVacuumRows: 1_000,
   batchMax: 32,
   batchLingerMs: 0,
+  batchesInFlight: 1,
   applicationName: "writ",
   clockSampleMs: 10_000,
   queryTimeoutMs: 30_000,
@@ -249,6 +260,7 @@ export function resolvePostgresOptions(opts: PostgresStoreOptions = {}): Resolve
     queueVacuumRows: intOption("queueVacuumRows", opts.queueVacuumRows, POSTGRES_DEFAULTS.queueVacuumRows, 0),
     batchMax: intOption("batchMax", opts.batchMax, POSTGRES_DEFAULTS.batchMax, 1, 60),
     batchLingerMs: intOption("batchLingerMs", opts.batchLingerMs, POSTGRES_DEFAULTS.batchLingerMs, 0, 1000),
+    batchesInFlight: intOption("batchesInFlight", opts.batchesInFlight, POSTGRES_DEFAULTS.batchesInFlight, 1, 8),
     applicationName,
     clockSampleMs: intOption("clockSampleMs", opts.clockSampleMs, POSTGRES_DEFAULTS.clockSampleMs, 100),
     queryTimeoutMs: intOption("queryTimeoutMs", opts.queryTimeoutMs, POSTGRES_DEFAULTS.queryTimeoutMs, 0, NO_DEADLINE_MS),

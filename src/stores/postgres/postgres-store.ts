@@ -298,7 +298,7 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
       ),
   });
   let guarded: PostgresStore | undefined;
-  const base = postgresTransitions(runStatement, (scope) => hintJournal([scope]), () => genericTransitions(guarded!), { batchMax: opts.batchMax, batchLingerMs: opts.batchLingerMs });
+  const base = postgresTransitions(runStatement, (scope) => hintJournal([scope]), () => genericTransitions(guarded!), { batchMax: opts.batchMax, batchLingerMs: opts.batchLingerMs, batchesInFlight: opts.batchesInFlight });
   // Every seal leaves dead rows in the pending queue: counted toward its next vacuum.
   const sealIfHead = base.sealIfHead?.bind(base);
   const sealIfHeadMany = base.sealIfHeadMany?.bind(base);

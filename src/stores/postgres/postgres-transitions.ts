@@ -365,6 +365,8 @@ export interface BatchingOptions {
   batchMax: number;
   /** How long the first call of a batch waits for company (0: never). */
   batchLingerMs: number;
+  /** Batch statements on their way at once (1 by default). */
+  batchesInFlight?: number;
 }
 
 /**
@@ -443,7 +445,7 @@ export function postgresTransitions(
   };
 
   const queue = batching.batchMax > 1
-    ? coalescer<Call, unknown>(many, { maxBatch: batching.batchMax, lingerMs: batching.batchLingerMs, setTimer: (ms, cb) => {
+    ? coalescer<Call, unknown>(many, { maxBatch: batching.batchMax, lingerMs: batching.batchLingerMs, maxInFlight: batching.batchesInFlight ?? 1, setTimer: (ms, cb) => {
         const t = setTimeout(cb, ms);
         return () => clearTimeout(t);
       } })
