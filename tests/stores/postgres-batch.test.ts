@@ -109,6 +109,16 @@ describe("postgres batches", () => {
     }
   }
 
+  /** Member 5 (stale lease) and member 9 (a NUL) fail alone; the 22 others start, numbered 1..22. */
+  function expectAloneFailures(results: PromiseSettledResult<unknown>[], seqs: number[]): void {
+    const r5 = results[5]!;
+    expect(r5.status === "rejected" && isWritError(r5.reason, "LEASE_LOST")).toBe(true);
+    const r9 = results[9]!;
+    expect(r9.status === "rejected" && isWritError(r9.reason, "INVALID_ARGUMENT")).toBe(true);
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(22);
+    expect([...seqs].sort((a, b) => a - b)).toEqual(Array.from({ length: 22 }, (_, i) => i + 1));
+  }
+
   it("24 concurrent begins go in a few writ_batch statements; the refused ones fail alone", async () => {
     const { counts, results, seqs } = await run(32);
     const batches = counts.get("writ_t_batch") ?? 0;
@@ -116,12 +126,7 @@ describe("postgres batches", () => {
     console.log(`[postgres-batch] 24 concurrent begins: ${batches} writ_batch + ${singles} single statements`);
     expect(batches).toBeGreaterThan(0);
     expect(batches + singles).toBeLessThanOrEqual(6);
-    const r5 = results[5]!;
-    expect(r5.status === "rejected" && isWritError(r5.reason, "LEASE_LOST")).toBe(true);
-    const r9 = results[9]!;
-    expect(r9.status === "rejected" && isWritError(r9.reason, "INVALID_ARGUMENT")).toBe(true);
-    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(22);
-    expect([...seqs].sort((a, b) => a - b)).toEqual(Array.from({ length: 22 }, (_, i) => i + 1));
+    expectAloneFailures(results, seqs);
   });
 
   it("with two batches in flight, 24 concurrent begins answer as with one: the refused ones fail alone, the others number without gaps", async () => {
@@ -129,12 +134,7 @@ describe("postgres batches", () => {
     const { counts, results, seqs, mostAtOnce } = await run(4, 2);
     console.log(`[postgres-batch] batchesInFlight 2: ${counts.get("writ_t_batch") ?? 0} writ_batch + ${counts.get("writ_t_begin") ?? 0} single statements, ${mostAtOnce} batches at once`);
     expect(mostAtOnce).toBe(2);
-    const r5 = results[5]!;
-    expect(r5.status === "rejected" && isWritError(r5.reason, "LEASE_LOST")).toBe(true);
-    const r9 = results[9]!;
-    expect(r9.status === "rejected" && isWritError(r9.reason, "INVALID_ARGUMENT")).toBe(true);
-    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(22);
-    expect([...seqs].sort((a, b) => a - b)).toEqual(Array.from({ length: 22 }, (_, i) => i + 1));
+    expectAloneFailures(results, seqs);
   });
 
   it("batchMax 1 sends each call alone", async () => {
