@@ -57,6 +57,12 @@ export interface CostResult {
   ratios: { nodeCpu: number; pgCpu: number; totalCpu: number; wal: number };
   /** Writ's write-ahead log per item by relation (bytes, records), largest first; null without pg_walinspect. */
   walByRelation: Array<{ relation: string; records: number; bytes: number }> | null;
+  /**
+   * The same log by record type (`pg_get_wal_stats`): records, their bytes and their full-page
+   * images' bytes per item, largest first (speculative inserts' confirmations, row locks and
+   * multixacts show here, not by relation); null without pg_walinspect.
+   */
+  walByRecordType: Array<{ type: string; records: number; bytes: number; fpiBytes: number }> | null;
   loadavg: number[];
 }
 
@@ -155,7 +161,9 @@ async function drive(side: Side, done: ReturnType<typeof counter>, from: number,
   await done.atLeast(from + count);
 }
 
-async function measure(kind: "writ" | "graphile", url: string, admin: pg.Pool, walByRelation: boolean): Promise<{ round: CostRound; byRelation: CostResult["walByRelation"] }> {
+type WalDetail = Pick<CostResult, "walByRelation" | "walByRecordType">;
+
+async function measure(kind: "writ" | "graphile", url: string, admin: pg.Pool, walDetail: boolean): Promise<{ round: CostRound; wal: WalDetail | null }> {
   const done = counter();
   const side = kind === "writ" ? await openWrit(url, () => done.inc()) : await openGraphile(url, () => done.inc());
   try {
@@ -176,26 +184,32 @@ async function measure(kind: "writ" | "graphile", url: string, admin: pg.Pool, w
       pgCpuMs: (b1 - b0) / ITEMS,
       walBytes: (await walBetween(admin, w0, w1)) / ITEMS,
     };
-    return { round, byRelation: walByRelation ? await walPerRelation(admin, w0, w1) : null };
+    return { round, wal: walDetail ? await walDetailOf(admin, w0, w1) : null };
   } finally {
     await side.stop();
   }
 }
 
-/** The log between two positions by relation (pg_walinspect), per item; null when the extension is missing. */
-async function walPerRelation(admin: pg.Pool, from: string, to: string): Promise<CostResult["walByRelation"]> {
+/** The log between two positions by relation and by record type (pg_walinspect), per item; null when the extension is missing. */
+async function walDetailOf(admin: pg.Pool, from: string, to: string): Promise<WalDetail | null> {
   try {
     await admin.query("CREATE EXTENSION IF NOT EXISTS pg_walinspect");
   } catch {
     return null;
   }
+  const byType = await admin.query<{ k: string; n: string; bytes: string; fpi: string }>(
+    `SELECT "resource_manager/record_type" AS k, count AS n, record_size AS bytes, fpi_size AS fpi
+       FROM pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, true) WHERE count > 0 ORDER BY combined_size DESC LIMIT 20`,
+    [from, to],
+  );
+  const walByRecordType = byType.rows.map((r) => ({ type: r.k, records: Number(r.n) / ITEMS, bytes: Number(r.bytes) / ITEMS, fpiBytes: Number(r.fpi) / ITEMS }));
   const { rows } = await admin.query<{ rel: string; n: string; bytes: string }>(
     `WITH r AS (SELECT record_length, resource_manager, (regexp_match(block_ref, 'rel \\d+/\\d+/(\\d+)'))[1]::oid AS fn FROM pg_get_wal_records_info($1::pg_lsn, $2::pg_lsn))
      SELECT coalesce(c.relname, r.resource_manager) AS rel, count(*) AS n, sum(record_length) AS bytes
        FROM r LEFT JOIN pg_class c ON c.relfilenode = r.fn GROUP BY 1 ORDER BY 3 DESC LIMIT 30`,
     [from, to],
   );
-  return rows.map((r) => ({ relation: r.rel, records: Number(r.n) / ITEMS, bytes: Number(r.bytes) / ITEMS }));
+  return { walByRelation: rows.map((r) => ({ relation: r.rel, records: Number(r.n) / ITEMS, bytes: Number(r.bytes) / ITEMS })), walByRecordType };
 }
 
 function medianRound(rs: CostRound[]): CostRound {
@@ -212,7 +226,7 @@ export async function benchCost(rounds: number): Promise<CostResult | null> {
   if ((await pgServerOrNull()) === null) return null;
   const load = loadavg();
   const rs: CostResult["rounds"] = [];
-  let walByRelation: CostResult["walByRelation"] = null;
+  let wal: WalDetail = { walByRelation: null, walByRecordType: null };
   try {
     for (let i = 0; i < rounds; i++) {
       // A fresh database per system and round: neither pays for the other's history.
@@ -224,7 +238,7 @@ export async function benchCost(rounds: number): Promise<CostResult | null> {
         try {
           const m = await measure(kind, db.url, admin, kind === "writ" && i === 0);
           out[kind] = m.round;
-          if (m.byRelation !== null) walByRelation = m.byRelation;
+          if (m.wal !== null) wal = m.wal;
         } finally {
           await admin.end();
           await db.drop();
@@ -247,7 +261,7 @@ export async function benchCost(rounds: number): Promise<CostResult | null> {
       totalCpu: (writ.nodeCpuMs + writ.pgCpuMs) / (graphile.nodeCpuMs + graphile.pgCpuMs),
       wal: writ.walBytes / graphile.walBytes,
     },
-    walByRelation,
+    ...wal,
     loadavg: [...load, ...loadavg()],
   };
 }

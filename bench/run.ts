@@ -160,6 +160,7 @@ if (want("cost")) {
     console.log(line("graphile-worker", r.medians.graphile));
     console.log(`  Writ / graphile-worker: Node CPU ${r.ratios.nodeCpu.toFixed(2)}, PostgreSQL CPU ${r.ratios.pgCpu.toFixed(2)}, total CPU ${r.ratios.totalCpu.toFixed(2)}, WAL ${r.ratios.wal.toFixed(1)}`);
     if (r.walByRelation) console.log(`  Writ's WAL by relation (B per item): ${r.walByRelation.slice(0, 10).map((w) => `${w.relation} ${fmt(w.bytes)}`).join(", ")}`);
+    if (r.walByRecordType) console.log(`  Writ's WAL by record type (records / B per item): ${r.walByRecordType.slice(0, 10).map((w) => `${w.type} ${w.records.toFixed(2)} / ${fmt(w.bytes + w.fpiBytes)}`).join(", ")}`);
     console.log("  ->", writeResult("cost", r));
   }
 }
