@@ -52,7 +52,7 @@ function ser(v: unknown, path: string, depth: number): string {
       // Every own property, not only enumerable ones: a hidden property must not escape the digest.
       const keys = Object.getOwnPropertyNames(v);
       // RFC 8785 3.2.3: sort by UTF-16 code units, which is JS's default string comparison.
-      keys.sort();
+      sortKeys(keys);
       let out = "{";
       let first = true;
       for (const k of keys) {
@@ -243,7 +243,7 @@ function fast(v: unknown, depth: number): string {
   }
   const o = v as Record<string, unknown>;
   const keys = Object.keys(o);
-  if (keys.length > 1) keys.sort();
+  sortKeys(keys);
   let out = "{";
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i]!;
@@ -269,6 +269,29 @@ export function canonicalizeFields(keys: readonly string[], values: readonly unk
     out += (i > 0 ? "," : "") + quoteKey(k) + fast(item, 1);
   }
   return out + "}";
+}
+
+/**
+ * Sorts property names in place by UTF-16 code units (what `Array.prototype.sort` does with no
+ * comparator, and what `<` compares on strings). The few keys of a record are insertion-sorted:
+ * no scratch array is allocated, as the built-in sort does for every call; many keys take the
+ * built-in sort. The keys of one object are distinct, so the order is the same either way.
+ */
+function sortKeys(keys: string[]): void {
+  const n = keys.length;
+  if (n > 16) {
+    keys.sort();
+    return;
+  }
+  for (let i = 1; i < n; i++) {
+    const k = keys[i]!;
+    let j = i - 1;
+    while (j >= 0 && keys[j]! > k) {
+      keys[j + 1] = keys[j]!;
+      j--;
+    }
+    keys[j + 1] = k;
+  }
 }
 
 // Keys repeat endlessly (tenantId, seq, ...): quote each once.
