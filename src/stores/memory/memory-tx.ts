@@ -54,6 +54,11 @@ export class MemoryTx implements StoreTx {
     return this.#w.wake;
   }
 
+  /** True when the committed transaction wrote unsealed journal entries. */
+  get journaledAny(): boolean {
+    return this.#w.journaled.size > 0;
+  }
+
   /** The scopes the committed transaction wrote unsealed journal entries to. */
   get journaled(): Scope[] {
     return [...this.#w.journaled.values()];
