@@ -27,7 +27,8 @@ export function insertUnsealed(w: Work, scope: Scope, entries: UnsealedEntry[]):
   if (written.length === 0) return written;
   // Keyed by the two ids, the first one's length first (no two scopes share a key).
   const key = `${scope.tenantId.length}:${scope.tenantId}${scope.spaceId}`;
-  if (!w.journaled.has(key)) w.journaled.set(key, { tenantId: scope.tenantId, spaceId: scope.spaceId });
+  const journaled = (w.journaled ??= new Map());
+  if (!journaled.has(key)) journaled.set(key, { tenantId: scope.tenantId, spaceId: scope.spaceId });
   w.undo.push(() => {
     sd.unsealed.length = before;
     for (const id of written) sd.journalIds.delete(id);
