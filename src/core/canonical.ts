@@ -52,7 +52,7 @@ function ser(v: unknown, path: string, depth: number): string {
       // Every own property, not only enumerable ones: a hidden property must not escape the digest.
       const keys = Object.getOwnPropertyNames(v);
       // RFC 8785 3.2.3: sort by UTF-16 code units, which is JS's default string comparison.
-      keys.sort();
+      sortKeys(keys);
       let out = "{";
       let first = true;
       for (const k of keys) {
@@ -83,7 +83,7 @@ function ser(v: unknown, path: string, depth: number): string {
  */
 export function parseJsonStrict(text: string, maxDepth = 64): unknown {
   const p = new StrictParser(text, maxDepth);
-  const v = p.value(0, "$");
+  const v = p.value(0);
   p.ws();
   if (p.i !== text.length) p.err("unexpected trailing characters");
   return v;
@@ -95,6 +95,8 @@ class StrictParser {
   i = 0;
   readonly s: string;
   readonly maxDepth: number;
+  /** The keys and indices from the root to the value being parsed: its path is built only for a message. */
+  readonly segs: Array<string | number> = [];
   constructor(s: string, maxDepth: number) {
     this.s = s;
     this.maxDepth = maxDepth;
@@ -110,12 +112,18 @@ class StrictParser {
       else break;
     }
   }
-  value(depth: number, path: string): unknown {
+  /** The path of the value being parsed (`$`, `$.a`, `$.a[0]`). */
+  path(): string {
+    let p = "$";
+    for (const s of this.segs) p += typeof s === "number" ? `[${s}]` : `.${s}`;
+    return p;
+  }
+  value(depth: number): unknown {
     if (depth > this.maxDepth) this.err(`nesting deeper than ${this.maxDepth}`);
     this.ws();
     const c = this.s[this.i];
-    if (c === "{") return this.object(depth, path);
-    if (c === "[") return this.array(depth, path);
+    if (c === "{") return this.object(depth);
+    if (c === "[") return this.array(depth);
     if (c === '"') return this.string();
     if (c === "t") return this.lit("true", true);
     if (c === "f") return this.lit("false", false);
@@ -164,7 +172,7 @@ class StrictParser {
     }
     return this.err("unterminated string");
   }
-  array(depth: number, path: string): unknown[] {
+  array(depth: number): unknown[] {
     this.i++;
     const out: unknown[] = [];
     this.ws();
@@ -173,7 +181,9 @@ class StrictParser {
       return out;
     }
     for (;;) {
-      out.push(this.value(depth + 1, `${path}[${out.length}]`));
+      this.segs.push(out.length);
+      out.push(this.value(depth + 1));
+      this.segs.pop();
       this.ws();
       const c = this.s[this.i++];
       if (c === "]") return out;
@@ -183,10 +193,9 @@ class StrictParser {
       }
     }
   }
-  object(depth: number, path: string): Record<string, unknown> {
+  object(depth: number): Record<string, unknown> {
     this.i++;
     const out: Record<string, unknown> = {};
-    const seen = new Set<string>();
     this.ws();
     if (this.s[this.i] === "}") {
       this.i++;
@@ -196,15 +205,17 @@ class StrictParser {
       this.ws();
       if (this.s[this.i] !== '"') this.err("expected a string key");
       const k = this.string();
-      if (k === "__proto__") this.err(`__proto__ key at ${path}`);
-      if (seen.has(k)) this.err(`duplicate key ${JSON.stringify(k)} at ${path}`);
-      seen.add(k);
+      if (k === "__proto__") this.err(`__proto__ key at ${this.path()}`);
+      // Every key read so far is an own property of `out` (`__proto__` never is one).
+      if (Object.prototype.hasOwnProperty.call(out, k)) this.err(`duplicate key ${JSON.stringify(k)} at ${this.path()}`);
       this.ws();
       if (this.s[this.i++] !== ":") {
         this.i--;
         this.err("expected :");
       }
-      out[k] = this.value(depth + 1, `${path}.${k}`);
+      this.segs.push(k);
+      out[k] = this.value(depth + 1);
+      this.segs.pop();
       this.ws();
       const c = this.s[this.i++];
       if (c === "}") return out;
@@ -243,7 +254,7 @@ function fast(v: unknown, depth: number): string {
   }
   const o = v as Record<string, unknown>;
   const keys = Object.keys(o);
-  if (keys.length > 1) keys.sort();
+  sortKeys(keys);
   let out = "{";
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i]!;
@@ -269,6 +280,29 @@ export function canonicalizeFields(keys: readonly string[], values: readonly unk
     out += (i > 0 ? "," : "") + quoteKey(k) + fast(item, 1);
   }
   return out + "}";
+}
+
+/**
+ * Sorts property names in place by UTF-16 code units (what `Array.prototype.sort` does with no
+ * comparator, and what `<` compares on strings). The few keys of a record are insertion-sorted:
+ * no scratch array is allocated, as the built-in sort does for every call; many keys take the
+ * built-in sort. The keys of one object are distinct, so the order is the same either way.
+ */
+function sortKeys(keys: string[]): void {
+  const n = keys.length;
+  if (n > 16) {
+    keys.sort();
+    return;
+  }
+  for (let i = 1; i < n; i++) {
+    const k = keys[i]!;
+    let j = i - 1;
+    while (j >= 0 && keys[j]! > k) {
+      keys[j + 1] = keys[j]!;
+      j--;
+    }
+    keys[j + 1] = k;
+  }
 }
 
 // Keys repeat endlessly (tenantId, seq, ...): quote each once.

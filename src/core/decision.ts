@@ -39,11 +39,13 @@ function nonEmpty(v: unknown, max = 512): v is string {
   return typeof v === "string" && v.length > 0 && v.length <= max;
 }
 
+const REQUIRED_STRINGS = ["decisionId", "requestDigest", "tenantId", "spaceId", "authorityRef", "policyRef"] as const;
+
 function checkPayload(p: unknown): string | DecisionPayload {
   if (!isObj(p)) return "payload is not a JSON object";
   for (const k of Object.keys(p)) if (!PAYLOAD_FIELDS.has(k)) return `payload has an unknown field ${k}`;
   if (p.v !== 1) return "payload v must be 1";
-  for (const k of ["decisionId", "requestDigest", "tenantId", "spaceId", "authorityRef", "policyRef"] as const) {
+  for (const k of REQUIRED_STRINGS) {
     if (!nonEmpty(p[k])) return `payload ${k} must be a non-empty string`;
   }
   if (typeof p.result !== "string" || !(DECISION_RESULTS as readonly string[]).includes(p.result)) return "payload result must be ALLOW, DENY or REQUIRE_APPROVAL";
@@ -107,7 +109,7 @@ export function parseDecision(token: unknown): ParseResult {
   if (typeof checked === "string") return { ok: false, message: checked };
   return {
     ok: true,
-    value: { header: header as unknown as DecisionHeader, payload: checked, signingInput: utf8(`${h}.${p}`), signature: sig },
+    value: { header: header as unknown as DecisionHeader, payload: checked, signingInput: utf8(token.slice(0, h.length + 1 + p.length)), signature: sig },
   };
 }
 

@@ -143,9 +143,11 @@ export function chain(crypto: CryptoPort, scope: Scope, head: { seq: number; has
   const sealed: JournalEntry[] = [];
   for (const u of pending) {
     seq += 1;
-    const e: Omit<JournalEntry, "hash"> = { tenantId: scope.tenantId, spaceId: scope.spaceId, seq, id: u.id, at: u.at, type: u.type, refs: u.refs, data: u.data, prevHash };
+    // One object per entry: its hash is filled in after it is computed (the hash does not read it).
+    const e: JournalEntry = { tenantId: scope.tenantId, spaceId: scope.spaceId, seq, id: u.id, at: u.at, type: u.type, refs: u.refs, data: u.data, prevHash, hash: "" };
     const hash = entryHash(crypto, e);
-    sealed.push({ ...e, hash });
+    e.hash = hash;
+    sealed.push(e);
     prevHash = hash;
   }
   return sealed;

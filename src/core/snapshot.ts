@@ -13,62 +13,90 @@ import { loneSurrogateAt } from "./text.js";
 
 const MAX_DEPTH = 128;
 
+/**
+ * A refusal on its way out. Paths are built only on failure: `suffix` is the path below the value
+ * where it was thrown, and each enclosing level prepends its own segment while it passes through,
+ * so the message is the same as if every level had carried its full path (and nothing is built
+ * for a value that is accepted).
+ */
 class SnapshotError {
-  readonly message: string;
-  constructor(message: string) {
-    this.message = message;
+  suffix: string;
+  readonly what: string;
+  constructor(suffix: string, what: string) {
+    this.suffix = suffix;
+    this.what = what;
   }
 }
 
-function fail(path: string, what: string): never {
-  throw new SnapshotError(`${path}: ${what}`);
+/** The refusal last thrown: recognised by identity, so a hostile thrown value is never inspected on the way out. */
+let thrown: SnapshotError | null = null;
+
+/** Fails at the value being copied (`rel` names what below it, "" for the value itself). */
+function fail(rel: string, what: string): never {
+  thrown = new SnapshotError(rel, what);
+  throw thrown;
 }
 
-function checkString(s: string, path: string): void {
+function checkString(s: string, rel: string): void {
   const at = loneSurrogateAt(s);
-  if (at >= 0) fail(path, `contains a lone surrogate (U+${s.charCodeAt(at).toString(16).toUpperCase()}) at index ${at}: not valid I-JSON (RFC 7493)`);
+  if (at >= 0) fail(rel, `contains a lone surrogate (U+${s.charCodeAt(at).toString(16).toUpperCase()}) at index ${at}: not valid I-JSON (RFC 7493)`);
 }
 
-function copy(v: unknown, path: string, depth: number, seen: Set<object>): Json {
+/** Prepends the segment of the child that failed, then rethrows (anything else unchanged). */
+function under(e: unknown, segment: string): never {
+  if (thrown !== null && e === thrown) thrown.suffix = segment + thrown.suffix;
+  throw e;
+}
+
+function copy(v: unknown, depth: number, seen: Set<object>): Json {
   switch (typeof v) {
     case "string":
-      checkString(v, path);
+      checkString(v, "");
       return v;
     case "number":
-      if (!Number.isFinite(v)) fail(path, `non-finite number ${String(v)}`);
+      if (!Number.isFinite(v)) fail("", `non-finite number ${String(v)}`);
       return v;
     case "boolean":
       return v;
     case "object":
       break;
     default:
-      fail(path, `a ${typeof v} is not JSON`);
+      fail("", `a ${typeof v} is not JSON`);
   }
   if (v === null) return null;
-  if (depth >= MAX_DEPTH) fail(path, `nested deeper than ${MAX_DEPTH}`);
-  if (seen.has(v)) fail(path, "a cycle");
+  if (depth >= MAX_DEPTH) fail("", `nested deeper than ${MAX_DEPTH}`);
+  if (seen.has(v)) fail("", "a cycle");
   seen.add(v);
   try {
     const isArray = Array.isArray(v);
     const proto: unknown = Object.getPrototypeOf(v);
-    if (isArray ? proto !== Array.prototype : proto !== Object.prototype && proto !== null) fail(path, "not a plain object or array");
+    if (isArray ? proto !== Array.prototype : proto !== Object.prototype && proto !== null) fail("", "not a plain object or array");
     const keys = Reflect.ownKeys(v);
     if (isArray) {
       const arr = v as unknown[];
       const lenDesc = Object.getOwnPropertyDescriptor(arr, "length");
       const length = lenDesc?.value;
-      if (typeof length !== "number" || keys.length !== length + 1) fail(path, "an array with holes or extra properties");
+      if (typeof length !== "number" || keys.length !== length + 1) fail("", "an array with holes or extra properties");
       const out: Json[] = [];
-      for (let i = 0; i < length; i++) out.push(copy(valueOf(arr, String(i), `${path}[${i}]`), `${path}[${i}]`, depth + 1, seen));
+      for (let i = 0; i < length; i++) {
+        try {
+          out.push(copy(valueOf(arr, String(i)), depth + 1, seen));
+        } catch (e) {
+          under(e, `[${i}]`);
+        }
+      }
       return Object.freeze(out) as Json;
     }
     const out: { [k: string]: Json } = {};
     for (const k of keys) {
-      if (typeof k === "symbol") fail(path, "a symbol-keyed property");
-      const p = `${path}.${k}`;
-      checkString(k, `${path} key ${JSON.stringify(k.slice(0, 40))}`);
-      if (k === "__proto__") fail(p, "a __proto__ key");
-      out[k] = copy(valueOf(v, k, p), p, depth + 1, seen);
+      if (typeof k === "symbol") fail("", "a symbol-keyed property");
+      if (loneSurrogateAt(k) >= 0) checkString(k, ` key ${JSON.stringify(k.slice(0, 40))}`);
+      try {
+        if (k === "__proto__") fail("", "a __proto__ key");
+        out[k] = copy(valueOf(v, k), depth + 1, seen);
+      } catch (e) {
+        under(e, `.${k}`);
+      }
     }
     return Object.freeze(out);
   } finally {
@@ -77,10 +105,10 @@ function copy(v: unknown, path: string, depth: number, seen: Set<object>): Json 
 }
 
 /** The value of an own data property, read once through its descriptor (getters are refused). */
-function valueOf(o: object, k: string, path: string): unknown {
+function valueOf(o: object, k: string): unknown {
   const d = Object.getOwnPropertyDescriptor(o, k);
-  if (d === undefined) fail(path, "a property that vanished while being read");
-  if (!("value" in d)) fail(path, "a property defined by a getter (refused: it could answer differently later)");
+  if (d === undefined) fail("", "a property that vanished while being read");
+  if (!("value" in d)) fail("", "a property defined by a getter (refused: it could answer differently later)");
   return d.value;
 }
 
@@ -92,9 +120,10 @@ function valueOf(o: object, k: string, path: string): unknown {
  */
 export function snapshotJson(value: unknown, path = "$"): Check<Json> {
   try {
-    return { ok: true, value: copy(value, path, 0, new Set()) };
+    return { ok: true, value: copy(value, 0, new Set()) };
   } catch (e) {
-    if (e instanceof SnapshotError) return { ok: false, message: e.message };
+    thrown = null;
+    if (e instanceof SnapshotError) return { ok: false, message: `${path}${e.suffix}: ${e.what}` };
     // A Proxy trap threw (or a revoked Proxy): the value cannot be read.
     let what = "reading it threw";
     try {

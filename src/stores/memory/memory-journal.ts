@@ -25,7 +25,10 @@ export function insertUnsealed(w: Work, scope: Scope, entries: UnsealedEntry[]):
     written.push(e.id);
   }
   if (written.length === 0) return written;
-  w.journaled.set(JSON.stringify([scope.tenantId, scope.spaceId]), { tenantId: scope.tenantId, spaceId: scope.spaceId });
+  // Keyed by the two ids, the first one's length first (no two scopes share a key).
+  const key = `${scope.tenantId.length}:${scope.tenantId}${scope.spaceId}`;
+  const journaled = (w.journaled ??= new Map());
+  if (!journaled.has(key)) journaled.set(key, { tenantId: scope.tenantId, spaceId: scope.spaceId });
   w.undo.push(() => {
     sd.unsealed.length = before;
     for (const id of written) sd.journalIds.delete(id);
@@ -62,19 +65,28 @@ export function sealJournal(w: Work, scope: Scope, entries: JournalEntry[]): voi
     if (i === undefined || taken.has(i)) throw new WritError("CONFLICT", `journal entry ${e.id} is not unsealed in this scope`);
     taken.add(i);
   }
-  const unsealedBefore = [...sd.unsealed];
-  if (taken === null) sd.unsealed.splice(0, entries.length);
-  else {
+  let restore: () => void;
+  if (taken === null) {
+    // The oldest entries: undone by putting them back in front (the rest of the list is not copied).
+    const removed = sd.unsealed.splice(0, entries.length);
+    restore = () => {
+      sd.unsealed.unshift(...removed);
+    };
+  } else {
+    const unsealedBefore = [...sd.unsealed];
     const held = taken;
     const rest = sd.unsealed.filter((_, i) => !held.has(i));
     sd.unsealed.length = 0;
     sd.unsealed.push(...rest);
+    restore = () => {
+      sd.unsealed.length = 0;
+      sd.unsealed.push(...unsealedBefore);
+    };
   }
   for (const e of entries) sd.journal.push(copy(e));
   w.undo.push(() => {
     sd.journal.length -= entries.length;
-    sd.unsealed.length = 0;
-    sd.unsealed.push(...unsealedBefore);
+    restore();
   });
 }
 

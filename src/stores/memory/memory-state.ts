@@ -98,7 +98,7 @@ export interface Work {
   /** Set when the transaction wrote a `queued` invocation (wakes `onWake` listeners on commit). */
   wake: boolean;
   /** Scopes this transaction wrote unsealed journal entries to (for `onJournalAppend` on commit). */
-  journaled: Map<string, Scope>;
+  journaled: Map<string, Scope> | null;
 }
 
 export function newState(): MemoryState {

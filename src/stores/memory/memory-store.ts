@@ -21,6 +21,19 @@ export interface MemoryStore extends Store {
   onJournalAppend(cb: (scope: Scope) => void | Promise<void>): () => void;
 }
 
+const ignore = (): void => undefined;
+const RESOLVED: Promise<void> = Promise.resolve();
+
+/** `cb(scope)` as a promise that never rejects (a synchronous throw included). */
+function settledCall(cb: (scope: Scope) => void | Promise<void>, scope: Scope): Promise<unknown> {
+  try {
+    const r = cb(scope);
+    return r === undefined ? RESOLVED : Promise.resolve(r).then(undefined, ignore);
+  } catch {
+    return RESOLVED;
+  }
+}
+
 /**
  * Creates an empty in-memory store. Transactions run one at a time; a transaction's `fn` may
  * await, but must not call `transact` on the same store (it would wait for itself forever).
@@ -73,11 +86,18 @@ export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
     if (tx.wake && listeners.size > 0) wake();
     // Sealing is synchronous after commit here: the sequencer's run for each scope this
     // transaction journaled to ends before `transact` resolves (it cannot fail the commit).
-    if (journalListeners.size > 0) {
-      const scopes = tx.journaled;
-      if (scopes.length > 0) await Promise.allSettled(scopes.flatMap((sc) => [...journalListeners].map(async (cb) => cb(sc))));
-    }
+    if (journalListeners.size > 0 && tx.journaledAny) await notifyJournal(tx.journaled);
     return result;
+  }
+
+  /**
+   * Calls every journal listener for every scope, in that order, each call made synchronously
+   * here; resolves once all have settled (a listener's failure, thrown or rejected, is ignored).
+   */
+  function notifyJournal(scopes: Scope[]): Promise<unknown> {
+    const runs: Array<Promise<unknown>> = [];
+    for (const sc of scopes) for (const cb of [...journalListeners]) runs.push(settledCall(cb, sc));
+    return runs.length === 1 ? runs[0]! : Promise.all(runs);
   }
 
   // Every transaction runs behind the shared input rules and the lock order (docs/stores.md).

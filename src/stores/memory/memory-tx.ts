@@ -45,7 +45,7 @@ export class MemoryTx implements StoreTx {
   #open = true;
 
   constructor(state: MemoryState, faults: ((point: MemoryFaultPoint) => void) | undefined) {
-    this.#w = { state, undo: [], wake: false, journaled: new Map() };
+    this.#w = { state, undo: [], wake: false, journaled: null };
     this.#faults = faults;
   }
 
@@ -54,9 +54,14 @@ export class MemoryTx implements StoreTx {
     return this.#w.wake;
   }
 
+  /** True when the committed transaction wrote unsealed journal entries. */
+  get journaledAny(): boolean {
+    return this.#w.journaled !== null && this.#w.journaled.size > 0;
+  }
+
   /** The scopes the committed transaction wrote unsealed journal entries to. */
   get journaled(): Scope[] {
-    return [...this.#w.journaled.values()];
+    return this.#w.journaled === null ? [] : [...this.#w.journaled.values()];
   }
 
   /** Ends the transaction, keeping its writes. */
