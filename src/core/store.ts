@@ -83,7 +83,10 @@ export interface Store {
    * Optional in-process hint for the journal sequencer: `cb` runs after a transaction that wrote
    * unsealed journal entries commits, once per scope it wrote to. Memory and SQLite await what `cb`
    * returns before `transact` resolves (sealing is synchronous after commit there); PostgreSQL
-   * does not wait (the action's commit never waits for the chain). A hint only: the sequencer
+   * does not wait (the action's commit never waits for the chain). SQLite's group commit may run
+   * `cb` when the batch carrying the transaction is about to commit instead (its writes done and
+   * visible to the next transactions of the batch), so that the seal run `cb` queues commits in
+   * the same COMMIT; `transact` still resolves only after that COMMIT. A hint only: the sequencer
    * keeps polling `unsealedScopes`. Returns an unsubscribe function.
    */
   onJournalAppend?(cb: (scope: Scope) => void | Promise<void>): () => void;

@@ -9,7 +9,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { isWritError, WritError } from "../../src/core/errors.js";
+import { appendJournal, readWholeJournal } from "../../src/core/journal.js";
+import { sequencerFor } from "../../src/core/sequencer.js";
 import type { StoreTx } from "../../src/core/store.js";
+import { nodeCryptoPort } from "../../src/index.js";
 import type { AttemptRecord, JournalEntry } from "../../src/core/types.js";
 import { sqliteStore, type SqliteStore } from "../../src/stores/sqlite/index.js";
 import { invocation, scopeA, TempDbs } from "./fixtures/sqlite-helpers.js";
@@ -231,6 +234,56 @@ describe("group commit", () => {
     const results = await Promise.allSettled([insert(store, "a"), insert(store, "p", "poison.rollback"), insert(store, "c")]);
     expect(results.map(codeOf)).toEqual(["STORE_ERROR", "STORE_ERROR", undefined]);
     expect(await ids(store)).toEqual(["c"]);
+  });
+});
+
+describe("group commit and the journal sequencer", () => {
+  const drafts = (ids: string[]) => ids.map((id) => ({ id, type: "test.entry", at: 1, refs: {}, data: null }));
+  const sealed = async (store: SqliteStore): Promise<Array<[number, string]>> => (await readWholeJournal(store, scopeA)).map((e) => [e.seq, e.id]);
+
+  it("seals a batch's entries in the same COMMIT, and answers each caller after it", async () => {
+    const store = await dbs.open(untimed);
+    sequencerFor(store, nodeCryptoPort());
+    const before = store.stats();
+    const events: string[] = [];
+    await Promise.all(
+      ["a", "b", "c"].map((id) =>
+        store
+          .transact((tx) => appendJournal(tx, nodeCryptoPort(), scopeA, drafts([id])))
+          .then(async () => events.push(`ack ${id}: ${store.stats().commits - before.commits} commit(s), unsealed ${(await store.transact((tx) => tx.listUnsealed(scopeA))).length}`)),
+      ),
+    );
+    // Three transitions and one seal run share one physical COMMIT; every caller sees its entry sealed.
+    expect(events).toEqual(["ack a: 1 commit(s), unsealed 0", "ack b: 1 commit(s), unsealed 0", "ack c: 1 commit(s), unsealed 0"]);
+    expect(await sealed(store)).toEqual([
+      [1, "a"],
+      [2, "b"],
+      [3, "c"],
+    ]);
+  });
+
+  it("seals after the COMMIT when a limit ended the batch", async () => {
+    const store = await dbs.open({ groupCommit: { ...untimed.groupCommit, maxBatch: 1 } });
+    sequencerFor(store, nodeCryptoPort());
+    const before = store.stats().commits;
+    await store.transact((tx) => appendJournal(tx, nodeCryptoPort(), scopeA, drafts(["a"])));
+    expect(store.stats().commits - before).toBe(2);
+    expect(await sealed(store)).toEqual([[1, "a"]]);
+  });
+
+  it("seals nothing of a batch whose COMMIT failed; the entries of the next batch chain from the old head", async () => {
+    const store = await dbs.open(untimed);
+    const errors: unknown[] = [];
+    sequencerFor(store, nodeCryptoPort(), (e) => errors.push(e));
+    addPoisonTriggers(store.path);
+    const results = await Promise.allSettled([
+      store.transact((tx) => appendJournal(tx, nodeCryptoPort(), scopeA, drafts(["lost"]))),
+      insert(store, "p", "poison.commit"),
+    ]);
+    expect(results.map(codeOf)).toEqual(["STORE_ERROR", "STORE_ERROR"]);
+    await store.transact((tx) => appendJournal(tx, nodeCryptoPort(), scopeA, drafts(["kept"])));
+    expect(await sealed(store)).toEqual([[1, "kept"]]);
+    expect(await store.transact((tx) => tx.listUnsealed(scopeA))).toEqual([]);
   });
 });
 

@@ -26,6 +26,12 @@ export interface GroupCommitLimits {
   maxBatchMs: number;
   /** Runs after every successful physical COMMIT. Must not throw. */
   afterCommit?: () => void;
+  /**
+   * Runs when a batch is about to commit because nothing more is queued (not when a limit ends
+   * it, nor before an exclusive job). True when it queued work (synchronously or in the next
+   * event loop turn) that should join this batch: the batch then goes on with it. Must not throw.
+   */
+  beforeCommit?: () => boolean;
 }
 
 interface LogicalJob {
@@ -154,7 +160,7 @@ export class GroupCommitter {
           continue;
         }
         await this.#runLogical(job);
-        if (this.#batch.length > 0 && this.#shouldCommit() && !(await this.#moreArrived())) this.#commitBatch();
+        if (this.#batch.length > 0 && this.#shouldCommit() && !(await this.#moreArrived()) && !(await this.#joinedBeforeCommit())) this.#commitBatch();
       }
     } catch (e) {
       // Not reached by design; never leave callers hanging if it is.
@@ -185,6 +191,19 @@ export class GroupCommitter {
    */
   async #moreArrived(): Promise<boolean> {
     if (this.#head < this.#queue.length || this.#batch.length >= this.#limits.maxBatch) return false;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    return this.#head < this.#queue.length && performance.now() - this.#batchStartedAt < this.#limits.maxBatchMs;
+  }
+
+  /**
+   * With the queue empty and the batch about to commit, runs `beforeCommit` (the store queues the
+   * journal seal of the batch's entries there) and lets the event loop turn once. True when work
+   * was queued meanwhile and the batch goes on with it.
+   */
+  async #joinedBeforeCommit(): Promise<boolean> {
+    const hook = this.#limits.beforeCommit;
+    if (hook === undefined || this.#head < this.#queue.length || this.#batch.length >= this.#limits.maxBatch || this.#okInBatch === 0 || !this.#db.inTransaction) return false;
+    if (!hook()) return false;
     await new Promise<void>((resolve) => setImmediate(resolve));
     return this.#head < this.#queue.length && performance.now() - this.#batchStartedAt < this.#limits.maxBatchMs;
   }
