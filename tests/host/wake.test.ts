@@ -75,3 +75,49 @@ it("a wake-up that arrives while the worker reads the next run time is not lost"
     await worker.stop();
   }
 });
+
+/**
+ * Invariant: a claim that took fewer invocations than it asked for is not followed at once by
+ * another claim (it would find nothing; on PostgreSQL it would also take the transitions' queue
+ * from the start and settlement of what was just claimed). The worker reads the next due time and
+ * sleeps until a wake-up; the manual clock never fires the poll.
+ */
+it("a claim that took fewer than it asked for is not repeated before a wake-up", async () => {
+  const inner = memoryStore();
+  const claims: number[] = [];
+  const counting = (tx: StoreTx): StoreTx =>
+    new Proxy(tx, {
+      get(t, k) {
+        const v = Reflect.get(t, k) as unknown;
+        if (typeof v !== "function") return v;
+        const f = (v as (...a: unknown[]) => unknown).bind(t);
+        if (k !== "claimInvocations") return f;
+        return (...a: unknown[]) => {
+          claims.push(Date.now());
+          return f(...a);
+        };
+      },
+    });
+  const store: Store = new Proxy(inner, {
+    get(t, k) {
+      if (k === "transact") return <T>(fn: (tx: StoreTx) => Promise<T>) => t.transact((tx) => fn(counting(tx)));
+      const v = Reflect.get(t, k) as unknown;
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+    },
+  });
+  const b = makeHostBench(store);
+  await grantAuthority(b);
+  const worker = b.host.worker({ pollMs: 60_000, concurrency: 4 });
+  worker.start();
+  try {
+    await until(() => claims.length >= 1, "the first (empty) claim", 5_000);
+    const before = claims.length;
+    const { invocation } = await b.host.submit(b.request());
+    await until(() => b.events.some((e) => e.type === "invocation.succeeded" && e.invocationId === invocation.invocationId), "the invocation to succeed", 5_000);
+    // One claim took it (1 of 4 asked for); no claim right after it.
+    console.log(`[wake] claims after the submit: ${claims.length - before}`);
+    expect(claims.length - before).toBe(1);
+  } finally {
+    await worker.stop();
+  }
+});
