@@ -10,12 +10,10 @@ import { transitionsOf } from "../core/transitions.js";
 import { sequencerFor } from "../core/sequencer.js";
 import { innerStore } from "../core/sealing.js";
 import { readCommitted, type StoreTx } from "../core/store.js";
-import { TERMINAL_INVOCATION_STATUSES, type Fence, type Invocation } from "../core/types.js";
+import type { Fence, Invocation } from "../core/types.js";
 import { scopeOf, type HostContext } from "./context.js";
 import { outageLog } from "./outage.js";
 import { hostBreakerTargets, processInvocation, type Prepped, type ProcessResult } from "./process.js";
-
-const TERMINAL: ReadonlySet<string> = new Set(TERMINAL_INVOCATION_STATUSES);
 
 /** A claimed invocation, with its prepare read when the claim made it. */
 interface Claimed {
@@ -155,11 +153,8 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     const abort = new AbortController();
     if (aborted) abort.abort();
     aborts.add(abort);
-    /** How it ended; undefined if processing threw. */
-    let result: ProcessResult | undefined;
     const p = processInvocation(ctx, inv, abort.signal, given)
       .then((r) => {
-        result = r;
         if (r === "abandoned") abandoned.set(inv.invocationId, inv);
         return r;
       })
@@ -169,10 +164,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
         const left = (inFlightBy.get(by) ?? 0) - 1;
         if (left > 0) inFlightBy.set(by, left);
         else inFlightBy.delete(by);
-        // An invocation that ended made nothing due, and a free slot alone needs no claim (a full
-        // loop waits on its invocations, not on a wake-up). Anything else (queued again for a
-        // retry, parked, lost, abandoned, failed to process) may have: look again at once.
-        if (result === undefined || !TERMINAL.has(result)) onWake();
+        onWake();
       });
     inflight.add(p);
     inFlightBy.set(by, (inFlightBy.get(by) ?? 0) + 1);
@@ -267,21 +259,16 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
         continue;
       }
       let claimed: Claimed[] = [];
-      const want = Math.min(free, batchSize);
       // The claim sees everything committed before it starts: earlier wake-ups are answered.
       woken = false;
       try {
-        claimed = await claim(want);
+        claimed = await claim(Math.min(free, batchSize));
         claimTrouble.ok();
       } catch (e) {
         claimTrouble.failed(e);
       }
       for (const c of claimed) void launch(c);
-      // Fewer than asked: nothing else was due when the claim looked. Claiming again at once would
-      // find nothing and, on PostgreSQL, take the transitions' queue from the starts and
-      // settlements of what was just claimed; the sleep reads the next due time instead and
-      // returns at once if something is due or a wake-up came during the claim.
-      if (claimed.length < want) await sleep();
+      if (claimed.length === 0) await sleep();
     }
   }
 
