@@ -1,5 +1,5 @@
 /** Bench helpers: medians, rounds interleaved side by side, JSON results. */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -38,4 +38,14 @@ export function writeResult(name: string, data: unknown): string {
 
 export function fmt(n: number): string {
   return n >= 100 ? Math.round(n).toLocaleString("en-US") : n.toFixed(2);
+}
+
+/** CPU time (ms) of this process's main thread so far (user + system; Linux only, else NaN). */
+export function mainThreadCpuMs(): number {
+  try {
+    const f = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ 100)
+  } catch {
+    return Number.NaN;
+  }
 }

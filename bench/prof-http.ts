@@ -6,10 +6,11 @@
  * Prints the rate and the group commit's logical transactions per physical COMMIT of the profiled
  * window. Proportions of a profile move much less with the machine's load than rates do.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import type { GroupCommitStats } from "../src/stores/sqlite/sqlite-group-commit.js";
 import { openHttpBench } from "./http.js";
+import { mainThreadCpuMs } from "./lib.js";
 
 const mode = process.argv[2];
 if (mode !== "http" && mode !== "host") {
@@ -21,15 +22,6 @@ const seconds = Number(process.env.WRIT_PROF_SECS ?? 8);
 const rig = await openHttpBench();
 const drive = (s: number) => (mode === "http" ? rig.submit(s) : rig.hostSubmit(s));
 const stats = (): GroupCommitStats | undefined => (rig.runtime.store as { stats?: () => GroupCommitStats }).stats?.();
-/** CPU time (ms) of this process's main thread so far (user + system; Linux only, else NaN). */
-const mainThreadCpuMs = (): number => {
-  try {
-    const f = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ 100)
-  } catch {
-    return Number.NaN;
-  }
-};
 await drive(2);
 const profiling = process.env.WRIT_PROF_OFF !== "1";
 const session = new Session();

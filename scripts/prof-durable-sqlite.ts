@@ -11,7 +11,7 @@
  * `WRIT_PROF_OFF=1` measures without the profiler; `WRIT_PROF_N` sets the executions (default
  * 6000); `WRIT_PROF_CALLERS` the callers (default 32); `WRIT_PROF_INTERVAL_US` the sampling interval.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -19,6 +19,7 @@ import { join } from "node:path";
 import { boundaryRig } from "../bench/boundary.js";
 import { sqliteStore } from "../src/index.js";
 import type { SqliteDriver } from "../src/stores/sqlite/sqlite-driver.js";
+import { mainThreadCpuMs } from "../bench/lib.js";
 
 const out = process.argv[2] ?? "durable-sqlite.cpuprofile";
 const n = Number(process.env.WRIT_PROF_N ?? 6000);
@@ -65,15 +66,6 @@ const CountingDriver = function (path: string, options?: object) {
   return db;
 } as unknown as SqliteDriver;
 
-/** CPU time (ms) of this process's main thread so far (user + system; Linux only, else NaN). */
-const mainThreadCpuMs = (): number => {
-  try {
-    const f = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ 100)
-  } catch {
-    return Number.NaN;
-  }
-};
 
 const dir = mkdtempSync(join(tmpdir(), "writ-prof-durable-"));
 const store = sqliteStore({ path: join(dir, "group.db"), synchronous: "FULL", groupCommit: true, driver: CountingDriver });

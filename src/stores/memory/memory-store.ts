@@ -96,7 +96,8 @@ export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
    */
   function notifyJournal(scopes: Scope[]): Promise<unknown> {
     const runs: Array<Promise<unknown>> = [];
-    for (const sc of scopes) for (const cb of [...journalListeners]) runs.push(settledCall(cb, sc));
+    const cbs = [...journalListeners];
+    for (const sc of scopes) for (const cb of cbs) runs.push(settledCall(cb, sc));
     return runs.length === 1 ? runs[0]! : Promise.all(runs);
   }
 
