@@ -38,21 +38,21 @@ export function hostBreakerTargets(ctx: HostContext): BreakerTarget[] {
   return distinctTargets([...ctx.actions.values()].flatMap((a) => a.steps));
 }
 
-export async function processInvocation(ctx: HostContext, inv: Invocation, signal: AbortSignal, given?: Prepped): Promise<ProcessResult> {
+export async function processInvocation(ctx: HostContext, inv: Invocation, signal: AbortSignal, given?: Prepped, settling?: () => void): Promise<ProcessResult> {
   const attrs = { "writ.invocation_id": inv.invocationId, "writ.action": inv.action, "writ.tenant_id": inv.tenantId, "writ.attempt_count": inv.attemptCount };
   return withSpan("writ.invocation.process", attrs, async (span) => {
-    const result = await processGuarded(ctx, inv, signal, given);
+    const result = await processGuarded(ctx, inv, signal, given, settling);
     span.setAttribute("writ.result", result);
     return result;
   });
 }
 
-async function processGuarded(ctx: HostContext, inv: Invocation, signal: AbortSignal, given: Prepped | undefined): Promise<ProcessResult> {
+async function processGuarded(ctx: HostContext, inv: Invocation, signal: AbortSignal, given: Prepped | undefined, settling: (() => void) | undefined): Promise<ProcessResult> {
   const fence: Fence = { invocationId: inv.invocationId, owner: inv.leaseOwner!, token: inv.leaseToken! };
   // The breakers this claim checks; the holder id names it across the fleet (docs/host.md, "Circuit breakers").
   const breakers = ctx.breakers.forAttempt(scopeOf(inv), `${inv.invocationId}/${fence.token}`);
   try {
-    return await run(ctx, inv, fence, signal, breakers, given);
+    return await run(ctx, inv, fence, signal, breakers, given, settling);
   } catch (e) {
     if (e instanceof LeaseLostError || isWritError(e, "LEASE_LOST")) {
       // The usual cause while preparing: an operator cancelled it (the cancel drops the lease).
@@ -78,7 +78,7 @@ function circuitReason(t: BreakerTarget, g: BreakerGate & { kind: "refuse" }): s
   return g.state === "open" ? `circuit open for ${t.connector}.${t.operation}` : `circuit half-open for ${t.connector}.${t.operation}: another call is probing`;
 }
 
-async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: AbortSignal, breakers: AttemptBreakers, given: Prepped | undefined): Promise<ProcessResult> {
+async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: AbortSignal, breakers: AttemptBreakers, given: Prepped | undefined, settling: (() => void) | undefined): Promise<ProcessResult> {
   const { o, r } = ctx;
   const store = o.store;
   const scope = scopeOf(inv);
@@ -206,6 +206,9 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
     settle: (info) => {
       const { next: planned, within, breaker, ...plan } = planSettlement(ctx, inv, action, info, events);
       settled = planned;
+      // The final settlement (not a compensation that still has calls to make): the worker may
+      // refill this slot now.
+      if (planned.status !== "running") settling?.();
       if (breaker) Object.assign(said, { outcome: breaker, step: info.stepIndex });
       return within ? { ...plan, within: async (tx: StoreTx) => void (settled = await within(tx)) } : plan;
     },

@@ -22,7 +22,12 @@ interface Claimed {
 }
 
 export interface WorkerOptions {
-  /** Invocations processed at once. @defaultValue 4 */
+  /**
+   * Invocations processed at once. An invocation whose final settlement is on its way to the store
+   * (its connector calls over) no longer takes a slot, so connector calls in flight never exceed
+   * this, while `inFlight()` may briefly exceed it by the invocations still settling.
+   * @defaultValue 4
+   */
   concurrency?: number;
   /** Most invocations claimed per claim. @defaultValue concurrency */
   batchSize?: number;
@@ -44,7 +49,7 @@ export interface Worker {
   stop(options?: { drain?: boolean }): Promise<void>;
   /** Claims one batch and processes it to the end (tests and scripts). Returns what each ended as. */
   runOnce(): Promise<ProcessResult[]>;
-  /** Invocations in flight right now. */
+  /** Invocations in flight right now, those still settling included. */
   inFlight(): number;
 }
 
@@ -89,6 +94,14 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   const aborts = new Set<AbortController>();
   let aborted = false;
   const inflight = new Set<Promise<ProcessResult>>();
+  /**
+   * In-flight invocations whose final settlement is on its way to the store (no connector call
+   * left): they do not count against `concurrency`, so the claim that refills their slot joins the
+   * settlement's batch instead of waiting one round trip for its answer (docs/host.md).
+   */
+  let settlingCount = 0;
+  /** Wakes the claim loop waiting for a slot when an invocation starts settling. */
+  let slotFreed: (() => void) | null = null;
   let running = false;
   let loop: Promise<void> | null = null;
   let cancelHeartbeat: (() => void) | null = null;
@@ -153,7 +166,16 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     const abort = new AbortController();
     if (aborted) abort.abort();
     aborts.add(abort);
-    const p = processInvocation(ctx, inv, abort.signal, given)
+    // Set once the invocation's final settlement is planned: its connector calls are over, so its
+    // slot counts as free and the next claim can travel with that settlement.
+    let releasing = false;
+    const settling = (): void => {
+      if (releasing) return;
+      releasing = true;
+      settlingCount++;
+      slotFreed?.();
+    };
+    const p = processInvocation(ctx, inv, abort.signal, given, settling)
       .then((r) => {
         if (r === "abandoned") abandoned.set(inv.invocationId, inv);
         return r;
@@ -161,6 +183,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
       .finally(() => {
         aborts.delete(abort);
         inflight.delete(p);
+        if (releasing) settlingCount--;
         const left = (inFlightBy.get(by) ?? 0) - 1;
         if (left > 0) inFlightBy.set(by, left);
         else inFlightBy.delete(by);
@@ -253,9 +276,10 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   async function runLoop(): Promise<void> {
     while (running) {
       await maybeSweep();
-      const free = concurrency - inflight.size;
+      const free = concurrency - inflight.size + settlingCount;
       if (free <= 0) {
-        await Promise.race(inflight);
+        await Promise.race([...inflight, new Promise<void>((r) => (slotFreed = r))]);
+        slotFreed = null;
         continue;
       }
       let claimed: Claimed[] = [];

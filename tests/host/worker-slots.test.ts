@@ -1,0 +1,123 @@
+/**
+ * A worker's slot frees when its invocation's settlement is on its way to the store, not when the
+ * settlement has been answered (docs/host.md, "Workers, leases, fencing"): the next claim then
+ * travels with that settlement (on PostgreSQL in the same `writ_batch` statement) instead of one
+ * batch after it. On every store.
+ *
+ * Invariants:
+ * - with concurrency 1 and two queued invocations, the second is claimed while the first one's
+ *   settle transition is held back by the test (the old worker waited for it: the test fails there);
+ * - connector calls in flight never exceed the worker's concurrency (a settling invocation has no
+ *   connector call left), checked with concurrency 1 and 2 over several invocations;
+ * - every invocation succeeds with one connector call.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Store } from "../../src/core/store.js";
+import { transitionsOf, type StoreTransitions } from "../../src/core/transitions.js";
+import { allStoreFactories } from "../helpers/stores.js";
+import { until } from "../helpers/wait.js";
+import { grantAuthority, makeHostBench } from "./fixture.js";
+
+/** `store` whose settle transition first awaits `gate(invocationId)`. */
+function gatedSettle(store: Store, gate: (invocationId: string) => Promise<void>): Store {
+  const inner = transitionsOf(store);
+  const transitions: StoreTransitions = {
+    ...inner,
+    settle: async (scope, input) => {
+      await gate(input.fence?.invocationId ?? "");
+      return inner.settle(scope, input);
+    },
+  };
+  return new Proxy(store, {
+    get(target, key) {
+      if (key === "transitions") return transitions;
+      const v = Reflect.get(target, key, target) as unknown;
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
+for (const factory of allStoreFactories()) {
+  describe(`worker slots on ${factory.name}`, () => {
+    let store: Store;
+    let cleanup: () => Promise<void>;
+    beforeAll(async () => {
+      ({ store, cleanup } = await factory.make());
+    });
+    afterAll(async () => cleanup());
+
+    it("claims the next invocation while the last one's settlement is on its way", async () => {
+      let held: string | null = null;
+      let holding = false;
+      let claimedWhileHeld: string | null = null;
+      const claimed: string[] = [];
+      let release: () => void = () => undefined;
+      const gate = async (id: string): Promise<void> => {
+        if (held !== null) return;
+        held = id;
+        holding = true;
+        // Held until the worker claims another invocation, or 3 s (the old behaviour: no claim
+        // comes while the settlement is pending, and the test then fails below).
+        await new Promise<void>((resolve) => {
+          release = resolve;
+          setTimeout(resolve, 3000);
+        });
+        holding = false;
+      };
+      const b = makeHostBench(gatedSettle(store, gate), {
+        onEvent: (e) => {
+          if (e.type !== "invocation.claimed") return;
+          claimed.push(e.invocationId);
+          if (holding && e.invocationId !== held && claimedWhileHeld === null) {
+            claimedWhileHeld = e.invocationId;
+            release();
+          }
+        },
+      });
+      await grantAuthority(b);
+      const ids = [];
+      for (let i = 0; i < 2; i++) ids.push((await b.host.submit(b.request())).invocation.invocationId);
+      const w = b.host.worker({ concurrency: 1, pollMs: 5 });
+      w.start();
+      try {
+        await until(() => b.calls.length === 2, "two connector calls");
+      } finally {
+        await w.stop();
+      }
+      expect(held).not.toBeNull();
+      expect(claimedWhileHeld).not.toBeNull();
+      expect(ids).toContain(claimedWhileHeld);
+      expect(claimed).toHaveLength(2);
+      for (const id of ids) expect((await b.host.get(b.scope, id))?.status).toBe("succeeded");
+    });
+
+    for (const concurrency of [1, 2]) {
+      it(`never has more connector calls in flight than its concurrency (${concurrency})`, async () => {
+        const b = makeHostBench(store);
+        await grantAuthority(b);
+        let active = 0;
+        let peak = 0;
+        b.replies.set("a", async (ctx) => {
+          active++;
+          peak = Math.max(peak, active);
+          await new Promise((r) => setTimeout(r, 2));
+          active--;
+          return { outcome: "success", externalRef: `ref-${ctx.invocationId}` };
+        });
+        const ids = [];
+        for (let i = 0; i < 8; i++) ids.push((await b.host.submit(b.request())).invocation.invocationId);
+        const w = b.host.worker({ concurrency, pollMs: 5 });
+        w.start();
+        try {
+          await until(() => b.calls.length === ids.length, "eight connector calls");
+        } finally {
+          await w.stop();
+        }
+        expect(peak).toBeLessThanOrEqual(concurrency);
+        expect(peak).toBeGreaterThanOrEqual(1);
+        expect(b.calls).toHaveLength(ids.length);
+        for (const id of ids) expect((await b.host.get(b.scope, id))?.status).toBe("succeeded");
+      });
+    }
+  });
+}
