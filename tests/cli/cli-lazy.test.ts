@@ -17,7 +17,10 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 // Node >= 22.15 has synchronous hooks (registerHooks); Node 20 the off-thread ones (register).
 const hooks = join(dir, "hooks.mjs");
-writeFileSync(hooks, `export async function load(url, context, next) { process.stderr.write("LOADED " + url + "\\n"); return next(url, context); }\n`);
+// The off-thread hooks write to fd 2 synchronously: a worker thread's process.stderr is relayed
+// through the main thread, and what it has not relayed when the CLI exits is lost. One full-suite
+// run on Node 20 saw no line at all in three of these tests (not reproduced alone, even under load).
+writeFileSync(hooks, `import { writeSync } from "node:fs";\nexport async function load(url, context, next) { writeSync(2, "LOADED " + url + "\\n"); return next(url, context); }\n`);
 const trace = join(dir, "trace.mjs");
 writeFileSync(
   trace,
