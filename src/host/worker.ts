@@ -25,7 +25,7 @@ export interface WorkerOptions {
   /**
    * Invocations processed at once. An invocation whose final settlement is on its way to the store
    * (its connector calls over) no longer takes a slot, so connector calls in flight never exceed
-   * this, while `inFlight()` may briefly exceed it by the invocations still settling.
+   * this, while `inFlight()` may exceed it by the invocations still settling (at most twice this).
    * @defaultValue 4
    */
   concurrency?: number;
@@ -276,7 +276,9 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   async function runLoop(): Promise<void> {
     while (running) {
       await maybeSweep();
-      const free = concurrency - inflight.size + settlingCount;
+      // Settling invocations free their slots up to `concurrency` of them: should settlements stall
+      // (a lock, a slow store), claims stop at twice `concurrency` in flight instead of piling up.
+      const free = concurrency - inflight.size + Math.min(settlingCount, concurrency);
       if (free <= 0) {
         await Promise.race([...inflight, new Promise<void>((r) => (slotFreed = r))]);
         slotFreed = null;

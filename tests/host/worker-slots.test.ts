@@ -9,7 +9,9 @@
  *   settle transition is held back by the test (the old worker waited for it: the test fails there);
  * - connector calls in flight never exceed the worker's concurrency (a settling invocation has no
  *   connector call left), checked with concurrency 1 and 2 over several invocations;
- * - every invocation succeeds with one connector call.
+ * - every invocation succeeds with one connector call;
+ * - with every settlement held, settling invocations free at most `concurrency` slots: a worker of
+ *   concurrency 1 makes two connector calls and holds two invocations, no more, until they settle.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Store } from "../../src/core/store.js";
@@ -88,6 +90,33 @@ for (const factory of allStoreFactories()) {
       expect(claimedWhileHeld).not.toBeNull();
       expect(ids).toContain(claimedWhileHeld);
       expect(claimed).toHaveLength(2);
+      for (const id of ids) expect((await b.host.get(b.scope, id))?.status).toBe("succeeded");
+    });
+
+    it("stalled settlements do not pile up: at most twice concurrency in flight", async () => {
+      let releaseAll: () => void = () => undefined;
+      const released = new Promise<void>((resolve) => {
+        releaseAll = resolve;
+        setTimeout(resolve, 20_000);
+      });
+      const b = makeHostBench(gatedSettle(store, () => released));
+      await grantAuthority(b);
+      const ids = [];
+      for (let i = 0; i < 4; i++) ids.push((await b.host.submit(b.request())).invocation.invocationId);
+      const w = b.host.worker({ concurrency: 1, pollMs: 5 });
+      w.start();
+      try {
+        await until(() => b.calls.length === 2, "two connector calls");
+        // Long enough for a third claim and call, were the slots not capped.
+        await new Promise((r) => setTimeout(r, 300));
+        expect(b.calls).toHaveLength(2);
+        expect(w.inFlight()).toBe(2);
+        releaseAll();
+        await until(() => b.calls.length === ids.length, "four connector calls");
+      } finally {
+        releaseAll();
+        await w.stop();
+      }
       for (const id of ids) expect((await b.host.get(b.scope, id))?.status).toBe("succeeded");
     });
 
