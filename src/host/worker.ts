@@ -249,7 +249,9 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     } catch (e) {
       pollTrouble.failed(e);
     }
-    if (ms === 0 || woken) return;
+    // `stop()` may have come while the loop was claiming or reading (it wakes only a sleep already
+    // begun): a stopped worker never starts one, or a stop would wait out the poll.
+    if (ms === 0 || woken || !running) return;
     await new Promise<void>((resolve) => {
       const cancel = o.clock.setTimer(ms, () => done());
       const done = (): void => {

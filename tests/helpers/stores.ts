@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Store } from "../../src/core/store.js";
+import { transitionsOf, type StoreTransitions } from "../../src/core/transitions.js";
 import { memoryStore } from "../../src/stores/memory/index.js";
 import { sqliteStore } from "../../src/stores/sqlite/index.js";
 import { postgresStore } from "../../src/stores/postgres/index.js";
@@ -61,4 +62,19 @@ export const postgresFactory: StoreFactory = {
 /** Every store the project ships. */
 export function allStoreFactories(): StoreFactory[] {
   return [memoryFactory, sqliteFactory, postgresFactory];
+}
+
+/**
+ * `store` with its hot transitions replaced by `make(own)` (`own`: the store's transitions, native
+ * or composed), everything else the store's own: a test gates or fails one transition this way.
+ */
+export function withTransitions(store: Store, make: (own: StoreTransitions) => StoreTransitions): Store {
+  const transitions = make(transitionsOf(store));
+  return new Proxy(store, {
+    get(target, key) {
+      if (key === "transitions") return transitions;
+      const v = Reflect.get(target, key, target) as unknown;
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
 }

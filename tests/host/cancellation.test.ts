@@ -10,9 +10,8 @@ import { verifyStoredJournal } from "../../src/core/journal.js";
 import { createKeyring } from "../../src/core/keyring.js";
 import type { PolicyEngine } from "../../src/core/policy.js";
 import { readCommitted, type Store } from "../../src/core/store.js";
-import { transitionsOf } from "../../src/core/transitions.js";
 import { sealJournalNow } from "../../src/index.js";
-import { allStoreFactories } from "../helpers/stores.js";
+import { allStoreFactories, withTransitions } from "../helpers/stores.js";
 import { until } from "../helpers/wait.js";
 import { KEYS } from "../boundary/fixture.js";
 import { crypto, decisionFor, grantAuthority, makeHostBench, type HostBench } from "./fixture.js";
@@ -42,28 +41,24 @@ function gate(): Gate {
 
 /** The store, except that the host's prepare read waits on `g` after reading (a cancel lands meanwhile). */
 function gatedPrepare(store: Store, g: { current: Gate | null }): Store {
-  const own = transitionsOf(store);
-  const transitions = new Proxy(own, {
-    get(t, k) {
-      // The prepare read on its own (a store that makes it with the claim has no gap to gate).
-      if (k === "claimPrepared") return undefined;
-      if (k === "prepare") {
-        return async (...args: Parameters<typeof own.prepare>) => {
-          await g.current?.wait();
-          return own.prepare(...args);
-        };
-      }
-      const v = Reflect.get(t, k) as unknown;
-      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(t) : v;
-    },
-  });
-  return new Proxy(store, {
-    get(t, k) {
-      if (k === "transitions") return transitions;
-      const v = Reflect.get(t, k) as unknown;
-      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(t) : v;
-    },
-  });
+  return withTransitions(
+    store,
+    (own) =>
+      new Proxy(own, {
+        get(t, k) {
+          // The prepare read on its own (a store that makes it with the claim has no gap to gate).
+          if (k === "claimPrepared") return undefined;
+          if (k === "prepare") {
+            return async (...args: Parameters<typeof own.prepare>) => {
+              await g.current?.wait();
+              return own.prepare(...args);
+            };
+          }
+          const v = Reflect.get(t, k) as unknown;
+          return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+        },
+      }),
+  );
 }
 
 async function entryTypes(b: HostBench, invocationId: string): Promise<string[]> {

@@ -4,8 +4,11 @@
  * while it reads when the next invocation is due before going to sleep. Invariant: an invocation
  * admitted (and hinted) during that read is claimed at once, not after the poll interval.
  *
+ * Likewise a `stop()` that comes while the worker is not asleep: the loop must not begin a sleep
+ * afterwards (it would wait out the poll). Invariant: `stop()` resolves at once.
+ *
  * The host runs on a manual clock that the test never advances, so the poll never fires: only the
- * wake-up can bring the worker back.
+ * wake-up (or the stop) can bring the worker back.
  */
 import { expect, it } from "vitest";
 import type { Store, StoreTx } from "../../src/core/store.js";
@@ -13,10 +16,16 @@ import { memoryStore } from "../../src/index.js";
 import { until } from "../helpers/wait.js";
 import { grantAuthority, makeHostBench } from "./fixture.js";
 
-it("a wake-up that arrives while the worker reads the next run time is not lost", async () => {
+/**
+ * A memory store whose wake-up hints the test sends (`wakes`), and which can hold the worker once
+ * between its read of the next run time and its sleep: `holdAtRead()` resolves when the worker is
+ * held there, and `open()` lets it go on.
+ */
+function heldStore(): { store: Store; wakes: Set<() => void>; holdAtRead: () => Promise<void>; open: () => void } {
   const inner = memoryStore();
   const wakes = new Set<() => void>();
   let gate: { reached: () => void; open: Promise<void> } | null = null;
+  let open: () => void = () => undefined;
   // The read of the next run time ends (its transaction too: the memory store runs one at a time),
   // then the gate holds the worker between that read and its sleep.
   const pause = async <T>(saw: { nextRunAt: boolean }, out: T): Promise<T> => {
@@ -56,12 +65,22 @@ it("a wake-up that arrives while the worker reads the next run time is not lost"
       return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(t) : v;
     },
   });
+  return {
+    store,
+    wakes,
+    holdAtRead: () =>
+      new Promise<void>((reached) => {
+        gate = { reached, open: new Promise<void>((r) => (open = r)) };
+      }),
+    open: () => open(),
+  };
+}
+
+it("a wake-up that arrives while the worker reads the next run time is not lost", async () => {
+  const { store, wakes, holdAtRead, open } = heldStore();
   const b = makeHostBench(store);
   await grantAuthority(b);
-  let reached!: () => void;
-  let open!: () => void;
-  const atRead = new Promise<void>((r) => (reached = r));
-  gate = { reached, open: new Promise<void>((r) => (open = r)) };
+  const atRead = holdAtRead();
   const worker = b.host.worker({ pollMs: 60_000 });
   worker.start();
   try {
@@ -74,4 +93,24 @@ it("a wake-up that arrives while the worker reads the next run time is not lost"
   } finally {
     await worker.stop();
   }
+});
+
+it("a stop that arrives while the worker reads the next run time does not wait out the poll", async () => {
+  const { store, holdAtRead, open } = heldStore();
+  const b = makeHostBench(store);
+  await grantAuthority(b);
+  const atRead = holdAtRead();
+  const worker = b.host.worker({ pollMs: 60_000 });
+  worker.start();
+  await atRead; // the loop claimed nothing and reads the next run time before it sleeps
+  let stopped = false;
+  const stopping = worker.stop().then(() => (stopped = true));
+  open();
+  try {
+    await until(() => stopped, "stop() to resolve without a poll", 5_000);
+  } finally {
+    open();
+    await Promise.race([stopping, new Promise((r) => setTimeout(r, 100))]);
+  }
+  expect(stopped).toBe(true);
 });
