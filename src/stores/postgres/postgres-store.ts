@@ -267,6 +267,8 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     if (opts.autoMigrate && migrated === undefined) await migrate();
     else if (migrated !== undefined) await migrated;
     if (closed !== undefined) throw closedError();
+    // A store that only ever runs transitions (a bare boundary) writes as much as a host does.
+    stats.start();
     return track(
       (async () => {
         const c = await checkout();
