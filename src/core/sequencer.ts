@@ -82,6 +82,19 @@ export function sequencerFor(store: Store, crypto: CryptoPort, onError?: (err: u
   return s;
 }
 
+/**
+ * Gives `store`'s sequencer a clock for its commit-hint delay while it is not started (a bare
+ * boundary's store, which nothing polls): without one, every hint seals at once, so on PostgreSQL
+ * a seal round trip (and its read of the pending entries) followed nearly every commit. The clock
+ * of a started poll takes precedence; the first clock given stays.
+ */
+export function sequencerHintClock(store: Store, crypto: CryptoPort, clock: Clock): void {
+  const s = sequencerFor(store, crypto);
+  hintClocks.get(s)?.(clock);
+}
+
+const hintClocks = new WeakMap<Sequencer, (clock: Clock) => void>();
+
 function scopeKey(scope: Scope): string {
   return JSON.stringify([scope.tenantId, scope.spaceId]);
 }
@@ -161,6 +174,8 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
   // coalesced for a few ms, so that one seal chains several commits and one round several scopes.
   // Only while started: the delay needs the clock the polling was given.
   let clock: Clock | null = null;
+  /** The clock of the hint delay while no poll runs (see sequencerHintClock). */
+  let idleClock: Clock | null = null;
   const hintDelay = store.journalHintDelayMs ?? 0;
   // Hints of every scope share one delay: the scopes hinted while it runs are sealed together.
   let hinted: { cancel: () => void; scopes: Map<string, { scope: Scope; resolve: () => void }> } | null = null;
@@ -176,11 +191,12 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
     for (const { scope, resolve } of w.scopes.values()) void sealHinted(scope).then(resolve);
   };
   store.onJournalAppend?.((scope) => {
-    if (hintDelay <= 0 || clock === null) return sealHinted(scope);
+    const timers = clock ?? idleClock;
+    if (hintDelay <= 0 || timers === null) return sealHinted(scope);
     const key = scopeKey(scope);
     if (hinted?.scopes.has(key)) return;
     if (hinted === null) {
-      const cancel = clock.setTimer(hintDelay, () => fireWindow());
+      const cancel = timers.setTimer(hintDelay, () => fireWindow());
       hinted = { cancel, scopes: new Map() };
     }
     const w = hinted;
@@ -189,7 +205,7 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
   /** Seals what waits for its delay right away (stop, idle). */
   const flushDelayed = (): void => fireWindow();
 
-  return {
+  const sequencer: Sequencer = {
     seal,
     sealAll,
     start(polling) {
@@ -241,4 +257,6 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
       }
     },
   };
+  hintClocks.set(sequencer, (c) => void (idleClock ??= c));
+  return sequencer;
 }

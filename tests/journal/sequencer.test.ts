@@ -10,11 +10,14 @@
  * - Q3 verify reports an entry unsealed for longer than the bound as `unsealed_overdue` (and the
  *   sealed chain still verifies); younger unsealed entries are counted, not reported.
  * - Q4 `sealWithinMs` is validated wherever it is given (host, verify, sequencer).
+ * - Q5 a sequencer nothing polls (a bare boundary's) coalesces the commit hints of a store that asks
+ *   for a hint delay over that delay on the clock it was given: nothing is sealed before the delay
+ *   ends, then one run seals every hinted entry; without such a clock each hint seals at once.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appendJournal, readWholeJournal, sealScopeNow } from "../../src/core/journal.js";
 import { manualClock } from "../../src/core/manual-clock.js";
-import { sequencerFor } from "../../src/core/sequencer.js";
+import { sequencerFor, sequencerHintClock } from "../../src/core/sequencer.js";
 import type { Store } from "../../src/core/store.js";
 import type { Scope } from "../../src/core/types.js";
 import { createKeyring, memoryStore, nodeCryptoPort, sealJournalNow, verifyJournalIn } from "../../src/index.js";
@@ -117,5 +120,54 @@ describe("the sequencer's poll and verify's findings (memory store)", () => {
     }
     expect(() => makeHostBench(store, { sealWithinMs: 1 })).not.toThrow();
     await store.close();
+  });
+
+  // Q5
+  it("an unpolled sequencer delays commit hints on its hint clock and seals them in one run", async () => {
+    /** A memory store that asks for a 20 ms hint delay; its commit hints are fired by the test. */
+    const withDelay = (): { store: Store; hint: (scope: Scope) => Promise<void>; seals: () => number } => {
+      const inner = memoryStore();
+      const listeners: Array<(scope: Scope) => void | Promise<void>> = [];
+      let seals = 0;
+      const store = new Proxy(inner, {
+        get(target, prop) {
+          if (prop === "journalHintDelayMs") return 20;
+          if (prop === "onJournalAppend") return (cb: (scope: Scope) => void | Promise<void>) => void listeners.push(cb);
+          if (prop === "transact") {
+            return (fn: Parameters<Store["transact"]>[0]) => {
+              // the sequencer's runs are the only transactions after the appends below
+              seals += 1;
+              return target.transact(fn);
+            };
+          }
+          const v = Reflect.get(target, prop) as unknown;
+          return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        },
+      }) as Store;
+      return { store, hint: async (scope) => void (await Promise.all(listeners.map(async (l) => l(scope)))), seals: () => seals };
+    };
+    const scope = newScope();
+    const a = withDelay();
+    const clock = manualClock(T);
+    sequencerHintClock(a.store, crypto, clock);
+    await a.store.transact((tx) => appendJournal(tx, crypto, scope, [draft("a"), draft("b"), draft("c")]));
+    const before = a.seals();
+    const hints = [a.hint(scope), a.hint(scope), a.hint(scope)];
+    clock.advance(19);
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    expect(a.seals()).toBe(before);
+    expect((await a.store.transact((tx) => tx.listUnsealed(scope))).length).toBe(3);
+    clock.advance(1);
+    await Promise.all(hints);
+    await sequencerFor(a.store, crypto).idle();
+    expect((await readWholeJournal(a.store, scope)).map((e) => [e.seq, e.id])).toEqual([[1, "a"], [2, "b"], [3, "c"]]);
+
+    // Without a hint clock (and not started), the first hint seals at once.
+    const b = withDelay();
+    const other = newScope();
+    sequencerFor(b.store, crypto);
+    await b.store.transact((tx) => appendJournal(tx, crypto, other, [draft("x")]));
+    await b.hint(other);
+    expect((await readWholeJournal(b.store, other)).map((e) => e.id)).toEqual(["x"]);
   });
 });

@@ -10,12 +10,14 @@
  *
  * Invariants: after a burst of executions, with autovacuum off for the attempts table (so only the
  * keeper can analyze it), the table has been analyzed, and the attempt look-up the start and the
- * settlement make is then a primary-key probe touching a handful of buffers.
+ * settlement make is then a primary-key probe touching a handful of buffers. The bare boundary's
+ * sequencer, which nothing polls, delays its commit hints (the store's `journalHintDelayMs`) and
+ * still seals every entry: none is left unsealed and the chain verifies.
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createBoundary, createKeyring, defineAction, defineConnector, generateSigningKey, requestDigest, signDecision, type ActionRequest, type Authority } from "../../src/index.js";
+import { createBoundary, createKeyring, verifyJournalIn, defineAction, defineConnector, generateSigningKey, requestDigest, signDecision, type ActionRequest, type Authority } from "../../src/index.js";
 import { postgresStore, type PostgresStore } from "../../src/stores/postgres/index.js";
 import { statement } from "../../src/stores/postgres/postgres-exec.js";
 import { freshDatabase, pgServerOrNull, type FreshDatabase } from "../helpers/pg.js";
@@ -75,5 +77,10 @@ describe.skipIf(server === null)("PostgreSQL store behind a bare boundary", () =
     const probe = await explain(c, statement("attempt_probe", "SELECT 1 FROM writ_attempts WHERE tenant_id = $1 AND space_id = $2 AND attempt_id = $3"), [scope.tenantId, scope.spaceId, last.rows[0]!.attempt_id]);
     expect(probe.nodes.map((n) => n.index).filter(Boolean), JSON.stringify(probe.nodes)).toEqual(["writ_attempts_pkey"]);
     expect(probe.buffers).toBeLessThan(20);
+
+    const sealedBy = Date.now() + 5_000;
+    while ((await store.transact((tx) => tx.listUnsealed(scope))).length > 0 && Date.now() < sealedBy) await new Promise((r) => setTimeout(r, 20));
+    const v = await verifyJournalIn(store, createKeyring([{ kid: key.kid, publicJwk: key.publicJwk }]), scope);
+    expect(v).toMatchObject({ ok: true, unsealed: 0, entries: total * 2, problems: [] });
   });
 });
