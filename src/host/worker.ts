@@ -287,16 +287,20 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
         continue;
       }
       let claimed: Claimed[] = [];
+      const asked = Math.min(free, batchSize);
       // The claim sees everything committed before it starts: earlier wake-ups are answered.
       woken = false;
       try {
-        claimed = await claim(Math.min(free, batchSize));
+        claimed = await claim(asked);
         claimTrouble.ok();
       } catch (e) {
         claimTrouble.failed(e);
       }
       for (const c of claimed) void launch(c);
-      if (claimed.length === 0) await sleep();
+      // A claim that found fewer than it asked for left nothing claimable as of its snapshot: the
+      // loop waits as after an empty one (a wake-up that came meanwhile, or a next run time
+      // already due, ends the wait at once) rather than claim again to find nothing.
+      if (claimed.length < asked) await sleep();
     }
   }
 

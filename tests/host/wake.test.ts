@@ -7,12 +7,18 @@
  * Likewise a `stop()` that comes while the worker is not asleep: the loop must not begin a sleep
  * afterwards (it would wait out the poll). Invariant: `stop()` resolves at once.
  *
+ * A claim that finds fewer invocations than it asked for leaves the loop waiting (for a wake-up or
+ * the next run time), not claiming again to find nothing. Invariant: one lone invocation costs its
+ * worker two claims (the one that finds it, and one when it has ended: an ended invocation wakes
+ * the loop), not three, and a wake-up still brings the next one in at once.
+ *
  * The host runs on a manual clock that the test never advances, so the poll never fires: only the
  * wake-up (or the stop) can bring the worker back.
  */
 import { expect, it } from "vitest";
 import type { Store, StoreTx } from "../../src/core/store.js";
 import { memoryStore } from "../../src/index.js";
+import { withTransitions } from "../helpers/stores.js";
 import { until } from "../helpers/wait.js";
 import { grantAuthority, makeHostBench } from "./fixture.js";
 
@@ -113,4 +119,31 @@ it("a stop that arrives while the worker reads the next run time does not wait o
     await Promise.race([stopping, new Promise((r) => setTimeout(r, 100))]);
   }
   expect(stopped).toBe(true);
+});
+
+it("a claim that finds fewer than it asked for is not followed by another before a wake-up", async () => {
+  const { store: held, wakes } = heldStore();
+  let claims = 0;
+  const store = withTransitions(held, (own) => ({
+    ...own,
+    ...(own.claimPrepared && { claimPrepared: (...a: Parameters<NonNullable<typeof own.claimPrepared>>) => ((claims += 1), own.claimPrepared!(...a)) }),
+    claim: (...a: Parameters<typeof own.claim>) => ((claims += 1), own.claim(...a)),
+  }));
+  const b = makeHostBench(store);
+  await grantAuthority(b);
+  const worker = b.host.worker({ pollMs: 60_000, concurrency: 4 });
+  worker.start();
+  try {
+    await until(() => claims === 1, "the first (empty) claim", 5_000);
+    for (let i = 1; i <= 3; i++) {
+      const { invocation } = await b.host.submit(b.request());
+      for (const cb of wakes) cb();
+      await until(() => b.events.some((e) => e.type === "invocation.succeeded" && e.invocationId === invocation.invocationId), `invocation ${i} to succeed`, 5_000);
+      // Let the loop go on as far as it would: to its next sleep.
+      for (let k = 0; k < 20; k++) await new Promise((r) => setImmediate(r));
+      expect(claims, `claims after invocation ${i}`).toBe(1 + 2 * i);
+    }
+  } finally {
+    await worker.stop();
+  }
 });
