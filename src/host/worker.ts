@@ -116,6 +116,12 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     if (wake !== null) wake();
     else woken = true;
   };
+  /**
+   * Set while the loop sleeps: an invocation of this worker ended, so the next run time may have
+   * moved (a retry it queued): the loop reads it again and sleeps on, or claims if work is due. An
+   * ended invocation is not a sign of new work, so it no longer costs a claim that finds nothing.
+   */
+  let recheck: (() => void) | null = null;
   let unsubscribe: (() => void) | null = null;
   let stopSealing: (() => Promise<void>) | null = null;
   const sequencer = sequencerFor(innerStore(o.store), o.crypto);
@@ -187,7 +193,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
         const left = (inFlightBy.get(by) ?? 0) - 1;
         if (left > 0) inFlightBy.set(by, left);
         else inFlightBy.delete(by);
-        onWake();
+        recheck?.();
       });
     inflight.add(p);
     inFlightBy.set(by, (inFlightBy.get(by) ?? 0) + 1);
@@ -241,26 +247,33 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   }
 
   async function sleep(): Promise<void> {
-    let ms = pollMs;
-    try {
-      const next = await readCommitted(o.store, (tx) => tx.nextRunAt());
-      pollTrouble.ok();
-      if (next !== null) ms = Math.max(0, Math.min(pollMs, next - o.clock.now()));
-    } catch (e) {
-      pollTrouble.failed(e);
+    for (;;) {
+      // A wake-up that came while the loop claimed needs no read: the loop claims again at once.
+      if (woken || !running) return;
+      let ms = pollMs;
+      try {
+        const next = await readCommitted(o.store, (tx) => tx.nextRunAt());
+        pollTrouble.ok();
+        if (next !== null) ms = Math.max(0, Math.min(pollMs, next - o.clock.now()));
+      } catch (e) {
+        pollTrouble.failed(e);
+      }
+      // `stop()` may have come while the loop was claiming or reading (it wakes only a sleep
+      // already begun): a stopped worker never starts one, or a stop would wait out the poll.
+      if (ms === 0 || woken || !running) return;
+      const ended = await new Promise<boolean>((resolve) => {
+        const cancel = o.clock.setTimer(ms, () => done(false));
+        const done = (invocationEnded: boolean): void => {
+          cancel();
+          wake = null;
+          recheck = null;
+          resolve(invocationEnded);
+        };
+        wake = () => done(false);
+        recheck = () => done(true);
+      });
+      if (!ended) return;
     }
-    // `stop()` may have come while the loop was claiming or reading (it wakes only a sleep already
-    // begun): a stopped worker never starts one, or a stop would wait out the poll.
-    if (ms === 0 || woken || !running) return;
-    await new Promise<void>((resolve) => {
-      const cancel = o.clock.setTimer(ms, () => done());
-      const done = (): void => {
-        cancel();
-        wake = null;
-        resolve();
-      };
-      wake = done;
-    });
   }
 
   let lastSweep = 0;

@@ -8,9 +8,11 @@
  * afterwards (it would wait out the poll). Invariant: `stop()` resolves at once.
  *
  * A claim that finds fewer invocations than it asked for leaves the loop waiting (for a wake-up or
- * the next run time), not claiming again to find nothing. Invariant: one lone invocation costs its
- * worker two claims (the one that finds it, and one when it has ended: an ended invocation wakes
- * the loop), not three, and a wake-up still brings the next one in at once.
+ * the next run time), not claiming again to find nothing; nor does an invocation's end (the loop
+ * only reads the next run time again). Invariant: one lone invocation costs its worker one claim
+ * (three before), and a wake-up still brings the next one in at once. And since an ended
+ * invocation no longer claims: a retry it queued (due after a backoff) while the loop slept on the
+ * poll is run when it falls due, without a poll or a wake-up.
  *
  * The host runs on a manual clock that the test never advances, so the poll never fires: only the
  * wake-up (or the stop) can bring the worker back.
@@ -19,7 +21,7 @@ import { expect, it } from "vitest";
 import type { Store, StoreTx } from "../../src/core/store.js";
 import { memoryStore } from "../../src/index.js";
 import { withTransitions } from "../helpers/stores.js";
-import { until } from "../helpers/wait.js";
+import { until, untilRead } from "../helpers/wait.js";
 import { grantAuthority, makeHostBench } from "./fixture.js";
 
 /**
@@ -141,8 +143,37 @@ it("a claim that finds fewer than it asked for is not followed by another before
       await until(() => b.events.some((e) => e.type === "invocation.succeeded" && e.invocationId === invocation.invocationId), `invocation ${i} to succeed`, 5_000);
       // Let the loop go on as far as it would: to its next sleep.
       for (let k = 0; k < 20; k++) await new Promise((r) => setImmediate(r));
-      expect(claims, `claims after invocation ${i}`).toBe(1 + 2 * i);
+      expect(claims, `claims after invocation ${i}`).toBe(1 + i);
     }
+  } finally {
+    await worker.stop();
+  }
+});
+
+it("a retry queued by an invocation that ended while the loop slept runs when due, without a poll", async () => {
+  const { store } = heldStore();
+  const b = makeHostBench(store);
+  await grantAuthority(b);
+  b.replies.set("a", { outcome: "transient_failure", reason: "503" });
+  const worker = b.host.worker({ pollMs: 60_000, concurrency: 4 });
+  const { invocation } = await b.host.submit(b.request());
+  worker.start();
+  try {
+    await until(() => b.calls.length === 1, "the first attempt", 5_000);
+    const queued = async (): Promise<number | undefined> => {
+      const inv = await b.host.get(b.scope, invocation.invocationId);
+      return inv?.status === "queued" && inv.retryCount === 1 ? inv.runAt : undefined;
+    };
+    await untilRead(async () => (await queued()) !== undefined, "the retry to be queued", 5_000);
+    const runAt = (await queued())!;
+    expect(runAt - b.clock.now()).toBeLessThan(60_000);
+    b.replies.delete("a");
+    // Let the loop read the next run time again and go back to sleep, then reach the retry's time.
+    for (let k = 0; k < 20; k++) await new Promise((r) => setImmediate(r));
+    expect(b.calls).toHaveLength(1);
+    b.clock.advance(runAt - b.clock.now());
+    await until(() => b.events.some((e) => e.type === "invocation.succeeded" && e.invocationId === invocation.invocationId), "the retry to run at its time", 5_000);
+    expect(b.calls).toHaveLength(2);
   } finally {
     await worker.stop();
   }
