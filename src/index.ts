@@ -99,11 +99,13 @@ export type CreateBoundaryOptions = Omit<BoundaryOptions, "clock" | "crypto" | "
  */
 export function createBoundary(options: CreateBoundaryOptions): Boundary {
   const ports = defaultPorts(options);
+  const boundary = createBoundaryCore({ ...options, ...ports });
   // Nothing polls a bare boundary's sequencer: real time (whatever clock the boundary runs on)
   // times the store's commit-hint delay, so that on PostgreSQL one seal chains the commits of a few
-  // milliseconds instead of following nearly each one (docs/journal.md).
+  // milliseconds instead of following nearly each one (docs/journal.md). After the options passed
+  // their checks: a missing store gets the boundary's own error.
   sequencerHintClock(options.store, ports.crypto, systemClock);
-  return createBoundaryCore({ ...options, ...ports });
+  return boundary;
 }
 
 /** Generates an Ed25519 signing key for decisions; `kid` defaults to a random id. */

@@ -122,6 +122,8 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
    * ended invocation is not a sign of new work, so it no longer costs a claim that finds nothing.
    */
   let recheck: (() => void) | null = null;
+  /** An invocation ended while the loop was not asleep: a read of the next run time under way may predate it. */
+  let endedAwake = false;
   let unsubscribe: (() => void) | null = null;
   let stopSealing: (() => Promise<void>) | null = null;
   const sequencer = sequencerFor(innerStore(o.store), o.crypto);
@@ -193,7 +195,8 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
         const left = (inFlightBy.get(by) ?? 0) - 1;
         if (left > 0) inFlightBy.set(by, left);
         else inFlightBy.delete(by);
-        recheck?.();
+        if (recheck !== null) recheck();
+        else endedAwake = true;
       });
     inflight.add(p);
     inFlightBy.set(by, (inFlightBy.get(by) ?? 0) + 1);
@@ -250,6 +253,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     for (;;) {
       // A wake-up that came while the loop claimed needs no read: the loop claims again at once.
       if (woken || !running) return;
+      endedAwake = false;
       let ms = pollMs;
       try {
         const next = await readCommitted(o.store, (tx) => tx.nextRunAt());
@@ -261,6 +265,8 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
       // `stop()` may have come while the loop was claiming or reading (it wakes only a sleep
       // already begun): a stopped worker never starts one, or a stop would wait out the poll.
       if (ms === 0 || woken || !running) return;
+      // An invocation that ended during the read may have queued a retry the read did not see.
+      if (endedAwake) continue;
       const ended = await new Promise<boolean>((resolve) => {
         const cancel = o.clock.setTimer(ms, () => done(false));
         const done = (invocationEnded: boolean): void => {

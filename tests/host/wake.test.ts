@@ -178,3 +178,39 @@ it("a retry queued by an invocation that ended while the loop slept runs when du
     await worker.stop();
   }
 });
+
+it("a retry queued by an invocation that ended during the loop's read of the next run time is not missed", async () => {
+  const { store, holdAtRead, open } = heldStore();
+  const b = makeHostBench(store);
+  await grantAuthority(b);
+  let fail!: () => void;
+  const failing = new Promise<void>((r) => (fail = r));
+  b.replies.set("a", async () => {
+    await failing;
+    return { outcome: "transient_failure", reason: "503" };
+  });
+  const worker = b.host.worker({ pollMs: 60_000, concurrency: 4 });
+  const { invocation } = await b.host.submit(b.request());
+  const atRead = holdAtRead();
+  worker.start();
+  try {
+    await atRead; // the loop claimed the invocation (1 of 4) and has read the next run time: none
+    fail(); // the invocation now ends and queues its retry, while the loop is held after its read
+    let runAt: number | undefined;
+    await untilRead(async () => {
+      const inv = await b.host.get(b.scope, invocation.invocationId);
+      runAt = inv?.status === "queued" && inv.retryCount === 1 ? inv.runAt : undefined;
+      return runAt !== undefined;
+    }, "the retry to be queued", 5_000);
+    b.replies.delete("a");
+    open();
+    for (let k = 0; k < 20; k++) await new Promise((r) => setImmediate(r));
+    expect(b.calls).toHaveLength(1);
+    b.clock.advance(runAt! - b.clock.now());
+    await until(() => b.events.some((e) => e.type === "invocation.succeeded" && e.invocationId === invocation.invocationId), "the retry to run at its time", 5_000);
+    expect(b.calls).toHaveLength(2);
+  } finally {
+    open();
+    await worker.stop();
+  }
+});
