@@ -104,7 +104,7 @@ export function createBoundary(options: CreateBoundaryOptions): Boundary {
   // times the store's commit-hint delay, so that on PostgreSQL one seal chains the commits of a few
   // milliseconds instead of following nearly each one (docs/journal.md). After the options passed
   // their checks: a missing store gets the boundary's own error.
-  sequencerHintClock(options.store, ports.crypto, systemClock);
+  sequencerHintClock(options.store, systemClock);
   return boundary;
 }
 

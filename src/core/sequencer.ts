@@ -86,14 +86,14 @@ export function sequencerFor(store: Store, crypto: CryptoPort, onError?: (err: u
  * Gives `store`'s sequencer a clock for its commit-hint delay while it is not started (a bare
  * boundary's store, which nothing polls): without one, every hint seals at once, so on PostgreSQL
  * a seal round trip (and its read of the pending entries) followed nearly every commit. The clock
- * of a started poll takes precedence; the first clock given stays.
+ * of a started poll takes precedence; the first clock given stays. Read at each hint, so it may be
+ * given before or after the sequencer exists.
  */
-export function sequencerHintClock(store: Store, crypto: CryptoPort, clock: Clock): void {
-  const s = sequencerFor(store, crypto);
-  hintClocks.get(s)?.(clock);
+export function sequencerHintClock(store: Store, clock: Clock): void {
+  if (!hintClocks.has(store)) hintClocks.set(store, clock);
 }
 
-const hintClocks = new WeakMap<Sequencer, (clock: Clock) => void>();
+const hintClocks = new WeakMap<Store, Clock>();
 
 function scopeKey(scope: Scope): string {
   return JSON.stringify([scope.tenantId, scope.spaceId]);
@@ -174,8 +174,6 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
   // coalesced for a few ms, so that one seal chains several commits and one round several scopes.
   // Only while started: the delay needs the clock the polling was given.
   let clock: Clock | null = null;
-  /** The clock of the hint delay while no poll runs (see sequencerHintClock). */
-  let idleClock: Clock | null = null;
   const hintDelay = store.journalHintDelayMs ?? 0;
   // Hints of every scope share one delay: the scopes hinted while it runs are sealed together.
   let hinted: { cancel: () => void; scopes: Map<string, { scope: Scope; resolve: () => void }> } | null = null;
@@ -191,7 +189,8 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
     for (const { scope, resolve } of w.scopes.values()) void sealHinted(scope).then(resolve);
   };
   store.onJournalAppend?.((scope) => {
-    const timers = clock ?? idleClock;
+    // While no poll runs, the clock given by sequencerHintClock (a bare boundary's), if any.
+    const timers = clock ?? hintClocks.get(store) ?? null;
     if (hintDelay <= 0 || timers === null) return sealHinted(scope);
     const key = scopeKey(scope);
     if (hinted?.scopes.has(key)) return;
@@ -205,7 +204,7 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
   /** Seals what waits for its delay right away (stop, idle). */
   const flushDelayed = (): void => fireWindow();
 
-  const sequencer: Sequencer = {
+  return {
     seal,
     sealAll,
     start(polling) {
@@ -257,6 +256,4 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
       }
     },
   };
-  hintClocks.set(sequencer, (c) => void (idleClock ??= c));
-  return sequencer;
 }

@@ -22,7 +22,7 @@ import type { Store, StoreTx } from "../../src/core/store.js";
 import { memoryStore } from "../../src/index.js";
 import { withTransitions } from "../helpers/stores.js";
 import { until, untilRead } from "../helpers/wait.js";
-import { grantAuthority, makeHostBench } from "./fixture.js";
+import { grantAuthority, makeHostBench, type HostBench } from "./fixture.js";
 
 /**
  * A memory store whose wake-up hints the test sends (`wakes`), and which can hold the worker once
@@ -84,6 +84,27 @@ function heldStore(): { store: Store; wakes: Set<() => void>; holdAtRead: () => 
   };
 }
 
+/** Waits for the invocation's `invocation.succeeded` event. */
+function succeeded(b: HostBench, invocationId: string, what: string): Promise<void> {
+  return until(() => b.events.some((e) => e.type === "invocation.succeeded" && e.invocationId === invocationId), what, 5_000);
+}
+
+/** Waits until the invocation is queued for its first retry; its run time. */
+async function queuedRetry(b: HostBench, invocationId: string): Promise<number> {
+  let runAt: number | undefined;
+  await untilRead(async () => {
+    const inv = await b.host.get(b.scope, invocationId);
+    runAt = inv?.status === "queued" && inv.retryCount === 1 ? inv.runAt : undefined;
+    return runAt !== undefined;
+  }, "the retry to be queued", 5_000);
+  return runAt!;
+}
+
+/** Lets the worker's loop go on as far as it would (to its next sleep). */
+async function loopTurns(): Promise<void> {
+  for (let k = 0; k < 20; k++) await new Promise((r) => setImmediate(r));
+}
+
 it("a wake-up that arrives while the worker reads the next run time is not lost", async () => {
   const { store, wakes, holdAtRead, open } = heldStore();
   const b = makeHostBench(store);
@@ -96,7 +117,7 @@ it("a wake-up that arrives while the worker reads the next run time is not lost"
     const { invocation } = await b.host.submit(b.request());
     for (const cb of wakes) cb(); // the store's hint arrives now, while the loop is not asleep
     open();
-    await until(() => b.events.some((e) => e.type === "invocation.succeeded" && e.invocationId === invocation.invocationId), "the invocation to succeed without a poll", 5_000);
+    await succeeded(b, invocation.invocationId, "the invocation to succeed without a poll");
     expect(b.calls).toHaveLength(1);
   } finally {
     await worker.stop();
@@ -140,9 +161,8 @@ it("a claim that finds fewer than it asked for is not followed by another before
     for (let i = 1; i <= 3; i++) {
       const { invocation } = await b.host.submit(b.request());
       for (const cb of wakes) cb();
-      await until(() => b.events.some((e) => e.type === "invocation.succeeded" && e.invocationId === invocation.invocationId), `invocation ${i} to succeed`, 5_000);
-      // Let the loop go on as far as it would: to its next sleep.
-      for (let k = 0; k < 20; k++) await new Promise((r) => setImmediate(r));
+      await succeeded(b, invocation.invocationId, `invocation ${i} to succeed`);
+      await loopTurns();
       expect(claims, `claims after invocation ${i}`).toBe(1 + i);
     }
   } finally {
@@ -160,19 +180,14 @@ it("a retry queued by an invocation that ended while the loop slept runs when du
   worker.start();
   try {
     await until(() => b.calls.length === 1, "the first attempt", 5_000);
-    const queued = async (): Promise<number | undefined> => {
-      const inv = await b.host.get(b.scope, invocation.invocationId);
-      return inv?.status === "queued" && inv.retryCount === 1 ? inv.runAt : undefined;
-    };
-    await untilRead(async () => (await queued()) !== undefined, "the retry to be queued", 5_000);
-    const runAt = (await queued())!;
+    const runAt = await queuedRetry(b, invocation.invocationId);
     expect(runAt - b.clock.now()).toBeLessThan(60_000);
     b.replies.delete("a");
     // Let the loop read the next run time again and go back to sleep, then reach the retry's time.
-    for (let k = 0; k < 20; k++) await new Promise((r) => setImmediate(r));
+    await loopTurns();
     expect(b.calls).toHaveLength(1);
     b.clock.advance(runAt - b.clock.now());
-    await until(() => b.events.some((e) => e.type === "invocation.succeeded" && e.invocationId === invocation.invocationId), "the retry to run at its time", 5_000);
+    await succeeded(b, invocation.invocationId, "the retry to run at its time");
     expect(b.calls).toHaveLength(2);
   } finally {
     await worker.stop();
@@ -196,18 +211,13 @@ it("a retry queued by an invocation that ended during the loop's read of the nex
   try {
     await atRead; // the loop claimed the invocation (1 of 4) and has read the next run time: none
     fail(); // the invocation now ends and queues its retry, while the loop is held after its read
-    let runAt: number | undefined;
-    await untilRead(async () => {
-      const inv = await b.host.get(b.scope, invocation.invocationId);
-      runAt = inv?.status === "queued" && inv.retryCount === 1 ? inv.runAt : undefined;
-      return runAt !== undefined;
-    }, "the retry to be queued", 5_000);
+    const runAt = await queuedRetry(b, invocation.invocationId);
     b.replies.delete("a");
     open();
-    for (let k = 0; k < 20; k++) await new Promise((r) => setImmediate(r));
+    await loopTurns();
     expect(b.calls).toHaveLength(1);
-    b.clock.advance(runAt! - b.clock.now());
-    await until(() => b.events.some((e) => e.type === "invocation.succeeded" && e.invocationId === invocation.invocationId), "the retry to run at its time", 5_000);
+    b.clock.advance(runAt - b.clock.now());
+    await succeeded(b, invocation.invocationId, "the retry to run at its time");
     expect(b.calls).toHaveLength(2);
   } finally {
     open();

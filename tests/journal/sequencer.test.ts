@@ -149,7 +149,8 @@ describe("the sequencer's poll and verify's findings (memory store)", () => {
     const scope = newScope();
     const a = withDelay();
     const clock = manualClock(T);
-    sequencerHintClock(a.store, crypto, clock);
+    sequencerFor(a.store, crypto);
+    sequencerHintClock(a.store, clock);
     await a.store.transact((tx) => appendJournal(tx, crypto, scope, [draft("a"), draft("b"), draft("c")]));
     const before = a.seals();
     const hints = [a.hint(scope), a.hint(scope), a.hint(scope)];

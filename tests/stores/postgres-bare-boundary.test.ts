@@ -13,11 +13,16 @@
  * settlement make is then a primary-key probe touching a handful of buffers. The bare boundary's
  * sequencer, which nothing polls, delays its commit hints (the store's `journalHintDelayMs`) and
  * still seals every entry: none is left unsealed and the chain verifies.
+ *
+ * A store closed while its hint waits: close() lets the delayed seal run first (4 of 10 entries
+ * were left unsealed before the delay existed, 10 of 10 with the delay before close() waited), so
+ * nothing is left unsealed; `sealJournalNow` from another store then finds nothing to do and the
+ * chain verifies whole.
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createBoundary, createKeyring, verifyJournalIn, defineAction, defineConnector, generateSigningKey, requestDigest, signDecision, type ActionRequest, type Authority } from "../../src/index.js";
+import { createBoundary, createKeyring, sealJournalNow, verifyJournalIn, defineAction, defineConnector, generateSigningKey, requestDigest, signDecision, type ActionRequest, type Authority, type Store } from "../../src/index.js";
 import { postgresStore, type PostgresStore } from "../../src/stores/postgres/index.js";
 import { statement } from "../../src/stores/postgres/postgres-exec.js";
 import { freshDatabase, pgServerOrNull, type FreshDatabase } from "../helpers/pg.js";
@@ -25,6 +30,27 @@ import { explain } from "../helpers/pg-plans.js";
 
 const server = await pgServerOrNull();
 const scope = { tenantId: "bare", spaceId: "s" };
+const key = generateSigningKey({ kid: "k" });
+const keyring = createKeyring([{ kid: key.kid, publicJwk: key.publicJwk }]);
+const authority: Authority = { ...scope, authorityRef: "a1", principal: { type: "agent", id: "bot" }, grantor: { type: "user", id: "u" }, actions: ["*"], constraints: {}, status: "active", createdAt: 0, updatedAt: 0 };
+const noop = defineConnector({ id: "noop", operations: { run: () => ({ outcome: "success", externalRef: "ok" }) } });
+const action = defineAction({ id: "t.noop", version: "1", params: z.object({ n: z.number() }), idempotent: true, steps: [{ name: "run", connector: "noop", operation: "run" }] });
+
+/** Executes requests `from`..`from + count - 1` through a bare boundary on `store`, 8 at a time; each must succeed. */
+async function executeMany(store: Store, from: number, count: number): Promise<void> {
+  const boundary = createBoundary({ store, keyring, actions: [action], connectors: [noop], authority: () => authority, acceptedPolicyRefs: ["p1"] });
+  let next = from;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (next < from + count) {
+        const n = next++;
+        const req: ActionRequest = { ...scope, action: "t.noop", actionVersion: "1", actor: { type: "agent", id: "bot" }, authorityRef: "a1", params: { n }, idempotencyKey: `k${n}` };
+        const a = await boundary.execute(req, signDecision(key, { result: "ALLOW", requestDigest: requestDigest(req), ...scope, authorityRef: "a1", policyRef: "p1" }));
+        expect(a.state).toBe("SUCCEEDED");
+      }
+    }),
+  );
+}
 
 describe.skipIf(server === null)("PostgreSQL store behind a bare boundary", () => {
   let db: FreshDatabase;
@@ -47,23 +73,8 @@ describe.skipIf(server === null)("PostgreSQL store behind a bare boundary", () =
   });
 
   it("analyzes the tables its transitions write, so attempt look-ups stay primary-key probes", async () => {
-    const key = generateSigningKey({ kid: "k" });
-    const authority: Authority = { ...scope, authorityRef: "a1", principal: { type: "agent", id: "bot" }, grantor: { type: "user", id: "u" }, actions: ["*"], constraints: {}, status: "active", createdAt: 0, updatedAt: 0 };
-    const noop = defineConnector({ id: "noop", operations: { run: () => ({ outcome: "success", externalRef: "ok" }) } });
-    const action = defineAction({ id: "t.noop", version: "1", params: z.object({ n: z.number() }), idempotent: true, steps: [{ name: "run", connector: "noop", operation: "run" }] });
-    const boundary = createBoundary({ store, keyring: createKeyring([{ kid: key.kid, publicJwk: key.publicJwk }]), actions: [action], connectors: [noop], authority: () => authority, acceptedPolicyRefs: ["p1"] });
-    let next = 0;
     const total = 800;
-    await Promise.all(
-      Array.from({ length: 8 }, async () => {
-        while (next < total) {
-          const n = next++;
-          const req: ActionRequest = { ...scope, action: "t.noop", actionVersion: "1", actor: { type: "agent", id: "bot" }, authorityRef: "a1", params: { n }, idempotencyKey: `k${n}` };
-          const a = await boundary.execute(req, signDecision(key, { result: "ALLOW", requestDigest: requestDigest(req), ...scope, authorityRef: "a1", policyRef: "p1" }));
-          expect(a.state).toBe("SUCCEEDED");
-        }
-      }),
-    );
+    await executeMany(store, 0, total);
     // The server's counters reach pg_stat_user_tables within about a second; the keeper checks every 50 ms.
     const analyzed = async (): Promise<boolean> => {
       const r = await c.query<{ at: Date | null }>("SELECT coalesce(last_analyze, last_autoanalyze) AS at FROM pg_stat_user_tables WHERE relname = 'writ_attempts'");
@@ -80,7 +91,18 @@ describe.skipIf(server === null)("PostgreSQL store behind a bare boundary", () =
 
     const sealedBy = Date.now() + 5_000;
     while ((await store.transact((tx) => tx.listUnsealed(scope))).length > 0 && Date.now() < sealedBy) await new Promise((r) => setTimeout(r, 20));
-    const v = await verifyJournalIn(store, createKeyring([{ kid: key.kid, publicJwk: key.publicJwk }]), scope);
+    const v = await verifyJournalIn(store, keyring, scope);
     expect(v).toMatchObject({ ok: true, unsealed: 0, entries: total * 2, problems: [] });
+  });
+
+  it("a store closed while its commit hint waits seals first", async () => {
+    const before = (await verifyJournalIn(store, keyring, scope)).entries + (await store.transact((tx) => tx.listUnsealed(scope))).length;
+    const other = postgresStore({ url: db.url });
+    await executeMany(other, 10_000, 5);
+    await other.close(); // within the 20 ms the hint waits
+    expect((await store.transact((tx) => tx.listUnsealed(scope))).length, "entries left unsealed by the closed store").toBe(0);
+    expect(await sealJournalNow(store)).toBe(0);
+    const v = await verifyJournalIn(store, keyring, scope);
+    expect(v).toMatchObject({ ok: true, unsealed: 0, entries: before + 10, problems: [] });
   });
 });

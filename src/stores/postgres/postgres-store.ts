@@ -44,6 +44,18 @@ export interface PostgresStore extends Store {
   readonly clock: DatabaseClock;
 }
 
+/** Resolves when every promise of `ps` has settled, or after `ms` (a timer that keeps no process alive). */
+function settleWithin(ps: Promise<unknown>[], ms: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    timer.unref?.();
+    void Promise.allSettled(ps).then(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
 function closedError(): WritError {
   return new WritError("STORE_CLOSED", "the postgres store is closed");
 }
@@ -117,12 +129,20 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
   const listener = new WakeListener({ connect: listenConnection, reconnectMs: opts.listenReconnectMs });
   const active = new Set<Promise<unknown>>();
   const journalListeners = new Set<(scope: Scope) => void | Promise<void>>();
+  /**
+   * The listeners' answers to hints not yet settled: a sequencer's seal, which may wait for
+   * `journalHintDelayMs` first. close() lets them finish (for a bounded time) before it refuses
+   * statements, so that a script's last entries are sealed.
+   */
+  const hinting = new Set<Promise<unknown>>();
   /** The commit hint for the sequencer: not awaited, so an action's commit never waits for the chain. */
   const hintJournal = (scopes: Scope[]): void => {
     for (const sc of scopes) {
       for (const cb of journalListeners) {
         try {
-          void Promise.resolve(cb(sc)).catch(() => undefined);
+          const p = Promise.resolve(cb(sc)).catch(() => undefined);
+          hinting.add(p);
+          void p.finally(() => hinting.delete(p));
         } catch {
           // a hint; a failing listener must not affect the commit that is already done
         }
@@ -131,6 +151,8 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
   };
   let migrated: Promise<void> | undefined;
   let closed: Promise<void> | undefined;
+  /** Set by close() while it waits for `hinting` (the store still takes calls meanwhile). */
+  let closing: Promise<void> | undefined;
 
   const checkout = async (): Promise<PgPooledConnection> => {
     try {
@@ -224,12 +246,21 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     }
   };
 
-  const transact = async <T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> => {
+  /**
+   * What every store call waits for first: an open store, migrated when it migrates itself. A write
+   * of any kind (a transaction, or a transition's one statement) starts the statistics keeper: a
+   * store used only by a bare boundary writes through transitions alone.
+   */
+  const ready = async (write: boolean): Promise<void> => {
     if (closed !== undefined) throw closedError();
     if (opts.autoMigrate && migrated === undefined) await migrate();
     else if (migrated !== undefined) await migrated;
     if (closed !== undefined) throw closedError();
-    stats.start();
+    if (write) stats.start();
+  };
+
+  const transact = async <T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> => {
+    await ready(true);
     return track(runTransaction(fn));
   };
 
@@ -254,21 +285,13 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
   };
 
   const read = async <T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> => {
-    if (closed !== undefined) throw closedError();
-    if (opts.autoMigrate && migrated === undefined) await migrate();
-    else if (migrated !== undefined) await migrated;
-    if (closed !== undefined) throw closedError();
+    await ready(false);
     return track(runRead(fn));
   };
 
   /** One statement on a pooled connection in autocommit: a native transition's one round trip. */
   const runStatement = async <T>(fn: (x: Exec) => Promise<T>): Promise<T> => {
-    if (closed !== undefined) throw closedError();
-    if (opts.autoMigrate && migrated === undefined) await migrate();
-    else if (migrated !== undefined) await migrated;
-    if (closed !== undefined) throw closedError();
-    // A store that only ever runs transitions (a bare boundary) writes as much as a host does.
-    stats.start();
+    await ready(true);
     return track(
       (async () => {
         const c = await checkout();
@@ -322,6 +345,19 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     }),
   };
 
+  /** Stops everything and ends the pool; from its first call on, the store refuses calls. */
+  const shutdown = (): Promise<void> =>
+    (closed ??= (async () => {
+      clock.stop();
+      await listener.stop();
+      await stats.stop();
+      await queueVacuum.stop();
+      journalListeners.clear();
+      // Transactions already running finish (commit or roll back) first.
+      await Promise.allSettled([...active]);
+      await end();
+    })());
+
   // Every transaction and read runs behind the shared input rules and the lock order (docs/stores.md).
   return (guarded = guardStore<PostgresStore>({
     kind: "postgres",
@@ -329,17 +365,10 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     transact,
     read,
     close(): Promise<void> {
-      closed ??= (async () => {
-        clock.stop();
-        await listener.stop();
-        await stats.stop();
-        await queueVacuum.stop();
-        journalListeners.clear();
-        // Transactions already running finish (commit or roll back) first.
-        await Promise.allSettled([...active]);
-        await end();
-      })();
-      return closed;
+      if (closed !== undefined) return closed;
+      if (hinting.size === 0) return shutdown();
+      // Seals that commit hints still wait for run first, for at most a second past their delay.
+      return (closing ??= settleWithin([...hinting], opts.journalHintDelayMs + 1_000).then(shutdown));
     },
     schemaVersion(): Promise<number> {
       if (closed !== undefined) return Promise.reject(closedError());
