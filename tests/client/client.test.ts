@@ -3,7 +3,7 @@
  * worker pass on demand): every operation, its typed answers (each checked against the served
  * OpenAPI document), its typed errors, the long-poll wait and the retries.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { WritApiError, isWritApiError, type Invocation } from "../../src/client/index.js";
 import { AGENT, call, refund, startRig, type Rig } from "../server/fixture.js";
 import { checkedFetch, clientOf } from "./helpers.js";
@@ -296,13 +296,20 @@ describe("retries", () => {
       throw new TypeError("fetch failed");
     };
     const writ = clientOf(rig, "acme.submit", { fetch: down, retry: { retries: 5, baseDelayMs: 10_000, maxDelayMs: 10_000 } });
-    const ac = new AbortController();
-    const t0 = Date.now();
-    const p = writ.invocations.list({}, { signal: ac.signal });
-    setTimeout(() => ac.abort(), 50);
-    await expect(p).rejects.toMatchObject({ code: "ABORTED" });
-    expect(Date.now() - t0).toBeLessThan(5_000);
-    expect(calls).toBe(1);
+    // The backoff has full jitter: with Math.random() below 0.005 it would end before the abort at
+    // 50 ms and a second call would come first (it did, once in a full run). Pin it near the top.
+    const random = vi.spyOn(Math, "random").mockReturnValue(0.9);
+    try {
+      const ac = new AbortController();
+      const t0 = Date.now();
+      const p = writ.invocations.list({}, { signal: ac.signal });
+      setTimeout(() => ac.abort(), 50);
+      await expect(p).rejects.toMatchObject({ code: "ABORTED" });
+      expect(Date.now() - t0).toBeLessThan(5_000);
+      expect(calls).toBe(1);
+    } finally {
+      random.mockRestore();
+    }
   });
 });
 
