@@ -8,7 +8,9 @@
  *
  * The server is a private instance (tests/helpers/pg-instance.ts, PostgreSQL's defaults) with
  * pg_stat_statements loaded, so each transition's server execution time (without commit and round
- * trip) is reported beside the time the client waited for it. Written to bench/results/latency.json.
+ * trip) is reported beside the time the client waited for it, and (`track = all`) the statements
+ * nested in the store's functions with their server time per invocation: where the server's share
+ * goes. Written to bench/results/latency.json.
  */
 import { loadavg } from "node:os";
 import pg from "pg";
@@ -29,18 +31,34 @@ export interface LatencyStage {
   serverMs?: number;
 }
 
+/** One statement run inside the store's functions (pg_stat_statements, `track = all`). */
+export interface ServerPart {
+  /** The statement's text, whitespace folded, cut at 100 characters. */
+  statement: string;
+  callsPerInvocation: number;
+  /** Server execution time per invocation (all its calls), ms. */
+  msPerInvocation: number;
+}
+
 export interface LatencyResult {
   loadavg: number[];
   invocations: number;
   totalMedianMs: number;
   totalP99Ms: number;
   stages: LatencyStage[];
+  /**
+   * Where the server's execution time goes: the statements nested in the transitions' functions
+   * (and the seals' and reads'), per invocation, most expensive first (the top 12). A nested
+   * statement's time is also inside its caller's `serverMs`.
+   */
+  serverParts: ServerPart[];
 }
 
 /** pg_stat_statements' text of each transition's statement starts with this. */
 const SERVER_TEXT: Record<string, string> = {
   admit: "SELECT writ_admit(",
   claim: "SELECT writ_claim(",
+  claimPrepared: "SELECT writ_claim_prepared_json(",
   prepare: "SELECT (SELECT coalesce(json_agg(doc ORDER BY step_index)",
   begin: "SELECT writ_begin(",
   settle: "SELECT writ_settle(",
@@ -63,7 +81,7 @@ export async function benchLatency(n = Number(process.env.WRIT_BENCH_LATENCY_N ?
     mark("policy evaluated");
     return authority !== null && authority.status === "active" && authority.actions.includes(request.action) ? "ALLOW" : "DENY";
   });
-  const inst = await startPgInstance({ conf: ["shared_preload_libraries = 'pg_stat_statements'", "pg_stat_statements.track = top"] });
+  const inst = await startPgInstance({ conf: ["shared_preload_libraries = 'pg_stat_statements'", "pg_stat_statements.track = all"] });
   try {
     await inst.createDatabase("latency");
     const url = inst.url("latency");
@@ -157,8 +175,16 @@ export async function benchLatency(n = Number(process.env.WRIT_BENCH_LATENCY_N ?
         totals.push(end - t0);
       }
       const server = await c.query<{ query: string; mean: number }>(
-        "SELECT query, mean_exec_time AS mean FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        "SELECT query, mean_exec_time AS mean FROM pg_stat_statements WHERE toplevel AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database())",
       );
+      const nested = await c.query<{ query: string; calls: string; total: number }>(
+        "SELECT query, calls, total_exec_time AS total FROM pg_stat_statements WHERE NOT toplevel AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY total_exec_time DESC LIMIT 12",
+      );
+      const serverParts: ServerPart[] = nested.rows.map((r) => ({
+        statement: r.query.replace(/\s+/g, " ").trim().slice(0, 100),
+        callsPerInvocation: Number(r.calls) / n,
+        msPerInvocation: Number(r.total) / n,
+      }));
       const serverMs = (stage: string): number | undefined => {
         const name = /^(\w+) answered$/.exec(stage)?.[1];
         const prefix = name !== undefined ? SERVER_TEXT[name] : undefined;
@@ -173,7 +199,7 @@ export async function benchLatency(n = Number(process.env.WRIT_BENCH_LATENCY_N ?
         return { stage, medianMs: median(perStage.get(stage)!), ...(s !== undefined ? { serverMs: s } : {}) };
       });
       const sorted = [...totals].sort((a, b) => a - b);
-      return { loadavg: loadavg(), invocations: n, totalMedianMs: median(totals), totalP99Ms: sorted[Math.floor(sorted.length * 0.99)]!, stages };
+      return { loadavg: loadavg(), invocations: n, totalMedianMs: median(totals), totalP99Ms: sorted[Math.floor(sorted.length * 0.99)]!, stages, serverParts };
     } finally {
       await c.end();
       await worker.stop();

@@ -102,6 +102,8 @@ if (want("latency")) {
   const r = await benchLatency();
   console.log(`latency, one invocation in flight on PostgreSQL (private instance, defaults), ${r.invocations} invocations: submit -> succeeded p50 ${r.totalMedianMs.toFixed(2)} ms, p99 ${r.totalP99Ms.toFixed(2)} ms; load ${r.loadavg.map((x) => x.toFixed(1)).join(" ")}`);
   for (const s of r.stages) console.log(`  ${s.medianMs.toFixed(3).padStart(7)} ms  until ${s.stage}${s.serverMs !== undefined ? ` (server execution ${s.serverMs.toFixed(3)} ms)` : ""}`);
+  console.log("  server execution inside the functions, per invocation (calls, ms):");
+  for (const p of r.serverParts) console.log(`  ${p.callsPerInvocation.toFixed(2).padStart(6)} ${p.msPerInvocation.toFixed(3).padStart(7)} ms  ${p.statement}`);
   console.log("  ->", writeResult("latency", r));
 }
 

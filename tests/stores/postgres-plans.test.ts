@@ -93,6 +93,34 @@ describe.skipIf(server === null)("PostgreSQL hot statements on a long history", 
     console.log(`[plans] no vacuum, ${HISTORY} ended invocations: claim touches ${claim.buffers} buffers (writ_claim's statement ${Math.max(...fn.map((p) => p.buffers))})`);
   });
 
+  it("a table never analyzed gets statistics after 50 changes, and the attempt probe's generic plan then takes the primary key", async () => {
+    // Invariant: on a fresh database the keeper does not wait for 500 changes (the threshold once a
+    // table has statistics) before the first ANALYZE. Until then the planner cannot tell the
+    // primary key from the (tenant, space) prefix of writ_attempts_by_invocation, and the plan a
+    // connection caches for the transitions' probe by attempt id reads the scope's every attempt.
+    const c = await open();
+    expect(await analyze(c)).toEqual([]);
+    await history(c, 100);
+    // Attempt documents of a real run's size (about 550 bytes a row): 300 changes, under 500.
+    await c.query(`UPDATE writ_attempts SET doc = json_build_object('pad', repeat('x', 500))`);
+    await c.query("SELECT pg_stat_force_next_flush()");
+    const first = await analyze(c);
+    expect(first).toEqual(expect.arrayContaining(["writ_attempts", "writ_invocations", "writ_journal", "writ_steps"]));
+    expect(await analyze(c)).toEqual([]);
+    await c.query("BEGIN");
+    try {
+      await c.query("SET LOCAL plan_cache_mode = force_generic_plan");
+      await c.query("PREPARE probe_attempt(text, text, text) AS SELECT EXISTS (SELECT 1 FROM writ_attempts WHERE tenant_id = $1 AND space_id = $2 AND attempt_id = $3)");
+      const r = await c.query<{ "QUERY PLAN": string }>(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE probe_attempt('${T}', '${S}', 'att_77')`);
+      const plan = r.rows.map((x) => x["QUERY PLAN"]).join("\n");
+      expect(plan).toContain("writ_attempts_pkey");
+      expect(plan).not.toContain("Rows Removed by Filter");
+    } finally {
+      await c.query("ROLLBACK");
+      await c.query("DEALLOCATE ALL");
+    }
+  });
+
   it("where autovacuum does not run, the keeper vacuums the hot tables whose dead rows passed 10%", async () => {
     // A fresh history with autovacuum off for its tables: the updates left a dead row per update.
     const c = await open();

@@ -5,7 +5,9 @@
  * another index, and the plans the store's functions cache on each connection read a whole scope's
  * history on every call. Every `everyMs` the keeper asks `pg_stat_user_tables` which of these tables
  * changed by more than 10% (and at least 500 rows) since their last ANALYZE, and analyzes those,
- * skipping a table another session is analyzing or vacuuming. ANALYZE invalidates cached plans, so
+ * skipping a table another session is analyzing or vacuuming. A table never analyzed (a fresh
+ * database) is analyzed once it has 50 changes: until then every probe by primary key may walk the
+ * scope's rows, and statistics of 50 rows already tell the planner which index is unique. ANALYZE invalidates cached plans, so
  * every connection replans on its next call. Where autovacuum does not run (a CI image, a server
  * configured without it), the keeper also vacuums the tables whose dead rows passed 10%: each
  * invocation leaves several dead row versions behind, and the hot index scans walk them until a
@@ -24,10 +26,14 @@ export const HOT_TABLES = ["writ_invocations", "writ_journal", "writ_journal_pen
 /** Of the hot tables, the queues: few live rows, a dead one per row that passed through; vacuumed by the keeper whether or not autovacuum runs. */
 export const QUEUE_TABLES: ReadonlyArray<(typeof HOT_TABLES)[number]> = ["writ_journal_pending"];
 
+/** A table never analyzed gets its first statistics after this many changes (then every 10%, at least 500). */
+export const FIRST_ANALYZE_ROWS = 50;
+
 const STALE = statement(
-  "stale_statistics_3",
+  "stale_statistics_4",
   `SELECT s.relname,
-          s.n_mod_since_analyze > greatest(500, 0.1 * s.n_live_tup) AS analyze,
+          s.n_mod_since_analyze > CASE WHEN s.last_analyze IS NULL AND s.last_autoanalyze IS NULL THEN ${FIRST_ANALYZE_ROWS}
+                                       ELSE greatest(500, 0.1 * s.n_live_tup) END AS analyze,
           (s.relname = ANY($2::text[]) AND s.n_dead_tup > 1000)
           OR (s.n_dead_tup > greatest(1000, 0.1 * s.n_live_tup)
             AND (current_setting('autovacuum') = 'off' OR coalesce(c.reloptions @> ARRAY['autovacuum_enabled=false'], false))) AS vacuum
