@@ -158,9 +158,11 @@ describe("the sequencer's poll and verify's findings (memory store)", () => {
     for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
     expect(a.seals()).toBe(before);
     expect((await a.store.transact((tx) => tx.listUnsealed(scope))).length).toBe(3);
+    const atDelay = a.seals();
     clock.advance(1);
     await Promise.all(hints);
     await sequencerFor(a.store, crypto).idle();
+    const delayedRun = a.seals() - atDelay;
     expect((await readWholeJournal(a.store, scope)).map((e) => [e.seq, e.id])).toEqual([[1, "a"], [2, "b"], [3, "c"]]);
 
     // Without a hint clock (and not started), the first hint seals at once.
@@ -168,7 +170,12 @@ describe("the sequencer's poll and verify's findings (memory store)", () => {
     const other = newScope();
     sequencerFor(b.store, crypto);
     await b.store.transact((tx) => appendJournal(tx, crypto, other, [draft("x")]));
+    const beforeOne = b.seals();
     await b.hint(other);
+    const oneRun = b.seals() - beforeOne;
     expect((await readWholeJournal(b.store, other)).map((e) => e.id)).toEqual(["x"]);
+    // The three delayed hints cost what one hint's run costs: one run sealed them all.
+    expect(oneRun).toBeGreaterThan(0);
+    expect(delayedRun).toBe(oneRun);
   });
 });

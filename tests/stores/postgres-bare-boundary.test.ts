@@ -19,6 +19,9 @@
  * nothing is left unsealed; `sealJournalNow` from another store then finds nothing to do and the
  * chain verifies whole.
  */
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -27,6 +30,7 @@ import { postgresStore, type PostgresStore } from "../../src/stores/postgres/ind
 import { statement } from "../../src/stores/postgres/postgres-exec.js";
 import { freshDatabase, pgServerOrNull, type FreshDatabase } from "../helpers/pg.js";
 import { explain } from "../helpers/pg-plans.js";
+import { REPO } from "../cli/helpers.js";
 
 const server = await pgServerOrNull();
 const scope = { tenantId: "bare", spaceId: "s" };
@@ -104,5 +108,41 @@ describe.skipIf(server === null)("PostgreSQL store behind a bare boundary", () =
     expect(await sealJournalNow(store)).toBe(0);
     const v = await verifyJournalIn(store, keyring, scope);
     expect(v).toMatchObject({ ok: true, unsealed: 0, entries: before + 10, problems: [] });
+  });
+
+  it("a script whose last act is awaiting close() right after an execution ends normally, its entries sealed", async () => {
+    // Invariant: close() settles (and the process exits 0) even when nothing but the pending seal
+    // is left on the event loop. The hint window runs on timers that keep no process alive; while
+    // close() waited on a timer of the same kind, Node found its loop empty and exited 13 (an
+    // unsettled top-level await) before the seal ran, leaving the execution's entries unsealed.
+    const src = (rel: string): string => JSON.stringify(pathToFileURL(join(REPO, rel)).href);
+    const exitScope = { tenantId: "bare-exit", spaceId: "s" };
+    const code = `
+      import { z } from "zod";
+      import { createBoundary, createKeyring, defineAction, defineConnector, generateSigningKey, requestDigest, signDecision } from ${src("src/index.ts")};
+      import { postgresStore } from ${src("src/stores/postgres/index.ts")};
+      const scope = ${JSON.stringify(exitScope)};
+      const key = generateSigningKey({ kid: "k" });
+      const store = postgresStore({ url: process.env.WRIT_TEST_DB_URL });
+      await store.migrate();
+      const boundary = createBoundary({
+        store, keyring: createKeyring([{ kid: key.kid, publicJwk: key.publicJwk }]),
+        actions: [defineAction({ id: "t.noop", version: "1", params: z.object({ n: z.number() }), idempotent: true, steps: [{ name: "run", connector: "noop", operation: "run" }] })],
+        connectors: [defineConnector({ id: "noop", operations: { run: () => ({ outcome: "success", externalRef: "ok" }) } })],
+        authority: () => ({ ...scope, authorityRef: "a1", principal: { type: "agent", id: "bot" }, grantor: { type: "user", id: "u" }, actions: ["*"], constraints: {}, status: "active", createdAt: 0, updatedAt: 0 }),
+        acceptedPolicyRefs: ["p1"],
+      });
+      const req = { ...scope, action: "t.noop", actionVersion: "1", actor: { type: "agent", id: "bot" }, authorityRef: "a1", params: { n: 1 }, idempotencyKey: "exit-1" };
+      const a = await boundary.execute(req, signDecision(key, { result: "ALLOW", requestDigest: requestDigest(req), ...scope, authorityRef: "a1", policyRef: "p1" }));
+      console.log(a.state);
+      await store.close();
+      console.log("closed");
+    `;
+    const r = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], { cwd: REPO, encoding: "utf8", timeout: 60_000, env: { ...process.env, WRIT_TEST_DB_URL: db.url } });
+    expect({ status: r.status, stdout: r.stdout.trim().split("\n"), stderr: r.stderr.slice(-2000) }).toEqual({ status: 0, stdout: ["SUCCEEDED", "closed"], stderr: "" });
+    expect((await store.transact((tx) => tx.listUnsealed(exitScope))).length, "entries the script left unsealed").toBe(0);
+    const v = await verifyJournalIn(store, keyring, exitScope);
+    expect(v).toMatchObject({ ok: true, unsealed: 0, problems: [] });
+    expect(v.entries).toBeGreaterThan(0);
   });
 });

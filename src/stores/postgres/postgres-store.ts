@@ -44,16 +44,24 @@ export interface PostgresStore extends Store {
   readonly clock: DatabaseClock;
 }
 
-/** Resolves when every promise of `ps` has settled, or after `ms` (a timer that keeps no process alive). */
-function settleWithin(ps: Promise<unknown>[], ms: number): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    timer.unref?.();
-    void Promise.allSettled(ps).then(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
+/**
+ * Resolves once `pending` is empty (what joins it meanwhile is waited for too), or after `ms`. Its
+ * timer keeps the process alive on purpose: the seals it waits for run on timers that do not (a
+ * sequencer's hint window on the system clock), so a script whose last act is `await
+ * store.close()` would otherwise leave Node's loop empty and exit with close() never settled and
+ * its entries unsealed.
+ */
+async function drainWithin(pending: Set<Promise<unknown>>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<true>((resolve) => (timer = setTimeout(() => resolve(true), ms)));
+  try {
+    while (pending.size > 0) {
+      const late = await Promise.race([Promise.allSettled([...pending]).then(() => false), deadline]);
+      if (late) return;
+    }
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function closedError(): WritError {
@@ -367,8 +375,9 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     close(): Promise<void> {
       if (closed !== undefined) return closed;
       if (hinting.size === 0) return shutdown();
-      // Seals that commit hints still wait for run first, for at most a second past their delay.
-      return (closing ??= settleWithin([...hinting], opts.journalHintDelayMs + 1_000).then(shutdown));
+      // Seals that commit hints still wait for run first (and those of commits made while they
+      // do), for at most a second past their delay.
+      return (closing ??= drainWithin(hinting, opts.journalHintDelayMs + 1_000).then(shutdown));
     },
     schemaVersion(): Promise<number> {
       if (closed !== undefined) return Promise.reject(closedError());
