@@ -165,6 +165,10 @@ it("a claim that finds fewer than it asked for is not followed by another before
       await loopTurns();
       expect(claims, `claims after invocation ${i}`).toBe(1 + i);
     }
+    // A claim that came later than those turns would still be an extra one: 100 ms of real time
+    // (the poll is 60 s on the bench's manual clock, which does not move here).
+    await new Promise((r) => setTimeout(r, 100));
+    expect(claims, "claims 100 ms after the last invocation").toBe(4);
   } finally {
     await worker.stop();
   }
