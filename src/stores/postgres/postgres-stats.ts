@@ -6,9 +6,9 @@
  * history on every call. Every `everyMs` the keeper asks `pg_stat_user_tables` which of these tables
  * changed by more than 10% (and at least 500 rows) since their last ANALYZE, and analyzes those,
  * skipping a table another session is analyzing or vacuuming. A table never analyzed (a fresh
- * database) is analyzed once it has 50 changes: until then every probe by primary key may walk the
- * scope's rows, and statistics of 50 rows already tell the planner which index is unique. ANALYZE invalidates cached plans, so
- * every connection replans on its next call. Where autovacuum does not run (a CI image, a server
+ * database) is analyzed once it has 50 changes: until then a probe by primary key may walk the
+ * scope's rows, and a few hundred rows' statistics already show the planner which index is
+ * unique. ANALYZE invalidates cached plans, so every connection replans on its next call. Where autovacuum does not run (a CI image, a server
  * configured without it), the keeper also vacuums the tables whose dead rows passed 10%: each
  * invocation leaves several dead row versions behind, and the hot index scans walk them until a
  * vacuum removes them. Where autovacuum runs, vacuuming stays its job (migration 8 tunes it for
