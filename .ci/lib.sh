@@ -6,7 +6,7 @@
 # directory: "Directory not empty") is tried again. A scratch directory that cannot be removed is
 # reported, never turned into the run's result: the exit code stays the suite's.
 remove_tree() {
-  local dir="$1" pid cwd found=""
+  local dir="$1" p pid cwd found=""
   [ -n "$dir" ] && [ -d "$dir" ] || return 0
   for p in /proc/[0-9]*; do
     pid="${p#/proc/}"

@@ -100,15 +100,33 @@ async function queuedRetry(b: HostBench, invocationId: string): Promise<number> 
   return runAt!;
 }
 
+/** A host bench on a held store (see heldStore), its authority granted; `wrap` wraps the store first. */
+async function heldBench(wrap: (store: Store) => Store = (s) => s): Promise<ReturnType<typeof heldStore> & { b: HostBench }> {
+  const held = heldStore();
+  const b = makeHostBench(wrap(held.store));
+  await grantAuthority(b);
+  return { ...held, b };
+}
+
+/**
+ * The queued retry (reply "a" cleared first) does not run before `runAt` on the manual clock, with
+ * the loop let go as far as it would, and runs once the clock reaches it.
+ */
+async function retryRunsWhenDue(b: HostBench, invocationId: string, runAt: number): Promise<void> {
+  await loopTurns();
+  expect(b.calls).toHaveLength(1);
+  b.clock.advance(runAt - b.clock.now());
+  await succeeded(b, invocationId, "the retry to run at its time");
+  expect(b.calls).toHaveLength(2);
+}
+
 /** Lets the worker's loop go on as far as it would (to its next sleep). */
 async function loopTurns(): Promise<void> {
   for (let k = 0; k < 20; k++) await new Promise((r) => setImmediate(r));
 }
 
 it("a wake-up that arrives while the worker reads the next run time is not lost", async () => {
-  const { store, wakes, holdAtRead, open } = heldStore();
-  const b = makeHostBench(store);
-  await grantAuthority(b);
+  const { b, wakes, holdAtRead, open } = await heldBench();
   const atRead = holdAtRead();
   const worker = b.host.worker({ pollMs: 60_000 });
   worker.start();
@@ -125,9 +143,7 @@ it("a wake-up that arrives while the worker reads the next run time is not lost"
 });
 
 it("a stop that arrives while the worker reads the next run time does not wait out the poll", async () => {
-  const { store, holdAtRead, open } = heldStore();
-  const b = makeHostBench(store);
-  await grantAuthority(b);
+  const { b, holdAtRead, open } = await heldBench();
   const atRead = holdAtRead();
   const worker = b.host.worker({ pollMs: 60_000 });
   worker.start();
@@ -145,15 +161,14 @@ it("a stop that arrives while the worker reads the next run time does not wait o
 });
 
 it("a claim that finds fewer than it asked for is not followed by another before a wake-up", async () => {
-  const { store: held, wakes } = heldStore();
   let claims = 0;
-  const store = withTransitions(held, (own) => ({
-    ...own,
-    ...(own.claimPrepared && { claimPrepared: (...a: Parameters<NonNullable<typeof own.claimPrepared>>) => ((claims += 1), own.claimPrepared!(...a)) }),
-    claim: (...a: Parameters<typeof own.claim>) => ((claims += 1), own.claim(...a)),
-  }));
-  const b = makeHostBench(store);
-  await grantAuthority(b);
+  const { b, wakes } = await heldBench((held) =>
+    withTransitions(held, (own) => ({
+      ...own,
+      ...(own.claimPrepared && { claimPrepared: (...a: Parameters<NonNullable<typeof own.claimPrepared>>) => ((claims += 1), own.claimPrepared!(...a)) }),
+      claim: (...a: Parameters<typeof own.claim>) => ((claims += 1), own.claim(...a)),
+    })),
+  );
   const worker = b.host.worker({ pollMs: 60_000, concurrency: 4 });
   worker.start();
   try {
@@ -175,9 +190,7 @@ it("a claim that finds fewer than it asked for is not followed by another before
 });
 
 it("a retry queued by an invocation that ended while the loop slept runs when due, without a poll", async () => {
-  const { store } = heldStore();
-  const b = makeHostBench(store);
-  await grantAuthority(b);
+  const { b } = await heldBench();
   b.replies.set("a", { outcome: "transient_failure", reason: "503" });
   const worker = b.host.worker({ pollMs: 60_000, concurrency: 4 });
   const { invocation } = await b.host.submit(b.request());
@@ -187,21 +200,15 @@ it("a retry queued by an invocation that ended while the loop slept runs when du
     const runAt = await queuedRetry(b, invocation.invocationId);
     expect(runAt - b.clock.now()).toBeLessThan(60_000);
     b.replies.delete("a");
-    // Let the loop read the next run time again and go back to sleep, then reach the retry's time.
-    await loopTurns();
-    expect(b.calls).toHaveLength(1);
-    b.clock.advance(runAt - b.clock.now());
-    await succeeded(b, invocation.invocationId, "the retry to run at its time");
-    expect(b.calls).toHaveLength(2);
+    // The loop reads the next run time again and goes back to sleep; then the retry's time comes.
+    await retryRunsWhenDue(b, invocation.invocationId, runAt);
   } finally {
     await worker.stop();
   }
 });
 
 it("a retry queued by an invocation that ended during the loop's read of the next run time is not missed", async () => {
-  const { store, holdAtRead, open } = heldStore();
-  const b = makeHostBench(store);
-  await grantAuthority(b);
+  const { b, holdAtRead, open } = await heldBench();
   let fail!: () => void;
   const failing = new Promise<void>((r) => (fail = r));
   b.replies.set("a", async () => {
@@ -218,11 +225,7 @@ it("a retry queued by an invocation that ended during the loop's read of the nex
     const runAt = await queuedRetry(b, invocation.invocationId);
     b.replies.delete("a");
     open();
-    await loopTurns();
-    expect(b.calls).toHaveLength(1);
-    b.clock.advance(runAt - b.clock.now());
-    await succeeded(b, invocation.invocationId, "the retry to run at its time");
-    expect(b.calls).toHaveLength(2);
+    await retryRunsWhenDue(b, invocation.invocationId, runAt);
   } finally {
     open();
     await worker.stop();

@@ -30,6 +30,7 @@ import { postgresStore, type PostgresStore } from "../../src/stores/postgres/ind
 import { statement } from "../../src/stores/postgres/postgres-exec.js";
 import { freshDatabase, pgServerOrNull, type FreshDatabase } from "../helpers/pg.js";
 import { explain } from "../helpers/pg-plans.js";
+import { until } from "../helpers/wait.js";
 import { REPO } from "../cli/helpers.js";
 
 const server = await pgServerOrNull();
@@ -108,6 +109,22 @@ describe.skipIf(server === null)("PostgreSQL store behind a bare boundary", () =
     expect(await sealJournalNow(store)).toBe(0);
     const v = await verifyJournalIn(store, keyring, scope);
     expect(v).toMatchObject({ ok: true, unsealed: 0, entries: before + 10, problems: [] });
+  });
+
+  it("close() waits for a hinted seal that never settles only until its bound, then closes", async () => {
+    // Invariant: a listener's answer to a commit hint that never settles (a seal stuck on a lock, a
+    // hung listener) holds close() back for journalHintDelayMs plus a second, not for ever; the
+    // store is closed afterwards (a call is refused with STORE_CLOSED).
+    const stuck = postgresStore({ url: db.url }, { journalHintDelayMs: 20 });
+    stuck.onJournalAppend(() => new Promise<void>(() => undefined));
+    await executeMany(stuck, 20_000, 1);
+    const t0 = performance.now();
+    let closed = false;
+    const closing = stuck.close().then(() => (closed = true));
+    await until(() => closed, "close() to resolve past its bound", 10_000);
+    await closing;
+    expect(performance.now() - t0, "close() waited for the stuck seal up to its bound").toBeGreaterThanOrEqual(1_000);
+    await expect(stuck.transact(async () => 1)).rejects.toMatchObject({ code: "STORE_CLOSED" });
   });
 
   it("a script whose last act is awaiting close() right after an execution ends normally, its entries sealed", async () => {
