@@ -17,6 +17,14 @@
  *
  * Rates are also given per minute (the mean of six windows): the issue's goals read per minute.
  *
+ * Beside each window's rate, two gauges, CPU time per invocation settled in that window: the bench
+ * process's (the host and its worker: work per invocation that does not depend on the history, so
+ * it moves only with the machine's speed) and the database server's (its postmaster, backends,
+ * autovacuum workers and other children, exited ones included; Linux and a local server only). A
+ * window whose rate dips while both rise was a slower machine; one where the server's rises alone
+ * paid for history or for vacuum. The machines these run on are shared VMs whose speed moves by up
+ * to 2x within minutes, so a per-minute goal needs that distinction.
+ *
  * The first window includes the host's warm-up (JIT, prepared statements, first plans), which
  * flatters later windows; the result also gives the minimum over the median of all windows.
  * Written to bench/results/growth.json.
@@ -28,7 +36,7 @@ import { postgresStore } from "../src/stores/postgres/index.js";
 import { freshDatabase, pgServerOrNull } from "../tests/helpers/pg.js";
 import { startPgInstance } from "../tests/helpers/pg-instance.js";
 import { closedLoop, SCOPE, WINDOW_S } from "./closed-loop.js";
-import { median } from "./lib.js";
+import { median, postmasterPid, serverCpuMs } from "./lib.js";
 
 export interface GrowthRun {
   server: string;
@@ -36,6 +44,10 @@ export interface GrowthRun {
   seconds: number;
   /** Invocations settled per second, per window. */
   rates: number[];
+  /** Per window, CPU ms of the bench process (host and worker) per invocation settled in it: the machine's speed gauge. */
+  benchCpuMsPerInvocation: number[];
+  /** Per window, CPU ms of the database server (all its processes) per invocation settled in it; NaN when not measurable here. */
+  serverCpuMsPerInvocation: number[];
   invocations: number;
   lastOverFirst: number;
   minOverFirst: number;
@@ -45,18 +57,33 @@ export interface GrowthRun {
 }
 
 async function runLoop(url: string, server: string, seconds: number): Promise<GrowthRun> {
+  const pg = await import("pg");
+  const c = new pg.default.Client({ connectionString: url });
+  await c.connect();
+  const postmaster = await postmasterPid(c);
   const store = postgresStore({ url }, { max: 12, applicationName: "writ-bench-growth" });
   await store.migrate();
   let rates: number[];
   let done: number;
+  const benchCpu: number[] = [];
+  const serverCpu: number[] = [];
+  const cpuNow = (): { bench: number; server: number } => {
+    const u = process.cpuUsage();
+    return { bench: (u.user + u.system) / 1000, server: postmaster === null ? Number.NaN : serverCpuMs(postmaster) };
+  };
+  let last = { settled: 0, ...cpuNow() };
+  const onWindow = (settled: number): void => {
+    const now = { settled, ...cpuNow() };
+    const n = Math.max(1, settled - last.settled);
+    benchCpu.push((now.bench - last.bench) / n);
+    serverCpu.push((now.server - last.server) / n);
+    last = now;
+  };
   try {
-    ({ rates, invocations: done } = await closedLoop(store, { label: server, seconds, pollMs: 1000 }));
+    ({ rates, invocations: done } = await closedLoop(store, { label: server, seconds, pollMs: 1000, onWindow }));
   } finally {
     await store.close();
   }
-  const pg = await import("pg");
-  const c = new pg.default.Client({ connectionString: url });
-  await c.connect();
   const av = (await c.query<{ autovacuum: string }>("SHOW autovacuum")).rows[0]!.autovacuum;
   const t = await c.query<{ relname: string; live: string; dead: string }>(
     "SELECT relname, n_live_tup AS live, n_dead_tup AS dead FROM pg_stat_user_tables WHERE relname IN ('writ_invocations', 'writ_journal')",
@@ -68,6 +95,8 @@ async function runLoop(url: string, server: string, seconds: number): Promise<Gr
     autovacuum: av,
     seconds,
     rates,
+    benchCpuMsPerInvocation: benchCpu,
+    serverCpuMsPerInvocation: serverCpu,
     invocations: done,
     lastOverFirst: rates.at(-1)! / first,
     minOverFirst: Math.min(...rates) / first,
@@ -200,6 +229,22 @@ export function perMinute(rates: readonly number[]): number[] {
   const per = 60 / WINDOW_S;
   const out: number[] = [];
   for (let i = 0; i + per <= rates.length; i += per) out.push(rates.slice(i, i + per).reduce((a, b) => a + b, 0) / per);
+  return out;
+}
+
+/** Per-minute CPU per invocation: each full minute's windows weighted by the invocations they settled (rates x window). */
+export function perMinuteCpu(rates: readonly number[], cpuPerInvocation: readonly number[]): number[] {
+  const per = 60 / WINDOW_S;
+  const out: number[] = [];
+  for (let i = 0; i + per <= rates.length; i += per) {
+    let cpu = 0;
+    let n = 0;
+    for (let j = i; j < i + per; j++) {
+      cpu += cpuPerInvocation[j]! * rates[j]!;
+      n += rates[j]!;
+    }
+    out.push(n > 0 ? cpu / n : Number.NaN);
+  }
   return out;
 }
 

@@ -1,5 +1,5 @@
 /** Bench helpers: medians, rounds interleaved side by side, JSON results. */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -48,4 +48,40 @@ export function mainThreadCpuMs(): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/** Fields of /proc/<pid>/stat after the command (state is [0], ppid [1], utime [11], stime [12], cutime [13], cstime [14]); null when gone. */
+function procStat(pid: number | string): string[] | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // "pid (comm) state ppid ...": comm may hold spaces, so split after the last ')'.
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * CPU time (ms, user + system) a database server has used so far: its postmaster `pid`, the
+ * children it waited for (autovacuum workers and backends that exited: cutime, cstime) and the
+ * children still running (backends, walwriter, checkpointer, autovacuum). Linux only, and only for
+ * a server on this machine: NaN otherwise. Compare two readings of the same server.
+ */
+export function serverCpuMs(pid: number): number {
+  const own = procStat(pid);
+  if (own === null) return Number.NaN;
+  let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
+  for (const p of readdirSync("/proc")) {
+    if (!/^\d+$/.test(p)) continue;
+    const f = procStat(p);
+    if (f !== null && Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12]);
+  }
+  return (ticks * 1000) / 100; // clock ticks (USER_HZ 100)
+}
+
+/** The postmaster of the server a client is connected to: the parent of its backend (null when not on this machine). */
+export async function postmasterPid(client: { query(sql: string): Promise<{ rows: Array<{ pid: number }> }> }): Promise<number | null> {
+  const backend = (await client.query("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
+  const f = procStat(backend);
+  return f === null ? null : Number(f[1]);
 }

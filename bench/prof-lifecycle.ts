@@ -15,6 +15,7 @@ import { directoryArchive, type CreateHostOptions } from "../src/index.js";
 import { postgresStore } from "../src/stores/postgres/index.js";
 import { startPgInstance } from "../tests/helpers/pg-instance.js";
 import { closedLoop, WINDOW_S } from "./closed-loop.js";
+import { serverCpuMs } from "./lib.js";
 
 const mode = process.argv[2] === "plain" ? "plain" : "lifecycle";
 const out = process.argv[3] ?? `${mode}.cpuprofile`;
@@ -22,21 +23,6 @@ const seconds = Number(process.env.WRIT_PROF_SECS ?? 120);
 const warm = Number(process.env.WRIT_PROF_WARM_S ?? 20);
 const keepMs = 30_000;
 
-/** CPU seconds of the instance: its postmaster `pid` and every process it started (backends, autovacuum). */
-function serverCpu(pid: number): number {
-  let ticks = 0;
-  for (const p of readdirSync("/proc").filter((x) => /^\d+$/.test(x))) {
-    try {
-      const f = readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1]!.split(" ");
-      // After the command: state, ppid, ...; utime and stime are the 12th and 13th fields from there.
-      if (Number(p) !== pid && Number(f[1]) !== pid) continue;
-      ticks += Number(f[11]) + Number(f[12]);
-    } catch {
-      // gone
-    }
-  }
-  return ticks / 100;
-}
 
 // WRIT_PROF_SLOW_MS=n: auto_explain logs the plan of every statement slower than n ms; the log is
 // copied to /tmp/writ-prof-slow.log at the end.
@@ -87,7 +73,7 @@ const r = await closedLoop(store, {
   onWindow: (settled) => {
     if (++windows * WINDOW_S !== Math.ceil(warm / WINDOW_S) * WINDOW_S) return;
     void session.post("Profiler.start");
-    at0 = { done: settled, cpu: process.cpuUsage(), pg: serverCpu(postmaster), t: performance.now() };
+    at0 = { done: settled, cpu: process.cpuUsage(), pg: serverCpuMs(postmaster) / 1000, t: performance.now() };
   },
 });
 if (sampler !== null) clearInterval(sampler);
@@ -95,7 +81,7 @@ await activity?.end();
 const { profile } = await session.post("Profiler.stop");
 const span = (performance.now() - at0.t) / 1000;
 const cpu = process.cpuUsage(at0.cpu);
-const pgCpu = serverCpu(postmaster) - at0.pg;
+const pgCpu = serverCpuMs(postmaster) / 1000 - at0.pg;
 const n = r.invocations - at0.done;
 console.log(`${mode}: ${(n / span).toFixed(1)}/s over ${span.toFixed(0)} s; node ${(((cpu.user + cpu.system) / 1000 / n)).toFixed(2)} ms CPU/inv, postgres ${((pgCpu * 1000) / n).toFixed(2)} ms CPU/inv`);
 writeFileSync(out, JSON.stringify(profile));

@@ -83,7 +83,7 @@ if (want("lifecycle")) {
 }
 
 if (want("growth")) {
-  const { benchGrowth, perMinute } = await import("./growth.js");
+  const { benchGrowth, perMinute, perMinuteCpu } = await import("./growth.js");
   const r = await benchGrowth();
   for (const run of r.runs) {
     console.log(
@@ -91,7 +91,13 @@ if (want("growth")) {
         `last/first ${run.lastOverFirst.toFixed(2)}, min/first ${run.minOverFirst.toFixed(2)}, min/median ${run.minOverMedian.toFixed(2)} | dead rows ${JSON.stringify(run.tables)}`,
     );
   }
-  for (const run of r.runs) console.log(`  per minute, ${run.server}: ${perMinute(run.rates).map((x) => x.toFixed(0)).join(" ")} /s`);
+  for (const run of r.runs) {
+    const cpu = (xs: number[]): string => xs.map((x) => x.toFixed(2)).join(" ");
+    console.log(
+      `  per minute, ${run.server}: ${perMinute(run.rates).map((x) => x.toFixed(0)).join(" ")} /s | CPU ms per invocation, bench process ` +
+        `${cpu(perMinuteCpu(run.rates, run.benchCpuMsPerInvocation))}, server ${cpu(perMinuteCpu(run.rates, run.serverCpuMsPerInvocation))}`,
+    );
+  }
   if (r.preloadedOverEmpty !== null) console.log(`  preloaded (${r.preloaded} ended invocations, loaded in ${r.preloadSeconds.toFixed(0)} s) / empty, median rates: ${r.preloadedOverEmpty.toFixed(2)} (goal >= ${r.goals.preloadedOverEmpty})`);
   console.log(`  goals: min/first >= ${r.goals.testServerMinOverFirst} on the test server, >= ${r.goals.defaultsMinOverFirst} with defaults; load ${r.loadavg.map((x) => x.toFixed(1)).join(" ")}`);
   console.log("  ->", writeResult("growth", r));
