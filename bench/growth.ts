@@ -17,13 +17,15 @@
  *
  * Rates are also given per minute (the mean of six windows): the issue's goals read per minute.
  *
- * Beside each window's rate, two gauges, CPU time per invocation settled in that window: the bench
- * process's (the host and its worker: work per invocation that does not depend on the history, so
- * it moves only with the machine's speed) and the database server's (its postmaster, backends,
- * autovacuum workers and other children, exited ones included; Linux and a local server only). A
- * window whose rate dips while both rise was a slower machine; one where the server's rises alone
- * paid for history or for vacuum. The machines these run on are shared VMs whose speed moves by up
- * to 2x within minutes, so a per-minute goal needs that distinction.
+ * Beside each window's rate, three gauges. The machine's speed: the time of a fixed piece of
+ * hashing at the window's end (bench/lib.ts calibrationMs), whatever the loop does. And CPU time
+ * per invocation settled in the window, of the bench process (the host and its worker) and of the
+ * database server (its postmaster, backends, autovacuum workers and other children, exited ones
+ * included; Linux and a server on this machine only; on a shared server, other databases' work
+ * counts too). A dip that comes with a slower calibration was the machine; one where the server's
+ * CPU per invocation rises at an unchanged calibration paid for history or vacuum (the bench
+ * process's rises somewhat too when batches get smaller). The machines these run on are shared
+ * VMs whose speed moves by up to 2x within minutes, so a per-minute goal needs that distinction.
  *
  * The first window includes the host's warm-up (JIT, prepared statements, first plans), which
  * flatters later windows; the result also gives the minimum over the median of all windows.
@@ -36,7 +38,7 @@ import { postgresStore } from "../src/stores/postgres/index.js";
 import { freshDatabase, pgServerOrNull } from "../tests/helpers/pg.js";
 import { startPgInstance } from "../tests/helpers/pg-instance.js";
 import { closedLoop, SCOPE, WINDOW_S } from "./closed-loop.js";
-import { median, postmasterPid, serverCpuMs } from "./lib.js";
+import { calibrationMs, median, postmasterPid, serverCpuMs } from "./lib.js";
 
 export interface GrowthRun {
   server: string;
@@ -48,6 +50,8 @@ export interface GrowthRun {
   benchCpuMsPerInvocation: number[];
   /** Per window, CPU ms of the database server (all its processes) per invocation settled in it; NaN when not measurable here. */
   serverCpuMsPerInvocation: number[];
+  /** At each window's end, ms of a fixed piece of hashing (bench/lib.ts calibrationMs): the machine's speed, whatever the loop does. */
+  calibrationMs: number[];
   invocations: number;
   lastOverFirst: number;
   minOverFirst: number;
@@ -60,49 +64,56 @@ async function runLoop(url: string, server: string, seconds: number): Promise<Gr
   const pg = await import("pg");
   const c = new pg.default.Client({ connectionString: url });
   await c.connect();
-  const postmaster = await postmasterPid(c);
-  const store = postgresStore({ url }, { max: 12, applicationName: "writ-bench-growth" });
-  await store.migrate();
-  let rates: number[];
-  let done: number;
-  const benchCpu: number[] = [];
-  const serverCpu: number[] = [];
-  const cpuNow = (): { bench: number; server: number } => {
-    const u = process.cpuUsage();
-    return { bench: (u.user + u.system) / 1000, server: postmaster === null ? Number.NaN : serverCpuMs(postmaster) };
-  };
-  let last = { settled: 0, ...cpuNow() };
-  const onWindow = (settled: number): void => {
-    const now = { settled, ...cpuNow() };
-    const n = Math.max(1, settled - last.settled);
-    benchCpu.push((now.bench - last.bench) / n);
-    serverCpu.push((now.server - last.server) / n);
-    last = now;
-  };
   try {
-    ({ rates, invocations: done } = await closedLoop(store, { label: server, seconds, pollMs: 1000, onWindow }));
+    const postmaster = await postmasterPid(c);
+    const store = postgresStore({ url }, { max: 12, applicationName: "writ-bench-growth" });
+    await store.migrate();
+    let rates: number[];
+    let done: number;
+    const benchCpu: number[] = [];
+    const serverCpu: number[] = [];
+    const calibration: number[] = [];
+    const cpuNow = (): { bench: number; server: number } => {
+      const u = process.cpuUsage();
+      return { bench: (u.user + u.system) / 1000, server: postmaster === null ? Number.NaN : serverCpuMs(postmaster) };
+    };
+    let last = { settled: 0, ...cpuNow() };
+    const onWindow = (settled: number): void => {
+      const now = { settled, ...cpuNow() };
+      const n = settled - last.settled;
+      benchCpu.push(n > 0 ? (now.bench - last.bench) / n : Number.NaN);
+      serverCpu.push(n > 0 ? (now.server - last.server) / n : Number.NaN);
+      calibration.push(calibrationMs());
+      // The calibration's own few milliseconds belong to no window.
+      last = { settled, ...cpuNow() };
+    };
+    try {
+      ({ rates, invocations: done } = await closedLoop(store, { label: server, seconds, pollMs: 1000, onWindow }));
+    } finally {
+      await store.close();
+    }
+    const av = (await c.query<{ autovacuum: string }>("SHOW autovacuum")).rows[0]!.autovacuum;
+    const t = await c.query<{ relname: string; live: string; dead: string }>(
+      "SELECT relname, n_live_tup AS live, n_dead_tup AS dead FROM pg_stat_user_tables WHERE relname IN ('writ_invocations', 'writ_journal')",
+    );
+    const first = rates[0]!;
+    return {
+      server,
+      autovacuum: av,
+      seconds,
+      rates,
+      benchCpuMsPerInvocation: benchCpu,
+      serverCpuMsPerInvocation: serverCpu,
+      calibrationMs: calibration,
+      invocations: done,
+      lastOverFirst: rates.at(-1)! / first,
+      minOverFirst: Math.min(...rates) / first,
+      minOverMedian: Math.min(...rates) / median(rates),
+      tables: Object.fromEntries(t.rows.map((r) => [r.relname, { live: Number(r.live), dead: Number(r.dead) }])),
+    };
   } finally {
-    await store.close();
+    await c.end();
   }
-  const av = (await c.query<{ autovacuum: string }>("SHOW autovacuum")).rows[0]!.autovacuum;
-  const t = await c.query<{ relname: string; live: string; dead: string }>(
-    "SELECT relname, n_live_tup AS live, n_dead_tup AS dead FROM pg_stat_user_tables WHERE relname IN ('writ_invocations', 'writ_journal')",
-  );
-  await c.end();
-  const first = rates[0]!;
-  return {
-    server,
-    autovacuum: av,
-    seconds,
-    rates,
-    benchCpuMsPerInvocation: benchCpu,
-    serverCpuMsPerInvocation: serverCpu,
-    invocations: done,
-    lastOverFirst: rates.at(-1)! / first,
-    minOverFirst: Math.min(...rates) / first,
-    minOverMedian: Math.min(...rates) / median(rates),
-    tables: Object.fromEntries(t.rows.map((r) => [r.relname, { live: Number(r.live), dead: Number(r.dead) }])),
-  };
 }
 
 export interface GrowthResult {
@@ -240,6 +251,7 @@ export function perMinuteCpu(rates: readonly number[], cpuPerInvocation: readonl
     let cpu = 0;
     let n = 0;
     for (let j = i; j < i + per; j++) {
+      if (rates[j]! === 0) continue; // nothing settled: no CPU per invocation (NaN)
       cpu += cpuPerInvocation[j]! * rates[j]!;
       n += rates[j]!;
     }

@@ -1,4 +1,5 @@
 /** Bench helpers: medians, rounds interleaved side by side, JSON results. */
+import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -61,13 +62,17 @@ function procStat(pid: number | string): string[] | null {
   }
 }
 
-/**
- * CPU time (ms, user + system) a database server has used so far: its postmaster `pid`, the
- * children it waited for (autovacuum workers and backends that exited: cutime, cstime) and the
- * children still running (backends, walwriter, checkpointer, autovacuum). Linux only, and only for
- * a server on this machine: NaN otherwise. Compare two readings of the same server.
- */
-export function serverCpuMs(pid: number): number {
+/** The command name of a process (/proc/<pid>/comm); null when gone or not on Linux. */
+function procComm(pid: number): string | null {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, "utf8").trim();
+  } catch {
+    return null;
+  }
+}
+
+/** Clock ticks (USER_HZ 100) of the server `pid` and its children: see {@link serverCpuMs}. */
+function serverTicks(pid: number): number {
   const own = procStat(pid);
   if (own === null) return Number.NaN;
   let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
@@ -76,12 +81,52 @@ export function serverCpuMs(pid: number): number {
     const f = procStat(p);
     if (f !== null && Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12]);
   }
-  return (ticks * 1000) / 100; // clock ticks (USER_HZ 100)
+  // A child reaped during the scan is counted nowhere: its time moved to the postmaster's
+  // cutime/cstime after they were read. Read them again; if they moved, count once more.
+  const again = procStat(pid);
+  if (again !== null && (again[13] !== own[13] || again[14] !== own[14])) return Number.NaN;
+  return ticks;
 }
 
-/** The postmaster of the server a client is connected to: the parent of its backend (null when not on this machine). */
+/**
+ * CPU time (ms, user + system) a database server has used so far: its postmaster `pid`, the
+ * children it waited for (autovacuum workers and backends that exited: cutime, cstime) and the
+ * children still running (backends, walwriter, checkpointer, autovacuum). Linux only, and only for
+ * a server on this machine: NaN otherwise. Compare two readings of the same server.
+ */
+export function serverCpuMs(pid: number): number {
+  for (let i = 0; i < 5; i++) {
+    const ticks = serverTicks(pid);
+    if (!Number.isNaN(ticks)) return ticks * 10; // 100 ticks a second
+    if (procStat(pid) === null) break;
+  }
+  return Number.NaN;
+}
+
+/**
+ * The postmaster of the server a client is connected to: the parent of its backend, when both are
+ * `postgres` processes on this machine (null otherwise: a remote server, or one in a container
+ * whose pids this machine's /proc does not show).
+ */
 export async function postmasterPid(client: { query(sql: string): Promise<{ rows: Array<{ pid: number }> }> }): Promise<number | null> {
   const backend = (await client.query("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
   const f = procStat(backend);
-  return f === null ? null : Number(f[1]);
+  if (f === null || procComm(backend) !== "postgres") return null;
+  const parent = Number(f[1]);
+  return procComm(parent) === "postgres" ? parent : null;
+}
+
+/**
+ * A gauge of the machine's speed, independent of the workload: milliseconds of a fixed piece of
+ * work (SHA-256 of 1 KiB, 2,000 times; about 3 ms on this machine), the best of three tries.
+ */
+export function calibrationMs(): number {
+  const data = Buffer.alloc(1024, 7);
+  let best = Number.POSITIVE_INFINITY;
+  for (let t = 0; t < 3; t++) {
+    const t0 = performance.now();
+    for (let i = 0; i < 2000; i++) createHash("sha256").update(data).digest();
+    best = Math.min(best, performance.now() - t0);
+  }
+  return best;
 }

@@ -95,7 +95,8 @@ if (want("growth")) {
     const cpu = (xs: number[]): string => xs.map((x) => x.toFixed(2)).join(" ");
     console.log(
       `  per minute, ${run.server}: ${perMinute(run.rates).map((x) => x.toFixed(0)).join(" ")} /s | CPU ms per invocation, bench process ` +
-        `${cpu(perMinuteCpu(run.rates, run.benchCpuMsPerInvocation))}, server ${cpu(perMinuteCpu(run.rates, run.serverCpuMsPerInvocation))}`,
+        `${cpu(perMinuteCpu(run.rates, run.benchCpuMsPerInvocation))}, server ${cpu(perMinuteCpu(run.rates, run.serverCpuMsPerInvocation))} | ` +
+        `calibration ms ${cpu(perMinute(run.calibrationMs))}`,
     );
   }
   if (r.preloadedOverEmpty !== null) console.log(`  preloaded (${r.preloaded} ended invocations, loaded in ${r.preloadSeconds.toFixed(0)} s) / empty, median rates: ${r.preloadedOverEmpty.toFixed(2)} (goal >= ${r.goals.preloadedOverEmpty})`);
