@@ -20,7 +20,6 @@
  * process spins and misses caches): compare the two systems within one run. Linux only (/proc);
  * the server must be on this machine. Written to bench/results/cost.json.
  */
-import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { Logger, makeWorkerUtils, run } from "graphile-worker";
 import pg from "pg";
@@ -28,7 +27,7 @@ import { generateSigningKey } from "../src/index.js";
 import { postgresStore } from "../src/stores/postgres/index.js";
 import { freshDatabase, pgServerOrNull, stopPgServer } from "../tests/helpers/pg.js";
 import { AUTHORITY_REF, BENCH_ACTION, benchActionHost } from "./host.js";
-import { median } from "./lib.js";
+import { median, procCpuMs } from "./lib.js";
 
 const WINDOW = 16;
 const CONCURRENCY = 8;
@@ -66,19 +65,9 @@ export interface CostResult {
   loadavg: number[];
 }
 
-/** CPU milliseconds (user + system) a process has used, from /proc (clock ticks of 10 ms). */
-function procCpuMs(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return 0;
-  }
-}
-
 async function backendsCpuMs(admin: pg.Pool): Promise<number> {
   const { rows } = await admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name = $1", [APP]);
-  return rows.reduce((t, r) => t + procCpuMs(r.pid), 0);
+  return rows.reduce((t, r) => t + (procCpuMs(r.pid) ?? 0), 0); // a backend gone meanwhile counts 0
 }
 
 async function walLsn(admin: pg.Pool): Promise<string> {

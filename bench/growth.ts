@@ -46,7 +46,7 @@ export interface GrowthRun {
   seconds: number;
   /** Invocations settled per second, per window. */
   rates: number[];
-  /** Per window, CPU ms of the bench process (host and worker) per invocation settled in it: the machine's speed gauge. */
+  /** Per window, CPU ms of the bench process (host and worker) per invocation settled in it (it rises too when batches get smaller). */
   benchCpuMsPerInvocation: number[];
   /** Per window, CPU ms of the database server (all its processes) per invocation settled in it; NaN when not measurable here. */
   serverCpuMsPerInvocation: number[];

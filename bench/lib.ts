@@ -43,15 +43,14 @@ export function fmt(n: number): string {
 
 /** CPU time (ms) of this process's main thread so far (user + system; Linux only, else NaN). */
 export function mainThreadCpuMs(): number {
-  try {
-    const f = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ 100)
-  } catch {
-    return Number.NaN;
-  }
+  return procCpuMs(`self/task/${process.pid}`) ?? Number.NaN;
 }
 
-/** Fields of /proc/<pid>/stat after the command (state is [0], ppid [1], utime [11], stime [12], cutime [13], cstime [14]); null when gone. */
+/**
+ * Fields of /proc/<pid>/stat after the command (state is [0], ppid [1], utime [11], stime [12],
+ * cutime [13], cstime [14]); null when gone or not on Linux. `pid` may be a path below /proc
+ * (`self/task/<tid>`).
+ */
 function procStat(pid: number | string): string[] | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -60,6 +59,12 @@ function procStat(pid: number | string): string[] | null {
   } catch {
     return null;
   }
+}
+
+/** CPU milliseconds (user + system) a process has used so far; null when gone or not on Linux. */
+export function procCpuMs(pid: number | string): number | null {
+  const f = procStat(pid);
+  return f === null ? null : (Number(f[11]) + Number(f[12])) * 10; // clock ticks of 10 ms (USER_HZ 100)
 }
 
 /** The command name of a process (/proc/<pid>/comm); null when gone or not on Linux. */
@@ -82,7 +87,7 @@ function serverTicks(pid: number): number {
     if (f !== null && Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12]);
   }
   // A child reaped during the scan is counted nowhere: its time moved to the postmaster's
-  // cutime/cstime after they were read. Read them again; if they moved, count once more.
+  // cutime/cstime after they were read. Read them again; if they moved, the caller scans again.
   const again = procStat(pid);
   if (again !== null && (again[13] !== own[13] || again[14] !== own[14])) return Number.NaN;
   return ticks;

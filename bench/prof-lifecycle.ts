@@ -23,7 +23,6 @@ const seconds = Number(process.env.WRIT_PROF_SECS ?? 120);
 const warm = Number(process.env.WRIT_PROF_WARM_S ?? 20);
 const keepMs = 30_000;
 
-
 // WRIT_PROF_SLOW_MS=n: auto_explain logs the plan of every statement slower than n ms; the log is
 // copied to /tmp/writ-prof-slow.log at the end.
 const slowMs = process.env.WRIT_PROF_SLOW_MS;
@@ -73,7 +72,7 @@ const r = await closedLoop(store, {
   onWindow: (settled) => {
     if (++windows * WINDOW_S !== Math.ceil(warm / WINDOW_S) * WINDOW_S) return;
     void session.post("Profiler.start");
-    at0 = { done: settled, cpu: process.cpuUsage(), pg: serverCpuMs(postmaster) / 1000, t: performance.now() };
+    at0 = { done: settled, cpu: process.cpuUsage(), pg: serverCpuMs(postmaster), t: performance.now() };
   },
 });
 if (sampler !== null) clearInterval(sampler);
@@ -81,9 +80,9 @@ await activity?.end();
 const { profile } = await session.post("Profiler.stop");
 const span = (performance.now() - at0.t) / 1000;
 const cpu = process.cpuUsage(at0.cpu);
-const pgCpu = serverCpuMs(postmaster) / 1000 - at0.pg;
+const pgCpuMs = serverCpuMs(postmaster) - at0.pg;
 const n = r.invocations - at0.done;
-console.log(`${mode}: ${(n / span).toFixed(1)}/s over ${span.toFixed(0)} s; node ${(((cpu.user + cpu.system) / 1000 / n)).toFixed(2)} ms CPU/inv, postgres ${((pgCpu * 1000) / n).toFixed(2)} ms CPU/inv`);
+console.log(`${mode}: ${(n / span).toFixed(1)}/s over ${span.toFixed(0)} s; node ${(((cpu.user + cpu.system) / 1000 / n)).toFixed(2)} ms CPU/inv, postgres ${(pgCpuMs / n).toFixed(2)} ms CPU/inv`);
 writeFileSync(out, JSON.stringify(profile));
 await store.close();
 if (slowMs !== undefined) {
