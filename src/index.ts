@@ -69,7 +69,7 @@ export { importMcpTools, type ImportMcpToolsOptions } from "./mcp/import.js";
 export { type WritToolResult } from "./mcp/results.js";
 export { type McpStdioOptions, type RunningMcpStdio, serveMcpStdio } from "./mcp/stdio.js";
 export { systemClock, systemRandom } from "./node/clock.js";
-export { nodeCryptoPort } from "./node/crypto.js";
+export { nodeCryptoPort, type NodeCryptoOptions, type VerifyPlacement } from "./node/crypto.js";
 export { cedarPolicy, type CedarPolicyEngine, type CedarPolicyOptions } from "./policy/cedar-engine.js";
 export { type CedarEntity, type CedarSchemaInput, policySetRef, prepareCedarPolicySet, type PrepareCedarPolicySetOptions, type PreparedCedarPolicySet } from "./policy/cedar-policy-set.js";
 export { runStoreConformance, storeConformanceCases } from "./stores/conformance/index.js";

@@ -1,6 +1,7 @@
 /** The CryptoPort on node:crypto. Imported key objects are cached (import costs more than verify). */
 import nodeCrypto, { type KeyObject } from "node:crypto";
 import { cachedIn } from "../core/bounded-cache.js";
+import { WritError } from "../core/errors.js";
 import type { CryptoPort, PrivateJwk, PublicJwk } from "../core/ports.js";
 
 const MAX_CACHED = 1024;
@@ -10,8 +11,53 @@ const oneShotHash = (nodeCrypto as { hash?: (alg: string, data: Uint8Array | str
 
 const cached = <K, V>(map: Map<K, V>, k: K, make: () => V): V => cachedIn(map, MAX_CACHED, k, make);
 
+/**
+ * Where `verifyEd25519Async` checks a signature (docs/boundary.md, "Signature checks off the main
+ * thread"): `"auto"` (the default) on libuv's threadpool while the JavaScript thread has been busy
+ * lately and on the JavaScript thread otherwise; `"threadpool"` always there; `"inline"` always on
+ * the JavaScript thread. The answer is the same wherever it is computed.
+ */
+export type VerifyPlacement = "auto" | "threadpool" | "inline";
+
+export interface NodeCryptoOptions {
+  /** @defaultValue "auto" */
+  verify?: VerifyPlacement;
+}
+
+/**
+ * The JavaScript thread's recent load, for `"auto"`: the share of the last window (at least
+ * WINDOW_MS, read lazily when a check asks) that the event loop spent running rather than waiting.
+ * A hop to the threadpool costs two thread wake-ups and a callback, which on a small or shared
+ * machine cost more than the check itself: it pays only when the thread has other work to overlap.
+ */
+const WINDOW_MS = 100;
+const BUSY = 0.75;
+
+function loadGauge(): () => boolean {
+  let mark = performance.eventLoopUtilization();
+  let markAt = performance.now();
+  let busy = false;
+  return () => {
+    const now = performance.now();
+    if (now - markAt >= WINDOW_MS) {
+      const next = performance.eventLoopUtilization();
+      busy = performance.eventLoopUtilization(next, mark).utilization >= BUSY;
+      mark = next;
+      markAt = now;
+    }
+    return busy;
+  };
+}
+
 /** Creates the Node implementation of the CryptoPort. */
-export function nodeCryptoPort(): CryptoPort {
+export function nodeCryptoPort(options: NodeCryptoOptions = {}): CryptoPort {
+  if (typeof options !== "object" || options === null) throw new WritError("INVALID_OPTION", "nodeCryptoPort: options must be an object");
+  const placement: unknown = options.verify ?? "auto";
+  if (placement !== "auto" && placement !== "threadpool" && placement !== "inline") {
+    const got = typeof placement === "string" ? JSON.stringify(placement.slice(0, 40)) : typeof placement;
+    throw new WritError("INVALID_OPTION", `nodeCryptoPort: verify must be "auto", "threadpool" or "inline" (got ${got})`);
+  }
+  const offload: () => boolean = placement === "auto" ? loadGauge() : placement === "threadpool" ? () => true : () => false;
   const publicKeys = new Map<string, KeyObject | null>();
   const privateKeys = new Map<string, KeyObject>();
   const importPublic = (jwk: PublicJwk): KeyObject | null =>
@@ -47,10 +93,18 @@ export function nodeCryptoPort(): CryptoPort {
         return false;
       }
     },
-    // The callback form runs the check on libuv's threadpool: the boundary's other work overlaps it.
+    // The callback form runs the check on libuv's threadpool, where the boundary's other work
+    // overlaps it; on an idle thread the synchronous form answers sooner and costs less.
     verifyEd25519Async(publicJwk, data, signature) {
       const key = importPublic(publicJwk);
       if (!key || signature.length !== 64) return Promise.resolve(false);
+      if (!offload()) {
+        try {
+          return Promise.resolve(nodeCrypto.verify(null, data, key, signature));
+        } catch {
+          return Promise.resolve(false);
+        }
+      }
       return new Promise<boolean>((resolve) => {
         try {
           nodeCrypto.verify(null, data, key, signature, (err, ok) => resolve(err === null && ok));

@@ -1,0 +1,88 @@
+/**
+ * Where the Node crypto port checks a signature (docs/boundary.md, "Signature checks off the main
+ * thread"). Invariants: (a) every placement gives the same answer for valid, tampered, short and
+ * foreign-key signatures and for malformed keys, and never rejects; (b) "inline" answers within
+ * the same turn (its promise is already resolved), "threadpool" only after a round through the
+ * event loop; (c) "auto" checks inline on an idle thread and on the threadpool after the thread was
+ * kept busy for a whole window; (d) a bad option is refused with a clear error.
+ */
+import { describe, expect, it } from "vitest";
+import { nodeCryptoPort, type VerifyPlacement } from "../src/index.js";
+
+const PLACEMENTS: VerifyPlacement[] = ["auto", "threadpool", "inline"];
+
+function fixture() {
+  const port = nodeCryptoPort();
+  const a = port.generateEd25519();
+  const b = port.generateEd25519();
+  const data = new TextEncoder().encode("x".repeat(420));
+  const sig = port.signEd25519(a.privateJwk, data);
+  const tampered = Uint8Array.from(sig);
+  tampered[10] = (tampered[10] ?? 0) ^ 1;
+  return { a, b, data, sig, tampered };
+}
+
+/** Whether the promise has settled after one microtask turn (no macrotask ran in between). */
+async function settledWithinTurn(p: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  void p.then(() => (done = true));
+  for (let i = 0; i < 3; i++) await Promise.resolve();
+  return done;
+}
+
+function busyFor(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    // keeps the JavaScript thread busy
+  }
+}
+
+describe("nodeCryptoPort verify placement", () => {
+  const f = fixture();
+
+  it.each(PLACEMENTS)("%s gives the synchronous check's answer for every kind of input", async (verify) => {
+    const port = nodeCryptoPort({ verify });
+    const cases: Array<[Parameters<typeof port.verifyEd25519>, boolean]> = [
+      [[f.a.publicJwk, f.data, f.sig], true],
+      [[f.a.publicJwk, f.data, f.tampered], false],
+      [[f.b.publicJwk, f.data, f.sig], false],
+      [[f.a.publicJwk, f.data, f.sig.subarray(0, 63)], false],
+      [[{ kty: "OKP", crv: "Ed25519", x: "not-a-key" }, f.data, f.sig], false],
+      [[f.a.publicJwk, new TextEncoder().encode("other"), f.sig], false],
+    ];
+    for (const [args, want] of cases) {
+      expect(port.verifyEd25519(...args)).toBe(want);
+      await expect(port.verifyEd25519Async!(...args)).resolves.toBe(want);
+    }
+  });
+
+  it("inline answers within the turn, the threadpool after a round through the event loop", async () => {
+    const inline = nodeCryptoPort({ verify: "inline" });
+    const pool = nodeCryptoPort({ verify: "threadpool" });
+    expect(await settledWithinTurn(inline.verifyEd25519Async!(f.a.publicJwk, f.data, f.sig))).toBe(true);
+    const p = pool.verifyEd25519Async!(f.a.publicJwk, f.data, f.sig);
+    expect(await settledWithinTurn(p)).toBe(false);
+    await expect(p).resolves.toBe(true);
+  });
+
+  it("auto checks inline on an idle thread and on the threadpool while the thread is busy", async () => {
+    const port = nodeCryptoPort({ verify: "auto" });
+    const check = () => port.verifyEd25519Async!(f.a.publicJwk, f.data, f.sig);
+    // A fresh port has seen no load: inline.
+    expect(await settledWithinTurn(check())).toBe(true);
+    // A window (100 ms) spent busy: the next check goes to the threadpool.
+    busyFor(150);
+    const busy = check();
+    expect(await settledWithinTurn(busy)).toBe(false);
+    await expect(busy).resolves.toBe(true);
+    // A window spent idle: inline again.
+    await new Promise((r) => setTimeout(r, 150));
+    expect(await settledWithinTurn(check())).toBe(true);
+  });
+
+  it("refuses a placement it does not know, naming the option", () => {
+    expect(() => nodeCryptoPort({ verify: "sometimes" as VerifyPlacement })).toThrow(/verify must be "auto", "threadpool" or "inline" \(got "sometimes"\)/);
+    expect(() => nodeCryptoPort({ verify: 3 as unknown as VerifyPlacement })).toThrow(/got number/);
+    expect(() => nodeCryptoPort(null as unknown as object)).toThrow(/options must be an object/);
+  });
+});
