@@ -179,11 +179,9 @@ export async function sealScopeNow(store: Store, crypto: CryptoPort, scope: Scop
 /**
  * Seals several scopes in rounds of two statements (the store's `readUnsealedMany` and
  * `sealIfHeadMany`; scope by scope with `sealScopeNow` on a store without them): one outcome per
- * scope given (a repeated scope shares its outcome), each scope sealed or failing alone. A scope
- * whose seal lost the race (another sequencer sealed it between this round's read and its seal)
- * is read again, after `onLost` heard of it.
+ * scope given (a repeated scope shares its outcome), each scope sealed or failing alone.
  */
-export async function sealScopesNow(store: Store, crypto: CryptoPort, scopes: readonly Scope[], onLost?: (scope: Scope) => void): Promise<Array<BatchOutcome<number>>> {
+export async function sealScopesNow(store: Store, crypto: CryptoPort, scopes: readonly Scope[]): Promise<Array<BatchOutcome<number>>> {
   const key = (sc: Scope): string => JSON.stringify([sc.tenantId, sc.spaceId]);
   const t = store.transitions;
   const outcome = new Map<string, BatchOutcome<number>>();
@@ -212,7 +210,6 @@ export async function sealScopesNow(store: Store, crypto: CryptoPort, scopes: re
           if (c.sealed.length >= SEAL_BATCH) next.push(c.scope);
         } else {
           // Another sequencer sealed first: read again.
-          onLost?.(c.scope);
           const n = (lost.get(k) ?? 0) + 1;
           lost.set(k, n);
           if (n > 100) outcome.set(k, { ok: false, error: new WritError("STALE", "the journal head kept moving while sealing") });

@@ -116,37 +116,13 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
     }
   };
 
-  /**
-   * Scopes another process's sequencer is sealing, and until when (this sequencer's clock) this one
-   * leaves them to it: their commit hints are dropped and the poll passes them by. Several
-   * processes writing one scope each sealed it once per hint window, and most of those seals lost
-   * the race to another process's (then read again): every window cost each process a read and a
-   * seal. A sequencer that loses a race steps back for half its bound; the one that keeps winning
-   * seals for all, the losers' entries included (a seal reads every unsealed entry of its scope).
-   * Should the winner stop, the others' step back ends and their next poll takes the scope: an
-   * entry waits at most half the bound, then a quarter for the poll (docs/journal.md).
-   */
-  const yieldUntil = new Map<string, number>();
-  let yieldMs = 0;
-  const lostTo = (scope: Scope): void => {
-    if (clock !== null && yieldMs > 0) yieldUntil.set(scopeKey(scope), clock.now() + yieldMs);
-  };
-  /** Whether this sequencer leaves `key` to another one now (an ended step back is forgotten). */
-  const yielding = (key: string): boolean => {
-    const until = yieldUntil.get(key);
-    if (until === undefined) return false;
-    if (clock !== null && clock.now() < until) return true;
-    yieldUntil.delete(key);
-    return false;
-  };
-
   // A store that seals several scopes per statement (PostgreSQL) gets rounds: the runs of
   // different scopes that start while a round is in flight go together in the next one.
   const t = store.transitions;
   const rounds =
     t?.readUnsealedMany !== undefined && t.sealIfHeadMany !== undefined
       ? // Two rounds at once: a round draining one scope's backlog does not hold back the others.
-        coalescer<Scope, number>((scopes) => sealScopesNow(store, crypto, scopes, lostTo), { maxBatch: ROUND_SCOPES, maxInFlight: 2 })
+        coalescer<Scope, number>((scopes) => sealScopesNow(store, crypto, scopes), { maxBatch: ROUND_SCOPES, maxInFlight: 2 })
       : null;
 
   function begin(key: string, st: ScopeRuns, scope: Scope): Promise<number> {
@@ -179,11 +155,9 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
     return begin(key, st, scope);
   }
 
-  /** Seals every scope with unsealed entries; the poll (`polling`) passes by those it yields (see `yieldUntil`). */
-  async function sealScopes(polling: boolean): Promise<number> {
+  async function sealAll(): Promise<number> {
     // A read: on PostgreSQL one statement in autocommit, not BEGIN, the read and COMMIT.
-    const found = await readCommitted(store, (tx) => tx.unsealedScopes(POLL_SCOPES));
-    const scopes = polling ? found.filter((sc) => !yielding(scopeKey(sc))) : found;
+    const scopes = await readCommitted(store, (tx) => tx.unsealedScopes(POLL_SCOPES));
     // Side by side: on a store with rounds, the scopes go together.
     const counts = await Promise.all(
       scopes.map((sc) =>
@@ -217,9 +191,8 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
   store.onJournalAppend?.((scope) => {
     // While no poll runs, the clock given by sequencerHintClock (a bare boundary's), if any.
     const timers = clock ?? hintClocks.get(store) ?? null;
-    const key = scopeKey(scope);
-    if (yielding(key)) return;
     if (hintDelay <= 0 || timers === null) return sealHinted(scope);
+    const key = scopeKey(scope);
     if (hinted?.scopes.has(key)) return;
     if (hinted === null) {
       const cancel = timers.setTimer(hintDelay, () => fireWindow());
@@ -233,11 +206,10 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
 
   return {
     seal,
-    sealAll: () => sealScopes(false),
+    sealAll,
     start(polling) {
       const bound = checkSealWithinMs("sequencer", polling.sealWithinMs);
       clock = polling.clock;
-      yieldMs = Math.floor(bound / 2);
       const pollMs = Math.max(1, Math.floor(bound / 4));
       let stopped = false;
       let cancel: (() => void) | null = null;
@@ -252,7 +224,7 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
       const schedule = (): void => {
         cancel = polling.clock.setTimer(pollMs, () => {
           cancel = null;
-          current = sealScopes(true)
+          current = sealAll()
             .then(() => {
               try {
                 polling.onOk?.();
@@ -270,8 +242,6 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
       return async () => {
         stopped = true;
         clock = null;
-        yieldMs = 0;
-        yieldUntil.clear();
         flushDelayed();
         cancel?.();
         await current;

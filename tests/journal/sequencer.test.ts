@@ -13,10 +13,6 @@
  * - Q5 a sequencer nothing polls (a bare boundary's) coalesces the commit hints of a store that asks
  *   for a hint delay over that delay on the clock it was given: nothing is sealed before the delay
  *   ends, then one run seals every hinted entry; without such a clock each hint seals at once.
- * - Q6 a started sequencer whose seal of a scope lost the race to another process's steps back from
- *   that scope for half its bound: its commit hints for it are dropped and its poll passes it by
- *   (the other sealer takes every unsealed entry of the scope); afterwards its poll seals it again;
- *   a caller's `seal` is never held back. The lost race itself still ends with the scope sealed.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appendJournal, readWholeJournal, sealScopeNow } from "../../src/core/journal.js";
@@ -24,7 +20,6 @@ import { manualClock } from "../../src/core/manual-clock.js";
 import { sequencerFor, sequencerHintClock } from "../../src/core/sequencer.js";
 import type { Store } from "../../src/core/store.js";
 import type { Scope } from "../../src/core/types.js";
-import type { StoreTransitions } from "../../src/core/transitions.js";
 import { createKeyring, memoryStore, nodeCryptoPort, sealJournalNow, verifyJournalIn } from "../../src/index.js";
 import { makeHostBench } from "../host/fixture.js";
 import { allStoreFactories } from "../helpers/stores.js";
@@ -182,85 +177,5 @@ describe("the sequencer's poll and verify's findings (memory store)", () => {
     // The three delayed hints cost what one hint's run costs: one run sealed them all.
     expect(oneRun).toBeGreaterThan(0);
     expect(delayedRun).toBe(oneRun);
-  });
-
-  // Q6
-  it("a sequencer that lost a seal race leaves the scope to the winner for half its bound, then polls it again", async () => {
-    const inner = memoryStore();
-    const listeners: Array<(scope: Scope) => void | Promise<void>> = [];
-    /** When set, another process seals the scope between this sequencer's read and its seal. */
-    let rival = false;
-    const transitions: Partial<StoreTransitions> = {
-      async readUnsealedMany(scopes, limit) {
-        return Promise.all(scopes.map((sc) => inner.transact(async (tx) => ({ head: await tx.journalHead(sc), entries: await tx.listUnsealed(sc, { limit }) }))));
-      },
-      async sealIfHeadMany(seals) {
-        return Promise.all(
-          seals.map(async ({ scope, headSeq, entries }) => {
-            if (rival) {
-              rival = false;
-              await sealScopeNow(inner, crypto, scope); // the other process wins
-            }
-            const applied = await inner.transact(async (tx) => {
-              await tx.lock(scope, ["journal"]);
-              if (((await tx.journalHead(scope))?.seq ?? 0) !== headSeq) return false;
-              await tx.sealJournal(scope, entries);
-              return true;
-            });
-            return { ok: true as const, value: applied };
-          }),
-        );
-      },
-    };
-    const store = new Proxy(inner, {
-      get(target, prop) {
-        if (prop === "journalHintDelayMs") return 0;
-        if (prop === "transitions") return transitions;
-        if (prop === "onJournalAppend") return (cb: (scope: Scope) => void | Promise<void>) => void listeners.push(cb);
-        const v = Reflect.get(target, prop) as unknown;
-        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
-    }) as Store;
-    const unsealed = async (sc: Scope): Promise<number> => (await inner.transact((tx) => tx.listUnsealed(sc))).length;
-    const hint = (sc: Scope): Promise<unknown> => Promise.all(listeners.map(async (l) => l(sc)));
-    const settle = async (): Promise<void> => {
-      for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-    };
-    const scope = newScope();
-    const clock = manualClock(T);
-    const seq = sequencerFor(store, crypto);
-    const stop = seq.start({ clock, sealWithinMs: 200 }); // polls every 50 ms; steps back for 100 ms
-
-    // A hinted seal loses to the rival: the scope still ends sealed (read again), in one chain.
-    await inner.transact((tx) => appendJournal(tx, crypto, scope, [draft("a"), draft("b")]));
-    rival = true;
-    await hint(scope);
-    expect(await unsealed(scope)).toBe(0);
-
-    // Stepping back: a hint is dropped, and the poll passes the scope by.
-    await inner.transact((tx) => appendJournal(tx, crypto, scope, [draft("c")]));
-    await hint(scope);
-    await settle();
-    expect(await unsealed(scope)).toBe(1);
-    clock.advance(50);
-    await settle();
-    expect(await unsealed(scope)).toBe(1);
-    // Half the bound after the lost race, the poll takes the scope again.
-    clock.advance(50);
-    await settle();
-    expect(await unsealed(scope)).toBe(0);
-
-    // A caller's seal is never held back, even while the sequencer steps back.
-    await inner.transact((tx) => appendJournal(tx, crypto, scope, [draft("d"), draft("e")]));
-    rival = true;
-    await seq.seal(scope);
-    await inner.transact((tx) => appendJournal(tx, crypto, scope, [draft("f")]));
-    await seq.seal(scope);
-    expect(await unsealed(scope)).toBe(0);
-    await stop();
-    const all = await readWholeJournal(inner, scope);
-    expect(all.map((e) => [e.seq, e.id])).toEqual([[1, "a"], [2, "b"], [3, "c"], [4, "d"], [5, "e"], [6, "f"]]);
-    expect(await verifyJournalIn(inner, keyring, scope, { clock })).toMatchObject({ ok: true, unsealed: 0, problems: [] });
-    await inner.close();
   });
 });
