@@ -22,7 +22,7 @@ function fixture() {
   return { a, b, data, sig, tampered };
 }
 
-/** Whether the promise has settled after one microtask turn (no macrotask ran in between). */
+/** Whether the promise has settled after a few microtask turns (no macrotask ran in between). */
 async function settledWithinTurn(p: Promise<unknown>): Promise<boolean> {
   let done = false;
   void p.then(() => (done = true));
@@ -84,5 +84,7 @@ describe("nodeCryptoPort verify placement", () => {
     expect(() => nodeCryptoPort({ verify: "sometimes" as VerifyPlacement })).toThrow(/verify must be "auto", "threadpool" or "inline" \(got "sometimes"\)/);
     expect(() => nodeCryptoPort({ verify: 3 as unknown as VerifyPlacement })).toThrow(/got number/);
     expect(() => nodeCryptoPort(null as unknown as object)).toThrow(/options must be an object/);
+    expect(() => nodeCryptoPort({ verify: null as unknown as VerifyPlacement })).toThrow(/got object/);
+    expect(() => nodeCryptoPort({ verfy: "inline" } as unknown as object)).toThrow(/unknown option "verfy"/);
   });
 });

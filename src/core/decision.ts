@@ -134,7 +134,8 @@ export function verifyDecisionWith(crypto: CryptoPort, keyring: Keyring, token: 
 
 /**
  * The signature check of a parsed decision under a trusted key: the port's asynchronous verify when
- * it has one (off the JavaScript thread), its synchronous one otherwise (docs/boundary.md).
+ * it has one (which may run off the JavaScript thread), its synchronous one otherwise
+ * (docs/boundary.md).
  */
 export function verifySignature(crypto: CryptoPort, publicJwk: PublicJwk, d: ParsedDecision): boolean | Promise<boolean> {
   return crypto.verifyEd25519Async ? crypto.verifyEd25519Async(publicJwk, d.signingInput, d.signature) : crypto.verifyEd25519(publicJwk, d.signingInput, d.signature);

@@ -42,9 +42,9 @@ export interface PrivateJwk extends PublicJwk {
  * Cryptography. Synchronous by design, with one optional asynchronous slot: Node's hashes and
  * signatures are synchronous and the boundary's hot path avoids needless promise hops, but a
  * signature check costs more than everything else the boundary does before it reaches the store.
- * `verifyEd25519Async` lets that one check run off the JavaScript thread (Node: libuv's threadpool;
- * a WebCrypto port: `crypto.subtle.verify`, async by nature), so the boundary's other work overlaps
- * it (docs/boundary.md, "Signature checks off the main thread").
+ * `verifyEd25519Async` lets that one check run off the JavaScript thread (Node: libuv's threadpool,
+ * while the thread is busy; a WebCrypto port: `crypto.subtle.verify`, async by nature), so the
+ * boundary's other work overlaps it (docs/boundary.md, "Signature checks off the main thread").
  */
 export interface CryptoPort {
   /** SHA-256; a string is hashed as its UTF-8 bytes. */

@@ -1,5 +1,6 @@
 /** The CryptoPort on node:crypto. Imported key objects are cached (import costs more than verify). */
 import nodeCrypto, { type KeyObject } from "node:crypto";
+import { performance } from "node:perf_hooks";
 import { cachedIn } from "../core/bounded-cache.js";
 import { WritError } from "../core/errors.js";
 import type { CryptoPort, PrivateJwk, PublicJwk } from "../core/ports.js";
@@ -25,15 +26,18 @@ export interface NodeCryptoOptions {
 }
 
 /**
- * The JavaScript thread's recent load, for `"auto"`: the share of the last window (at least
- * WINDOW_MS, read lazily when a check asks) that the event loop spent running rather than waiting.
- * A hop to the threadpool costs two thread wake-ups and a callback, which on a small or shared
- * machine cost more than the check itself: it pays only when the thread has other work to overlap.
+ * The JavaScript thread's recent load, for `"auto"`: the share of the time since the last reading
+ * (taken when a check asks, at most once per WINDOW_MS) that the event loop spent running rather
+ * than waiting; the verdict holds until the next reading. A hop to the threadpool costs two thread
+ * wake-ups and a callback, which on a small or shared machine cost more than the check itself: it
+ * pays only when the thread has other work to overlap. Without the gauge (a runtime whose
+ * `performance` lacks `eventLoopUtilization`), every check goes to the threadpool, as before.
  */
 const WINDOW_MS = 100;
 const BUSY = 0.75;
 
 function loadGauge(): () => boolean {
+  if (typeof performance.eventLoopUtilization !== "function") return () => true;
   let mark = performance.eventLoopUtilization();
   let markAt = performance.now();
   let busy = false;
@@ -52,7 +56,9 @@ function loadGauge(): () => boolean {
 /** Creates the Node implementation of the CryptoPort. */
 export function nodeCryptoPort(options: NodeCryptoOptions = {}): CryptoPort {
   if (typeof options !== "object" || options === null) throw new WritError("INVALID_OPTION", "nodeCryptoPort: options must be an object");
-  const placement: unknown = options.verify ?? "auto";
+  const unknown = Object.keys(options).filter((k) => k !== "verify");
+  if (unknown.length > 0) throw new WritError("INVALID_OPTION", `nodeCryptoPort: unknown option ${JSON.stringify(unknown[0]!.slice(0, 40))} (the option is verify)`);
+  const placement: unknown = options.verify === undefined ? "auto" : options.verify;
   if (placement !== "auto" && placement !== "threadpool" && placement !== "inline") {
     const got = typeof placement === "string" ? JSON.stringify(placement.slice(0, 40)) : typeof placement;
     throw new WritError("INVALID_OPTION", `nodeCryptoPort: verify must be "auto", "threadpool" or "inline" (got ${got})`);
@@ -68,6 +74,14 @@ export function nodeCryptoPort(options: NodeCryptoOptions = {}): CryptoPort {
         return null;
       }
     });
+  /** The synchronous check on the JavaScript thread; false for anything that does not verify. */
+  const verifyHere = (key: KeyObject, data: Uint8Array, signature: Uint8Array): boolean => {
+    try {
+      return nodeCrypto.verify(null, data, key, signature);
+    } catch {
+      return false;
+    }
+  };
   return {
     sha256: oneShotHash ? (data) => oneShotHash("sha256", data, "buffer") : (data) => nodeCrypto.createHash("sha256").update(data).digest(),
     hmacSha256: (key, data) => nodeCrypto.createHmac("sha256", key).update(data).digest(),
@@ -87,24 +101,14 @@ export function nodeCryptoPort(options: NodeCryptoOptions = {}): CryptoPort {
     verifyEd25519(publicJwk, data, signature) {
       const key = importPublic(publicJwk);
       if (!key || signature.length !== 64) return false;
-      try {
-        return nodeCrypto.verify(null, data, key, signature);
-      } catch {
-        return false;
-      }
+      return verifyHere(key, data, signature);
     },
     // The callback form runs the check on libuv's threadpool, where the boundary's other work
     // overlaps it; on an idle thread the synchronous form answers sooner and costs less.
     verifyEd25519Async(publicJwk, data, signature) {
       const key = importPublic(publicJwk);
       if (!key || signature.length !== 64) return Promise.resolve(false);
-      if (!offload()) {
-        try {
-          return Promise.resolve(nodeCrypto.verify(null, data, key, signature));
-        } catch {
-          return Promise.resolve(false);
-        }
-      }
+      if (!offload()) return Promise.resolve(verifyHere(key, data, signature));
       return new Promise<boolean>((resolve) => {
         try {
           nodeCrypto.verify(null, data, key, signature, (err, ok) => resolve(err === null && ok));
