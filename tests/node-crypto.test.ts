@@ -4,8 +4,10 @@
  * foreign-key signatures and for malformed keys, and never rejects; (b) "inline" answers within
  * the same turn (its promise is already resolved), "threadpool" only after a round through the
  * event loop; (c) "auto" checks inline on an idle thread and on the threadpool after the thread was
- * kept busy for a whole window; (d) a bad option is refused with a clear error.
+ * kept busy for a whole window, and on the threadpool always where the runtime has no event-loop
+ * gauge (`performance.eventLoopUtilization` missing); (d) a bad option is refused with a clear error.
  */
+import { performance } from "node:perf_hooks";
 import { describe, expect, it } from "vitest";
 import { nodeCryptoPort, type VerifyPlacement } from "../src/index.js";
 
@@ -78,6 +80,22 @@ describe("nodeCryptoPort verify placement", () => {
     // A window spent idle: inline again.
     await new Promise((r) => setTimeout(r, 150));
     expect(await settledWithinTurn(check())).toBe(true);
+  });
+
+  it("auto without an event-loop gauge checks on the threadpool, as before the gauge", async () => {
+    // Shadows the prototype's method on the instance for the port's creation only.
+    Object.defineProperty(performance, "eventLoopUtilization", { value: undefined, configurable: true, writable: true });
+    let port;
+    try {
+      port = nodeCryptoPort({ verify: "auto" });
+    } finally {
+      delete (performance as unknown as Record<string, unknown>).eventLoopUtilization;
+    }
+    expect(typeof performance.eventLoopUtilization).toBe("function");
+    const p = port.verifyEd25519Async!(f.a.publicJwk, f.data, f.sig);
+    expect(await settledWithinTurn(p)).toBe(false);
+    await expect(p).resolves.toBe(true);
+    await expect(port.verifyEd25519Async!(f.a.publicJwk, f.data, f.tampered)).resolves.toBe(false);
   });
 
   it("refuses a placement it does not know, naming the option", () => {
