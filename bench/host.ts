@@ -57,6 +57,12 @@ export const SCOPES = 16;
  * used for every configuration with that many processes, graphile-worker's included.
  */
 const RUN_MS = Number(process.env.WRIT_BENCH_HOST_RUN_MS ?? 1500);
+/**
+ * `WRIT_BENCH_HOST_ONLY=writ4,writ4Scopes,graphile4`: only these configurations (for experiments;
+ * the item counts come from `sqlite` and `writ<N>`, so a selection naming `writ<N>Scopes` or
+ * `graphile<N>` must name `writ<N>` too). Unset: all of them.
+ */
+const ONLY = process.env.WRIT_BENCH_HOST_ONLY ? process.env.WRIT_BENCH_HOST_ONLY.split(",") : null;
 const MIN_ITEMS = 80;
 const MAX_ITEMS = 4000;
 /** Items of the light phase (one in flight). */
@@ -376,6 +382,8 @@ export interface RunResult {
     submit: { statements: number; transactions: number } | null;
     /** The workers' statements with the most time, per item. */
     top: Array<{ name: string; n: number; ms: number }>;
+    /** The submitting process's statements with the most time, per item. */
+    submitTop: Array<{ name: string; n: number; ms: number }>;
   };
 }
 
@@ -561,6 +569,7 @@ function resultOf(m: Measured, workers: { cpuMs: number; stats: PoolStats; submi
       worker: workers ? perItem(workers.stats, items) : null,
       submit: workers ? { statements: workers.submitted.statements / items, transactions: workers.submitted.transactions / items } : null,
       top: workers ? topStatements(workers.stats, items) : [],
+      submitTop: workers ? topStatements(workers.submitted, items) : [],
     },
   };
 }
@@ -611,7 +620,7 @@ export interface HostBenchResult {
    * Writ throughput with one scope over throughput with SCOPES scopes, medians of the per-round
    * ratios (the journal chain no longer serialises a scope: goal >= 0.8).
    */
-  scopeRatios: { sqlite: number; p1: number | null; p4: number | null };
+  scopeRatios: { sqlite: number | null; p1: number | null; p4: number | null };
   goal: { throughputRatio: number; oneScopeOverScopes: number };
   postgresServer: string | null;
   machine: { cpus: number; loadavgBefore: number[]; loadavgAfter: number[] };
@@ -622,13 +631,21 @@ function itemsFor(perSec: number): number {
 }
 
 export async function benchHost(rounds = 3): Promise<HostBenchResult> {
+  if (ONLY !== null) {
+    const unknown = ONLY.filter((k) => !CONFIGS.some((c) => c.key === k));
+    if (unknown.length > 0) throw new Error(`WRIT_BENCH_HOST_ONLY: no configuration ${unknown.join(", ")} (there are ${CONFIGS.map((c) => c.key).join(", ")})`);
+    for (const c of CONFIGS.filter((x) => ONLY.includes(x.key))) {
+      const base = c.system === "writ-sqlite" ? "sqlite" : `writ${c.procs}`;
+      if (!ONLY.includes(base)) throw new Error(`WRIT_BENCH_HOST_ONLY: ${c.key} needs ${base} (its item count comes from ${base}'s calibration)`);
+    }
+  }
   const loadavgBefore = loadavg();
   const rig = await openRig({ procs: PROCS, sqlite: true, graphile: true });
   const out: Round[] = [];
   const calibration: Record<string, number> = {};
   const items = { sqlite: 0, perProcesses: {} as Record<string, number>, light: LIGHT };
   try {
-    const configs = rig.server === null ? CONFIGS.filter((c) => c.system === "writ-sqlite") : CONFIGS;
+    const configs = (rig.server === null ? CONFIGS.filter((c) => c.system === "writ-sqlite") : CONFIGS).filter((c) => ONLY === null || ONLY.includes(c.key));
     // Calibration and warm-up (JIT, connections, prepared statements): every configuration once.
     for (const c of configs) calibration[c.key] = (await rig.run(c, `warm-${c.key}`, { count: windowOf(c), light: 0 })).perSec;
     items.sqlite = itemsFor(calibration.sqlite!);
@@ -680,7 +697,7 @@ export async function benchHost(rounds = 3): Promise<HostBenchResult> {
     rounds: out,
     medians,
     scopeRatios: {
-      sqlite: median(out.map((r) => r.sqlite!.perSec / r.sqliteScopes!.perSec)),
+      sqlite: keys.includes("sqliteScopes") ? median(out.map((r) => r.sqlite!.perSec / r.sqliteScopes!.perSec)) : null,
       p1: keys.includes("writ1Scopes") ? median(out.map((r) => r.writ1!.perSec / r.writ1Scopes!.perSec)) : null,
       p4: keys.includes(`writ${PROCS}Scopes`) ? median(out.map((r) => r[`writ${PROCS}`]!.perSec / r[`writ${PROCS}Scopes`]!.perSec)) : null,
     },

@@ -10,6 +10,14 @@
  * the store's in-process commit hint (`Store.onJournalAppend`) and, while started, polls
  * `unsealedScopes` every quarter of the bound, so entries left by another process (or one that
  * died between its commit and the seal) are sealed within the bound too.
+ *
+ * On a store with sealer claims (`Store.journalSealers`, PostgreSQL) a started sequencer claims the
+ * scopes it seals, and the hints and polls of every other process leave a claimed scope to its
+ * holder instead of racing it for the chain's head (docs/journal.md, "One sealer per scope"). A
+ * started sequencer seals (and tries to claim) a scope whoever holds it when two of its polls in a
+ * row found the same oldest unsealed entry, older than a quarter of the bound; a sequencer that is
+ * not started seals a scope it left to a holder itself half a bound later. Explicit seals, `idle()`
+ * and a stop seal whatever they are asked to.
  */
 import { WritError } from "./errors.js";
 import { coalescer } from "./batch.js";
@@ -26,6 +34,16 @@ export const MAX_SEAL_WITHIN_MS = 60_000;
 const POLL_SCOPES = 100;
 /** Most scopes sealed in one round (two statements on PostgreSQL). */
 const ROUND_SCOPES = 64;
+/** Most sealer claims one store object holds (on PostgreSQL, session locks on one connection). */
+const MAX_CLAIMS = 128;
+/** A claim on a scope that had nothing to seal for this long is given up. */
+const IDLE_CLAIM_MS = 10_000;
+/**
+ * How long a running sequencer trusts the answer that another store holds a scope's claim before it
+ * asks again. Long, since the bound never depends on it: a scope its holder leaves unsealed is
+ * sealed anyway (see `ours`).
+ */
+const CLAIM_RECHECK_MS = 1_000;
 
 /** Validates a bound (`sealWithinMs`): an integer from 1 to 60000 ms, naming `where` on error. */
 export function checkSealWithinMs(where: string, v: unknown): number {
@@ -116,6 +134,132 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
     }
   };
 
+  const sealers = store.journalSealers;
+  /** The running polls' bounds: while there is one, this sequencer polls, and so may hold claims. */
+  const bounds: number[] = [];
+  /** The smallest bound among the running polls (the default while none runs). */
+  const bound = (): number => (bounds.length > 0 ? Math.min(...bounds) : DEFAULT_SEAL_WITHIN_MS);
+  /** Scopes whose claim another store held when this one last asked, and when it asked. */
+  const others = new Map<string, number>();
+  /** The scopes this store claimed, and when each last had something to seal. */
+  const claimed = new Map<string, { scope: Scope; at: number }>();
+  /** Not started: scopes left to a holder, each to be sealed here at `due` anyway. */
+  const rechecks = new Map<string, { scope: Scope; due: number }>();
+  let recheckArmed = false;
+  /** Hint windows deciding which scopes to seal (`idle()` waits for them). */
+  const deciding = new Set<Promise<void>>();
+
+  /**
+   * Of `scopes` (hinted, or found unsealed by a poll, with their oldest entries' `at` and what the
+   * same poll loop found the time before), the ones this sequencer seals now: all of them on a store
+   * without claims, or when the claims cannot be asked about (sealing never depends on them).
+   * Otherwise, while started: those it holds or could claim, those over the claim cap, and those
+   * another holder left unsealed (`late`). While not started: those nobody holds, or this store does.
+   */
+  async function ours(scopes: Scope[], now: number, poll?: { oldest: ReadonlyMap<string, number>; before: ReadonlyMap<string, number> }): Promise<Scope[]> {
+    if (sealers === undefined || scopes.length === 0) return scopes;
+    const started = bounds.length > 0;
+    const b = bound();
+    // Another holder's answer is trusted for a while (a second, or the bound if longer, while
+    // started: the bound never depends on it; half the bound while not). When some answers have
+    // run out, the ones past half their time are asked again with them, so that the answers of
+    // scopes seen together run out together (one statement asks them all).
+    const ttl = started ? Math.max(CLAIM_RECHECK_MS, b) : b / 2;
+    const age = (k: string): number => now - (others.get(k) ?? -Infinity);
+    // Left by its holder: this poll loop found the same oldest unsealed entry the time before, and
+    // it is past a quarter of the bound. A holder seals a scope at its own commits' hint windows
+    // and at each of its polls, a quarter of the bound apart, so with a live holder a scope's oldest
+    // entry seldom outlives two polls here; a dead or stalled one leaves it, and it is sealed here
+    // about half the bound after its commit.
+    const late = (k: string): boolean => {
+      const at = poll?.oldest.get(k);
+      return at !== undefined && poll!.before.get(k) === at && now - at > b / 4;
+    };
+    try {
+      const keep: Scope[] = [];
+      const ask: Scope[] = [];
+      const wait: Scope[] = [];
+      for (const sc of scopes) {
+        const k = scopeKey(sc);
+        if (sealers.holds(sc)) {
+          if (started) claimed.set(k, { scope: sc, at: now });
+          keep.push(sc);
+        } else if (age(k) >= ttl || (started && late(k))) ask.push(sc);
+        else wait.push(sc);
+      }
+      if (ask.length > 0) for (const sc of wait.splice(0)) (age(scopeKey(sc)) >= ttl / 2 ? ask : wait).push(sc);
+      if (started) {
+        // Over the cap, a scope is sealed as on a store without claims.
+        keep.push(...ask.splice(Math.max(0, MAX_CLAIMS - sealers.count())));
+        const got = ask.length > 0 ? await sealers.claim(ask) : [];
+        const stillStarted = bounds.length > 0;
+        ask.forEach((sc, i) => {
+          const k = scopeKey(sc);
+          if (got[i] === true) {
+            others.delete(k);
+            if (stillStarted) claimed.set(k, { scope: sc, at: now });
+            keep.push(sc);
+          } else {
+            others.set(k, now);
+            if (late(k)) keep.push(sc);
+          }
+        });
+        // Stopped while the claim was out: nothing would give these up.
+        if (!stillStarted) await sealers.release(ask.filter((_, i) => got[i] === true)).catch(noop);
+        return keep;
+      }
+      // Not started (a bare boundary's store, or a host without a worker): it never claims. A
+      // scope another store holds is left to it, whose poll seals it; half a bound after the first
+      // hint it left, this sequencer seals the scope itself anyway (one read when the holder has
+      // sealed it), so that its commits never wait on a holder that hangs.
+      const timers = clock ?? hintClocks.get(store) ?? null;
+      if (timers === null) return scopes;
+      const held = ask.length > 0 ? await sealers.held(ask) : [];
+      ask.forEach((sc, i) => {
+        if (held[i] === true) others.set(scopeKey(sc), now);
+        else others.delete(scopeKey(sc));
+      });
+      for (const sc of [...ask, ...wait]) {
+        if (!others.has(scopeKey(sc))) keep.push(sc);
+        else sealLater(sc, now + Math.ceil(b / 2), timers);
+      }
+      if (others.size > 4 * MAX_CLAIMS) for (const [k, at] of others) if (now - at >= ttl) others.delete(k);
+      return keep;
+    } catch {
+      return scopes;
+    }
+  }
+
+  /** Not started: seals `scope` at `due` unless it is due already (the seals due within a quarter of the bound go together). */
+  function sealLater(scope: Scope, due: number, timers: Clock): void {
+    const k = scopeKey(scope);
+    if (!rechecks.has(k)) rechecks.set(k, { scope, due });
+    if (!recheckArmed) arm(timers, Math.max(1, due - timers.now()));
+  }
+
+  function arm(timers: Clock, ms: number): void {
+    recheckArmed = true;
+    timers.setTimer(ms, () => {
+      recheckArmed = false;
+      const now = timers.now();
+      const due = [...rechecks].filter(([, r]) => r.due - now <= bound() / 4);
+      for (const [k] of due) rechecks.delete(k);
+      if (rechecks.size > 0) arm(timers, Math.max(1, Math.min(...[...rechecks.values()].map((r) => r.due)) - now));
+      // A failure here is reported by the next hint's or poll's seal, not by this backstop.
+      for (const [, r] of due) void seal(r.scope).catch(noop);
+    });
+  }
+
+  /** Gives up the claims of scopes idle for IDLE_CLAIM_MS (all of them with `all`). */
+  async function releaseClaims(now: number, all: boolean): Promise<void> {
+    if (sealers === undefined) return;
+    for (const [k, at] of others) if (now - at >= 2 * Math.max(CLAIM_RECHECK_MS, bound())) others.delete(k);
+    const idle = [...claimed].filter(([, c]) => all || now - c.at >= IDLE_CLAIM_MS);
+    if (idle.length === 0) return;
+    for (const [k] of idle) claimed.delete(k);
+    await sealers.release(idle.map(([, c]) => c.scope)).catch(noop);
+  }
+
   // A store that seals several scopes per statement (PostgreSQL) gets rounds: the runs of
   // different scopes that start while a round is in flight go together in the next one.
   const t = store.transitions;
@@ -156,8 +300,28 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
   }
 
   async function sealAll(): Promise<number> {
+    return sealFound(null);
+  }
+
+  /**
+   * Seals the scopes with unsealed entries. A poll loop (`polled`, with what it found the time
+   * before) leaves those another holder seals.
+   */
+  async function sealFound(polled: { clock: Clock; sighted: Map<string, number> } | null): Promise<number> {
     // A read: on PostgreSQL one statement in autocommit, not BEGIN, the read and COMMIT.
-    const scopes = await readCommitted(store, (tx) => tx.unsealedScopes(POLL_SCOPES));
+    const found = await readCommitted(store, (tx) => tx.unsealedScopes(POLL_SCOPES));
+    let scopes: Scope[] = found;
+    if (polled !== null) {
+      const now = polled.clock.now();
+      const oldest = new Map(found.map((sc) => [scopeKey(sc), sc.oldestAt]));
+      scopes = await ours(
+        found.map((sc) => ({ tenantId: sc.tenantId, spaceId: sc.spaceId })),
+        now,
+        { oldest, before: polled.sighted },
+      );
+      polled.sighted = oldest;
+      await releaseClaims(now, false);
+    }
     // Side by side: on a store with rounds, the scopes go together.
     const counts = await Promise.all(
       scopes.map((sc) =>
@@ -181,12 +345,30 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
     seal(scope).then(ok, (e: unknown) => {
       report(e, scope);
     });
-  const fireWindow = (): void => {
+  /** Seals the scopes hinted in the window; `all` (a stop, idle) leaves none to a claim's holder. */
+  const fireWindow = (all: boolean): void => {
     const w = hinted;
     if (w === null) return;
     hinted = null;
     w.cancel();
-    for (const { scope, resolve } of w.scopes.values()) void sealHinted(scope).then(resolve);
+    const timers = clock ?? hintClocks.get(store) ?? null;
+    const waiting = [...w.scopes.values()];
+    if (all || sealers === undefined || timers === null) {
+      for (const { scope, resolve } of waiting) void sealHinted(scope).then(resolve);
+      return;
+    }
+    const d = ours(
+      waiting.map((x) => x.scope),
+      timers.now(),
+    ).then((keep) => {
+      const go = new Set(keep.map(scopeKey));
+      for (const { scope, resolve } of waiting) {
+        if (go.has(scopeKey(scope))) void sealHinted(scope).then(resolve);
+        else resolve();
+      }
+    });
+    deciding.add(d);
+    void d.finally(() => deciding.delete(d));
   };
   store.onJournalAppend?.((scope) => {
     // While no poll runs, the clock given by sequencerHintClock (a bare boundary's), if any.
@@ -195,22 +377,25 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
     const key = scopeKey(scope);
     if (hinted?.scopes.has(key)) return;
     if (hinted === null) {
-      const cancel = timers.setTimer(hintDelay, () => fireWindow());
+      const cancel = timers.setTimer(hintDelay, () => fireWindow(false));
       hinted = { cancel, scopes: new Map() };
     }
     const w = hinted;
     return new Promise<void>((resolve) => w.scopes.set(key, { scope, resolve }));
   });
   /** Seals what waits for its delay right away (stop, idle). */
-  const flushDelayed = (): void => fireWindow();
+  const flushDelayed = (): void => fireWindow(true);
 
   return {
     seal,
     sealAll,
     start(polling) {
-      const bound = checkSealWithinMs("sequencer", polling.sealWithinMs);
+      const within = checkSealWithinMs("sequencer", polling.sealWithinMs);
       clock = polling.clock;
-      const pollMs = Math.max(1, Math.floor(bound / 4));
+      bounds.push(within);
+      const pollMs = Math.max(1, Math.floor(within / 4));
+      /** What this poll loop found the time before (its own: two loops must not count as one's two polls). */
+      const polled = { clock: polling.clock, sighted: new Map<string, number>() };
       let stopped = false;
       let cancel: (() => void) | null = null;
       let current: Promise<void> | null = null;
@@ -224,7 +409,7 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
       const schedule = (): void => {
         cancel = polling.clock.setTimer(pollMs, () => {
           cancel = null;
-          current = sealAll()
+          current = sealFound(polled)
             .then(() => {
               try {
                 polling.onOk?.();
@@ -240,17 +425,21 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
       };
       schedule();
       return async () => {
+        if (stopped) return;
         stopped = true;
-        clock = null;
+        bounds.splice(bounds.indexOf(within), 1);
         flushDelayed();
+        if (bounds.length === 0) clock = null;
         cancel?.();
         await current;
+        // The last poll gives its claims up; the scopes' next hints or polls elsewhere take them.
+        if (bounds.length === 0) await releaseClaims(0, true);
       };
     },
     async idle() {
       for (;;) {
         flushDelayed();
-        const pending: Promise<unknown>[] = [...[...runs.values()].flatMap((r) => [r.running, r.queued]).filter((p): p is Promise<number> => p !== null)];
+        const pending: Promise<unknown>[] = [...deciding, ...[...runs.values()].flatMap((r) => [r.running, r.queued]).filter((p): p is Promise<number> => p !== null)];
         if (pending.length === 0) return;
         await Promise.allSettled(pending);
       }

@@ -43,6 +43,26 @@ import type {
   UnsealedEntry,
 } from "./types.js";
 
+/**
+ * Claims on sealing scopes' journals, shared by every process of a store (docs/journal.md, "One
+ * sealer per scope"). A claim is held by one store object at a time, until it is released or the
+ * store loses the connection that holds it (a process that dies loses its claims with it). A claim
+ * only says who should seal: sealing stays safe without it (a seal applies only on the head it
+ * read), so a caller whose claim calls fail seals as if no claim existed.
+ */
+export interface JournalSealers {
+  /** Tries to take each scope's claim for this store; answers, per scope, whether this store holds it now. */
+  claim(scopes: readonly Scope[]): Promise<boolean[]>;
+  /** Whether any store (this one included) holds each scope's claim; takes nothing. */
+  held(scopes: readonly Scope[]): Promise<boolean[]>;
+  /** Gives up this store's claims on `scopes` (a scope it does not hold is ignored). */
+  release(scopes: readonly Scope[]): Promise<void>;
+  /** Whether this store holds the scope's claim, as far as it knows (claims end with their connection). */
+  holds(scope: Scope): boolean;
+  /** How many claims this store holds. */
+  count(): number;
+}
+
 export interface Store {
   /** `memory`, `sqlite`, `postgres`, or a custom name. */
   readonly kind: string;
@@ -95,6 +115,12 @@ export interface Store {
    * started sequencer coalesces the hints of one scope before it seals (fewer, larger seals).
    */
   readonly journalHintDelayMs?: number;
+  /**
+   * Optional, for a store that several processes share (PostgreSQL): claims on sealing a scope's
+   * journal, held across processes, so that one running sequencer per scope seals it and the others
+   * leave it be instead of racing it (docs/journal.md, "One sealer per scope").
+   */
+  readonly journalSealers?: JournalSealers;
   /**
    * Optional native hot transitions (docs/stores.md, "Transitions"): each one whole state change
    * applied atomically, on PostgreSQL in one round trip. Callers use `transitionsOf(store)`, which

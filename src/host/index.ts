@@ -3,7 +3,9 @@
  * default, its options, events and workers, and versioned Cedar policies per scope.
  */
 import type { Clock, CryptoPort, Random } from "../core/ports.js";
+import { sequencerHintClock } from "../core/sequencer.js";
 import { defaultPorts } from "../node/defaults.js";
+import { systemClock } from "../node/clock.js";
 import { createHostCore, type Host } from "./host.js";
 import type { HostOptions } from "./options.js";
 
@@ -31,6 +33,12 @@ export type CreateHostOptions = Omit<HostOptions, "clock" | "crypto" | "random">
 export function createHost(options: CreateHostOptions): Host {
   // The store's clock where it has one (PostgreSQL: the server's), unless a clock is given.
   const clock = options.clock ?? options.store.clock;
-  return createHostCore({ ...options, ...defaultPorts({ ...options, ...(clock !== undefined ? { clock } : {}) }) });
+  const host = createHostCore({ ...options, ...defaultPorts({ ...options, ...(clock !== undefined ? { clock } : {}) }) });
+  // While no worker of this store runs here (a host that only submits, serves or approves), real
+  // time times the store's commit-hint delay, as for a bare boundary: one seal chains the commits
+  // of a few milliseconds, and a scope another process's running sequencer has claimed is left to
+  // it (docs/journal.md, "One sealer per scope").
+  sequencerHintClock(options.store, systemClock);
+  return host;
 }
 

@@ -12,14 +12,22 @@
  *   entries are durable (unsealed), another process's sequencer seals them after the restart, and
  *   the chain verifies with exactly the committed entries. Its commits went through while the
  *   scope's journal lock was held elsewhere: no action transaction waits for the chain.
+ * - S4 one sealer per scope across processes: of two running sequencers (two real processes), the
+ *   one that claimed the scope seals it and the other never reads it to seal while the holder
+ *   lives; when the holder is SIGKILLed its claim goes with its session, and the other process
+ *   seals the scope's new entries and takes the claim over. The chain verifies, each entry once.
+ * - S5 a store whose claims connection is terminated by the server learns it from the connection's
+ *   end (it no longer believes it holds the claim), and its next poll claims the scope again on a
+ *   new connection and seals the new entries.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { appendJournal, readWholeJournal, sealPending, verifyStoredJournal } from "../../src/core/journal.js";
 import { sequencerFor } from "../../src/core/sequencer.js";
 import type { Scope } from "../../src/core/types.js";
-import { createKeyring, nodeCryptoPort, postgresStore, type PostgresStore } from "../../src/index.js";
+import { createKeyring, nodeCryptoPort, postgresStore, systemClock, type PostgresStore } from "../../src/index.js";
 import { advisoryKey } from "../../src/stores/postgres/postgres-locks.js";
+import { sealerKey } from "../../src/stores/postgres/postgres-sealers.js";
 import { killChild, reapChildren, spawnChild } from "../host-crash/fixtures/children.js";
 import { freshDatabase, pgServerOrNull, type FreshDatabase } from "../helpers/pg.js";
 
@@ -180,4 +188,129 @@ describe.skipIf(server === null)("the sequencer on postgres", () => {
       if (restarted?.alive()) await killChild(restarted);
     }
   }, 120_000);
+
+  // S4
+  it("one sealer per scope: the other process leaves the scope to the claim's holder, and takes over when the holder is killed", async () => {
+    const store = open(); // no sequencer here: the children seal
+    const scope = newScope();
+    // The holder polls every 250 ms, the other every 2 s: with the holder alive, the other never
+    // sees an entry at two of its polls (its fallback's condition), however the polls drift.
+    const env = { WRIT_SEAL_URL: db.url, WRIT_SEAL_TENANT: scope.tenantId, WRIT_SEAL_SPACE: scope.spaceId, WRIT_SEAL_MODE: "sequencer", WRIT_SEAL_COUNT_READS: "1" };
+    const [k1, k2] = sealerKey(scope);
+    const admin = new pg.Client({ connectionString: db.url });
+    await admin.connect();
+    /** The application name of the session holding the scope's sealer claim, if any. */
+    const holder = async (): Promise<string | null> => {
+      const r = await admin.query<{ app: string }>(
+        "SELECT a.application_name AS app FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid " +
+          "WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND l.classid::bigint = $1 AND l.objid::bigint = $2 AND l.objsubid = 2",
+        [k1 >>> 0, k2 >>> 0],
+      );
+      return r.rows[0]?.app ?? null;
+    };
+    const ids: string[] = [];
+    const writeOne = async (): Promise<void> => {
+      const id = `one-sealer-${ids.length}`;
+      ids.push(id);
+      await store.transact((tx) => appendJournal(tx, crypto, scope, [draft(id, Date.now())]));
+    };
+    const sealedAll = async (what: string): Promise<void> => {
+      const deadline = Date.now() + 20_000;
+      while ((await store.transact((tx) => tx.listUnsealed(scope))).length > 0) {
+        if (Date.now() > deadline) throw new Error(`${what}: not sealed within 20 s`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    const readsOf = (c: ReturnType<typeof spawnChild>): number => Math.max(0, ...c.lines.flatMap((l) => (typeof l === "object" && l !== null && "reads" in l ? [Number(l.reads)] : [])));
+    const a = spawnChild("seal-holder", { ...env, WRIT_SEAL_APP: "writ-seal-a", WRIT_SEAL_BOUND: "1000" }, SEAL_CHILD);
+    let b: ReturnType<typeof spawnChild> | null = null;
+    try {
+      await a.waitForLine((l) => typeof l === "object" && l !== null && "ready" in l, 60_000, "sequencer a");
+      await writeOne();
+      await sealedAll("the first entry");
+      expect(await holder()).toBe("writ-seal-a");
+      b = spawnChild("seal-other", { ...env, WRIT_SEAL_APP: "writ-seal-b", WRIT_SEAL_BOUND: "8000" }, SEAL_CHILD);
+      // An entry a second while b starts, so that a's claim is never idle long enough to be given up.
+      let starting = true;
+      const keepBusy = (async () => {
+        while (starting) {
+          await writeOne();
+          await new Promise((r) => setTimeout(r, 1_000));
+        }
+      })();
+      await b.waitForLine((l) => typeof l === "object" && l !== null && "ready" in l, 60_000, "sequencer b").finally(() => (starting = false));
+      await keepBusy;
+      for (let i = 0; i < 6; i++) {
+        await writeOne();
+        await new Promise((r) => setTimeout(r, 150));
+      }
+      await sealedAll("entries while the holder lives");
+      expect(readsOf(b)).toBe(0); // b left the scope to a
+      expect(readsOf(a)).toBeGreaterThan(0);
+      expect(await holder()).toBe("writ-seal-a");
+
+      await killChild(a);
+      for (let i = 0; i < 3; i++) await writeOne();
+      await sealedAll("entries after the holder died");
+      expect(readsOf(b)).toBeGreaterThan(0);
+      const deadline = Date.now() + 20_000;
+      while ((await holder()) !== "writ-seal-b") {
+        if (Date.now() > deadline) throw new Error("b did not take the claim over within 20 s");
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const entries = await readWholeJournal(store, scope);
+      expect(entries.map((e) => e.id).sort()).toEqual([...ids].sort());
+      expect(entries.map((e) => e.seq)).toEqual(ids.map((_, i) => i + 1));
+      expect(await verifyStoredJournal(store, crypto, keyring, scope, { now: Date.now(), sealWithinMs: 8_000 })).toMatchObject({ ok: true, entries: ids.length, unsealed: 0 });
+    } finally {
+      await admin.end().catch(() => undefined);
+      if (a.alive()) await killChild(a);
+      if (b?.alive()) await killChild(b);
+    }
+  }, 120_000);
+
+  // S5
+  it("a claims connection that is lost takes its claims with it; the next poll claims again on a new one", async () => {
+    const store = open();
+    const scope = newScope();
+    const seq = sequencerFor(store, crypto);
+    const stop = seq.start({ clock: systemClock, sealWithinMs: 200 });
+    const admin = new pg.Client({ connectionString: db.url });
+    await admin.connect();
+    const [k1, k2] = sealerKey(scope);
+    const holderPid = async (): Promise<number | null> =>
+      (
+        await admin.query<{ pid: number }>(
+          "SELECT l.pid FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND l.classid::bigint = $1 AND l.objid::bigint = $2 AND l.objsubid = 2",
+          [k1 >>> 0, k2 >>> 0],
+        )
+      ).rows[0]?.pid ?? null;
+    const sealedSoon = async (what: string): Promise<void> => {
+      const deadline = Date.now() + 20_000;
+      while ((await store.transact((tx) => tx.listUnsealed(scope))).length > 0) {
+        if (Date.now() > deadline) throw new Error(`${what}: not sealed within 20 s`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    try {
+      await store.transact((tx) => appendJournal(tx, crypto, scope, [draft("c1", Date.now())]));
+      await sealedSoon("before the loss");
+      const first = await holderPid();
+      expect(first).not.toBeNull();
+      expect(store.journalSealers!.holds(scope)).toBe(true);
+      await admin.query("SELECT pg_terminate_backend($1)", [first]);
+      for (let i = 0; i < 50 && store.journalSealers!.holds(scope); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(store.journalSealers!.holds(scope)).toBe(false); // told by the connection's end
+      await store.transact((tx) => appendJournal(tx, crypto, scope, [draft("c2", Date.now())]));
+      await sealedSoon("after the loss");
+      const second = await holderPid();
+      expect(second).not.toBeNull();
+      expect(second).not.toBe(first);
+      expect(store.journalSealers!.holds(scope)).toBe(true);
+      expect((await readWholeJournal(store, scope)).map((e) => e.id)).toEqual(["c1", "c2"]);
+    } finally {
+      await stop();
+      await admin.end().catch(() => undefined);
+    }
+  });
 });

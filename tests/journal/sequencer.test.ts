@@ -13,12 +13,23 @@
  * - Q5 a sequencer nothing polls (a bare boundary's) coalesces the commit hints of a store that asks
  *   for a hint delay over that delay on the clock it was given: nothing is sealed before the delay
  *   ends, then one run seals every hinted entry; without such a clock each hint seals at once.
+ * - Q6 on a store with sealer claims, a started sequencer seals at a hint only the scopes it holds or
+ *   could claim; a scope another store holds is left to it until a poll finds the same oldest
+ *   unsealed entry as the poll before, past a quarter of the bound, and then sealed anyway (the
+ *   bound does not depend on the holder). Explicit
+ *   seals seal whatever they are asked to, and a stop gives every claim up.
+ * - Q7 a sequencer that is not started leaves a hinted scope another store holds to it (it asks,
+ *   and never claims), and half a bound after its hint window seals the scope itself anyway, so
+ *   that a holder that hangs cannot hold its commits back.
+ * - Q8 claims that cannot be asked about (their calls fail) change nothing: hints seal as without them.
+ * - Q9 a claim still out when the sequencer stops is given up as soon as it lands (nothing else
+ *   would give it up), and the scope it was asked for is sealed.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appendJournal, readWholeJournal, sealScopeNow } from "../../src/core/journal.js";
 import { manualClock } from "../../src/core/manual-clock.js";
 import { sequencerFor, sequencerHintClock } from "../../src/core/sequencer.js";
-import type { Store } from "../../src/core/store.js";
+import type { JournalSealers, Store } from "../../src/core/store.js";
 import type { Scope } from "../../src/core/types.js";
 import { createKeyring, memoryStore, nodeCryptoPort, sealJournalNow, verifyJournalIn } from "../../src/index.js";
 import { makeHostBench } from "../host/fixture.js";
@@ -177,5 +188,175 @@ describe("the sequencer's poll and verify's findings (memory store)", () => {
     // The three delayed hints cost what one hint's run costs: one run sealed them all.
     expect(oneRun).toBeGreaterThan(0);
     expect(delayedRun).toBe(oneRun);
+  });
+});
+
+describe("one sealer per scope (memory store with stand-in claims)", () => {
+  /** Claims as a store shared with other processes would answer: `elsewhere` are held by another store. */
+  const standIn = () => {
+    const key = (s: Scope): string => JSON.stringify([s.tenantId, s.spaceId]);
+    const mine = new Set<string>();
+    const elsewhere = new Set<string>();
+    const calls = { claim: 0, held: 0, release: 0 };
+    let failing = false;
+    const api: JournalSealers = {
+      async claim(scopes) {
+        calls.claim++;
+        if (failing) throw new Error("claims unreachable");
+        return scopes.map((s) => (elsewhere.has(key(s)) ? false : (mine.add(key(s)), true)));
+      },
+      async held(scopes) {
+        calls.held++;
+        if (failing) throw new Error("claims unreachable");
+        return scopes.map((s) => elsewhere.has(key(s)) || mine.has(key(s)));
+      },
+      async release(scopes) {
+        calls.release++;
+        for (const s of scopes) mine.delete(key(s));
+      },
+      holds: (s) => mine.has(key(s)),
+      count: () => mine.size,
+    };
+    return { api, mine, elsewhere, calls, key, fail: (v: boolean) => void (failing = v) };
+  };
+  /** A memory store with a 20 ms hint delay, claims, and hints fired by the test. */
+  const shared = (claims: JournalSealers): { store: Store; hint: (scope: Scope) => Promise<void> } => {
+    const inner = memoryStore();
+    const listeners: Array<(scope: Scope) => void | Promise<void>> = [];
+    const store = new Proxy(inner, {
+      get(target, prop) {
+        if (prop === "journalHintDelayMs") return 20;
+        if (prop === "journalSealers") return claims;
+        if (prop === "onJournalAppend") return (cb: (scope: Scope) => void | Promise<void>) => void listeners.push(cb);
+        const v = Reflect.get(target, prop) as unknown;
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    }) as Store;
+    return { store, hint: async (scope) => void (await Promise.all(listeners.map(async (l) => l(scope)))) };
+  };
+  const turns = async (): Promise<void> => {
+    for (let i = 0; i < 30; i++) await new Promise((r) => setImmediate(r));
+  };
+  const sealedIds = async (store: Store, scope: Scope): Promise<string[]> => (await readWholeJournal(store, scope)).map((e) => e.id);
+
+  // Q6
+  it("a started sequencer seals what it holds at once, leaves another holder's scope until half the bound, and gives its claims up at stop", async () => {
+    const c = standIn();
+    const { store, hint } = shared(c.api);
+    const held = newScope();
+    const free = newScope();
+    c.elsewhere.add(c.key(held));
+    const clock = manualClock(T);
+    const seq = sequencerFor(store, crypto);
+    const stop = seq.start({ clock, sealWithinMs: 200 }); // polls every 50 ms; half the bound is 100 ms
+    await store.transact((tx) => appendJournal(tx, crypto, held, [draft("h1", T)]));
+    await store.transact((tx) => appendJournal(tx, crypto, free, [draft("f1", T)]));
+    const hints = Promise.all([hint(held), hint(free)]);
+    clock.advance(20); // the hint window ends
+    await hints;
+    await turns();
+    expect(await sealedIds(store, free)).toEqual(["f1"]); // claimed, then sealed
+    expect(c.mine.has(c.key(free))).toBe(true);
+    expect(await sealedIds(store, held)).toEqual([]); // left to its holder
+    clock.advance(30); // poll at 50 ms: its oldest entry seen for the first time
+    await turns();
+    expect(await sealedIds(store, held)).toEqual([]);
+    clock.advance(49);
+    await turns();
+    expect(await sealedIds(store, held)).toEqual([]);
+    clock.advance(1); // poll at 100 ms: the same oldest entry again, past a quarter of the bound: sealed whoever holds it
+    await turns();
+    expect(await sealedIds(store, held)).toEqual(["h1"]);
+    // An explicit seal does not ask who holds the scope.
+    await store.transact((tx) => appendJournal(tx, crypto, held, [draft("h2", T + 150)]));
+    expect(await seq.seal(held)).toBe(1);
+    expect(c.mine.has(c.key(held))).toBe(false);
+    await stop();
+    expect(c.mine.size).toBe(0); // the stop gave the claim on `free` up
+    expect(c.calls.release).toBeGreaterThan(0);
+    await store.close();
+  });
+
+  // Q7
+  it("a sequencer that is not started leaves a held scope to its holder, and seals it itself half a bound later", async () => {
+    const c = standIn();
+    const { store, hint } = shared(c.api);
+    const scope = newScope();
+    c.elsewhere.add(c.key(scope));
+    const clock = manualClock(T);
+    sequencerFor(store, crypto);
+    sequencerHintClock(store, clock); // half the default bound: 125 ms
+    await store.transact((tx) => appendJournal(tx, crypto, scope, [draft("a", T)]));
+    const h = hint(scope);
+    clock.advance(20);
+    await h;
+    await turns();
+    expect(await sealedIds(store, scope)).toEqual([]);
+    expect(c.calls.held).toBe(1);
+    expect(c.calls.claim).toBe(0); // a sequencer that does not poll never claims
+    // Another hint meanwhile is left too, on the answer it has (no second question).
+    await store.transact((tx) => appendJournal(tx, crypto, scope, [draft("b", T + 60)]));
+    clock.advance(40);
+    const h2 = hint(scope);
+    clock.advance(20);
+    await h2;
+    await turns();
+    expect(c.calls.held).toBe(1);
+    expect(await sealedIds(store, scope)).toEqual([]);
+    clock.advance(64); // 144 ms after the first window
+    await turns();
+    expect(await sealedIds(store, scope)).toEqual([]);
+    clock.advance(1); // half a bound after the first window left the scope: sealed here, held or not
+    await turns();
+    expect(await sealedIds(store, scope)).toEqual(["a", "b"]);
+    expect(clock.pending()).toBe(0);
+    await store.close();
+  });
+
+  // Q8
+  it("claims that cannot be asked about change nothing: the hint seals", async () => {
+    const c = standIn();
+    c.fail(true);
+    for (const started of [true, false]) {
+      const { store, hint } = shared(c.api);
+      const scope = newScope();
+      const clock = manualClock(T);
+      const seq = sequencerFor(store, crypto);
+      const stop = started ? seq.start({ clock, sealWithinMs: 200 }) : null;
+      if (!started) sequencerHintClock(store, clock);
+      await store.transact((tx) => appendJournal(tx, crypto, scope, [draft("x", T)]));
+      const h = hint(scope);
+      clock.advance(20);
+      await h;
+      await turns();
+      expect(await sealedIds(store, scope)).toEqual(["x"]);
+      await stop?.();
+      await store.close();
+    }
+    expect(c.calls.claim + c.calls.held).toBe(2);
+  });
+
+  // Q9
+  it("a claim that lands after the stop is given up at once, and the window's scope is sealed", async () => {
+    const c = standIn();
+    let land!: () => void;
+    const landed = new Promise<void>((r) => (land = r));
+    const slow: JournalSealers = { ...c.api, claim: async (scopes) => (await landed, c.api.claim(scopes)) };
+    const { store, hint } = shared(slow);
+    const scope = newScope();
+    const clock = manualClock(T);
+    const seq = sequencerFor(store, crypto);
+    const stop = seq.start({ clock, sealWithinMs: 200 });
+    await store.transact((tx) => appendJournal(tx, crypto, scope, [draft("s1", T)]));
+    const h = hint(scope);
+    clock.advance(20); // the window asks for the claim, which hangs
+    await turns();
+    await stop(); // the stop does not wait for it
+    land();
+    await h;
+    await seq.idle();
+    expect(c.mine.size).toBe(0); // the claim that landed after the stop was given up
+    expect(await sealedIds(store, scope)).toEqual(["s1"]);
+    await store.close();
   });
 });

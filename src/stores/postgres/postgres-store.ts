@@ -13,6 +13,7 @@ import { ConnectionExec, type Exec } from "./postgres-exec.js";
 import { postgresTransitions } from "./postgres-transitions.js";
 import { genericTransitions } from "../../core/transitions.js";
 import { WakeListener, type ListenConnection } from "./postgres-listener.js";
+import { CLAIM_DEADLINE_MS, pgSealers } from "./postgres-sealers.js";
 import { migratePostgres, postgresSchemaVersion } from "./postgres-migrate.js";
 import { parsePgUrl } from "./postgres-url.js";
 import { checkConnection, NO_DEADLINE_MS, resolvePostgresOptions, type PostgresConnection, type PostgresStoreOptions, type ResolvedPostgresOptions } from "./postgres-options.js";
@@ -195,6 +196,10 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     withConnection((c) => new ConnectionExec(c, false, secrets, NO_DEADLINE_MS).command(`VACUUM (SKIP_LOCKED, TRUNCATE false) ${QUEUE_TABLES.join(", ")}`)),
   );
 
+  // Sealer claims (docs/journal.md, "One sealer per scope"): held on a connection of their own; the
+  // probe of another store's claim runs on a pooled one.
+  const sealers = pgSealers(listenConnection, (text, values) => withConnection(async (c) => (await c.query<{ held: boolean }>({ text, values, query_timeout: CLAIM_DEADLINE_MS })).rows));
+
   /** Keeps `p` in `active` until it settles, so close() can wait for it. */
   const track = <T>(p: Promise<T>): Promise<T> => {
     active.add(p);
@@ -358,6 +363,7 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     (closed ??= (async () => {
       clock.stop();
       await listener.stop();
+      await sealers.close();
       await stats.stop();
       await queueVacuum.stop();
       journalListeners.clear();
@@ -398,6 +404,13 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
     },
     listening: () => listener.listening(),
     journalHintDelayMs: opts.journalHintDelayMs,
+    journalSealers: {
+      claim: (scopes) => (closed !== undefined ? Promise.reject(closedError()) : track(sealers.claim(scopes))),
+      held: (scopes) => (closed !== undefined ? Promise.reject(closedError()) : track(sealers.held(scopes))),
+      release: (scopes) => sealers.release(scopes),
+      holds: (scope) => sealers.holds(scope),
+      count: () => sealers.count(),
+    },
     clock,
     transitions,
   }));
