@@ -135,17 +135,21 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
   };
 
   const sealers = store.journalSealers;
-  /** The running polls' bounds: while there is one, this sequencer polls, and so may hold claims. */
-  const bounds: number[] = [];
+  /** The running polls: while there is one, this sequencer polls, and so may hold claims. */
+  const starts: Array<{ bound: number; clock: Clock }> = [];
   /** The smallest bound among the running polls (the default while none runs). */
-  const bound = (): number => (bounds.length > 0 ? Math.min(...bounds) : DEFAULT_SEAL_WITHIN_MS);
+  const bound = (): number => (starts.length > 0 ? Math.min(...starts.map((x) => x.bound)) : DEFAULT_SEAL_WITHIN_MS);
   /** Scopes whose claim another store held when this one last asked, and when it asked. */
   const others = new Map<string, number>();
   /** The scopes this store claimed, and when each last had something to seal. */
   const claimed = new Map<string, { scope: Scope; at: number }>();
-  /** Not started: scopes left to a holder, each to be sealed here at `due` anyway. */
-  const rechecks = new Map<string, { scope: Scope; due: number }>();
-  let recheckArmed = false;
+  /**
+   * Scopes a hint window left to their holder, each to be sealed here anyway at `due` (a backstop:
+   * this process's commits never wait on a holder that stalls, or whose poll does not reach the
+   * scope). The hints resolve when that seal settles, so that a store's close waits for it.
+   */
+  const backstops = new Map<string, { scope: Scope; since: number; due: number; waiters: Array<() => void> }>();
+  let backstopTimer: { timers: Clock; cancel: () => void } | null = null;
   /** Hint windows deciding which scopes to seal (`idle()` waits for them). */
   const deciding = new Set<Promise<void>>();
 
@@ -158,7 +162,7 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
    */
   async function ours(scopes: Scope[], now: number, poll?: { oldest: ReadonlyMap<string, number>; before: ReadonlyMap<string, number> }): Promise<Scope[]> {
     if (sealers === undefined || scopes.length === 0) return scopes;
-    const started = bounds.length > 0;
+    const started = starts.length > 0;
     const b = bound();
     // Another holder's answer is trusted for a while (a second, or the bound if longer, while
     // started: the bound never depends on it; half the bound while not). When some answers have
@@ -192,7 +196,7 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
         // Over the cap, a scope is sealed as on a store without claims.
         keep.push(...ask.splice(Math.max(0, MAX_CLAIMS - sealers.count())));
         const got = ask.length > 0 ? await sealers.claim(ask) : [];
-        const stillStarted = bounds.length > 0;
+        const stillStarted = starts.length > 0;
         ask.forEach((sc, i) => {
           const k = scopeKey(sc);
           if (got[i] === true) {
@@ -209,9 +213,8 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
         return keep;
       }
       // Not started (a bare boundary's store, or a host without a worker): it never claims. A
-      // scope another store holds is left to it, whose poll seals it; half a bound after the first
-      // hint it left, this sequencer seals the scope itself anyway (one read when the holder has
-      // sealed it), so that its commits never wait on a holder that hangs.
+      // scope another store holds is left to it, whose poll seals it (and the window's backstop
+      // half a bound later, see `backstop`).
       const timers = clock ?? hintClocks.get(store) ?? null;
       if (timers === null) return scopes;
       const held = ask.length > 0 ? await sealers.held(ask) : [];
@@ -219,10 +222,7 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
         if (held[i] === true) others.set(scopeKey(sc), now);
         else others.delete(scopeKey(sc));
       });
-      for (const sc of [...ask, ...wait]) {
-        if (!others.has(scopeKey(sc))) keep.push(sc);
-        else sealLater(sc, now + Math.ceil(b / 2), timers);
-      }
+      for (const sc of [...ask, ...wait]) if (!others.has(scopeKey(sc))) keep.push(sc);
       if (others.size > 4 * MAX_CLAIMS) for (const [k, at] of others) if (now - at >= ttl) others.delete(k);
       return keep;
     } catch {
@@ -230,24 +230,38 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
     }
   }
 
-  /** Not started: seals `scope` at `due` unless it is due already (the seals due within a quarter of the bound go together). */
-  function sealLater(scope: Scope, due: number, timers: Clock): void {
+  /** Seals `scope` half a bound from now whoever holds it, then calls `resolve` (see `backstops`). */
+  function backstop(scope: Scope, timers: Clock, resolve: () => void): void {
+    const on = backstopTimer?.timers ?? timers;
     const k = scopeKey(scope);
-    if (!rechecks.has(k)) rechecks.set(k, { scope, due });
-    if (!recheckArmed) arm(timers, Math.max(1, due - timers.now()));
+    const b = backstops.get(k);
+    const now = on.now();
+    if (b !== undefined) {
+      b.waiters.push(resolve);
+      b.since = now;
+    } else backstops.set(k, { scope, since: now, due: now + Math.ceil(bound() / 2), waiters: [resolve] });
+    if (backstopTimer === null) armBackstops(on);
   }
 
-  function arm(timers: Clock, ms: number): void {
-    recheckArmed = true;
-    timers.setTimer(ms, () => {
-      recheckArmed = false;
-      const now = timers.now();
-      const due = [...rechecks].filter(([, r]) => r.due - now <= bound() / 4);
-      for (const [k] of due) rechecks.delete(k);
-      if (rechecks.size > 0) arm(timers, Math.max(1, Math.min(...[...rechecks.values()].map((r) => r.due)) - now));
-      // A failure here is reported by the next hint's or poll's seal, not by this backstop.
-      for (const [, r] of due) void seal(r.scope).catch(noop);
+  function armBackstops(timers: Clock): void {
+    const next = Math.min(...[...backstops.values()].map((x) => x.due));
+    const cancel = timers.setTimer(Math.max(1, next - timers.now()), () => {
+      backstopTimer = null;
+      void fireBackstops(timers.now() + bound() / 4);
+      if (backstops.size > 0) armBackstops(timers);
     });
+    backstopTimer = { timers, cancel };
+  }
+
+  /** Seals the backstops due by `until` (all of them with Infinity); resolves when their seals settled. */
+  function fireBackstops(until: number): Promise<unknown> {
+    const due = [...backstops].filter(([, x]) => x.due <= until);
+    for (const [k] of due) backstops.delete(k);
+    if (backstops.size === 0 && backstopTimer !== null) {
+      backstopTimer.cancel();
+      backstopTimer = null;
+    }
+    return Promise.all(due.map(([, x]) => sealHinted(x.scope).then(() => x.waiters.forEach((w) => w()))));
   }
 
   /** Gives up the claims of scopes idle for IDLE_CLAIM_MS (all of them with `all`). */
@@ -320,6 +334,22 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
         { oldest, before: polled.sighted },
       );
       polled.sighted = oldest;
+      // A backstop this poll shows needless: the poll saw every scope with unsealed entries (fewer
+      // than its limit), and none of this scope's is as old as the backstop's last hint (an entry's
+      // `at` is before its commit, on the clock the poll runs on), so the commits it covers are sealed.
+      if (found.length < POLL_SCOPES && backstopTimer?.timers === polled.clock) {
+        for (const [k, x] of backstops) {
+          const at = oldest.get(k);
+          if (at === undefined || at > x.since) {
+            backstops.delete(k);
+            x.waiters.forEach((w) => w());
+          }
+        }
+        if (backstops.size === 0) {
+          backstopTimer.cancel();
+          backstopTimer = null;
+        }
+      }
       await releaseClaims(now, false);
     }
     // Side by side: on a store with rounds, the scopes go together.
@@ -364,7 +394,7 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
       const go = new Set(keep.map(scopeKey));
       for (const { scope, resolve } of waiting) {
         if (go.has(scopeKey(scope))) void sealHinted(scope).then(resolve);
-        else resolve();
+        else backstop(scope, timers, resolve);
       }
     });
     deciding.add(d);
@@ -392,7 +422,8 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
     start(polling) {
       const within = checkSealWithinMs("sequencer", polling.sealWithinMs);
       clock = polling.clock;
-      bounds.push(within);
+      const me = { bound: within, clock: polling.clock };
+      starts.push(me);
       const pollMs = Math.max(1, Math.floor(within / 4));
       /** What this poll loop found the time before (its own: two loops must not count as one's two polls). */
       const polled = { clock: polling.clock, sighted: new Map<string, number>() };
@@ -427,19 +458,31 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
       return async () => {
         if (stopped) return;
         stopped = true;
-        bounds.splice(bounds.indexOf(within), 1);
+        starts.splice(starts.indexOf(me), 1);
         flushDelayed();
-        if (bounds.length === 0) clock = null;
+        clock = starts.at(-1)?.clock ?? null;
         cancel?.();
         await current;
+        // Windows still deciding, then every backstop: a stop seals what waits, whoever holds it.
+        await Promise.allSettled([...deciding]);
+        await fireBackstops(Infinity);
         // The last poll gives its claims up; the scopes' next hints or polls elsewhere take them.
-        if (bounds.length === 0) await releaseClaims(0, true);
+        if (starts.length === 0) await releaseClaims(0, true);
       };
     },
     async idle() {
       for (;;) {
         flushDelayed();
-        const pending: Promise<unknown>[] = [...deciding, ...[...runs.values()].flatMap((r) => [r.running, r.queued]).filter((p): p is Promise<number> => p !== null)];
+        // Windows still deciding, then their backstops, sealed now: idle() leaves nothing to a holder.
+        if (deciding.size > 0) {
+          await Promise.allSettled([...deciding]);
+          continue;
+        }
+        if (backstops.size > 0) {
+          await fireBackstops(Infinity);
+          continue;
+        }
+        const pending: Promise<unknown>[] = [...runs.values()].flatMap((r) => [r.running, r.queued]).filter((p): p is Promise<number> => p !== null);
         if (pending.length === 0) return;
         await Promise.allSettled(pending);
       }

@@ -240,9 +240,11 @@ describe.skipIf(server === null)("the sequencer on postgres", () => {
       })();
       await b.waitForLine((l) => typeof l === "object" && l !== null && "ready" in l, 60_000, "sequencer b").finally(() => (starting = false));
       await keepBusy;
-      for (let i = 0; i < 6; i++) {
+      // Entries across several of b's polls (every 2 s): with the claim logic gone, b would find
+      // some of them unsealed and seal them.
+      for (let i = 0; i < 20; i++) {
         await writeOne();
-        await new Promise((r) => setTimeout(r, 150));
+        await new Promise((r) => setTimeout(r, 250));
       }
       await sealedAll("entries while the holder lives");
       expect(readsOf(b)).toBe(0); // b left the scope to a

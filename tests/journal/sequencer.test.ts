@@ -20,10 +20,14 @@
  *   seals seal whatever they are asked to, and a stop gives every claim up.
  * - Q7 a sequencer that is not started leaves a hinted scope another store holds to it (it asks,
  *   and never claims), and half a bound after its hint window seals the scope itself anyway, so
- *   that a holder that hangs cannot hold its commits back.
+ *   that a holder that hangs cannot hold its commits back; its hints resolve with that seal.
  * - Q8 claims that cannot be asked about (their calls fail) change nothing: hints seal as without them.
  * - Q9 a claim still out when the sequencer stops is given up as soon as it lands (nothing else
- *   would give it up), and the scope it was asked for is sealed.
+ *   would give it up), the stop waits for it, and the scope it was asked for is sealed.
+ * - Q10 a scope a hint window left to its holder is sealed by this process half a bound later
+ *   (the backstop), or at once by `idle()`; the hint resolves only then (a store's close waits).
+ * - Q11 a poll that finds the scope with nothing unsealed as old as the backstop's hint drops the
+ *   backstop (the holder sealed those commits): no seal of its own, and the hint resolves.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appendJournal, readWholeJournal, sealScopeNow } from "../../src/core/journal.js";
@@ -251,9 +255,8 @@ describe("one sealer per scope (memory store with stand-in claims)", () => {
     const stop = seq.start({ clock, sealWithinMs: 200 }); // polls every 50 ms; half the bound is 100 ms
     await store.transact((tx) => appendJournal(tx, crypto, held, [draft("h1", T)]));
     await store.transact((tx) => appendJournal(tx, crypto, free, [draft("f1", T)]));
-    const hints = Promise.all([hint(held), hint(free)]);
+    const hints = Promise.all([hint(held), hint(free)]); // the left scope's hint resolves with its backstop
     clock.advance(20); // the hint window ends
-    await hints;
     await turns();
     expect(await sealedIds(store, free)).toEqual(["f1"]); // claimed, then sealed
     expect(c.mine.has(c.key(free))).toBe(true);
@@ -267,6 +270,8 @@ describe("one sealer per scope (memory store with stand-in claims)", () => {
     clock.advance(1); // poll at 100 ms: the same oldest entry again, past a quarter of the bound: sealed whoever holds it
     await turns();
     expect(await sealedIds(store, held)).toEqual(["h1"]);
+    clock.advance(20); // the window's backstop (half the bound after it) finds nothing left, and its hint resolves
+    await hints;
     // An explicit seal does not ask who holds the scope.
     await store.transact((tx) => appendJournal(tx, crypto, held, [draft("h2", T + 150)]));
     expect(await seq.seal(held)).toBe(1);
@@ -289,7 +294,6 @@ describe("one sealer per scope (memory store with stand-in claims)", () => {
     await store.transact((tx) => appendJournal(tx, crypto, scope, [draft("a", T)]));
     const h = hint(scope);
     clock.advance(20);
-    await h;
     await turns();
     expect(await sealedIds(store, scope)).toEqual([]);
     expect(c.calls.held).toBe(1);
@@ -299,15 +303,14 @@ describe("one sealer per scope (memory store with stand-in claims)", () => {
     clock.advance(40);
     const h2 = hint(scope);
     clock.advance(20);
-    await h2;
     await turns();
     expect(c.calls.held).toBe(1);
     expect(await sealedIds(store, scope)).toEqual([]);
-    clock.advance(64); // 144 ms after the first window
+    clock.advance(64); // T + 144: 124 ms after the first window
     await turns();
     expect(await sealedIds(store, scope)).toEqual([]);
     clock.advance(1); // half a bound after the first window left the scope: sealed here, held or not
-    await turns();
+    await Promise.all([h, h2]); // both hints resolve with that seal
     expect(await sealedIds(store, scope)).toEqual(["a", "b"]);
     expect(clock.pending()).toBe(0);
     await store.close();
@@ -351,12 +354,61 @@ describe("one sealer per scope (memory store with stand-in claims)", () => {
     const h = hint(scope);
     clock.advance(20); // the window asks for the claim, which hangs
     await turns();
-    await stop(); // the stop does not wait for it
-    land();
+    const stopping = stop(); // the stop waits for the window still deciding
+    await turns();
+    land(); // the claim lands after the stop began
+    await stopping;
     await h;
     await seq.idle();
     expect(c.mine.size).toBe(0); // the claim that landed after the stop was given up
     expect(await sealedIds(store, scope)).toEqual(["s1"]);
+    await store.close();
+  });
+
+  // Q10
+  it("a started sequencer's window leaves a held scope to its backstop, which idle() seals at once", async () => {
+    const c = standIn();
+    const { store, hint } = shared(c.api);
+    const scope = newScope();
+    c.elsewhere.add(c.key(scope));
+    const clock = manualClock(T);
+    const seq = sequencerFor(store, crypto);
+    const stop = seq.start({ clock, sealWithinMs: 2_000 }); // polls every 500 ms: none in this test
+    await store.transact((tx) => appendJournal(tx, crypto, scope, [draft("q", T)]));
+    let resolved = false;
+    const h = hint(scope).then(() => void (resolved = true));
+    clock.advance(20);
+    await turns();
+    expect(await sealedIds(store, scope)).toEqual([]); // left to its holder
+    expect(resolved).toBe(false); // the hint waits for the backstop
+    await seq.idle(); // seals the backstop now
+    await h;
+    expect(await sealedIds(store, scope)).toEqual(["q"]);
+    await stop();
+    await store.close();
+  });
+
+  // Q11
+  it("a poll that finds a left scope sealed past its hint drops the backstop: no seal of its own", async () => {
+    const c = standIn();
+    const { store, hint } = shared(c.api);
+    const scope = newScope();
+    c.elsewhere.add(c.key(scope));
+    const clock = manualClock(T);
+    const seq = sequencerFor(store, crypto);
+    const stop = seq.start({ clock, sealWithinMs: 200 }); // polls every 50 ms; backstop at 100 ms
+    await store.transact((tx) => appendJournal(tx, crypto, scope, [draft("r", T)]));
+    let resolved = false;
+    const h = hint(scope).then(() => void (resolved = true));
+    clock.advance(20); // left to its holder
+    await turns();
+    expect(await sealedIds(store, scope)).toEqual([]);
+    expect(await sealScopeNow(store, crypto, scope)).toBe(1); // the holder seals it
+    clock.advance(30); // the poll at 50 ms finds nothing unsealed: the backstop is dropped
+    await h;
+    expect(resolved).toBe(true);
+    expect(clock.pending()).toBe(1); // only the next poll's timer: no backstop left
+    await stop();
     await store.close();
   });
 });

@@ -22,7 +22,10 @@ export function sealerKey(scope: Scope): [number, number] {
   return [Number(BigInt.asIntN(32, k >> 32n)), Number(BigInt.asIntN(32, k))];
 }
 
-/** A claim statement unanswered for this long fails (and its connection, with any claims, is dropped). */
+/**
+ * A claim statement unanswered for this long fails (and its connection, with any claims, is
+ * dropped); opening the claims' connection has the same deadline.
+ */
 export const CLAIM_DEADLINE_MS = 500;
 
 const CLAIM = "SELECT pg_try_advisory_lock(a, b) AS ok FROM unnest($1::int[], $2::int[]) WITH ORDINALITY AS u(a, b, n) ORDER BY n";
@@ -59,17 +62,34 @@ export function pgSealers(connect: () => Promise<ListenConnection>, probe: (text
   };
   const text = (k: [number, number]): string => `${k[0]}:${k[1]}`;
 
+  /** The ending of the last dropped connection: a new one waits for it, so its claims are gone first. */
+  let ending: Promise<void> = Promise.resolve();
   /** Drops the connection (PostgreSQL ends its claims with the session). */
   const drop = (lc: ListenConnection): void => {
     if (current !== lc) return;
     current = null;
     held.clear();
-    void lc.done();
+    ending = lc.done().catch(() => undefined);
   };
+  /** The claims' connection, opened within the claims' deadline (a late one is closed as it comes). */
   const connection = async (): Promise<ListenConnection> => {
     if (closed) throw new Error("the store is closed");
     if (current !== null) return current;
-    const lc = await connect();
+    await ending;
+    const opening = connect();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no connection for the journal's sealer claims within ${CLAIM_DEADLINE_MS} ms`)), CLAIM_DEADLINE_MS);
+    });
+    let lc: ListenConnection;
+    try {
+      lc = await Promise.race([opening, late]);
+    } catch (e) {
+      void opening.then((c) => c.done(), () => undefined);
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
     if (closed) {
       await lc.done();
       throw new Error("the store is closed");
@@ -115,7 +135,10 @@ export function pgSealers(connect: () => Promise<ListenConnection>, probe: (text
         if (keys.length === 0 || lc === null) return;
         for (const k of keys) held.delete(text(k));
         // The last claim given up: the connection goes too (on an application's pool it is a pooled one).
-        if (held.size === 0) return drop(lc);
+        if (held.size === 0) {
+          drop(lc);
+          return ending;
+        }
         await run(lc, RELEASE, [keys.map((k) => k[0]), keys.map((k) => k[1])]);
       });
     },
@@ -128,10 +151,8 @@ export function pgSealers(connect: () => Promise<ListenConnection>, probe: (text
     async close() {
       closed = true;
       await queue;
-      const lc = current;
-      current = null;
-      held.clear();
-      if (lc !== null) await lc.done();
+      if (current !== null) drop(current);
+      await ending;
     },
   };
 }
