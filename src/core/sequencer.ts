@@ -141,6 +141,8 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
   const bound = (): number => (starts.length > 0 ? Math.min(...starts.map((x) => x.bound)) : DEFAULT_SEAL_WITHIN_MS);
   /** Scopes whose claim another store held when this one last asked, and when it asked. */
   const others = new Map<string, number>();
+  /** Not started: scopes nobody held when this one last asked, and when it asked. */
+  const free = new Map<string, number>();
   /** The scopes this store claimed, and when each last had something to seal. */
   const claimed = new Map<string, { scope: Scope; at: number }>();
   /**
@@ -169,7 +171,8 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
     // run out, the ones past half their time are asked again with them, so that the answers of
     // scopes seen together run out together (one statement asks them all).
     const ttl = started ? Math.max(CLAIM_RECHECK_MS, b) : b / 2;
-    const age = (k: string): number => now - (others.get(k) ?? -Infinity);
+    // Not started, an answer that nobody holds a scope is trusted as long (no question per window).
+    const age = (k: string): number => now - Math.max(others.get(k) ?? -Infinity, started ? -Infinity : (free.get(k) ?? -Infinity));
     // Left by its holder: this poll loop found the same oldest unsealed entry the time before, and
     // it is past a quarter of the bound. A holder seals a scope at its own commits' hint windows
     // and at each of its polls, a quarter of the bound apart, so with a live holder a scope's oldest
@@ -219,11 +222,17 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
       if (timers === null) return scopes;
       const held = ask.length > 0 ? await sealers.held(ask) : [];
       ask.forEach((sc, i) => {
-        if (held[i] === true) others.set(scopeKey(sc), now);
-        else others.delete(scopeKey(sc));
+        const k = scopeKey(sc);
+        if (held[i] === true) {
+          others.set(k, now);
+          free.delete(k);
+        } else {
+          others.delete(k);
+          free.set(k, now);
+        }
       });
       for (const sc of [...ask, ...wait]) if (!others.has(scopeKey(sc))) keep.push(sc);
-      if (others.size > 4 * MAX_CLAIMS) for (const [k, at] of others) if (now - at >= ttl) others.delete(k);
+      for (const m of [others, free]) if (m.size > 4 * MAX_CLAIMS) for (const [k, at] of m) if (now - at >= ttl) m.delete(k);
       return keep;
     } catch {
       return scopes;
