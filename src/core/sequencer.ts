@@ -262,15 +262,20 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
     backstopTimer = { timers, cancel };
   }
 
-  /** Seals the backstops due by `until` (all of them with Infinity); resolves when their seals settled. */
-  function fireBackstops(until: number): Promise<unknown> {
-    const due = [...backstops].filter(([, x]) => x.due <= until);
-    for (const [k] of due) backstops.delete(k);
+  /** Takes the backstops `which` picks out of the map (the timer goes with the last one). */
+  function takeBackstops(which: (k: string, x: { since: number; due: number }) => boolean): Array<{ scope: Scope; waiters: Array<() => void> }> {
+    const taken = [...backstops].filter(([k, x]) => which(k, x));
+    for (const [k] of taken) backstops.delete(k);
     if (backstops.size === 0 && backstopTimer !== null) {
       backstopTimer.cancel();
       backstopTimer = null;
     }
-    return Promise.all(due.map(([, x]) => sealHinted(x.scope).then(() => x.waiters.forEach((w) => w()))));
+    return taken.map(([, x]) => x);
+  }
+
+  /** Seals the backstops due by `until` (all of them with Infinity); resolves when their seals settled. */
+  function fireBackstops(until: number): Promise<unknown> {
+    return Promise.all(takeBackstops((_, x) => x.due <= until).map((x) => sealHinted(x.scope).then(() => x.waiters.forEach((w) => w()))));
   }
 
   /** Gives up the claims of scopes idle for IDLE_CLAIM_MS (all of them with `all`). */
@@ -347,17 +352,8 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
       // than its limit), and none of this scope's is as old as the backstop's last hint (an entry's
       // `at` is before its commit, on the clock the poll runs on), so the commits it covers are sealed.
       if (found.length < POLL_SCOPES && backstopTimer?.timers === polled.clock) {
-        for (const [k, x] of backstops) {
-          const at = oldest.get(k);
-          if (at === undefined || at > x.since) {
-            backstops.delete(k);
-            x.waiters.forEach((w) => w());
-          }
-        }
-        if (backstops.size === 0) {
-          backstopTimer.cancel();
-          backstopTimer = null;
-        }
+        const needless = takeBackstops((k, x) => (oldest.get(k) ?? Infinity) > x.since);
+        for (const x of needless) x.waiters.forEach((w) => w());
       }
       await releaseClaims(now, false);
     }

@@ -242,6 +242,27 @@ describe("one sealer per scope (memory store with stand-in claims)", () => {
     for (let i = 0; i < 30; i++) await new Promise((r) => setImmediate(r));
   };
   const sealedIds = async (store: Store, scope: Scope): Promise<string[]> => (await readWholeJournal(store, scope)).map((e) => e.id);
+  /**
+   * A started sequencer (bound `sealWithinMs`) whose store holds one entry `id` in a scope another
+   * store holds, hinted and left to that holder by the window at T + 20; `hinted` resolves with
+   * the hint (`resolved()` says whether it has).
+   */
+  const leftToHolder = async (sealWithinMs: number, id: string) => {
+    const c = standIn();
+    const { store, hint } = shared(c.api);
+    const scope = newScope();
+    c.elsewhere.add(c.key(scope));
+    const clock = manualClock(T);
+    const seq = sequencerFor(store, crypto);
+    const stop = seq.start({ clock, sealWithinMs });
+    await store.transact((tx) => appendJournal(tx, crypto, scope, [draft(id, T)]));
+    let done = false;
+    const hinted = hint(scope).then(() => void (done = true));
+    clock.advance(20);
+    await turns();
+    expect(await sealedIds(store, scope)).toEqual([]); // left to its holder
+    return { store, scope, clock, seq, stop, hinted, resolved: () => done };
+  };
 
   // Q6
   it("a started sequencer seals what it holds at once, leaves another holder's scope until half the bound, and gives its claims up at stop", async () => {
@@ -367,22 +388,10 @@ describe("one sealer per scope (memory store with stand-in claims)", () => {
 
   // Q10
   it("a started sequencer's window leaves a held scope to its backstop, which idle() seals at once", async () => {
-    const c = standIn();
-    const { store, hint } = shared(c.api);
-    const scope = newScope();
-    c.elsewhere.add(c.key(scope));
-    const clock = manualClock(T);
-    const seq = sequencerFor(store, crypto);
-    const stop = seq.start({ clock, sealWithinMs: 2_000 }); // polls every 500 ms: none in this test
-    await store.transact((tx) => appendJournal(tx, crypto, scope, [draft("q", T)]));
-    let resolved = false;
-    const h = hint(scope).then(() => void (resolved = true));
-    clock.advance(20);
-    await turns();
-    expect(await sealedIds(store, scope)).toEqual([]); // left to its holder
-    expect(resolved).toBe(false); // the hint waits for the backstop
+    const { store, scope, seq, stop, hinted, resolved } = await leftToHolder(2_000, "q"); // polls every 500 ms: none here
+    expect(resolved()).toBe(false); // the hint waits for the backstop
     await seq.idle(); // seals the backstop now
-    await h;
+    await hinted;
     expect(await sealedIds(store, scope)).toEqual(["q"]);
     await stop();
     await store.close();
@@ -390,23 +399,11 @@ describe("one sealer per scope (memory store with stand-in claims)", () => {
 
   // Q11
   it("a poll that finds a left scope sealed past its hint drops the backstop: no seal of its own", async () => {
-    const c = standIn();
-    const { store, hint } = shared(c.api);
-    const scope = newScope();
-    c.elsewhere.add(c.key(scope));
-    const clock = manualClock(T);
-    const seq = sequencerFor(store, crypto);
-    const stop = seq.start({ clock, sealWithinMs: 200 }); // polls every 50 ms; backstop at 100 ms
-    await store.transact((tx) => appendJournal(tx, crypto, scope, [draft("r", T)]));
-    let resolved = false;
-    const h = hint(scope).then(() => void (resolved = true));
-    clock.advance(20); // left to its holder
-    await turns();
-    expect(await sealedIds(store, scope)).toEqual([]);
+    const { store, scope, clock, stop, hinted, resolved } = await leftToHolder(200, "r"); // polls every 50 ms; backstop at 120 ms
     expect(await sealScopeNow(store, crypto, scope)).toBe(1); // the holder seals it
     clock.advance(30); // the poll at 50 ms finds nothing unsealed: the backstop is dropped
-    await h;
-    expect(resolved).toBe(true);
+    await hinted;
+    expect(resolved()).toBe(true);
     expect(clock.pending()).toBe(1); // only the next poll's timer: no backstop left
     await stop();
     await store.close();
