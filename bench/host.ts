@@ -615,7 +615,7 @@ export interface HostBenchResult {
   /** Medians over rounds, per configuration. */
   medians: Record<string, { perSec: number; p50Ms: number; p99Ms: number; lightP50Ms: number | null; lightP99Ms: number | null }>;
   /** Writ / graphile-worker, medians of the per-round ratios (throughput: > 1 is Writ faster; latency: > 1 is Writ slower). */
-  ratios: { p1: Ratio; p4: Ratio; p1Scopes: Ratio; p4Scopes: Ratio } | null;
+  ratios: Partial<Record<"p1" | "p4" | "p1Scopes" | "p4Scopes", Ratio>> | null;
   /**
    * Writ throughput with one scope over throughput with SCOPES scopes, medians of the per-round
    * ratios (the journal chain no longer serialises a scope: goal >= 0.8).
@@ -701,9 +701,12 @@ export async function benchHost(rounds = 3): Promise<HostBenchResult> {
       p1: keys.includes("writ1Scopes") ? median(out.map((r) => r.writ1!.perSec / r.writ1Scopes!.perSec)) : null,
       p4: keys.includes(`writ${PROCS}Scopes`) ? median(out.map((r) => r[`writ${PROCS}`]!.perSec / r[`writ${PROCS}Scopes`]!.perSec)) : null,
     },
-    ratios: keys.includes("graphile1")
-      ? { p1: ratio("writ1", "graphile1"), p4: ratio(`writ${PROCS}`, `graphile${PROCS}`), p1Scopes: ratio("writ1Scopes", "graphile1"), p4Scopes: ratio(`writ${PROCS}Scopes`, `graphile${PROCS}`) }
-      : null,
+    // Each pair that ran (a WRIT_BENCH_HOST_ONLY selection may leave some out); null when none did.
+    ratios: ((): Record<string, Ratio> | null => {
+      const pairs: Array<[string, string, string]> = [["p1", "writ1", "graphile1"], [`p${PROCS}`, `writ${PROCS}`, `graphile${PROCS}`], ["p1Scopes", "writ1Scopes", "graphile1"], [`p${PROCS}Scopes`, `writ${PROCS}Scopes`, `graphile${PROCS}`]];
+      const ran = pairs.filter(([, w, g]) => keys.includes(w) && keys.includes(g));
+      return ran.length > 0 ? Object.fromEntries(ran.map(([k, w, g]) => [k, ratio(w, g)])) : null;
+    })(),
     goal: { throughputRatio: 1, oneScopeOverScopes: 0.8 },
     postgresServer: rig.server,
     machine: { cpus: availableParallelism(), loadavgBefore, loadavgAfter: loadavg() },
