@@ -48,6 +48,21 @@ describe("parsePgUrl", () => {
     }
   });
 
+  // libpq reads an empty host after the user as "the socket directory in ?host=", and so does
+  // node-postgres; such a URL is accepted (the WHATWG parser alone refuses it).
+  it("accepts a Unix socket directory given as ?host= after an empty host", () => {
+    for (const url of ["postgresql://user@/db?host=/var/run/postgresql", `postgres://u:${SECRET}@/db?host=%2Ftmp`, "postgresql:///db?host=/tmp&user=u"]) {
+      expect(() => postgresStore({ url })).not.toThrow();
+    }
+    const t = parsePgUrl("postgresql://user@/db?host=/tmp&target_session_attrs=read-write");
+    expect(t).toMatchObject({ multi: true, attrs: "read-write", hosts: [{ host: "", port: 5432 }] });
+    expect(t.url).toBe("postgresql://user@/db?host=%2Ftmp&port=5432");
+    expect(() => postgresStore({ url: "postgresql://user@/db?host=/tmp&target_session_attrs=read-write" })).not.toThrow();
+    const bad = refusal(() => postgresStore({ url: `postgres://u:${SECRET}@:99999/db` }));
+    expect(bad.code).toBe("INVALID_OPTION");
+    expect(bad.message).not.toContain(SECRET);
+  });
+
   it("checks the attributes of a single host when asked to", () => {
     const t = parsePgUrl("postgres://u@h:7000/db?target_session_attrs=primary");
     expect(t).toMatchObject({ multi: true, attrs: "primary", hosts: [{ host: "h", port: 7000 }] });

@@ -3,7 +3,7 @@
  */
 import { WritError } from "../../core/errors.js";
 import type { PgDriver, PgPool } from "./postgres-driver.js";
-import { parsePgUrl, PgUrlError } from "./postgres-url.js";
+import { parsePgUrl, PgUrlError, readableUrl } from "./postgres-url.js";
 
 /** Where the store's connections come from: a URL (the store owns its pool) or a pool you own. */
 export type PostgresConnection =
@@ -234,11 +234,7 @@ export function checkConnection(conn: PostgresConnection): void {
     if (e instanceof PgUrlError) throw invalid(e.option, e.message);
     throw e;
   }
-  try {
-    new URL(target.url);
-  } catch {
-    throw invalid("url", "is not a valid URL");
-  }
+  if (!readableUrl(target.url)) throw invalid("url", "is not a valid URL");
   // A multi-host URL needs the driver's Client: each connection chooses its host (postgres-multihost.ts).
   if (target.multi && pg !== undefined && (pg as { Client?: unknown }).Client === undefined) throw invalid("pg", "needs `Client` for a URL with several hosts or target_session_attrs");
 }

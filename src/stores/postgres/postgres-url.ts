@@ -87,15 +87,32 @@ export function parsePgUrl(url: string): PgTarget {
   const parsed = specs.map((s, i) => parseHost(s, i + 1, specs.length));
   params.delete("target_session_attrs");
   const rest = params.toString();
-  const hostUrls = parsed.map((h) => `${scheme}://${userinfo}${h.hostForUrl}:${h.port}${path}${rest.length > 0 ? `?${rest}` : ""}`);
-  for (const u of hostUrls) {
+  const hostUrls = parsed.map((h) => {
+    if (h.hostForUrl.length > 0) return `${scheme}://${userinfo}${h.hostForUrl}:${h.port}${path}${rest.length > 0 ? `?${rest}` : ""}`;
+    // A socket directory (`?host=/dir`, the only host): no host in the authority, the port as a parameter.
+    const withPort = new URLSearchParams(rest);
+    if (!withPort.has("port")) withPort.set("port", String(h.port));
+    return `${scheme}://${userinfo}${path}?${withPort.toString()}`;
+  });
+  for (const u of hostUrls) if (!readableUrl(u)) throw new PgUrlError("url", "is not a valid URL");
+  return { url: hostUrls[0]!, hosts: parsed.map(({ host, port }) => ({ host, port })), hostUrls, attrs, multi: true };
+}
+
+/**
+ * Whether node-postgres can read `url`: a WHATWG URL, or one with an empty host after the user
+ * (`postgres://user@/db?host=/socket/dir`, a Unix socket directory, as libpq reads it), which the
+ * driver's parser reads with a stand-in host. Never throws and never echoes the URL.
+ */
+export function readableUrl(url: string): boolean {
+  for (const u of [url, url.replace("@/", "@stand-in/")]) {
     try {
       new URL(u);
+      return true;
     } catch {
-      throw new PgUrlError("url", "is not a valid URL");
+      // try the next reading
     }
   }
-  return { url: hostUrls[0]!, hosts: parsed.map(({ host, port }) => ({ host, port })), hostUrls, attrs, multi: true };
+  return false;
 }
 
 /** `url` handed to node-postgres as it is, one host, no attributes checked (the SQL connector's targets). */
