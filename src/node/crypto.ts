@@ -87,9 +87,15 @@ export function nodeCryptoPort(options: NodeCryptoOptions = {}): CryptoPort {
     hmacSha256: (key, data) => nodeCrypto.createHmac("sha256", key).update(data).digest(),
     timingSafeEqual: (a, b) => a.length === b.length && nodeCrypto.timingSafeEqual(a, b),
     generateEd25519() {
-      const { publicKey, privateKey } = nodeCrypto.generateKeyPairSync("ed25519");
-      const pub = publicKey.export({ format: "jwk" }) as { x: string };
-      const priv = privateKey.export({ format: "jwk" }) as { x: string; d: string };
+      // The key pair comes out as JWK from the generation itself. Exporting a fresh KeyObject
+      // instead (`key.export({ format: "jwk" })`) can deadlock Node 20 for good: the export holds
+      // the key's mutex while it allocates, a garbage collection then runs the finished key
+      // generation job's destructor, which takes the same mutex (seen as a hung test worker; a
+      // loop of generate-and-export hangs within a few thousand keys; docs/security.md, "Key generation never hangs").
+      const { publicKey: pub, privateKey: priv } = nodeCrypto.generateKeyPairSync("ed25519", { publicKeyEncoding: { format: "jwk" }, privateKeyEncoding: { format: "jwk" } }) as unknown as {
+        publicKey: { x: string };
+        privateKey: { x: string; d: string };
+      };
       const publicJwk: PublicJwk = { kty: "OKP", crv: "Ed25519", x: pub.x };
       const privateJwk: PrivateJwk = { kty: "OKP", crv: "Ed25519", x: priv.x, d: priv.d };
       return { publicJwk, privateJwk };
