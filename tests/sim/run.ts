@@ -41,7 +41,8 @@ export interface SimResult {
     batchMax: number | null;
     /** Journal segments the worker nodes archived (docs/archives.md). */
     archiveSegments: number;
-    batches: { ops: number; multi: number; members: number; failedAlone: number };
+    /** Batch operations; those of 2+ members; members failed alone (settlements refused for a lost lease among them); crashes with a batch queued or in flight. */
+    batches: { ops: number; multi: number; members: number; failedAlone: number; settlesLeaseLost: number; diedMidBatch: number };
     /** Invocations retention pruned (docs/retention.md). */
     pruned: number;
   };

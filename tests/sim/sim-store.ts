@@ -10,7 +10,7 @@
  * operation on every store. With it, write transitions are batched as on PostgreSQL (below).
  */
 import { coalescer, type BatchOutcome } from "../../src/core/batch.js";
-import { WritError } from "../../src/core/errors.js";
+import { LeaseLostError, WritError, isWritError } from "../../src/core/errors.js";
 import type { Store, StoreTx } from "../../src/core/store.js";
 import { applyEach, genericTransitions, type AdmitResult, type BatchMember, type BeginResult, type StoreTransitions } from "../../src/core/transitions.js";
 import type { AttemptRecord, BreakerRecord, Fence, Invocation, Scope, StepCheckpoint } from "../../src/core/types.js";
@@ -51,8 +51,17 @@ export interface StoreHooks {
   committed(node: SimNode, c: Committed): void;
   /** Whether a lost acknowledgement decided before the transaction applies to what it wrote. */
   loseAck(node: SimNode, c: Committed): boolean;
-  /** Called once per batch operation the node ran (batching on): its members and how many failed alone beside one that applied. */
-  batched?(node: SimNode, members: number, failedAlone: number): void;
+  /**
+   * Called once per batch operation the node ran (batching on): its members, how many failed
+   * alone beside one that applied, and how many of those were settlements refused for a lost lease.
+   */
+  batched?(node: SimNode, members: number, failedAlone: number, settlesLeaseLost: number): void;
+  /** A write transition of the node joined its batch queue (+1) or got its answer (-1): a dead node's never do. */
+  batchOutstanding?(node: SimNode, delta: 1 | -1): void;
+}
+
+function isLeaseLost(e: unknown): boolean {
+  return e instanceof LeaseLostError || isWritError(e, "LEASE_LOST");
 }
 
 export interface SimStoreOptions {
@@ -205,10 +214,12 @@ export function simStore(node: SimNode, inner: Store, hooks: StoreHooks, options
     operate("tx", async (c, journaled) => {
       const outs = await applyEach(genericTransitions(within(c, journaled)), members);
       const failed = outs.filter((o) => !o.ok).length;
-      hooks.batched?.(node, members.length, failed < outs.length ? failed : 0);
+      const alone = failed < outs.length ? failed : 0;
+      const settlesLeaseLost = alone === 0 ? 0 : members.filter((m, i) => m.kind === "settle" && !outs[i]!.ok && isLeaseLost(outs[i]!.error)).length;
+      hooks.batched?.(node, members.length, alone, settlesLeaseLost);
       return outs;
     });
-  return { ...store, transitions: batchedTransitions(store, options.batchMax, apply) };
+  return { ...store, transitions: batchedTransitions(store, options.batchMax, apply, (delta) => hooks.batchOutstanding?.(node, delta)) };
 }
 
 /**
@@ -219,9 +230,18 @@ export function simStore(node: SimNode, inner: Store, hooks: StoreHooks, options
  * back. Inside the operation each member is its own transaction and fails alone, as a member's
  * subtransaction does on PostgreSQL.
  */
-function batchedTransitions(store: Store, batchMax: number, apply: (members: BatchMember[]) => Promise<BatchOutcome[]>): StoreTransitions {
+function batchedTransitions(store: Store, batchMax: number, apply: (members: BatchMember[]) => Promise<BatchOutcome[]>, outstanding: (delta: 1 | -1) => void): StoreTransitions {
   const single = genericTransitions(store);
-  const queue = coalescer<BatchMember, unknown>(apply, { maxBatch: batchMax });
+  const coalesced = coalescer<BatchMember, unknown>(apply, { maxBatch: batchMax });
+  const queue = (m: BatchMember): Promise<unknown> => {
+    outstanding(1);
+    const p = coalesced(m);
+    void p.then(
+      () => outstanding(-1),
+      () => outstanding(-1),
+    );
+    return p;
+  };
   return {
     ...single,
     admit: (scope, input) => queue({ kind: "admit", scope, input }) as Promise<AdmitResult>,

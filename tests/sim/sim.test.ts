@@ -15,11 +15,18 @@ describe("deterministic simulation", () => {
   it.runIf(storeSelected("memory"))("memory store: 1,000 seeds keep every invariant", async () => {
     const r = await runSeeds("memory", seedList(1000), FILE);
     expect(r.failures.map((f) => `${f.replay}\n  ${f.violations.join("\n  ")}`)).toEqual([]);
+    // The seeds exercised batches: several members per batch, members failing alone, and nodes
+    // crashing with a batch queued or in flight (those transitions never hear back).
+    expect(r.batching.multi).toBeGreaterThan(0);
+    expect(r.batching.failedAlone).toBeGreaterThan(0);
+    expect(r.batching.diedMidBatch).toBeGreaterThan(0);
   }, 600_000);
 
   it.runIf(storeSelected("sqlite"))("SQLite store: 200 seeds keep every invariant", async () => {
     const r = await runSeeds("sqlite", seedList(200), FILE);
     expect(r.failures.map((f) => `${f.replay}\n  ${f.violations.join("\n  ")}`)).toEqual([]);
+    expect(r.batching.multi).toBeGreaterThan(0);
+    expect(r.batching.diedMidBatch).toBeGreaterThan(0);
   }, 600_000);
 
   it("a seed replays exactly: the same trace, event for event", async () => {

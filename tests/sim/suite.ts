@@ -15,7 +15,7 @@ export interface SeedsOutcome {
   statuses: Record<string, number>;
   notes: string[];
   /** Seeds that batched, and their batch operations with more than one member (and those members). */
-  batching: { seeds: number; multi: number; members: number; failedAlone: number };
+  batching: { seeds: number; multi: number; members: number; failedAlone: number; settlesLeaseLost: number; diedMidBatch: number };
   /** Invocations retention pruned, and in how many seeds (docs/retention.md). */
   pruned: { invocations: number; seeds: number };
   /** Seeds whose workers archived journal segments, and how many (docs/archives.md). */
@@ -37,7 +37,7 @@ export function storeSelected(kind: SimStoreKind, env: NodeJS.ProcessEnv = proce
 export async function runSeeds(kind: SimStoreKind, seeds: number[], file: string, config: SimConfig = simConfig()): Promise<SeedsOutcome> {
   const t0 = performance.now();
   const c0 = process.cpuUsage();
-  const out: SeedsOutcome = { seeds: seeds.length, failures: [], ms: 0, cpuMs: 0, events: 0, statuses: {}, notes: [], batching: { seeds: 0, multi: 0, members: 0, failedAlone: 0 }, pruned: { invocations: 0, seeds: 0 }, archive: { seeds: 0, segments: 0 } };
+  const out: SeedsOutcome = { seeds: seeds.length, failures: [], ms: 0, cpuMs: 0, events: 0, statuses: {}, notes: [], batching: { seeds: 0, multi: 0, members: 0, failedAlone: 0, settlesLeaseLost: 0, diedMidBatch: 0 }, pruned: { invocations: 0, seeds: 0 }, archive: { seeds: 0, segments: 0 } };
   for (const seed of seeds) {
     let r: SimResult;
     try {
@@ -52,6 +52,8 @@ export async function runSeeds(kind: SimStoreKind, seeds: number[], file: string
       out.batching.multi += r.stats.batches.multi;
       out.batching.members += r.stats.batches.members;
       out.batching.failedAlone += r.stats.batches.failedAlone;
+      out.batching.settlesLeaseLost += r.stats.batches.settlesLeaseLost;
+      out.batching.diedMidBatch += r.stats.batches.diedMidBatch;
     }
     out.pruned.invocations += r.stats.pruned;
     if (r.stats.pruned > 0) out.pruned.seeds++;
@@ -72,7 +74,7 @@ export async function runSeeds(kind: SimStoreKind, seeds: number[], file: string
   const cpu = process.cpuUsage(c0);
   out.cpuMs = (cpu.user + cpu.system) / 1000;
   console.log(
-    `[sim] ${kind}: ${seeds.length} seeds (${seeds[0]}..${seeds[seeds.length - 1]}) in ${(out.ms / 1000).toFixed(1)} s wall, ${(out.cpuMs / 1000).toFixed(1)} s CPU: ${((seeds.length * 1000) / out.ms).toFixed(1)} seeds/s, ${out.events} trace events; final statuses ${JSON.stringify(out.statuses)}; batching in ${out.batching.seeds} seeds: ${out.batching.multi} batches of 2+ members (${out.batching.members} members), ${out.batching.failedAlone} members failed alone; retention pruned ${out.pruned.invocations} invocations in ${out.pruned.seeds} seeds; journal archived in ${out.archive.seeds} seeds (${out.archive.segments} segments); ${out.failures.length} failing`,
+    `[sim] ${kind}: ${seeds.length} seeds (${seeds[0]}..${seeds[seeds.length - 1]}) in ${(out.ms / 1000).toFixed(1)} s wall, ${(out.cpuMs / 1000).toFixed(1)} s CPU: ${((seeds.length * 1000) / out.ms).toFixed(1)} seeds/s, ${out.events} trace events; final statuses ${JSON.stringify(out.statuses)}; batching in ${out.batching.seeds} seeds: ${out.batching.multi} batches of 2+ members (${out.batching.members} members), ${out.batching.failedAlone} members failed alone (${out.batching.settlesLeaseLost} settlements for a lost lease), ${out.batching.diedMidBatch} crashes with a batch queued or in flight; retention pruned ${out.pruned.invocations} invocations in ${out.pruned.seeds} seeds; journal archived in ${out.archive.seeds} seeds (${out.archive.segments} segments); ${out.failures.length} failing`,
   );
   return out;
 }

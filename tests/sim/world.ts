@@ -235,7 +235,9 @@ export class World {
   /** Most members per batch of a node's write transitions; undefined: this seed does not batch. */
   readonly batchMax: number | undefined;
   /** Batch operations run, those with more than one member, their members, and members that failed while another applied. */
-  readonly batches = { ops: 0, multi: 0, members: 0, failedAlone: 0 };
+  readonly batches = { ops: 0, multi: 0, members: 0, failedAlone: 0, settlesLeaseLost: 0, diedMidBatch: 0 };
+  /** Each node's write transitions queued or in a batch in flight, still without an answer. */
+  readonly #outstanding = new Map<SimNode, number>();
   readonly inner: Store;
   readonly config: SimConfig;
   readonly options: WorldOptions;
@@ -328,9 +330,11 @@ export class World {
 
   nodeStore(node: SimNode): Store {
     return simStore(node, this.inner, {
-      batched: (_n, members, failedAlone) => {
+      batchOutstanding: (n, delta) => this.#outstanding.set(n, (this.#outstanding.get(n) ?? 0) + delta),
+      batched: (_n, members, failedAlone, settlesLeaseLost) => {
         this.batches.ops++;
         this.batches.failedAlone += failedAlone;
+        this.batches.settlesLeaseLost += settlesLeaseLost;
         if (members > 1) {
           this.batches.multi++;
           this.batches.members += members;
@@ -769,6 +773,8 @@ export class World {
     const busy = live.filter((n) => this.compensating.has(n));
     const node = busy.length > 0 && this.rng.chance(0.8) ? this.rng.pick(busy) : this.rng.pick(live);
     this.compensating.delete(node);
+    // It dies with write transitions queued or in a batch in flight: they never hear back.
+    if ((this.#outstanding.get(node) ?? 0) > 0) this.batches.diedMidBatch++;
     node.crash();
     if (node === this.bare?.node) {
       for (const k of this.bareRunning) this.obs.bareInterrupted.push(k);

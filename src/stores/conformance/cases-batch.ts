@@ -3,19 +3,20 @@
  * and through concurrent single calls (which PostgreSQL coalesces into batches).
  *
  * Invariants:
- * - each member succeeds or fails alone: a lost lease, a changed expectation, a refused step
- *   write or a broken input rule answers for that member only, and nothing it wrote stays;
+ * - each member succeeds or fails alone: a lost lease, a changed expectation (the key's record,
+ *   an approval's revision, an authority, a consumed decision), a refused step write or a broken
+ *   input rule answers for that member only, and nothing it wrote stays;
  * - the other members of the same batch are applied whole, as their own method would apply them;
  * - outcomes come back in the members' order, each the value or error its own method gives.
  */
 import assert from "node:assert/strict";
 import { LeaseLostError, isWritError } from "../../core/errors.js";
-import { transitionsOf, type BatchMember, type BeginResult } from "../../core/transitions.js";
+import { transitionsOf, type BatchMember, type BeginFound, type BeginResult } from "../../core/transitions.js";
 import type { Fence, Invocation } from "../../core/types.js";
 import { withStore } from "./assertions.js";
 import type { StoreConformanceCase } from "./case.js";
 import { beginInput, claimed, entry, footprint } from "./cases-transitions.js";
-import { T0, invocation, newScope, step } from "./fixtures.js";
+import { T0, approval, authority, invocation, newScope, step } from "./fixtures.js";
 
 /** A begin's rows of its own (its key, decision, steps, attempt), without the scope's journal. */
 async function own(store: Parameters<typeof footprint>[0], scope: Parameters<typeof footprint>[1], input: Parameters<typeof footprint>[2]): Promise<string> {
@@ -136,6 +137,81 @@ export const batchCases: StoreConformanceCase[] = [
         assert.ok(rows.unsealed.includes(`settled:${r0.inv.invocationId}`));
         assert.ok(!rows.unsealed.includes(`settled:${r1.inv.invocationId}`));
         assert.ok(!rows.unsealed.includes("adv:r2"));
+      });
+    },
+  },
+  {
+    name: "batch: begins whose standing moved (an approval's revision, an authority, a consumed decision) and a lost lease on a record fail alone; the others apply",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const t = transitionsOf(store);
+        const scope = newScope();
+        const [a, b, c, d, e, f] = [
+          await claimed(store, scope),
+          await claimed(store, scope),
+          await claimed(store, scope),
+          await claimed(store, scope),
+          await claimed(store, scope),
+          await claimed(store, scope),
+        ];
+        const auth = authority(scope);
+        const ap = approval(scope, { invocationId: b.inv.invocationId });
+        await store.transact(async (tx) => {
+          await tx.putAuthority(scope, auth);
+          await tx.putApproval(scope, ap);
+        });
+        // The approval's stored revision, as a caller reads it before deciding.
+        const apRev = (await store.transact((tx) => tx.getApproval(scope, ap.approvalId)))?.rev ?? 0;
+        const authSeen = `${auth.status}:${auth.expiresAt ?? ""}:${auth.updatedAt}`;
+        const good = beginInput(scope, a.inv.invocationId, { fence: a.fence, expect: { idempotency: null, steps: "", authority: { authorityRef: auth.authorityRef, seen: authSeen }, approval: { approvalId: ap.approvalId, seen: apRev } } });
+        // Decided on a revision of the approval that is no longer the stored one.
+        const staleApproval = beginInput(scope, b.inv.invocationId, { fence: b.fence, expect: { idempotency: null, steps: "", approval: { approvalId: ap.approvalId, seen: apRev + 1 } } });
+        // Decided while the authority looked revoked.
+        const staleAuthority = beginInput(scope, c.inv.invocationId, { fence: c.fence, expect: { idempotency: null, steps: "", authority: { authorityRef: auth.authorityRef, seen: "revoked::0" } } });
+        // The decision was consumed before (by d's own earlier begin, alone).
+        const first = beginInput(scope, d.inv.invocationId, { fence: d.fence });
+        assert.equal((await t.begin(scope, first)).started, true);
+        const again = beginInput(scope, e.inv.invocationId, { fence: e.fence, consumed: { ...first.consumed } });
+        again.locks = [again.locks[0]!, `decision:${first.consumed.decisionId}`];
+        const refusedAttempt = beginInput(scope, f.inv.invocationId).attempt;
+        const recordOk: BatchMember = { kind: "record", scope, input: { fence: f.fence, attempt: { ...refusedAttempt, state: "REFUSED", endedAt: T0 }, entries: [entry(scope, `refused:${refusedAttempt.attemptId}`)] } };
+        const lostAttempt = beginInput(scope, f.inv.invocationId).attempt;
+        const recordLost: BatchMember = { kind: "record", scope, input: { fence: { ...f.fence, token: "stale" }, attempt: { ...lostAttempt, state: "REFUSED", endedAt: T0 }, entries: [entry(scope, `refused:${lostAttempt.attemptId}`)] } };
+        const before = { b: await own(store, scope, staleApproval), c: await own(store, scope, staleAuthority), e: await own(store, scope, again) };
+        const out = await t.batch([
+          { kind: "begin", scope, input: staleApproval },
+          { kind: "begin", scope, input: good },
+          recordLost,
+          { kind: "begin", scope, input: staleAuthority },
+          { kind: "begin", scope, input: again },
+          recordOk,
+        ]);
+        assert.equal(out.length, 6);
+        const notStarted = (o: (typeof out)[number]): BeginFound => {
+          assert.ok(o.ok && (o.value as BeginResult).started === false, "a moved standing answers what the store found");
+          return (o.value as { found: BeginFound }).found;
+        };
+        assert.equal(notStarted(out[0]!).approval?.rev, apRev, "the stale approval member sees the stored revision");
+        assert.ok(out[1]!.ok && (out[1]!.value as BeginResult).started === true, "the member whose standing held starts");
+        assert.ok(!out[2]!.ok && leaseLost(out[2]!.error), "the record with a stale lease fails with LEASE_LOST");
+        assert.equal(notStarted(out[3]!).authority?.authorityRef, auth.authorityRef);
+        assert.equal(notStarted(out[4]!).consumed, true, "the consumed decision is reported");
+        assert.ok(out[5]!.ok && typeof out[5]!.value === "number", "the record with its lease applies (its attempt's seq)");
+        // What failed left nothing; what succeeded is there.
+        assert.equal(await own(store, scope, staleApproval), before.b);
+        assert.equal(await own(store, scope, staleAuthority), before.c);
+        assert.equal(await own(store, scope, again), before.e);
+        const rows = await store.transact(async (tx) => ({
+          ok: await tx.getAttempt(scope, refusedAttempt.attemptId),
+          lost: await tx.getAttempt(scope, lostAttempt.attemptId),
+          unsealed: (await tx.listUnsealed(scope)).map((u) => u.id),
+        }));
+        assert.equal(rows.ok?.state, "REFUSED");
+        assert.equal(rows.lost, null, "the lost-lease record wrote no attempt");
+        assert.ok(rows.unsealed.includes(`refused:${refusedAttempt.attemptId}`));
+        assert.ok(!rows.unsealed.includes(`refused:${lostAttempt.attemptId}`));
+        assert.ok(rows.unsealed.includes(good.entries[0]!.id));
+        for (const failed of [staleApproval, staleAuthority, again]) assert.ok(!rows.unsealed.includes(failed.entries[0]!.id), "a failed member wrote no journal entry");
       });
     },
   },
