@@ -16,6 +16,9 @@ import { nodeCryptoPort } from "../../src/index.js";
 import type { AttemptRecord, JournalEntry } from "../../src/core/types.js";
 import { sqliteStore, type SqliteStore } from "../../src/stores/sqlite/index.js";
 import { invocation, scopeA, TempDbs } from "./fixtures/sqlite-helpers.js";
+import { beginInput, claimed } from "../../src/stores/conformance/cases-transitions.js";
+import { newScope } from "../../src/stores/conformance/fixtures.js";
+import { transitionsOf, type BatchMember } from "../../src/core/transitions.js";
 
 const dbs = new TempDbs();
 afterEach(() => dbs.cleanup());
@@ -111,6 +114,26 @@ describe("group commit", () => {
     expect(stats.largestBatch).toBeGreaterThan(1);
     expect(stats.largestBatch).toBeLessThanOrEqual(64);
     expect((await ids(store)).length).toBe(100);
+  });
+
+  // Invariant: a batch of transitions (docs/stores.md, "Batches") rides one physical COMMIT on
+  // SQLite, each member a logical transaction of its own: a member that fails (here a lost lease)
+  // rolls back alone and the others commit together.
+  it("one batch of eight begins is one physical commit; a member with a lost lease rolls back alone", async () => {
+    const store = await dbs.open(untimed);
+    const scope = newScope();
+    const runs: Array<Awaited<ReturnType<typeof claimed>>> = [];
+    for (let i = 0; i < 8; i++) runs.push(await claimed(store, scope));
+    const members: BatchMember[] = runs.map((r, i) => ({ kind: "begin", scope, input: beginInput(scope, r.inv.invocationId, { fence: i === 5 ? { ...r.fence, token: "stale" } : r.fence }) }));
+    const before = store.stats();
+    const out = await transitionsOf(store).batch(members);
+    const after = store.stats();
+    expect(out.map((o) => o.ok)).toEqual([true, true, true, true, true, false, true, true]);
+    expect(after.commits - before.commits).toBe(1);
+    expect(after.logicalCommits - before.logicalCommits).toBe(7);
+    expect(after.logicalRollbacks - before.logicalRollbacks).toBe(1);
+    const started = await store.transact(async (tx) => Promise.all(runs.map(async (r) => (await tx.getSteps(scope, r.inv.invocationId)).length)));
+    expect(started).toEqual([1, 1, 1, 1, 1, 0, 1, 1]);
   });
 
   it("commits each transaction alone with groupCommit: false", async () => {
