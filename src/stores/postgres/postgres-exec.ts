@@ -55,18 +55,51 @@ export class ConnectionExec implements Exec {
     this.#deadline = queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs };
   }
 
+  /** The end of the last statement called: the next one is sent after it. */
+  #tail: Promise<void> = Promise.resolve();
+  #ended = false;
+
+  /**
+   * Ends the exec before its connection gets a ROLLBACK or goes back to the pool: statements still
+   * waiting their turn fail unsent, and the returned promise settles once the one on the wire
+   * (if any) has its answer, so nothing of this exec reaches the connection afterwards.
+   */
+  end(): Promise<void> {
+    this.#ended = true;
+    return this.#tail;
+  }
+
+  /**
+   * Statements of one exec go to the connection one at a time, in call order, even when a caller
+   * issues several at once (`Promise.all` inside a transaction). node-postgres queues such calls
+   * itself today but deprecates it (pg 9 refuses a query while one runs).
+   */
+  #serial<T>(send: () => Promise<T>): Promise<T> {
+    const p = this.#tail.then(() => {
+      if (this.#ended) throw new WritError("STORE_ERROR", "the transaction had ended before this statement was sent");
+      return send();
+    });
+    this.#tail = p.then(
+      () => undefined,
+      () => undefined,
+    );
+    return p;
+  }
+
   async #run<R extends object>(stmt: Statement, values: unknown[]): Promise<PgResult<R>> {
-    if (this.failure !== undefined) {
-      throw new WritError("STORE_ERROR", "the transaction was aborted by an earlier error and can only roll back", { cause: this.failure });
-    }
     checkValues(values);
-    try {
-      return await this.#conn.query<R>(this.#prepared ? { name: stmt.name, text: stmt.text, values, ...this.#deadline } : { text: stmt.text, values, ...this.#deadline });
-    } catch (e) {
-      const err = toWritError(e, this.#secrets);
-      this.failure ??= err;
-      throw err;
-    }
+    return this.#serial(async () => {
+      if (this.failure !== undefined) {
+        throw new WritError("STORE_ERROR", "the transaction was aborted by an earlier error and can only roll back", { cause: this.failure });
+      }
+      try {
+        return await this.#conn.query<R>(this.#prepared ? { name: stmt.name, text: stmt.text, values, ...this.#deadline } : { text: stmt.text, values, ...this.#deadline });
+      } catch (e) {
+        const err = toWritError(e, this.#secrets);
+        this.failure ??= err;
+        throw err;
+      }
+    });
   }
 
   async rows<R extends object>(stmt: Statement, values: unknown[]): Promise<R[]> {
@@ -79,12 +112,14 @@ export class ConnectionExec implements Exec {
 
   /** Runs a utility command (BEGIN, COMMIT, DDL) without preparing it; returns its command tag. */
   async command(text: string): Promise<string> {
-    try {
-      return (await this.#conn.query({ text, ...this.#deadline })).command;
-    } catch (e) {
-      const err = toWritError(e, this.#secrets);
-      this.failure ??= err;
-      throw err;
-    }
+    return this.#serial(async () => {
+      try {
+        return (await this.#conn.query({ text, ...this.#deadline })).command;
+      } catch (e) {
+        const err = toWritError(e, this.#secrets);
+        this.failure ??= err;
+        throw err;
+      }
+    });
   }
 }

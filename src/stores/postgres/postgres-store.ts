@@ -241,6 +241,8 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
       return out;
     } catch (e) {
       tx.end();
+      // Statements fn left waiting never follow the ROLLBACK (they would run in autocommit).
+      await x.end();
       // On a server that no longer takes writes (a failover): discard, so the pool reconnects. So
       // is a connection whose statement failed without the server's word (a broken connection, a
       // statement past its deadline): a ROLLBACK on it would only wait again.
@@ -293,6 +295,8 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
       throw e;
     } finally {
       tx.end();
+      // Nothing of this read may reach the connection once another caller has it.
+      await x.end();
       c.release(healthy ? undefined : true);
     }
   };
