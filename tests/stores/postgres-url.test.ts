@@ -54,10 +54,12 @@ describe("parsePgUrl", () => {
     for (const url of ["postgresql://user@/db?host=/var/run/postgresql", `postgres://u:${SECRET}@/db?host=%2Ftmp`, "postgresql:///db?host=/tmp&user=u"]) {
       expect(() => postgresStore({ url })).not.toThrow();
     }
-    const t = parsePgUrl("postgresql://user@/db?host=/tmp&target_session_attrs=read-write");
-    expect(t).toMatchObject({ multi: true, attrs: "read-write", hosts: [{ host: "", port: 5432 }] });
-    expect(t.url).toBe("postgresql://user@/db?host=%2Ftmp&port=5432");
-    expect(() => postgresStore({ url: "postgresql://user@/db?host=/tmp&target_session_attrs=read-write" })).not.toThrow();
+    // Sessions are chosen and checked among TCP hosts: with target_session_attrs a socket
+    // directory is refused by name rather than reached over TCP on localhost.
+    const withAttrs = refusal(() => postgresStore({ url: `postgresql://u:${SECRET}@/db?host=/tmp&target_session_attrs=read-write` }));
+    expect(withAttrs).toMatchObject({ code: "INVALID_OPTION", details: { option: "url" } });
+    expect(withAttrs.message).toContain("Unix socket directory");
+    expect(withAttrs.message).not.toContain(SECRET);
     const bad = refusal(() => postgresStore({ url: `postgres://u:${SECRET}@:99999/db` }));
     expect(bad.code).toBe("INVALID_OPTION");
     expect(bad.message).not.toContain(SECRET);

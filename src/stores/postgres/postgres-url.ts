@@ -47,6 +47,8 @@ function parseHost(spec: string, n: number, count: number): { host: string; host
   if (m === null) throw new PgUrlError("url", `has a malformed ${where}`);
   const hostForUrl = m[1]!;
   if (hostForUrl.length === 0 && count > 1) throw new PgUrlError("url", `has an empty ${where} (a socket directory cannot be one of several hosts)`);
+  // Hosts are chosen and checked over TCP (postgres-multihost.ts); a socket directory is not one.
+  if (hostForUrl.length === 0) throw new PgUrlError("url", "has an empty host: a Unix socket directory (?host=/dir) works without target_session_attrs only");
   const portText = m[2];
   const port = portText === undefined || portText === "" ? DEFAULT_PORT : Number(portText);
   if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new PgUrlError("url", `has a bad port in ${where} (1 to 65535)`);
@@ -87,13 +89,7 @@ export function parsePgUrl(url: string): PgTarget {
   const parsed = specs.map((s, i) => parseHost(s, i + 1, specs.length));
   params.delete("target_session_attrs");
   const rest = params.toString();
-  const hostUrls = parsed.map((h) => {
-    if (h.hostForUrl.length > 0) return `${scheme}://${userinfo}${h.hostForUrl}:${h.port}${path}${rest.length > 0 ? `?${rest}` : ""}`;
-    // A socket directory (`?host=/dir`, the only host): no host in the authority, the port as a parameter.
-    const withPort = new URLSearchParams(rest);
-    if (!withPort.has("port")) withPort.set("port", String(h.port));
-    return `${scheme}://${userinfo}${path}?${withPort.toString()}`;
-  });
+  const hostUrls = parsed.map((h) => `${scheme}://${userinfo}${h.hostForUrl}:${h.port}${path}${rest.length > 0 ? `?${rest}` : ""}`);
   for (const u of hostUrls) if (!readableUrl(u)) throw new PgUrlError("url", "is not a valid URL");
   return { url: hostUrls[0]!, hosts: parsed.map(({ host, port }) => ({ host, port })), hostUrls, attrs, multi: true };
 }
