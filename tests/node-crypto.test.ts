@@ -125,7 +125,7 @@ describe("nodeCryptoPort key generation", () => {
       "  seen.add(k.publicJwk.x); }",
       "console.log(seen.size);",
     ].join("\n");
-    const r = spawnSync(process.execPath, ["--max-semi-space-size=1", "--import", "tsx", "--input-type=module", "-e", code], { cwd: root, encoding: "utf8", timeout: 60_000 });
+    const r = spawnSync(process.execPath, ["--max-semi-space-size=1", "--import", "tsx", "--input-type=module", "-e", code], { cwd: root, encoding: "utf8", timeout: 60_000, env: { ...process.env, NODE_NO_WARNINGS: "1" } });
     expect({ signal: r.signal, status: r.status, stderr: r.stderr.slice(0, 500) }).toEqual({ signal: null, status: 0, stderr: "" });
     expect(r.stdout.trim()).toBe("3000");
   }, 90_000);
