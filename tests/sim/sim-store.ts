@@ -10,7 +10,7 @@
  * operation on every store. With it, write transitions are batched as on PostgreSQL (below).
  */
 import { coalescer, type BatchOutcome } from "../../src/core/batch.js";
-import { LeaseLostError, WritError, isWritError } from "../../src/core/errors.js";
+import { WritError, isWritError } from "../../src/core/errors.js";
 import type { Store, StoreTx } from "../../src/core/store.js";
 import { applyEach, genericTransitions, type AdmitResult, type BatchMember, type BeginResult, type StoreTransitions } from "../../src/core/transitions.js";
 import type { AttemptRecord, BreakerRecord, Fence, Invocation, Scope, StepCheckpoint } from "../../src/core/types.js";
@@ -58,10 +58,6 @@ export interface StoreHooks {
   batched?(node: SimNode, members: number, failedAlone: number, settlesLeaseLost: number): void;
   /** A write transition of the node joined its batch queue (+1) or got its answer (-1): a dead node's never do. */
   batchOutstanding?(node: SimNode, delta: 1 | -1): void;
-}
-
-function isLeaseLost(e: unknown): boolean {
-  return e instanceof LeaseLostError || isWritError(e, "LEASE_LOST");
 }
 
 export interface SimStoreOptions {
@@ -215,7 +211,7 @@ export function simStore(node: SimNode, inner: Store, hooks: StoreHooks, options
       const outs = await applyEach(genericTransitions(within(c, journaled)), members);
       const failed = outs.filter((o) => !o.ok).length;
       const alone = failed < outs.length ? failed : 0;
-      const settlesLeaseLost = alone === 0 ? 0 : members.filter((m, i) => m.kind === "settle" && !outs[i]!.ok && isLeaseLost(outs[i]!.error)).length;
+      const settlesLeaseLost = alone === 0 ? 0 : members.filter((m, i) => m.kind === "settle" && !outs[i]!.ok && isWritError(outs[i]!.error, "LEASE_LOST")).length;
       hooks.batched?.(node, members.length, alone, settlesLeaseLost);
       return outs;
     });

@@ -34,6 +34,9 @@ export function storeSelected(kind: SimStoreKind, env: NodeJS.ProcessEnv = proce
   return env.WRIT_SIM_STORE === undefined || env.WRIT_SIM_STORE === kind;
 }
 
+/** The batch counters a seed reports that the suite adds up. */
+const BATCH_COUNTS = ["multi", "members", "failedAlone", "settlesLeaseLost", "diedMidBatch"] as const;
+
 export async function runSeeds(kind: SimStoreKind, seeds: number[], file: string, config: SimConfig = simConfig()): Promise<SeedsOutcome> {
   const t0 = performance.now();
   const c0 = process.cpuUsage();
@@ -49,11 +52,7 @@ export async function runSeeds(kind: SimStoreKind, seeds: number[], file: string
     out.events += r.events;
     if (r.stats.batchMax !== null) {
       out.batching.seeds++;
-      out.batching.multi += r.stats.batches.multi;
-      out.batching.members += r.stats.batches.members;
-      out.batching.failedAlone += r.stats.batches.failedAlone;
-      out.batching.settlesLeaseLost += r.stats.batches.settlesLeaseLost;
-      out.batching.diedMidBatch += r.stats.batches.diedMidBatch;
+      for (const k of BATCH_COUNTS) out.batching[k] += r.stats.batches[k];
     }
     out.pruned.invocations += r.stats.pruned;
     if (r.stats.pruned > 0) out.pruned.seeds++;

@@ -4,7 +4,7 @@
  * transaction failed (PostgreSQL aborts it; it must not then commit).
  */
 import { WritError } from "../../core/errors.js";
-import type { PgConnection, PgResult } from "./postgres-driver.js";
+import type { PgConnection, PgQuery, PgResult } from "./postgres-driver.js";
 import { toWritError } from "./postgres-errors.js";
 
 /** One SQL statement of the store: a stable name and its text with `$n` parameters. */
@@ -70,14 +70,25 @@ export class ConnectionExec implements Exec {
   }
 
   /**
-   * Statements of one exec go to the connection one at a time, in call order, even when a caller
-   * issues several at once (`Promise.all` inside a transaction). node-postgres queues such calls
-   * itself today but deprecates it (pg 9 refuses a query while one runs).
+   * Sends `q` once every statement called before it has its answer (one at a time, in call order,
+   * even when a caller issues several at once: `Promise.all` inside a transaction; node-postgres
+   * queues such calls itself today but deprecates it, and pg 9 refuses a query while one runs).
+   * A statement's database error becomes the exec's `failure`; after one, `refuseAborted`
+   * statements fail unsent (PostgreSQL has aborted the transaction).
    */
-  #serial<T>(send: () => Promise<T>): Promise<T> {
-    const p = this.#tail.then(() => {
+  #send<R extends object>(q: PgQuery, refuseAborted: boolean): Promise<PgResult<R>> {
+    const p = this.#tail.then(async () => {
       if (this.#ended) throw new WritError("STORE_ERROR", "the transaction had ended before this statement was sent");
-      return send();
+      if (refuseAborted && this.failure !== undefined) {
+        throw new WritError("STORE_ERROR", "the transaction was aborted by an earlier error and can only roll back", { cause: this.failure });
+      }
+      try {
+        return await this.#conn.query<R>(q);
+      } catch (e) {
+        const err = toWritError(e, this.#secrets);
+        this.failure ??= err;
+        throw err;
+      }
     });
     this.#tail = p.then(
       () => undefined,
@@ -86,20 +97,9 @@ export class ConnectionExec implements Exec {
     return p;
   }
 
-  async #run<R extends object>(stmt: Statement, values: unknown[]): Promise<PgResult<R>> {
+  #run<R extends object>(stmt: Statement, values: unknown[]): Promise<PgResult<R>> {
     checkValues(values);
-    return this.#serial(async () => {
-      if (this.failure !== undefined) {
-        throw new WritError("STORE_ERROR", "the transaction was aborted by an earlier error and can only roll back", { cause: this.failure });
-      }
-      try {
-        return await this.#conn.query<R>(this.#prepared ? { name: stmt.name, text: stmt.text, values, ...this.#deadline } : { text: stmt.text, values, ...this.#deadline });
-      } catch (e) {
-        const err = toWritError(e, this.#secrets);
-        this.failure ??= err;
-        throw err;
-      }
-    });
+    return this.#send<R>(this.#prepared ? { name: stmt.name, text: stmt.text, values, ...this.#deadline } : { text: stmt.text, values, ...this.#deadline }, true);
   }
 
   async rows<R extends object>(stmt: Statement, values: unknown[]): Promise<R[]> {
@@ -112,14 +112,6 @@ export class ConnectionExec implements Exec {
 
   /** Runs a utility command (BEGIN, COMMIT, DDL) without preparing it; returns its command tag. */
   async command(text: string): Promise<string> {
-    return this.#serial(async () => {
-      try {
-        return (await this.#conn.query({ text, ...this.#deadline })).command;
-      } catch (e) {
-        const err = toWritError(e, this.#secrets);
-        this.failure ??= err;
-        throw err;
-      }
-    });
+    return (await this.#send({ text, ...this.#deadline }, false)).command;
   }
 }

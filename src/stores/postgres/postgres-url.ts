@@ -46,9 +46,10 @@ function parseHost(spec: string, n: number, count: number): { host: string; host
   const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]*)(?::(\d*))?$/.exec(spec);
   if (m === null) throw new PgUrlError("url", `has a malformed ${where}`);
   const hostForUrl = m[1]!;
-  if (hostForUrl.length === 0 && count > 1) throw new PgUrlError("url", `has an empty ${where} (a socket directory cannot be one of several hosts)`);
   // Hosts are chosen and checked over TCP (postgres-multihost.ts); a socket directory is not one.
-  if (hostForUrl.length === 0) throw new PgUrlError("url", "has an empty host: a Unix socket directory (?host=/dir) works without target_session_attrs only");
+  if (hostForUrl.length === 0) {
+    throw new PgUrlError("url", count > 1 ? `has an empty ${where} (a socket directory cannot be one of several hosts)` : "has an empty host: a Unix socket directory (?host=/dir) works without target_session_attrs only");
+  }
   const portText = m[2];
   const port = portText === undefined || portText === "" ? DEFAULT_PORT : Number(portText);
   if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new PgUrlError("url", `has a bad port in ${where} (1 to 65535)`);
