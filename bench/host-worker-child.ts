@@ -15,12 +15,8 @@
  * On `stop` it stops the worker (draining), closes its pool and answers with its counters and CPU
  * time. On `exit` it leaves (normally, so that `--cpu-prof` writes its profile).
  */
-import { EventEmitter } from "node:events";
-import { Logger, run, type Runner, type WorkerEvents } from "graphile-worker";
-import pg from "pg";
-import type { SigningKey } from "../src/index.js";
-import { postgresStore } from "../src/stores/postgres/index.js";
-import { benchActionHost, hr, instrumentPool, type FromChild, type PoolStats, type ToChild } from "./host.js";
+import type { FromChild, ToChild } from "./host.js";
+import { startGraphile, startWrit, type Running } from "./host-workers.js";
 
 const send = (m: FromChild): void => {
   if (process.connected) process.send?.(m);
@@ -40,70 +36,13 @@ function completed(id: string, t: number): void {
   });
 }
 
-interface Running {
-  stop(): Promise<void>;
-  stats: PoolStats;
-  cpu: NodeJS.CpuUsage;
-}
-
-const silent = new Logger(() => () => undefined);
-
-async function startWrit(url: string, concurrency: number, signingKey: SigningKey, journalKeys: string[]): Promise<Running> {
-  const pool = new pg.Pool({ connectionString: url, max: concurrency + 3, idleTimeoutMillis: 60_000, application_name: "writ-bench-host" });
-  pool.on("error", () => undefined);
-  const stats = instrumentPool(pool, { journalKeys: new Set(journalKeys) });
-  const store = postgresStore({ pool }, { applicationName: "writ-bench-host" });
-  const host = benchActionHost(store, signingKey, {
-    succeeded: (id) => completed(id, hr()),
-    ended: (id, why) => send({ type: "error", message: `invocation ${id} ended ${why}` }),
-  });
-  const worker = host.worker({ concurrency });
-  worker.start();
-  await store.listening();
-  return {
-    stats,
-    cpu: process.cpuUsage(),
-    async stop() {
-      await worker.stop();
-      await store.close();
-      await pool.end();
-    },
-  };
-}
-
-async function startGraphile(url: string, concurrency: number): Promise<Running> {
-  const pool = new pg.Pool({ connectionString: url, max: concurrency + 3, idleTimeoutMillis: 60_000, application_name: "writ-bench-graphile" });
-  pool.on("error", () => undefined);
-  const stats = instrumentPool(pool, { onComplete: (ids) => ids.forEach((id) => completed(id, hr())) });
-  const events = new EventEmitter() as WorkerEvents;
-  const listening = new Promise<void>((resolve) => events.once("pool:listen:success", () => resolve()));
-  const runner: Runner = await run({
-    pgPool: pool,
-    events,
-    concurrency,
-    noHandleSignals: true,
-    logger: silent,
-    parsedCronItems: [],
-    taskList: { noop: async () => undefined },
-  });
-  await listening;
-  return {
-    stats,
-    cpu: process.cpuUsage(),
-    async stop() {
-      await runner.stop();
-      await pool.end();
-    },
-  };
-}
-
 let current: Running | null = null;
 
 async function handle(m: ToChild): Promise<void> {
   switch (m.type) {
     case "start": {
       if (current !== null) throw new Error("already started");
-      current = m.system === "writ" ? await startWrit(m.url, m.concurrency, m.signingKey, m.journalKeys) : await startGraphile(m.url, m.concurrency);
+      current = m.system === "writ" ? await startWrit(m.url, m.concurrency, m.signingKey, m.journalKeys, completed, (message) => send({ type: "error", message })) : await startGraphile(m.url, m.concurrency, completed);
       send({ type: "ready" });
       return;
     }

@@ -43,6 +43,7 @@ import { createHost, defineAction, defineConnector, functionPolicy, generateSign
 import { postgresStore } from "../src/stores/postgres/index.js";
 import { advisoryKey } from "../src/stores/postgres/postgres-locks.js";
 import { freshDatabase, pgServerOrNull, stopPgServer, type FreshDatabase } from "../tests/helpers/pg.js";
+import { startGraphile, startWrit } from "./host-workers.js";
 import { fmt, median, percentile } from "./lib.js";
 
 /** Invocations (or jobs) a worker process runs at once. */
@@ -283,6 +284,8 @@ interface LoopResult {
   perSec: number;
   p50Ms: number;
   p99Ms: number;
+  /** Latency from the submit call (not its commit) to the completion. */
+  callP50Ms: number;
   /** Items run (warm-up included). */
   items: number;
 }
@@ -297,7 +300,8 @@ function closedLoop(submit: (i: number) => Promise<string>, window: number, warm
   let done = 0;
   const submittedAt = new Map<string, number>();
   const early = new Map<string, number>();
-  const finished: Array<{ at: number; latency: number }> = [];
+  const finished: Array<{ at: number; latency: number; fromCall: number }> = [];
+  const calledAt = new Map<string, number>();
   return new Promise<LoopResult>((resolve, reject) => {
     let watchdog: ReturnType<typeof setTimeout> | undefined;
     const arm = (): void => {
@@ -310,8 +314,9 @@ function closedLoop(submit: (i: number) => Promise<string>, window: number, warm
       failRun = null;
       reject(e);
     };
-    const finish = (at: number, latency: number): void => {
-      finished.push({ at, latency });
+    const finish = (id: string, at: number, latency: number): void => {
+      finished.push({ at, latency, fromCall: at - calledAt.get(id)! });
+      calledAt.delete(id);
       done++;
       arm();
       if (done < total) return fire();
@@ -322,18 +327,20 @@ function closedLoop(submit: (i: number) => Promise<string>, window: number, warm
       const measured = finished.slice(warm);
       const lat = measured.map((f) => f.latency);
       const span = finished[total - 1]!.at - finished[warm - 1]!.at;
-      resolve({ perSec: (count * 1000) / span, p50Ms: percentile(lat, 50), p99Ms: percentile(lat, 99), items: total });
+      resolve({ perSec: (count * 1000) / span, p50Ms: percentile(lat, 50), p99Ms: percentile(lat, 99), callP50Ms: percentile(measured.map((f) => f.fromCall), 50), items: total });
     };
     const fire = (): void => {
       while (submitted < total && submitted - done < window) {
         const i = submitted++;
+        const called = hr();
         submit(i).then((id) => {
           const t = hr();
+          calledAt.set(id, called);
           const d = early.get(id);
           if (d === undefined) submittedAt.set(id, t);
           else {
             early.delete(id);
-            finish(d, d - t);
+            finish(id, d, d - t);
           }
         }, fail);
       }
@@ -343,7 +350,7 @@ function closedLoop(submit: (i: number) => Promise<string>, window: number, warm
       if (s === undefined) early.set(id, t);
       else {
         submittedAt.delete(id);
-        finish(t, t - s);
+        finish(id, t, t - s);
       }
     };
     failRun = fail;
@@ -364,13 +371,22 @@ interface Config {
   scopes: number;
   /** Also run the light phase (one in flight). */
   light: boolean;
+  /**
+   * The worker runs in the bench process and items are submitted through it (Writ: through the
+   * worker's own host, so an idle worker takes an admission in its commit; graphile-worker: its
+   * runner beside the utils that add jobs). Otherwise workers run in `procs` child processes and
+   * a host (utils) of the bench process submits.
+   */
+  inProcess?: boolean;
+  /** Writ in process: whether its idle worker takes admissions in their commit (default true). */
+  handoff?: boolean;
 }
 
 export interface RunResult {
   perSec: number;
   p50Ms: number;
   p99Ms: number;
-  light: { p50Ms: number; p99Ms: number } | null;
+  light: { p50Ms: number; p99Ms: number; callP50Ms: number } | null;
   items: number;
   /** CPU time per item: worker processes (all of them), and this process (submitting; and the worker for SQLite). */
   cpuMsPerItem: { workers: number | null; bench: number };
@@ -495,7 +511,37 @@ async function openRig(opts: { procs: number; execArgv?: string[]; sqlite: boole
     for (let i = 0; i < opts.procs; i++) children.push(new Child(`worker process ${i}`, opts.execArgv));
     await Promise.all(children.map((c) => c.call("spawned", undefined, 60_000)));
 
+    /** A configuration with its worker in this process (see `Config.inProcess`). */
+    const runInProcess = async (cfg: Config, tag: string, plan: Plan): Promise<RunResult> => {
+      const report = (id: string, t: number): void => sink?.(id, t);
+      const failed = (message: string): void => failRun?.(new Error(message));
+      if (cfg.system === "graphile") {
+        const running = await startGraphile(db.url, CONCURRENCY, report);
+        resetStats(gwStats);
+        try {
+          const measured = await phases(cfg, plan, () => async (i: number) => (await utils!.addJob("noop", { n: i })).id);
+          await running.stop();
+          await checkDrained(gwPool, "graphile");
+          return resultOf(measured, { cpuMs: measured.benchCpuMs, stats: running.stats, submitted: gwStats });
+        } catch (e) {
+          await running.stop();
+          throw e;
+        }
+      }
+      const running = await startWrit(db.url, CONCURRENCY, signingKey, journalKeys, report, failed, cfg.handoff ?? true);
+      try {
+        const measured = await phases(cfg, plan, (phase) => async (i: number) => (await running.host.submit(writRequest(i, cfg.scopes, `${tag}-${phase}`))).invocation.invocationId);
+        await running.stop();
+        await checkDrained(gwPool, "writ");
+        return resultOf(measured, { cpuMs: measured.benchCpuMs, stats: running.stats, submitted: emptyStats() });
+      } catch (e) {
+        await running.stop();
+        throw e;
+      }
+    };
+
     const runPg = async (cfg: Config, tag: string, plan: Plan): Promise<RunResult> => {
+      if (cfg.inProcess === true) return runInProcess(cfg, tag, plan);
       const kids = children.slice(0, cfg.procs);
       const system = cfg.system === "graphile" ? "graphile" : "writ";
       const submitted = system === "writ" ? submitStats : gwStats;
@@ -561,7 +607,7 @@ function resultOf(m: Measured, workers: { cpuMs: number; stats: PoolStats; submi
     perSec: m.loaded.perSec,
     p50Ms: m.loaded.p50Ms,
     p99Ms: m.loaded.p99Ms,
-    light: m.light ? { p50Ms: m.light.p50Ms, p99Ms: m.light.p99Ms } : null,
+    light: m.light ? { p50Ms: m.light.p50Ms, p99Ms: m.light.p99Ms, callP50Ms: m.light.callP50Ms } : null,
     items,
     cpuMsPerItem: { workers: workers ? workers.cpuMs / items : null, bench: m.benchCpuMs / items },
     machineBusy: m.machineBusy,
@@ -594,13 +640,17 @@ const CONFIGS: Config[] = [
   { key: "graphile1", system: "graphile", procs: 1, scopes: 1, light: true },
   { key: "writ4", system: "writ-pg", procs: PROCS, scopes: 1, light: true },
   { key: "graphile4", system: "graphile", procs: PROCS, scopes: 1, light: true },
+  { key: "writ1Local", system: "writ-pg", procs: 1, scopes: 1, light: true, inProcess: true },
+  { key: "writ1LocalNoHandoff", system: "writ-pg", procs: 1, scopes: 1, light: true, inProcess: true, handoff: false },
+  { key: "graphile1Local", system: "graphile", procs: 1, scopes: 1, light: true, inProcess: true },
   { key: "writ1Scopes", system: "writ-pg", procs: 1, scopes: SCOPES, light: false },
   { key: "writ4Scopes", system: "writ-pg", procs: PROCS, scopes: SCOPES, light: false },
 ];
 
 type Round = Record<string, RunResult>;
 
-type Ratio = { throughput: number; p50Latency: number; lightP50Latency: number | null };
+/** `lightCallP50Latency`: one in flight, from the submit call (not its commit) to the completion. */
+type Ratio = { throughput: number; p50Latency: number; lightP50Latency: number | null; lightCallP50Latency: number | null };
 
 export interface HostBenchResult {
   method: string;
@@ -613,9 +663,9 @@ export interface HostBenchResult {
   calibration: Record<string, number>;
   rounds: Round[];
   /** Medians over rounds, per configuration. */
-  medians: Record<string, { perSec: number; p50Ms: number; p99Ms: number; lightP50Ms: number | null; lightP99Ms: number | null }>;
+  medians: Record<string, { perSec: number; p50Ms: number; p99Ms: number; lightP50Ms: number | null; lightP99Ms: number | null; lightCallP50Ms: number | null }>;
   /** Writ / graphile-worker, medians of the per-round ratios (throughput: > 1 is Writ faster; latency: > 1 is Writ slower). */
-  ratios: Partial<Record<"p1" | "p4" | "p1Scopes" | "p4Scopes", Ratio>> | null;
+  ratios: Partial<Record<"p1" | "p4" | "p1Local" | "p1LocalNoHandoff" | "p1Scopes" | "p4Scopes", Ratio>> | null;
   /**
    * Writ throughput with one scope over throughput with SCOPES scopes, medians of the per-round
    * ratios (the journal chain no longer serialises a scope: goal >= 0.8).
@@ -674,19 +724,22 @@ export async function benchHost(rounds = 3): Promise<HostBenchResult> {
       p99Ms: median(runs.map((r) => r.p99Ms)),
       lightP50Ms: lights.length > 0 ? median(lights.map((l) => l.p50Ms)) : null,
       lightP99Ms: lights.length > 0 ? median(lights.map((l) => l.p99Ms)) : null,
+      lightCallP50Ms: lights.length > 0 ? median(lights.map((l) => l.callP50Ms)) : null,
     };
   }
   const ratio = (writ: string, gw: string): Ratio => ({
     throughput: median(out.map((r) => r[writ]!.perSec / r[gw]!.perSec)),
     p50Latency: median(out.map((r) => r[writ]!.p50Ms / r[gw]!.p50Ms)),
     lightP50Latency: out.every((r) => r[writ]!.light && r[gw]!.light) ? median(out.map((r) => r[writ]!.light!.p50Ms / r[gw]!.light!.p50Ms)) : null,
+    lightCallP50Latency: out.every((r) => r[writ]!.light && r[gw]!.light) ? median(out.map((r) => r[writ]!.light!.callP50Ms / r[gw]!.light!.callP50Ms)) : null,
   });
   return {
     method:
       `closed loop with 2 x (processes x ${CONCURRENCY}) items in flight; a warm-up of half a window, then N measured items (N from a calibration pass: ` +
       `the Writ one-scope rate x ${RUN_MS} ms, the same N for graphile-worker); throughput over the span of the measured completions; ` +
       "latency from submit commit (submit()/addJob() resolved) to completion commit (Writ: invocation.succeeded, emitted after the settlement commits; " +
-      "graphile-worker: its complete_job DELETE returned). light = one item in flight. graphile-worker: run({ concurrency: 8 }) per process, " +
+      "graphile-worker: its complete_job DELETE returned); for one item in flight also from the submit call. light = one item in flight. " +
+      "Keys ending in Local: the worker runs in the bench process (Writ: items are submitted through the worker's own host; graphile-worker: its runner beside the utils that add jobs). graphile-worker: run({ concurrency: 8 }) per process, " +
       "defaults otherwise (no localQueue, no completeJobBatchDelay). Writ: host.worker({ concurrency: 8 }) per process, defaults otherwise; " +
       `one scope, or ${SCOPES} scopes round-robin for the keys ending in Scopes.`,
     concurrencyPerProcess: CONCURRENCY,
@@ -703,7 +756,7 @@ export async function benchHost(rounds = 3): Promise<HostBenchResult> {
     },
     // Each pair that ran (a WRIT_BENCH_HOST_ONLY selection may leave some out); null when none did.
     ratios: ((): Record<string, Ratio> | null => {
-      const pairs: Array<[string, string, string]> = [["p1", "writ1", "graphile1"], [`p${PROCS}`, `writ${PROCS}`, `graphile${PROCS}`], ["p1Scopes", "writ1Scopes", "graphile1"], [`p${PROCS}Scopes`, `writ${PROCS}Scopes`, `graphile${PROCS}`]];
+      const pairs: Array<[string, string, string]> = [["p1", "writ1", "graphile1"], [`p${PROCS}`, `writ${PROCS}`, `graphile${PROCS}`], ["p1Local", "writ1Local", "graphile1Local"], ["p1LocalNoHandoff", "writ1LocalNoHandoff", "graphile1Local"], ["p1Scopes", "writ1Scopes", "graphile1"], [`p${PROCS}Scopes`, `writ${PROCS}Scopes`, `graphile${PROCS}`]];
       const ran = pairs.filter(([, w, g]) => keys.includes(w) && keys.includes(g));
       return ran.length > 0 ? Object.fromEntries(ran.map(([k, w, g]) => [k, ratio(w, g)])) : null;
     })(),
@@ -720,7 +773,7 @@ export function hostSummary(r: HostBenchResult): string[] {
   const line = (k: string, label: string): string => {
     const x = m[k];
     if (x === undefined) return `  ${label}: skipped (no PostgreSQL server)`;
-    const light = x.lightP50Ms === null ? "" : ` | one in flight: p50 ${x.lightP50Ms.toFixed(2)} ms, p99 ${x.lightP99Ms!.toFixed(2)} ms`;
+    const light = x.lightP50Ms === null ? "" : ` | one in flight: p50 ${x.lightP50Ms.toFixed(2)} ms, p99 ${x.lightP99Ms!.toFixed(2)} ms, from the call p50 ${x.lightCallP50Ms!.toFixed(2)} ms`;
     return `  ${label}: ${fmt(x.perSec)}/s, p50 ${x.p50Ms.toFixed(1)} ms, p99 ${x.p99Ms.toFixed(1)} ms${light}`;
   };
   const out = [
@@ -735,6 +788,9 @@ export function hostSummary(r: HostBenchResult): string[] {
     out.push(line(`writ${p}Scopes`, `Writ, postgres, ${p} worker process${p > 1 ? "es" : ""}, ${r.scopes} scopes`));
     out.push(line(`graphile${p}`, `graphile-worker, ${p} worker process${p > 1 ? "es" : ""}`));
   }
+  out.push(line("writ1Local", "Writ, postgres, worker in the bench process, submitting through it"));
+  out.push(line("writ1LocalNoHandoff", "Writ, postgres, the same with the hand-off off (host.worker({ handoff: false }))"));
+  out.push(line("graphile1Local", "graphile-worker, runner in the bench process"));
   const last = r.rounds[r.rounds.length - 1];
   for (const k of ["writ1", `writ${PROCS}Scopes`, "graphile1"]) {
     const w = last?.[k]?.perItem;
@@ -747,7 +803,7 @@ export function hostSummary(r: HostBenchResult): string[] {
   }
   if (r.ratios) {
     for (const [k, q] of Object.entries(r.ratios)) {
-      const light = q.lightP50Latency === null ? "" : ` | p50 latency one in flight ${q.lightP50Latency.toFixed(2)}`;
+      const light = q.lightP50Latency === null ? "" : ` | p50 latency one in flight ${q.lightP50Latency.toFixed(2)}, from the call ${q.lightCallP50Latency!.toFixed(2)}`;
       out.push(`  Writ/graphile-worker ${k}: throughput ${q.throughput.toFixed(3)} (goal >= ${r.goal.throughputRatio}) | p50 latency ${q.p50Latency.toFixed(2)}${light}`);
     }
   }

@@ -57,6 +57,7 @@ export interface LatencyResult {
 /** pg_stat_statements' text of each transition's statement starts with this. */
 const SERVER_TEXT: Record<string, string> = {
   admit: "SELECT writ_admit(",
+  admitClaimed: "SELECT writ_admit_claimed(",
   claim: "SELECT writ_claim(",
   claimPrepared: "SELECT writ_claim_prepared_json(",
   prepare: "SELECT (SELECT coalesce(json_agg(doc ORDER BY step_index)",

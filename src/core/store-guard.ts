@@ -965,6 +965,18 @@ function guardTransitions(t: StoreTransitions): StoreTransitions {
       await dry((tx) => tx.claimInvocations(opts));
       return t.claim(opts);
     },
+    ...(t.admitClaimed !== undefined
+      ? {
+          async admitClaimed(scope: Scope, input: AdmitInput, claim: ClaimOptions, breakers: Array<{ connector: string; operation: string }>) {
+            await checks.admit(scope, input);
+            await dry((tx) => tx.claimInvocations(claim));
+            if (!Array.isArray(claim.tokens) || claim.tokens.length < 1) throw bad("admitClaimed: the claim needs one lease token");
+            if (!Array.isArray(breakers)) throw bad("admitClaimed: breakers must be an array");
+            for (const b of breakers) await dry((tx) => tx.getBreaker(scope, b?.connector, b?.operation));
+            return t.admitClaimed!(scope, input, claim, breakers);
+          },
+        }
+      : {}),
     ...(t.claimPrepared !== undefined
       ? {
           async claimPrepared(opts: ClaimOptions, breakers: Array<{ connector: string; operation: string }>) {

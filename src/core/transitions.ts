@@ -119,6 +119,19 @@ export interface AdmitInput {
 
 export type AdmitResult = { created: true } | { created: false; existing: Invocation };
 
+/** A claimed invocation with its prepare read (see `ClaimsPort.claimPrepared`). */
+export interface ClaimedPrepared {
+  invocation: Invocation;
+  prepared: Prepared;
+}
+
+/**
+ * What `admitClaimed` answers: as `admit`; when it created the invocation, `claimed` holds it as
+ * claimed, with its prepare read (absent only if the invocation was not claimable: not queued, or
+ * not yet due; a wake-up was then sent for it as for any admission).
+ */
+export type AdmitClaimedResult = { created: true; claimed?: ClaimedPrepared } | { created: false; existing: Invocation };
+
 /**
  * The transitions a store may implement natively. Every method is atomic; a lost lease throws
  * `LeaseLostError` and writes nothing; a settled step asked to return to `started` throws
@@ -128,6 +141,14 @@ export type AdmitResult = { created: true } | { created: false; existing: Invoca
 export interface AdmissionPort {
   /** Inserts the invocation and its entries unless (scope, action, key) exists: then returns it. */
   admit(scope: Scope, input: AdmitInput): Promise<AdmitResult>;
+  /**
+   * Optional: `admit` and, when it created the invocation, its claim for `claim.owner` with
+   * `claim.tokens[0]` (that invocation alone, with its `invocation.claimed` entry) and its prepare
+   * read (breakers of `breakers`), in one commit: an admission handed to an idle worker of the
+   * calling process (docs/host.md, "Hand-off to an idle worker"). No wake-up is sent for an
+   * invocation claimed this way: no other worker needs to look for it.
+   */
+  admitClaimed?(scope: Scope, input: AdmitInput, claim: ClaimOptions, breakers: Array<{ connector: string; operation: string }>): Promise<AdmitClaimedResult>;
 }
 
 /** Claims and the read a worker makes before it decides. */
@@ -147,7 +168,7 @@ export interface ClaimsPort {
    * same list for every invocation) in one statement. The prepared reads see what committed before
    * the claim; the invocation's status is the claimed one.
    */
-  claimPrepared?(opts: ClaimOptions, breakers: Array<{ connector: string; operation: string }>): Promise<Array<{ invocation: Invocation; prepared: Prepared }>>;
+  claimPrepared?(opts: ClaimOptions, breakers: Array<{ connector: string; operation: string }>): Promise<ClaimedPrepared[]>;
 }
 
 /** Execution: consumption with the step's intent, attempts that end at once, step to step. */

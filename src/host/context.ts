@@ -5,7 +5,8 @@ import { ID_RANDOM_BYTES, timeOrderedId } from "../core/ids.js";
 import { errorMessage, isWritError } from "../core/errors.js";
 import { assertTransition } from "../core/invocation.js";
 import { appendJournal, draft, type JournalDraft } from "../core/journal.js";
-import type { StoreTx } from "../core/store.js";
+import type { ClaimOptions, StoreTx } from "../core/store.js";
+import type { ClaimedPrepared } from "../core/transitions.js";
 import type { Fence, Invocation, InvocationStatus, Json, Scope } from "../core/types.js";
 import type { Breakers } from "./breaker.js";
 import type { HostEvent } from "./events.js";
@@ -30,6 +31,41 @@ export interface HostContext {
    */
   plan(inv: Invocation, to: InvocationStatus, patch: Partial<Invocation>, opts?: { data?: Json; events?: HostEvent[] }): { next: Invocation; entry: JournalDraft; event: HostEvent };
   redactInvocation(inv: Invocation): Invocation;
+  /**
+   * The started workers of this host that may take an admission in its own commit (docs/host.md,
+   * "Hand-off to an idle worker"): a worker adds itself when it starts, leaves when it stops.
+   */
+  handoffs: Set<HandoffSource>;
+}
+
+/** A started worker, as an admission sees it. */
+export interface HandoffSource {
+  /** A ticket when the worker waits for work with a slot free; `undefined` otherwise. */
+  offer(): HandoffTicket | undefined;
+}
+
+/**
+ * A worker's offer to claim one admission in the admission's own commit. Exactly one of `taken` or
+ * `failed` is called, once; until then the ticket holds a slot of the worker.
+ */
+export interface HandoffTicket {
+  /** The claim to make: this worker's owner name, one lease token, the lease. */
+  claim: ClaimOptions;
+  /** The breakers the prepare read returns (those the worker reads on every claim). */
+  breakers: Array<{ connector: string; operation: string }>;
+  /** The admission committed: the worker runs what it claimed (nothing when it claimed nothing). */
+  taken(claimed: ClaimedPrepared | undefined): void;
+  /** The admission failed; it may still have committed, so the worker claims under a new owner name. */
+  failed(): void;
+}
+
+/** The first ticket a started worker offers, if any. */
+export function offerHandoff(ctx: HostContext): HandoffTicket | undefined {
+  for (const w of ctx.handoffs) {
+    const t = w.offer();
+    if (t !== undefined) return t;
+  }
+  return undefined;
 }
 
 /**
@@ -72,6 +108,7 @@ export function makeContext(o: HostOptions, r: ResolvedHostOptions, boundary: Bo
     log,
     newId: (prefix) => timeOrderedId(prefix, o.clock.now(), o.random.bytes(ID_RANDOM_BYTES)),
     emit,
+    handoffs: new Set(),
     plan(inv, to, patch, opts = {}) {
       assertTransition(inv.status, to, inv.invocationId);
       const now = o.clock.now();

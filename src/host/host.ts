@@ -6,7 +6,7 @@ import { admitRequest } from "../core/admission.js";
 import { createBoundaryCore } from "../core/boundary.js";
 import { WritError } from "../core/errors.js";
 import { appendJournal, unsealedEntries } from "../core/journal.js";
-import { transitionsOf } from "../core/transitions.js";
+import { transitionsOf, type AdmitClaimedResult, type AdmitInput } from "../core/transitions.js";
 import { sequencerFor } from "../core/sequencer.js";
 import { innerStore } from "../core/sealing.js";
 import { createKeyring } from "../core/keyring.js";
@@ -17,7 +17,7 @@ import type { ActionRequest, Actor, Authority, CompletionRecord, IdempotencyReco
 import { checkActor } from "../core/validate.js";
 import { createBreakers, type BreakerView } from "./breaker.js";
 import { compensationActions } from "./compensation.js";
-import { makeContext, retryStale, scopeOf, type HostContext } from "./context.js";
+import { makeContext, offerHandoff, retryStale, scopeOf, type HostContext } from "./context.js";
 import type { HostEvent } from "./events.js";
 import { resolveHostOptions, silentLogger, type HostOptions } from "./options.js";
 import { outageLog } from "./outage.js";
@@ -241,7 +241,8 @@ export function createHostCore(options: HostOptions): Host {
       createdAt: now,
       updatedAt: now,
     };
-    const admitted = await transitionsOf(o.store).admit(scope, {
+    const t = transitionsOf(o.store);
+    const admission: AdmitInput = {
       invocation: inv,
       entries: unsealedEntries(scope, [
         {
@@ -261,12 +262,27 @@ export function createHostCore(options: HostOptions): Host {
         },
       },
       ]),
-    });
+    };
+    // An idle worker of this host takes the invocation in the admission's own commit where the
+    // store can (docs/host.md, "Hand-off to an idle worker"): no wake-up, no claim of its own.
+    const ticket = t.admitClaimed !== undefined ? offerHandoff(ctx) : undefined;
+    let admitted: AdmitClaimedResult;
+    if (ticket === undefined) admitted = await t.admit(scope, admission);
+    else {
+      try {
+        admitted = await t.admitClaimed!(scope, admission, ticket.claim, ticket.breakers);
+      } catch (e) {
+        ticket.failed();
+        throw e;
+      }
+      if (!admitted.created) ticket.taken(undefined);
+    }
     if (!admitted.created && admitted.existing.requestDigest !== digest) {
       throw new WritError("IDEMPOTENCY_CONFLICT", `idempotency key ${req.idempotencyKey} was used with another request for ${req.action}`, { details: { invocationId: admitted.existing.invocationId } });
     }
     const result: SubmitResult = admitted.created ? { invocation: inv, replayed: false } : { invocation: admitted.existing, replayed: true };
     if (!result.replayed) ctx.emit({ type: "invocation.submitted", scope, invocationId: result.invocation.invocationId, at: now, status: "queued" });
+    if (admitted.created) ticket?.taken(admitted.claimed);
     return { invocation: ctx.redactInvocation(result.invocation), replayed: result.replayed };
   }
 

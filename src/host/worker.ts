@@ -11,7 +11,7 @@ import { sequencerFor } from "../core/sequencer.js";
 import { innerStore } from "../core/sealing.js";
 import { readCommitted, type StoreTx } from "../core/store.js";
 import type { Fence, Invocation } from "../core/types.js";
-import { scopeOf, type HostContext } from "./context.js";
+import { scopeOf, type HandoffSource, type HandoffTicket, type HostContext } from "./context.js";
 import { outageLog } from "./outage.js";
 import { hostBreakerTargets, processInvocation, type Prepped, type ProcessResult } from "./process.js";
 
@@ -39,6 +39,12 @@ export interface WorkerOptions {
   pollMs?: number;
   /** Lease owner name. @defaultValue a random id */
   id?: string;
+  /**
+   * Whether this worker, while it waits for work with a slot free, takes an admission of its own
+   * host in the admission's commit (docs/host.md, "Hand-off to an idle worker"), where the store
+   * can (PostgreSQL). Off: every admission waits for a claim. @defaultValue true
+   */
+  handoff?: boolean;
 }
 
 export interface Worker {
@@ -86,6 +92,8 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   const heartbeatMs = int("heartbeatMs", options.heartbeatMs, Math.max(1, Math.floor(leaseMs / 3)), MAX_TIMER_MS);
   const pollMs = int("pollMs", options.pollMs, 1000, MAX_TIMER_MS);
   const id = options.id ?? `worker-${base64url(o.random.bytes(6))}`;
+  if (options.handoff !== undefined && typeof options.handoff !== "boolean") throw new WritError("INVALID_OPTION", "worker: handoff must be a boolean");
+  const takesHandoffs = options.handoff ?? true;
   /**
    * One abort controller per invocation in flight (aborted together by `stop({ drain: false })`):
    * the boundary listens on its invocation's signal, so a worker signal shared by every invocation
@@ -124,6 +132,16 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   let recheck: (() => void) | null = null;
   /** An invocation ended while the loop was not asleep: a read of the next run time under way may predate it. */
   let endedAwake = false;
+  /**
+   * Set while the loop waits for work (its last claim found less than it asked for): only then
+   * does the worker take admissions in their own commit (docs/host.md, "Hand-off to an idle
+   * worker"). A busy loop claims them with everything else.
+   */
+  let waiting = false;
+  /** Hand-off tickets given and not yet taken or failed: each holds a slot. */
+  let handing = 0;
+  /** Resolves when the last open ticket closes (`stop` waits for it). */
+  let handedOff: { promise: Promise<void>; resolve: () => void } | null = null;
   let unsubscribe: (() => void) | null = null;
   let stopSealing: (() => Promise<void>) | null = null;
   const sequencer = sequencerFor(innerStore(o.store), o.crypto);
@@ -203,6 +221,54 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     return p;
   }
 
+  /** Slots free for a claim: settling invocations free theirs (see `runLoop`), open tickets hold theirs. */
+  const freeSlots = (): number => concurrency - inflight.size + Math.min(settlingCount, concurrency) - handing;
+
+  /**
+   * A ticket for an admission to claim in its own commit, while the loop waits for work with a
+   * slot free. The ticket's owner name counts as in flight until it closes, so the heartbeat
+   * extends the lease it may be given.
+   */
+  function offer(): HandoffTicket | undefined {
+    if (!running || !waiting || freeSlots() <= 0) return undefined;
+    handing++;
+    handedOff ??= (() => {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      return { promise, resolve };
+    })();
+    const by = owner;
+    inFlightBy.set(by, (inFlightBy.get(by) ?? 0) + 1);
+    let open = true;
+    const close = (): boolean => {
+      if (!open) return false;
+      open = false;
+      handing--;
+      const left = (inFlightBy.get(by) ?? 0) - 1;
+      if (left > 0) inFlightBy.set(by, left);
+      else inFlightBy.delete(by);
+      if (handing === 0) {
+        handedOff?.resolve();
+        handedOff = null;
+      }
+      return true;
+    };
+    return {
+      claim: { owner: by, tokens: [base64url(o.random.bytes(16))], now: o.clock.now(), leaseMs, limit: 1 },
+      breakers: targets,
+      taken(claimed) {
+        if (!close() || claimed === undefined) return;
+        void launch({ inv: claimed.invocation, given: { prepared: claimed.prepared, targets } });
+      },
+      failed() {
+        // As after a failed claim: the admission may have committed with a lease this worker
+        // does not know it holds; that lease lapses and recovery claims the invocation.
+        if (close() && owner === by) owner = `${id}.${++generation}`;
+      },
+    };
+  }
+  const source: HandoffSource = { offer };
+
   /** The owner names to heartbeat: the current one and those with invocations still in flight. */
   function owners(): string[] {
     return [owner, ...[...inFlightBy.keys()].filter((n) => n !== owner)];
@@ -250,6 +316,15 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   }
 
   async function sleep(): Promise<void> {
+    waiting = true;
+    try {
+      await sleepUntilWork();
+    } finally {
+      waiting = false;
+    }
+  }
+
+  async function sleepUntilWork(): Promise<void> {
     for (;;) {
       // A wake-up that came while the loop claimed needs no read: the loop claims again at once.
       if (woken || !running) return;
@@ -299,7 +374,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
       await maybeSweep();
       // Settling invocations free their slots up to `concurrency` of them: should settlements stall
       // (a lock, a slow store), claims stop at twice `concurrency` in flight instead of piling up.
-      const free = concurrency - inflight.size + Math.min(settlingCount, concurrency);
+      const free = freeSlots();
       if (free <= 0) {
         await Promise.race([...inflight, new Promise<void>((r) => (slotFreed = r))]);
         slotFreed = null;
@@ -329,6 +404,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
       if (running) return;
       running = true;
       unsubscribe = o.store.onWake?.(onWake) ?? null;
+      if (takesHandoffs) ctx.handoffs.add(source);
       // The journal sequencer's bounded poll: seals what other processes committed (or left
       // unsealed when they died) within sealWithinMs; this process's commits wake it at once.
       stopSealing = sequencer.start({
@@ -343,12 +419,15 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     },
     async stop(opts = {}) {
       running = false;
+      ctx.handoffs.delete(source);
       wake?.();
       if (opts.drain === false) {
         aborted = true;
         for (const a of aborts) a.abort();
       }
       await loop;
+      // Admissions under way with this worker's ticket: what they claimed is launched first.
+      await handedOff?.promise;
       await Promise.allSettled([...inflight]);
       await companion?.stop();
       cancelHeartbeat?.();

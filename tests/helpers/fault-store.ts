@@ -52,6 +52,13 @@ export interface FaultStoreOptions {
    * throws `STORE_ERROR` instead of reading (each time, not once). @defaultValue no read fails
    */
   failRead?: (method: string, args: readonly unknown[]) => boolean;
+  /**
+   * Passes the wrapped store's native transitions through (PostgreSQL's server-side functions and
+   * batches, docs/stores.md "Batches"), so that a process runs the same statements as in
+   * production. Their writes do not go through `transact`: no fault, hook or count applies to
+   * them. Refused with the options above that act on writes. @defaultValue false
+   */
+  nativeTransitions?: boolean;
 }
 
 export interface FaultStore extends Store {
@@ -119,9 +126,13 @@ export function faultStore(inner: Store, options: FaultStoreOptions = {}): Fault
     });
   }
 
+  if (options.nativeTransitions === true && (options.failAtWrite !== undefined || options.failWhen !== undefined || options.beforeCommit !== undefined)) {
+    throw new Error("faultStore: nativeTransitions bypasses transact, so write faults and beforeCommit would miss their writes");
+  }
   return {
     kind: inner.kind,
     inner,
+    ...(options.nativeTransitions === true && inner.transitions !== undefined ? { transitions: inner.transitions } : {}),
     migrate: () => inner.migrate(),
     close: () => inner.close(),
     ...(inner.onWake ? { onWake: (cb: () => void) => inner.onWake!(cb) } : {}),

@@ -21,7 +21,7 @@ import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { migratePostgres } from "../../src/stores/postgres/postgres-migrate.js";
-import { POSTGRES_MIGRATIONS } from "../../src/stores/postgres/postgres-migrations.js";
+import { POSTGRES_MIGRATIONS, WAKE_CHANNEL } from "../../src/stores/postgres/postgres-migrations.js";
 
 /** Where the test server came from. */
 export type PgServerSource = "env" | "local" | "embedded";
@@ -323,4 +323,28 @@ export function withDatabase(url: string, database: string): string {
 function message(e: unknown): string {
   if (e instanceof Error) return e.message;
   return e === undefined ? "process exited" : typeof e === "string" ? e : JSON.stringify(e);
+}
+
+/** A connection LISTENing on the workers' wake-up channel, counting its notifications. */
+export interface WakeListener {
+  /** Notifications received so far. */
+  count(): number;
+  /** Resolves once every notification sent by commits made so far has arrived (a round trip on the connection). */
+  settle(): Promise<void>;
+  end(): Promise<void>;
+}
+
+export async function wakeListener(url: string): Promise<WakeListener> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  let n = 0;
+  client.on("notification", (m) => {
+    if (m.channel === WAKE_CHANNEL) n++;
+  });
+  await client.query(`LISTEN ${WAKE_CHANNEL}`);
+  return {
+    count: () => n,
+    settle: async () => void (await client.query("SELECT 1")),
+    end: () => client.end(),
+  };
 }

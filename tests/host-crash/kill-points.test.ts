@@ -258,3 +258,51 @@ for (const kind of STORE_KINDS) {
     });
   });
 }
+
+// The hand-off (docs/host.md, "Hand-off to an idle worker"), where the store offers it: a worker
+// process submits through its own host while its worker waits for work, so each admission is
+// claimed for it in the admission's commit, and the process dies as the host announces the claim
+// (the admission and claim committed, no decision made, nothing begun). Invariants: the killed
+// invocation is in the store (it committed, though its submit never answered) and the rescuer runs
+// it to success with one effect; every invocation the child's submit acknowledged before it died
+// is found and succeeds; the invariants of fixtures/invariants.ts hold.
+describe("a kill right after a handed-off admission committed, on postgres", () => {
+  it("the admission survives and recovery runs it once", async ({ expect }) => {
+    const world = await makeWorld("postgres");
+    try {
+      const requests = [0, 1, 2].map((n) => requestFor(n, "idem1"));
+      const marker = join(world.dir, "kill-marker");
+      const child = spawnChild(
+        "postgres/after-claim/handoff",
+        // A long poll: the worker is awake only when it has work, so every admission finds it waiting.
+        world.childEnv("doomed", { WRIT_KILL_AT: "after-claim", WRIT_MARKER: marker, WRIT_SUBMIT: JSON.stringify(requests), WRIT_LEASE_MS: "500", WRIT_POLL_MS: "60000", WRIT_CONCURRENCY: "2" }),
+      );
+      let exit: ChildExit;
+      try {
+        exit = await within(child.exited, 30_000, () => `the child never reached after-claim; stdout: ${JSON.stringify(child.lines.slice(-5))}; stderr: ${child.stderr()}`);
+      } finally {
+        await killChild(child);
+      }
+      expect(exit.signal, child.stderr()).toBe("SIGKILL");
+      const killed = JSON.parse(readFileSync(marker, "utf8")) as { point: string; invocationId: string };
+      expect(killed.point).toBe("after-claim");
+      const acknowledged = child.lines.filter((l): l is { type: "submitted"; invocationId: string } => (l as { type?: string }).type === "submitted").map((l) => l.invocationId);
+      // The first admission was handed off and the process died inside its submit: not acknowledged.
+      expect(acknowledged).not.toContain(killed.invocationId);
+      const handedOff = child.lines.filter((l) => (l as { type?: string }).type === "handed-off").map((l) => (l as { invocationId: string }).invocationId);
+      expect(handedOff).toContain(killed.invocationId);
+
+      await world.rescue({ leaseMs: 500 });
+      const ids = [killed.invocationId, ...acknowledged];
+      const report = await world.check(ids);
+      console.log(`[kill-points] postgres after-claim (hand-off) idem1: ${summary(report)}`);
+      expect(report.violations).toEqual([]);
+      expect(report.byStatus).toEqual({ succeeded: ids.length });
+      const k = report.views.get(killed.invocationId);
+      expect(k!.inv.attemptCount).toBe(2);
+      expect(k!.effects.get(0)?.length ?? 0).toBe(1);
+    } finally {
+      await world.close();
+    }
+  });
+});

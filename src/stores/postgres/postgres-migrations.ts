@@ -18,7 +18,7 @@
  * count, run time, updatedAt) are authoritative over the copy inside `doc`.
  */
 
-import { BATCHABLE, batchFunctionsSql, claimInBatchSql } from "./postgres-calls.js";
+import { BATCHABLE, admitClaimedSql, batchFunctionsSql, claimInBatchSql } from "./postgres-calls.js";
 
 /** One numbered migration. */
 export interface PostgresMigration {
@@ -951,6 +951,13 @@ END
 $$;
 `;
 
+/**
+ * An admission handed to an idle worker of the admitting process (docs/host.md, "Hand-off to an
+ * idle worker"): admitted, claimed and read for its decision in one statement and one commit,
+ * where it took an admission's commit, a wake-up, and a claim's round trip and commit.
+ */
+const ADMIT_CLAIMED = admitClaimedSql(WAKE_CHANNEL);
+
 /** All migrations, ascending by version. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, name: "initial_schema", sql: INITIAL_SCHEMA },
@@ -973,6 +980,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 18, name: "unsealed_by_id", sql: UNSEALED_BY_ID },
   { version: 19, name: "lease_by_key", sql: LEASE_BY_KEY },
   { version: 20, name: "plpgsql_put_unsealed", sql: PLPGSQL_PUT_UNSEALED },
+  { version: 21, name: "admit_claimed", sql: ADMIT_CLAIMED },
 ];
 
 /** The schema version this build creates and expects. */

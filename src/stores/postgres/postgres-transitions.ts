@@ -6,10 +6,10 @@
  */
 import { coalescer, outcomeOf, type BatchOutcome } from "../../core/batch.js";
 import { LeaseLostError, WritError, isWritError } from "../../core/errors.js";
-import { leaseView, type AdmitInput, type AdmitResult, type AdvanceInput, type BatchMember, type BeginFound, type BeginInput, type BeginResult, type Prepared, type RecordInput, type SettleInput, type StoreTransitions } from "../../core/transitions.js";
+import { leaseView, type AdmitClaimedResult, type AdmitInput, type AdmitResult, type AdvanceInput, type BatchMember, type BeginFound, type BeginInput, type BeginResult, type ClaimedPrepared, type Prepared, type RecordInput, type SettleInput, type StoreTransitions } from "../../core/transitions.js";
 import type { ClaimOptions } from "../../core/store.js";
 import type { Approval, AttemptRecord, Authority, BreakerRecord, IdempotencyRecord, Invocation, JournalEntry, Scope, StepCheckpoint, UnsealedEntry } from "../../core/types.js";
-import { ADMIT_FN, ADVANCE_FN, BEGIN_FN, CLAIM_PREPARED_FN, RECORD_FN, SEAL_IF_HEAD_FN, SETTLE_FN, callText, type PgFunction } from "./postgres-calls.js";
+import { ADMIT_CLAIMED_FN, ADMIT_FN, ADVANCE_FN, BEGIN_FN, CLAIM_PREPARED_FN, RECORD_FN, SEAL_IF_HEAD_FN, SETTLE_FN, callText, type PgFunction } from "./postgres-calls.js";
 import { toWritError } from "./postgres-errors.js";
 import { checkValues, statement, type Exec, type Statement } from "./postgres-exec.js";
 import { advisoryKeys } from "./postgres-locks.js";
@@ -30,6 +30,7 @@ const SINGLE = new Map<string, Statement>(
     ["t_settle", SETTLE_FN],
     ["t_seal_if_head", SEAL_IF_HEAD_FN],
     ["t_claim_json", CLAIM_PREPARED_FN],
+    ["t_admit_claimed", ADMIT_CLAIMED_FN],
   ].map(([name, f]) => [(f as PgFunction).fn, statement(name as string, callText(f as PgFunction))]),
 );
 const BATCH = statement("t_batch", "SELECT writ_batch($1::jsonb) AS out");
@@ -136,6 +137,28 @@ function admitCall(scope: Scope, input: AdmitInput): Call {
         return { created: true };
       }
       return { created: false, existing: invocationFromRow(out as InvocationRow) };
+    },
+  };
+}
+
+/**
+ * An admission with its claim for an idle worker of this process (migration 21): locks the key
+ * first, as an admission does, and claims only the invocation it created (a row no other
+ * transaction can see yet), so it waits on no claim.
+ */
+function admitClaimedCall(scope: Scope, input: AdmitInput, claim: ClaimOptions, breakers: ReadonlyArray<{ connector: string; operation: string }>): Call {
+  const admit = admitCall(scope, input);
+  const token = claim.tokens[0];
+  if (token === undefined) throw new WritError("INVALID_ARGUMENT", "admitClaimed: the claim needs a lease token");
+  return {
+    ...admit,
+    fn: ADMIT_CLAIMED_FN,
+    params: [...admit.params, claim.owner, claim.now, claim.leaseMs, token, breakers.map((b) => b.connector), breakers.map((b) => b.operation)],
+    decode: (raw): AdmitClaimedResult => {
+      const out = raw as { existing?: InvocationRow; created?: boolean; claimed?: ClaimedRow } | null;
+      if (out?.existing !== undefined) return { created: false, existing: invocationFromRow(out.existing) };
+      input.invocation.rev = 1;
+      return out?.claimed ? { created: true, claimed: claimedOf(out.claimed) } : { created: true };
     },
   };
 }
@@ -290,19 +313,21 @@ function claimCall(opts: ClaimOptions, n: number, breakers: ReadonlyArray<{ conn
     lockKey: "",
     // The claim writes one journal entry per claimed invocation: hinted by scope after decoding.
     journals: false,
-    decode: (out) =>
-      ((out ?? []) as ClaimedRow[]).map((r) => {
-        const invocation = invocationFromRow(r.inv);
-        const prepared: Prepared = {
-          steps: r.steps,
-          authority: r.authority,
-          approval: r.approval ? { ...r.approval.doc, rev: Number(r.approval.rev) } : null,
-          invocation: leaseView(invocation),
-          breakers: r.breakers,
-        };
-        return { invocation, prepared };
-      }),
+    decode: (out) => ((out ?? []) as ClaimedRow[]).map(claimedOf),
   };
+}
+
+/** A claimed row as the worker takes it: the invocation, and what it reads before it decides. */
+function claimedOf(r: ClaimedRow): ClaimedPrepared {
+  const invocation = invocationFromRow(r.inv);
+  const prepared: Prepared = {
+    steps: r.steps,
+    authority: r.authority,
+    approval: r.approval ? { ...r.approval.doc, rev: Number(r.approval.rev) } : null,
+    invocation: leaseView(invocation),
+    breakers: r.breakers,
+  };
+  return { invocation, prepared };
 }
 
 /** The sequencer's seal of one scope, applied only while the sealed head is still `headSeq`. */
@@ -460,6 +485,12 @@ export function postgresTransitions(
 
   return {
     admit: async (scope, input) => exec<AdmitResult>(admitCall(scope, input)),
+    async admitClaimed(scope, input, claim, breakers) {
+      const out = await exec<AdmitClaimedResult>(admitClaimedCall(scope, input, claim, breakers));
+      // The claim wrote the invocation's claimed entry even where the admission wrote none.
+      if (out.created && out.claimed !== undefined) journaled(scope);
+      return out;
+    },
     begin: async (scope, input) => exec<BeginResult>(beginCall(scope, input)),
     record: async (scope, input) => exec<number>(recordCall(scope, input)),
     advance: async (scope, input) => exec<void>(advanceCall(scope, input)),
