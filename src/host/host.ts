@@ -275,15 +275,19 @@ export function createHostCore(options: HostOptions): Host {
         ticket.failed();
         throw e;
       }
-      if (!admitted.created) ticket.taken(undefined);
     }
-    if (!admitted.created && admitted.existing.requestDigest !== digest) {
-      throw new WritError("IDEMPOTENCY_CONFLICT", `idempotency key ${req.idempotencyKey} was used with another request for ${req.action}`, { details: { invocationId: admitted.existing.invocationId } });
+    // The ticket closes whatever happens next: what the admission claimed runs (a replay claimed
+    // nothing), after its `invocation.submitted` event.
+    try {
+      if (!admitted.created && admitted.existing.requestDigest !== digest) {
+        throw new WritError("IDEMPOTENCY_CONFLICT", `idempotency key ${req.idempotencyKey} was used with another request for ${req.action}`, { details: { invocationId: admitted.existing.invocationId } });
+      }
+      const result: SubmitResult = admitted.created ? { invocation: inv, replayed: false } : { invocation: admitted.existing, replayed: true };
+      if (!result.replayed) ctx.emit({ type: "invocation.submitted", scope, invocationId: result.invocation.invocationId, at: now, status: "queued" });
+      return { invocation: ctx.redactInvocation(result.invocation), replayed: result.replayed };
+    } finally {
+      ticket?.taken(admitted.created ? admitted.claimed : undefined);
     }
-    const result: SubmitResult = admitted.created ? { invocation: inv, replayed: false } : { invocation: admitted.existing, replayed: true };
-    if (!result.replayed) ctx.emit({ type: "invocation.submitted", scope, invocationId: result.invocation.invocationId, at: now, status: "queued" });
-    if (admitted.created) ticket?.taken(admitted.claimed);
-    return { invocation: ctx.redactInvocation(result.invocation), replayed: result.replayed };
   }
 
   async function cancel(scope: Scope, invocationId: string, by: Actor): Promise<Invocation> {

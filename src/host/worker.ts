@@ -215,6 +215,9 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
         else inFlightBy.delete(by);
         if (recheck !== null) recheck();
         else endedAwake = true;
+        // A loop waiting for a slot may be waiting on a race that does not hold this invocation
+        // (launched from a hand-off after the race began).
+        slotFreed?.();
       });
     inflight.add(p);
     inFlightBy.set(by, (inFlightBy.get(by) ?? 0) + 1);
@@ -251,6 +254,9 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
         handedOff?.resolve();
         handedOff = null;
       }
+      // The slot this ticket held is free (or taken by what it launched): a loop waiting for a
+      // slot counts again.
+      slotFreed?.();
       return true;
     };
     return {
@@ -302,7 +308,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
 
   function heartbeat(): void {
     cancelHeartbeat = o.clock.setTimer(heartbeatMs, () => {
-      if (!running && inflight.size === 0) return;
+      if (!running && inflight.size === 0 && handing === 0) return;
       o.store
         .transact(beat)
         .then(
@@ -310,7 +316,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
           (e: unknown) => heartbeatTrouble.failed(e),
         )
         .finally(() => {
-          if (running || inflight.size > 0) heartbeat();
+          if (running || inflight.size > 0 || handing > 0) heartbeat();
         });
     });
   }

@@ -55,8 +55,9 @@ export interface FaultStoreOptions {
   /**
    * Passes the wrapped store's native transitions through (PostgreSQL's server-side functions and
    * batches, docs/stores.md "Batches"), so that a process runs the same statements as in
-   * production. Their writes do not go through `transact`: no fault, hook or count applies to
-   * them. Refused with the options above that act on writes. @defaultValue false
+   * production. Their reads and writes do not go through `transact`: no fault, hook or count
+   * (`writes`, `openTransactions`) applies to them. Refused with the options above that inject
+   * faults or hook commits. @defaultValue false
    */
   nativeTransitions?: boolean;
 }
@@ -126,8 +127,8 @@ export function faultStore(inner: Store, options: FaultStoreOptions = {}): Fault
     });
   }
 
-  if (options.nativeTransitions === true && (options.failAtWrite !== undefined || options.failWhen !== undefined || options.beforeCommit !== undefined)) {
-    throw new Error("faultStore: nativeTransitions bypasses transact, so write faults and beforeCommit would miss their writes");
+  if (options.nativeTransitions === true && (options.failAtWrite !== undefined || options.failWhen !== undefined || options.beforeCommit !== undefined || options.failRead !== undefined)) {
+    throw new Error("faultStore: nativeTransitions bypasses transact, so faults and beforeCommit would miss the transitions' reads and writes");
   }
   return {
     kind: inner.kind,

@@ -261,8 +261,8 @@ for (const kind of STORE_KINDS) {
 
 // The hand-off (docs/host.md, "Hand-off to an idle worker"), where the store offers it: a worker
 // process submits through its own host while its worker waits for work, so each admission is
-// claimed for it in the admission's commit, and the process dies as the host announces the claim
-// (the admission and claim committed, no decision made, nothing begun). Invariants: the killed
+// claimed for it in the admission's commit, and the process dies as the host announces the second
+// claim (that admission and its claim committed, no decision made, nothing begun). Invariants: the killed
 // invocation is in the store (it committed, though its submit never answered) and the rescuer runs
 // it to success with one effect; every invocation the child's submit acknowledged before it died
 // is found and succeeds; the invariants of fixtures/invariants.ts hold.
@@ -275,7 +275,7 @@ describe("a kill right after a handed-off admission committed, on postgres", () 
       const child = spawnChild(
         "postgres/after-claim/handoff",
         // A long poll: the worker is awake only when it has work, so every admission finds it waiting.
-        world.childEnv("doomed", { WRIT_KILL_AT: "after-claim", WRIT_MARKER: marker, WRIT_SUBMIT: JSON.stringify(requests), WRIT_LEASE_MS: "500", WRIT_POLL_MS: "60000", WRIT_CONCURRENCY: "2" }),
+        world.childEnv("doomed", { WRIT_KILL_AT: "after-claim", WRIT_KILL_NTH: "2", WRIT_MARKER: marker, WRIT_SUBMIT: JSON.stringify(requests), WRIT_LEASE_MS: "500", WRIT_POLL_MS: "60000", WRIT_CONCURRENCY: "2" }),
       );
       let exit: ChildExit;
       try {
@@ -287,7 +287,9 @@ describe("a kill right after a handed-off admission committed, on postgres", () 
       const killed = JSON.parse(readFileSync(marker, "utf8")) as { point: string; invocationId: string };
       expect(killed.point).toBe("after-claim");
       const acknowledged = child.lines.filter((l): l is { type: "submitted"; invocationId: string } => (l as { type?: string }).type === "submitted").map((l) => l.invocationId);
-      // The first admission was handed off and the process died inside its submit: not acknowledged.
+      // The first admission was acknowledged; the second was handed off and the process died
+      // inside its submit: not acknowledged.
+      expect(acknowledged).toHaveLength(1);
       expect(acknowledged).not.toContain(killed.invocationId);
       const handedOff = child.lines.filter((l) => (l as { type?: string }).type === "handed-off").map((l) => (l as { invocationId: string }).invocationId);
       expect(handedOff).toContain(killed.invocationId);

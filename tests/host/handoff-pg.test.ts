@@ -8,11 +8,15 @@
  *   moves and its poll is an hour away; no wake-up notification is sent for it and the worker's
  *   store runs no claim for it; its journal holds its submitted and claimed entries in that order,
  *   and the host emits `invocation.submitted` before `invocation.claimed`;
- * - a replayed submission (same key, same request) claims nothing and holds no slot afterwards;
+ * - a replayed submission (same key, same request) claims nothing and holds no slot afterwards
+ *   (the worker has one slot, so a held one would leave the next admission to the wake-up);
+ * - a worker whose only slot an open ticket holds, woken meanwhile by another process's
+ *   admission, claims that invocation as soon as the ticket closes (here a replay that claimed
+ *   nothing), not at its next poll (an hour away);
  * - with `handoff: false` the same submission goes the old way: a wake-up, then a claim;
  * - an admission whose answer is lost after it committed (the worker cannot know it holds the
- *   lease): submit fails with STORE_ERROR, the worker's heartbeat does not extend that lease (it
- *   claims under a new owner name), and once the lease lapses the worker claims the invocation and
+ *   lease): submit fails with STORE_ERROR, the worker's heartbeats (at least two commit meanwhile)
+ *   do not extend that lease (it claims under a new owner name), and once the lease lapses the worker claims the invocation and
  *   runs it to success, exactly one connector call in all.
  */
 import pg from "pg";
@@ -22,23 +26,29 @@ import { readCommitted } from "../../src/core/store.js";
 import { nodeCryptoPort } from "../../src/node/crypto.js";
 import { postgresStore, type PostgresStore } from "../../src/stores/postgres/index.js";
 import { freshDatabase, wakeListener, type FreshDatabase, type WakeListener } from "../helpers/pg.js";
-import { tick, untilRead } from "../helpers/wait.js";
+import { untilRead } from "../helpers/wait.js";
 import { grantAuthority, makeHostBench } from "./fixture.js";
 
 let db: FreshDatabase;
 let listener: WakeListener;
 
 /** A pool that counts answered statements by name and can lose the answer of the next statement named `lose.next` after it ran. */
-function watchedPool(url: string): { pool: pg.Pool; counts: Map<string, number>; lose: { next: string | null } } {
+function watchedPool(url: string): { pool: pg.Pool; counts: Map<string, number>; lose: { next: string | null }; hold: { next: string | null; until: Promise<void> | null } } {
   const pool = new pg.Pool({ connectionString: url, max: 6 });
   const counts = new Map<string, number>();
   const lose: { next: string | null } = { next: null };
+  /** Holds back the answer of the next statement named `hold.next` until `hold.until` resolves. */
+  const hold: { next: string | null; until: Promise<void> | null } = { next: null, until: null };
   pool.on("connect", (client) => {
     const query = client.query.bind(client) as (...a: unknown[]) => Promise<unknown>;
     (client as unknown as { query: (...a: unknown[]) => unknown }).query = async (...a: unknown[]) => {
       const q = a[0] as { name?: string } | string;
       const name = typeof q === "object" && q !== null && typeof q.name === "string" ? q.name : "other";
       const r = await query(...a);
+      if (hold.next !== null && name === hold.next) {
+        hold.next = null;
+        await hold.until;
+      }
       // Counted once answered: a worker whose claim is counted has its answer, and sleeps.
       counts.set(name, (counts.get(name) ?? 0) + 1);
       if (lose.next !== null && name === lose.next) {
@@ -48,7 +58,7 @@ function watchedPool(url: string): { pool: pg.Pool; counts: Map<string, number>;
       return r;
     };
   });
-  return { pool, counts, lose };
+  return { pool, counts, lose, hold };
 }
 
 const claims = (counts: Map<string, number>): number => (counts.get("writ_t_claim_json") ?? 0) + (counts.get("writ_t_claim") ?? 0);
@@ -84,7 +94,8 @@ describe("hand-off to an idle worker on PostgreSQL", () => {
     const b = makeHostBench(store);
     await grantAuthority(b);
     const base = claims(watched.counts);
-    const worker = b.host.worker({ pollMs: 3_600_000, concurrency: 4 });
+    // One slot: a ticket that leaked would leave none for the next admission.
+    const worker = b.host.worker({ pollMs: 3_600_000, concurrency: 1 });
     worker.start();
     try {
       await store.listening();
@@ -130,6 +141,39 @@ describe("hand-off to an idle worker on PostgreSQL", () => {
     }
   }, 90_000);
 
+  it("a worker whose one slot a ticket holds claims what another process admitted once the ticket closes", async () => {
+    // The loop wakes for another process's admission while an admission of its own host holds
+    // the worker's only slot with a ticket; that admission turns out a replay (it claims nothing).
+    // The loop must count its slot again when the ticket closes, not sleep until the poll.
+    const b = makeHostBench(store);
+    await grantAuthority(b);
+    const other = postgresStore({ url: db.url }, { applicationName: "writ-test-handoff-other" });
+    const base = claims(watched.counts);
+    const worker = b.host.worker({ pollMs: 3_600_000, concurrency: 1 });
+    worker.start();
+    try {
+      await store.listening();
+      const { invocation: first } = await b.host.submit(b.request({ params: { n: 1 }, idempotencyKey: "first" }));
+      await untilRead(async () => (await readCommitted(store, (tx) => tx.getInvocation(b.scope, first.invocationId)))?.status === "succeeded" && worker.inFlight() === 0, "the first invocation succeeded");
+      await untilRead(async () => claims(watched.counts) > base, "the worker's first claim");
+      let release!: () => void;
+      watched.hold.until = new Promise<void>((r) => (release = r));
+      watched.hold.next = "writ_t_admit_claimed";
+      const replay = b.host.submit(b.request({ params: { n: 1 }, idempotencyKey: "first" }));
+      await untilRead(async () => watched.hold.next === null, "the replay's admission answered and held");
+      const otherBench = makeHostBench(other);
+      const { invocation: second } = await otherBench.host.submit(b.request({ params: { n: 2 }, idempotencyKey: "second" }));
+      // The wake-up reaches the loop while the ticket holds the slot.
+      await new Promise((r) => setTimeout(r, 200));
+      release();
+      expect((await replay).replayed).toBe(true);
+      await untilRead(async () => (await readCommitted(store, (tx) => tx.getInvocation(b.scope, second.invocationId)))?.status === "succeeded", "the other process's invocation succeeded", 20_000);
+    } finally {
+      await worker.stop();
+      await other.close();
+    }
+  }, 90_000);
+
   it("with handoff: false the admission wakes the worker, which claims it", async () => {
     const b = makeHostBench(store);
     await grantAuthority(b);
@@ -165,11 +209,14 @@ describe("hand-off to an idle worker on PostgreSQL", () => {
       const [lost] = await readCommitted(store, (tx) => tx.listInvocations(b.scope, {}));
       expect(lost).toMatchObject({ status: "running", leaseOwner: "hw", attemptCount: 1 });
       const expiry = lost!.leaseExpiresAt!;
-      // Heartbeats come and go (the manual clock fires the worker's timers): the lease stays as it was.
-      for (let t = 0; t < LEASE_MS - 1_000; t += 500) {
-        b.clock.advance(500);
-        for (let k = 0; k < 5; k++) await tick();
-      }
+      // Heartbeats fire as the manual clock moves (it runs the worker's timers), short of the
+      // lease's end: two of them commit, and the lease stays as it was.
+      const from = b.clock.now();
+      const beats = watched.counts.get("writ_heartbeat_2") ?? 0;
+      await untilRead(async () => {
+        if (b.clock.now() - from < LEASE_MS - 1_000) b.clock.advance(100);
+        return (watched.counts.get("writ_heartbeat_2") ?? 0) >= beats + 2;
+      }, "two heartbeats committed");
       const held = await readCommitted(store, (tx) => tx.getInvocation(b.scope, lost!.invocationId));
       expect(held).toMatchObject({ status: "running", leaseExpiresAt: expiry });
       expect(b.calls).toHaveLength(0);

@@ -11,8 +11,9 @@
  * - an invocation not yet due is admitted and left queued, unclaimed, and its wake-up is sent;
  * - bad input (no lease token, breakers not a list) is refused with INVALID_ARGUMENT and writes
  *   nothing;
- * - several admissions with claims issued at once travel in one `writ_batch` beside a plain
- *   admission, each answering alone: a duplicate key among them answers the existing invocation.
+ * - several admissions with claims issued at once travel in one `writ_batch`, each answering
+ *   alone (a duplicate key among them answers the existing invocation), and send no wake-up; a
+ *   plain admission issued beside one of them still sends its wake-up.
  */
 import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -111,13 +112,22 @@ it("admissions with claims issued at once share one writ_batch with a plain admi
   const t = transitionsOf(store);
   const batches = statements.get("writ_t_batch") ?? 0;
   const singles = statements.get("writ_t_admit_claimed") ?? 0;
+  await listener.settle();
+  const notes = listener.count();
   // The first goes alone (nothing in flight); the rest queue behind it and travel together.
-  const all = await Promise.all([
+  const claimedOnes = await Promise.all([
     ...invs.map((inv, i) => t.admitClaimed!(scope, { invocation: inv, entries: [] }, claim(`tok-b${i}`), BREAKERS)),
     t.admitClaimed!(scope, { invocation: dup, entries: [] }, claim("tok-dup"), BREAKERS),
-    t.admit(scope, { invocation: plain, entries: [] }),
   ]);
-  expect((statements.get("writ_t_batch") ?? 0) - batches + (statements.get("writ_t_admit_claimed") ?? 0) - singles).toBeLessThanOrEqual(3);
+  expect((statements.get("writ_t_batch") ?? 0) - batches + (statements.get("writ_t_admit_claimed") ?? 0) - singles).toBeLessThanOrEqual(2);
+  await listener.settle();
+  expect(listener.count()).toBe(notes);
+  // A plain admission in a batch beside one with a claim still wakes the workers.
+  const [beside, plainOut] = await Promise.all([t.admitClaimed!(scope, { invocation: invocation(scope), entries: [] }, claim("tok-beside"), BREAKERS), t.admit(scope, { invocation: plain, entries: [] })]);
+  expect(beside).toMatchObject({ created: true, claimed: { invocation: { leaseToken: "tok-beside" } } });
+  await listener.settle();
+  expect(listener.count()).toBeGreaterThan(notes);
+  const all = [...claimedOnes, plainOut];
   all.slice(0, 5).forEach((o, i) => expect(o).toMatchObject({ created: true, claimed: { invocation: { invocationId: invs[i]!.invocationId, leaseToken: `tok-b${i}` } } }));
   expect(all[5]).toMatchObject({ created: false, existing: { invocationId: invs[0]!.invocationId } });
   expect(all[6]).toEqual({ created: true });
