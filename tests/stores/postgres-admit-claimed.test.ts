@@ -5,7 +5,7 @@
  *
  * Invariants:
  * - a new invocation comes back claimed as `claim` would claim it (running, the owner and token,
- *   the lease from `now`, attempt 1, rev 2), with the authority and breakers a prepare read
+ *   the lease from `now`, attempt 1), inserted so (rev 1: one row version), with the authority and breakers a prepare read
  *   answers; its submitted and claimed entries are both written; no wake-up notification is sent;
  * - the same key again answers the existing invocation (`created: false`) and claims nothing;
  * - an invocation not yet due is admitted and left queued, unclaimed, and its wake-up is sent;
@@ -69,7 +69,7 @@ it("admits and claims a new invocation in one commit, without a wake-up; a repla
   const out = await t.admitClaimed!(scope, { invocation: inv, entries: [entry(scope, `invocation.submitted:${inv.invocationId}`)] }, claim("tok-1"), BREAKERS);
   expect(out.created).toBe(true);
   if (!out.created) throw new Error("unreachable");
-  expect(out.claimed?.invocation).toMatchObject({ invocationId: inv.invocationId, status: "running", leaseOwner: "w-local", leaseToken: "tok-1", leaseExpiresAt: T0 + 30_000, attemptCount: 1, rev: 2 });
+  expect(out.claimed?.invocation).toMatchObject({ invocationId: inv.invocationId, status: "running", leaseOwner: "w-local", leaseToken: "tok-1", leaseExpiresAt: T0 + 30_000, attemptCount: 1, rev: 1 });
   expect(out.claimed?.prepared).toMatchObject({ steps: [], authority: { authorityRef: "auth-1" }, approval: null, breakers: [null], invocation: { status: "running", leaseOwner: "w-local", leaseToken: "tok-1" } });
   const stored = await readCommitted(store, (tx) => tx.getInvocation(scope, inv.invocationId));
   expect(stored).toMatchObject({ status: "running", leaseOwner: "w-local", leaseToken: "tok-1", attemptCount: 1 });

@@ -194,60 +194,45 @@ export const ADMIT_CLAIMED_FN: PgFunction = {
 };
 
 /**
- * Migration 21's text. `writ_admit_claimed` admits as `writ_admit` does; when that created the
- * invocation, it claims it (the same columns and `invocation.claimed` entry as `writ_claim`) and
- * reads what the worker needs before it decides (as `writ_claim_prepared`, in a statement of its
- * own, so it sees every commit before the claim). The wake-up trigger skips the one invocation
- * being admitted this way (named in the transaction-local setting `writ.handoff`): it is claimed
- * in the same commit, and waking every worker for it would cost each a claim that finds nothing.
- * An invocation that cannot be claimed (not queued or not due) is left as admitted, with its
- * wake-up sent. The batch dispatcher learns the new function.
+ * Migration 21's text. `writ_admit_claimed` admits as `writ_admit` does, except that an invocation
+ * that is queued and due is inserted already claimed: running under the given owner, token and
+ * lease, its attempt counted, with the `invocation.claimed` entry `writ_claim` would write after
+ * the admission's own. One row version, no update; and since the row is never queued, the wake-up
+ * trigger does not fire for it (no other worker has anything to look for). It then reads what the
+ * worker needs before it decides (as `writ_claim_prepared`, in a statement of its own). An
+ * invocation that is not claimable (not queued, not yet due) is admitted as `writ_admit` would,
+ * with its wake-up. The batch dispatcher learns the new function.
  */
-export function admitClaimedSql(wakeChannel: string): string {
+export function admitClaimedSql(): string {
   return `
-CREATE OR REPLACE FUNCTION writ_notify_wake() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF json_build_array(NEW.tenant_id, NEW.space_id, NEW.invocation_id)::text = current_setting('writ.handoff', true) THEN
-    RETURN NULL;
-  END IF;
-  PERFORM pg_notify('${wakeChannel}', '');
-  RETURN NULL;
-END
-$$;
 CREATE FUNCTION writ_admit_claimed(p_t text, p_s text, p_inv text, p_action text, p_key text, p_status text, p_run_at bigint, p_lease_owner text, p_lease_token text,
     p_lease_expires_at bigint, p_attempt_count integer, p_created_at bigint, p_updated_at bigint, p_deadline_at bigint, p_overdue_at bigint, p_doc json,
     p_ids text[], p_types text[], p_ats bigint[], p_docs json[],
     p_owner text, p_now bigint, p_lease_ms bigint, p_token text, p_connectors text[], p_operations text[]) RETURNS json
 LANGUAGE plpgsql AS $$
-DECLARE v_found json; v_row json;
+DECLARE v_found json;
 BEGIN
-  PERFORM set_config('writ.handoff', json_build_array(p_t, p_s, p_inv)::text, true);
-  v_found := writ_admit(p_t, p_s, p_inv, p_action, p_key, p_status, p_run_at, p_lease_owner, p_lease_token, p_lease_expires_at, p_attempt_count,
-                        p_created_at, p_updated_at, p_deadline_at, p_overdue_at, p_doc, p_ids, p_types, p_ats, p_docs);
-  PERFORM set_config('writ.handoff', '', true);
+  IF p_status <> 'queued' OR p_run_at > p_now THEN
+    v_found := writ_admit(p_t, p_s, p_inv, p_action, p_key, p_status, p_run_at, p_lease_owner, p_lease_token, p_lease_expires_at, p_attempt_count,
+                          p_created_at, p_updated_at, p_deadline_at, p_overdue_at, p_doc, p_ids, p_types, p_ats, p_docs);
+    RETURN CASE WHEN v_found IS NULL THEN json_build_object('created', true) ELSE json_build_object('existing', v_found) END;
+  END IF;
+  v_found := writ_admit(p_t, p_s, p_inv, p_action, p_key, 'running', p_run_at, p_owner, p_token, p_now + p_lease_ms, p_attempt_count + 1,
+                        p_created_at, p_now, p_deadline_at, p_overdue_at, p_doc, p_ids, p_types, p_ats, p_docs);
   IF v_found IS NOT NULL THEN
     RETURN json_build_object('existing', v_found);
-  END IF;
-  UPDATE writ_invocations i
-     SET status = 'running', lease_owner = p_owner, lease_token = p_token, lease_expires_at = p_now + p_lease_ms,
-         attempt_count = i.attempt_count + 1, updated_at = p_now, rev = i.rev + 1
-   WHERE i.tenant_id = p_t AND i.space_id = p_s AND i.invocation_id = p_inv AND i.status = 'queued' AND i.run_at <= p_now
-  RETURNING json_build_object('status', i.status, 'run_at', i.run_at, 'lease_owner', i.lease_owner, 'lease_token', i.lease_token,
-                              'lease_expires_at', i.lease_expires_at, 'attempt_count', i.attempt_count, 'updated_at', i.updated_at,
-                              'rev', i.rev, 'doc', i.doc) INTO v_row;
-  IF v_row IS NULL THEN
-    PERFORM pg_notify('${wakeChannel}', '');
-    RETURN json_build_object('created', true);
   END IF;
   INSERT INTO writ_journal (tenant_id, space_id, id, type, at, doc)
   VALUES (p_t, p_s, 'invocation.claimed:' || p_inv || ':' || p_token, 'invocation.claimed', p_now,
           json_build_object('tenantId', p_t, 'spaceId', p_s, 'id', 'invocation.claimed:' || p_inv || ':' || p_token,
                             'at', p_now, 'type', 'invocation.claimed', 'refs', json_build_object('invocationId', p_inv),
-                            'data', json_build_object('owner', p_owner, 'attemptCount', (v_row->>'attempt_count')::integer)))
+                            'data', json_build_object('owner', p_owner, 'attemptCount', p_attempt_count + 1)))
   ON CONFLICT (tenant_id, space_id, id) DO NOTHING;
   RETURN json_build_object('created', true, 'claimed', (
     SELECT json_build_object(
-             'inv', v_row,
+             'inv', json_build_object('status', 'running', 'run_at', p_run_at, 'lease_owner', p_owner, 'lease_token', p_token,
+                                      'lease_expires_at', p_now + p_lease_ms, 'attempt_count', p_attempt_count + 1, 'updated_at', p_now,
+                                      'rev', 1, 'doc', p_doc),
              'steps', (SELECT coalesce(json_agg(s.doc ORDER BY s.step_index), '[]') FROM writ_steps s WHERE s.tenant_id = p_t AND s.space_id = p_s AND s.invocation_id = p_inv),
              'authority', (SELECT a.doc FROM writ_authorities a WHERE a.tenant_id = p_t AND a.space_id = p_s AND a.authority_ref = p_doc->'request'->>'authorityRef'),
              'approval', (SELECT json_build_object('rev', p.rev, 'doc', p.doc) FROM writ_approvals p WHERE p.tenant_id = p_t AND p.space_id = p_s AND p.approval_id = p_doc->>'approvalId'),

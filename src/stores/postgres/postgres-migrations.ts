@@ -953,10 +953,10 @@ $$;
 
 /**
  * An admission handed to an idle worker of the admitting process (docs/host.md, "Hand-off to an
- * idle worker"): admitted, claimed and read for its decision in one statement and one commit,
- * where it took an admission's commit, a wake-up, and a claim's round trip and commit.
+ * idle worker"): admitted already claimed and read for its decision in one statement and one
+ * commit, where it took an admission's commit, a wake-up, and a claim's round trip and commit.
  */
-const ADMIT_CLAIMED = admitClaimedSql(WAKE_CHANNEL);
+const ADMIT_CLAIMED = admitClaimedSql();
 
 /** All migrations, ascending by version. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
