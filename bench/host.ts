@@ -378,7 +378,7 @@ interface Config {
    * a host (utils) of the bench process submits.
    */
   inProcess?: boolean;
-  /** Writ in process: whether its idle worker takes admissions in their commit (default true). */
+  /** Writ with its worker in the bench process: whether the idle worker takes admissions in their commit (default true). */
   handoff?: boolean;
 }
 
@@ -621,7 +621,7 @@ function resultOf(m: Measured, workers: { cpuMs: number; stats: PoolStats; submi
 }
 
 async function runSqlite(host: Host, cfg: Config, tag: string, plan: Plan): Promise<RunResult> {
-  const worker = host.worker({ concurrency: CONCURRENCY });
+  const worker = host.worker({ concurrency: CONCURRENCY, handoff: cfg.handoff ?? true });
   worker.start();
   try {
     return resultOf(await phases(cfg, plan, (phase) => async (i) => (await host.submit(writRequest(i, cfg.scopes, `${tag}-${phase}`))).invocation.invocationId), null);
@@ -635,6 +635,7 @@ async function runSqlite(host: Host, cfg: Config, tag: string, plan: Plan): Prom
 
 const CONFIGS: Config[] = [
   { key: "sqlite", system: "writ-sqlite", procs: 1, scopes: 1, light: true },
+  { key: "sqliteNoHandoff", system: "writ-sqlite", procs: 1, scopes: 1, light: true, handoff: false },
   { key: "sqliteScopes", system: "writ-sqlite", procs: 1, scopes: SCOPES, light: false },
   { key: "writ1", system: "writ-pg", procs: 1, scopes: 1, light: true },
   { key: "graphile1", system: "graphile", procs: 1, scopes: 1, light: true },
@@ -781,6 +782,7 @@ export function hostSummary(r: HostBenchResult): string[] {
       `N = ${JSON.stringify(r.measuredItems.perProcesses)} per process count, sqlite ${r.measuredItems.sqlite}; medians of ${r.rounds.length} interleaved rounds; ` +
       `load average ${load(r.machine.loadavgBefore)} on ${r.machine.cpus} CPUs):`,
     line("sqlite", "Writ, sqlite, 1 process (worker in the bench process)"),
+    line("sqliteNoHandoff", "Writ, sqlite, the same with the hand-off off (host.worker({ handoff: false }))"),
     line("sqliteScopes", `Writ, sqlite, 1 process, ${r.scopes} scopes`),
   ];
   for (const p of r.processes) {

@@ -405,6 +405,37 @@ export function genericTransitions(store: Store): StoreTransitions {
         await tx.insertUnsealed(scope, input.entries);
         return { created: true };
       }),
+    // An invocation queued and due is inserted already claimed, with the claim's entry after the
+    // admission's: one write, and no wake-up (the stores wake on queued writes only).
+    admitClaimed: (scope, input, claim, breakers) =>
+      store.transact(async (tx): Promise<AdmitClaimedResult> => {
+        const inv = input.invocation;
+        const token = Array.isArray(claim?.tokens) ? claim.tokens[0] : undefined;
+        if (typeof token !== "string") throw new WritError("INVALID_ARGUMENT", "admitClaimed: the claim needs one lease token");
+        if (!Array.isArray(breakers)) throw new WritError("INVALID_ARGUMENT", "admitClaimed: breakers must be an array");
+        await tx.lock(scope, [`admit:${inv.action}:${inv.idempotencyKey}`]);
+        const existing = await tx.findInvocationByKey(scope, inv.action, inv.idempotencyKey);
+        if (existing) return { created: false, existing };
+        if (inv.status !== "queued" || inv.runAt > claim.now) {
+          await tx.insertInvocation(scope, inv);
+          await tx.insertUnsealed(scope, input.entries);
+          return { created: true };
+        }
+        const claimed: Invocation = { ...inv, status: "running", leaseOwner: claim.owner, leaseToken: token, leaseExpiresAt: claim.now + claim.leaseMs, attemptCount: inv.attemptCount + 1, updatedAt: claim.now };
+        await tx.insertInvocation(scope, claimed);
+        if (claimed.rev !== undefined) inv.rev = claimed.rev;
+        await tx.insertUnsealed(scope, [...input.entries, claimedEntry(claimed, claim.owner, claim.now)]);
+        const found: Array<BreakerRecord | null> = [];
+        for (const b of breakers) found.push(await tx.getBreaker(scope, b.connector, b.operation));
+        const prepared: Prepared = {
+          steps: await tx.getSteps(scope, inv.invocationId),
+          authority: await tx.getAuthority(scope, inv.request.authorityRef),
+          approval: inv.approvalId !== undefined ? await tx.getApproval(scope, inv.approvalId) : null,
+          invocation: leaseView(claimed),
+          breakers: found,
+        };
+        return { created: true, claimed: { invocation: claimed, prepared } };
+      }),
     begin: (scope, input) =>
       store.transact(async (tx): Promise<BeginResult> => {
         if (input.fence) await tx.assertLease(scope, input.fence);

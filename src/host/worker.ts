@@ -41,8 +41,8 @@ export interface WorkerOptions {
   id?: string;
   /**
    * Whether this worker, while it waits for work with a slot free, takes an admission of its own
-   * host in the admission's commit (docs/host.md, "Hand-off to an idle worker"), where the store
-   * can (PostgreSQL). Off: every admission waits for a claim. @defaultValue true
+   * host in the admission's commit (docs/host.md, "Hand-off to an idle worker"). Off: every
+   * admission waits for a wake-up and a claim. @defaultValue true
    */
   handoff?: boolean;
 }

@@ -1,0 +1,67 @@
+/**
+ * The hand-off to an idle worker on every store (docs/host.md, "Hand-off to an idle worker"): on
+ * memory and SQLite the generic composition admits a queued, due invocation already claimed for
+ * the waiting worker, in the admission's one transaction; on PostgreSQL its native function does
+ * (tests/host/handoff-pg.test.ts checks its statements and notifications; here PostgreSQL runs
+ * behind a wrapper that counts transaction operations, so through the generic composition too).
+ *
+ * Invariants, per store: three lone invocations, submitted one after the other while the worker
+ * sleeps (its poll an hour away, its clock never moved), each succeed with one connector call;
+ * after the worker's first, empty claim no `claimInvocations` runs; each invocation's events go
+ * submitted, then claimed; a replay of the first claims nothing.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readCommitted, type Store } from "../../src/core/store.js";
+import { faultStore } from "../helpers/fault-store.js";
+import { allStoreFactories } from "../helpers/stores.js";
+import { untilRead } from "../helpers/wait.js";
+import { grantAuthority, makeHostBench } from "./fixture.js";
+
+for (const factory of allStoreFactories()) {
+  describe(`hand-off to an idle worker on ${factory.name}`, () => {
+    let inner: Store;
+    let cleanup: () => Promise<void>;
+    beforeAll(async () => {
+      ({ store: inner, cleanup } = await factory.make());
+    });
+    afterAll(async () => cleanup());
+
+    it("lone admissions are claimed in their own transaction: no claim of the worker's own", async () => {
+      let claims = 0;
+      const store = faultStore(inner, {
+        failWhen: (c) => {
+          if (c.method === "claimInvocations") claims++;
+          return false;
+        },
+      });
+      const b = makeHostBench(store);
+      await grantAuthority(b);
+      const worker = b.host.worker({ pollMs: 3_600_000, concurrency: 1 });
+      worker.start();
+      try {
+        // Its first claim has answered (nothing to claim): the loop sleeps.
+        await untilRead(async () => claims >= 1 && store.openTransactions() === 0, "the worker's first, empty claim");
+        await new Promise((r) => setTimeout(r, 50));
+        const first = claims;
+        const ids: string[] = [];
+        for (let n = 0; n < 3; n++) {
+          await untilRead(async () => worker.inFlight() === 0, "the worker is idle");
+          const { invocation } = await b.host.submit(b.request({ params: { n }, idempotencyKey: `k${n}` }));
+          ids.push(invocation.invocationId);
+          await untilRead(async () => (await readCommitted(store, (tx) => tx.getInvocation(b.scope, invocation.invocationId)))?.status === "succeeded", `invocation ${n} succeeded`, 20_000);
+          const mine = b.events.filter((e) => e.invocationId === invocation.invocationId).map((e) => e.type);
+          expect(mine.slice(0, 2)).toEqual(["invocation.submitted", "invocation.claimed"]);
+        }
+        expect(claims).toBe(first);
+        expect(b.calls).toHaveLength(3);
+        const replay = await b.host.submit(b.request({ params: { n: 0 }, idempotencyKey: "k0" }));
+        expect(replay).toMatchObject({ replayed: true, invocation: { invocationId: ids[0] } });
+        expect(worker.inFlight()).toBe(0);
+        expect(claims).toBe(first);
+        expect(b.calls).toHaveLength(3);
+      } finally {
+        await worker.stop();
+      }
+    }, 60_000);
+  });
+}
