@@ -392,19 +392,33 @@ export async function settleWrites(tx: StoreTx, scope: Scope, input: SettleInput
   await tx.insertUnsealed(scope, input.entries);
 }
 
+/** An admission's writes: the invocation and its entries, unless (scope, action, key) exists. */
+async function admitWrites(tx: StoreTx, scope: Scope, inv: Invocation, entries: UnsealedEntry[]): Promise<AdmitResult> {
+  await tx.lock(scope, [`admit:${inv.action}:${inv.idempotencyKey}`]);
+  const existing = await tx.findInvocationByKey(scope, inv.action, inv.idempotencyKey);
+  if (existing) return { created: false, existing };
+  await tx.insertInvocation(scope, inv);
+  await tx.insertUnsealed(scope, entries);
+  return { created: true };
+}
+
+/** What a worker reads before it decides (see `ClaimsPort.prepare`). */
+async function prepareReads(tx: StoreTx, scope: Scope, input: PrepareInput): Promise<Prepared> {
+  const breakers: Array<BreakerRecord | null> = [];
+  for (const b of input.breakers ?? []) breakers.push(await tx.getBreaker(scope, b.connector, b.operation));
+  return {
+    steps: await tx.getSteps(scope, input.invocationId),
+    authority: await tx.getAuthority(scope, input.authorityRef),
+    approval: input.approvalId !== undefined ? await tx.getApproval(scope, input.approvalId) : null,
+    invocation: leaseView(await tx.getInvocation(scope, input.invocationId)),
+    breakers,
+  };
+}
+
 /** The transitions composed from `StoreTx` operations, one `transact` each. */
 export function genericTransitions(store: Store): StoreTransitions {
   const t: Omit<StoreTransitions, "batch"> = {
-    admit: (scope, input) =>
-      store.transact(async (tx): Promise<AdmitResult> => {
-        const inv = input.invocation;
-        await tx.lock(scope, [`admit:${inv.action}:${inv.idempotencyKey}`]);
-        const existing = await tx.findInvocationByKey(scope, inv.action, inv.idempotencyKey);
-        if (existing) return { created: false, existing };
-        await tx.insertInvocation(scope, inv);
-        await tx.insertUnsealed(scope, input.entries);
-        return { created: true };
-      }),
+    admit: (scope, input) => store.transact((tx) => admitWrites(tx, scope, input.invocation, input.entries)),
     // An invocation queued and due is inserted already claimed, with the claim's entry after the
     // admission's: one write, and no wake-up (the stores wake on queued writes only).
     admitClaimed: (scope, input, claim, breakers) =>
@@ -413,27 +427,12 @@ export function genericTransitions(store: Store): StoreTransitions {
         const token = Array.isArray(claim?.tokens) ? claim.tokens[0] : undefined;
         if (typeof token !== "string") throw new WritError("INVALID_ARGUMENT", "admitClaimed: the claim needs one lease token");
         if (!Array.isArray(breakers)) throw new WritError("INVALID_ARGUMENT", "admitClaimed: breakers must be an array");
-        await tx.lock(scope, [`admit:${inv.action}:${inv.idempotencyKey}`]);
-        const existing = await tx.findInvocationByKey(scope, inv.action, inv.idempotencyKey);
-        if (existing) return { created: false, existing };
-        if (inv.status !== "queued" || inv.runAt > claim.now) {
-          await tx.insertInvocation(scope, inv);
-          await tx.insertUnsealed(scope, input.entries);
-          return { created: true };
-        }
+        if (inv.status !== "queued" || inv.runAt > claim.now) return admitWrites(tx, scope, inv, input.entries);
         const claimed: Invocation = { ...inv, status: "running", leaseOwner: claim.owner, leaseToken: token, leaseExpiresAt: claim.now + claim.leaseMs, attemptCount: inv.attemptCount + 1, updatedAt: claim.now };
-        await tx.insertInvocation(scope, claimed);
+        const admitted = await admitWrites(tx, scope, claimed, [...input.entries, claimedEntry(claimed, claim.owner, claim.now)]);
+        if (!admitted.created) return admitted;
         if (claimed.rev !== undefined) inv.rev = claimed.rev;
-        await tx.insertUnsealed(scope, [...input.entries, claimedEntry(claimed, claim.owner, claim.now)]);
-        const found: Array<BreakerRecord | null> = [];
-        for (const b of breakers) found.push(await tx.getBreaker(scope, b.connector, b.operation));
-        const prepared: Prepared = {
-          steps: await tx.getSteps(scope, inv.invocationId),
-          authority: await tx.getAuthority(scope, inv.request.authorityRef),
-          approval: inv.approvalId !== undefined ? await tx.getApproval(scope, inv.approvalId) : null,
-          invocation: leaseView(claimed),
-          breakers: found,
-        };
+        const prepared = await prepareReads(tx, scope, { invocationId: inv.invocationId, authorityRef: inv.request.authorityRef, ...(inv.approvalId !== undefined ? { approvalId: inv.approvalId } : {}), breakers });
         return { created: true, claimed: { invocation: claimed, prepared } };
       }),
     begin: (scope, input) =>
@@ -473,18 +472,7 @@ export function genericTransitions(store: Store): StoreTransitions {
         for (const inv of byScope) await tx.insertUnsealed({ tenantId: inv.tenantId, spaceId: inv.spaceId }, [claimedEntry(inv, opts.owner, opts.now)]);
         return claimed;
       }),
-    prepare: (scope, input) =>
-      readCommitted(store, async (tx) => {
-        const breakers: Array<BreakerRecord | null> = [];
-        for (const b of input.breakers ?? []) breakers.push(await tx.getBreaker(scope, b.connector, b.operation));
-        return {
-          steps: await tx.getSteps(scope, input.invocationId),
-          authority: await tx.getAuthority(scope, input.authorityRef),
-          approval: input.approvalId !== undefined ? await tx.getApproval(scope, input.approvalId) : null,
-          invocation: leaseView(await tx.getInvocation(scope, input.invocationId)),
-          breakers,
-        };
-      }),
+    prepare: (scope, input) => readCommitted(store, (tx) => prepareReads(tx, scope, input)),
   };
   return { ...t, batch: (members) => applyEach(t, members) };
 }

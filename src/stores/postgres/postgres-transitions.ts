@@ -148,12 +148,11 @@ function admitCall(scope: Scope, input: AdmitInput): Call {
  */
 function admitClaimedCall(scope: Scope, input: AdmitInput, claim: ClaimOptions, breakers: ReadonlyArray<{ connector: string; operation: string }>): Call {
   const admit = admitCall(scope, input);
-  const token = claim.tokens[0];
-  if (token === undefined) throw new WritError("INVALID_ARGUMENT", "admitClaimed: the claim needs a lease token");
   return {
     ...admit,
     fn: ADMIT_CLAIMED_FN,
-    params: [...admit.params, claim.owner, claim.now, claim.leaseMs, token, breakers.map((b) => b.connector), breakers.map((b) => b.operation)],
+    // The store guard refused a claim without its one lease token.
+    params: [...admit.params, claim.owner, claim.now, claim.leaseMs, claim.tokens[0], breakers.map((b) => b.connector), breakers.map((b) => b.operation)],
     decode: (raw): AdmitClaimedResult => {
       const out = raw as { existing?: InvocationRow; created?: boolean; claimed?: ClaimedRow } | null;
       if (out?.existing !== undefined) return { created: false, existing: invocationFromRow(out.existing) };
