@@ -75,9 +75,13 @@ suite(`a cluster of three workers under a seeded nemesis${why === null ? "" : ` 
   it("workers cut from the provider open the breakers; after the heal the held calls run within a cooldown and a recheck", async () => {
     const c = cluster();
     const before = Date.now();
-    // Every worker cut from the provider at once: their calls time out one after another (no
-    // success in between resets the count), so the breakers open for certain.
-    const faults = [0, 1, 2].map((worker) => ({ at: 1_000, kind: "partition-provider" as const, worker, holdMs: 10_000 }));
+    // Every worker cut from the provider at once, `writ serve`'s too (it runs the calls handed to
+    // it): their calls time out one after another (no success in between resets the count), so
+    // the breakers open for certain.
+    const faults = [
+      ...[0, 1, 2].map((worker) => ({ at: 1_000, kind: "partition-provider" as const, worker, holdMs: 10_000 })),
+      { at: 1_000, kind: "partition-provider" as const, server: true, holdMs: 10_000 },
+    ];
     const r = await runRound(c, { seed: 7, faults, run: "breaker", replay: "(a fixed schedule: see nemesis.test.ts)", log });
     if (r.result.findings.length > 0) console.error(r.text);
     expect(r.result.findings, r.text).toEqual([]);
