@@ -11,10 +11,12 @@
  * pointers once the completion names its invocation and step, and whole while it names none (an
  * early completion, kept until its step parks: which parts are sensitive is not known yet).
  */
+import { outcomeOf, type BatchOutcome } from "./batch.js";
 import { WritError } from "./errors.js";
 import { utf8 } from "./encoding.js";
 import { mapAtPointers } from "./redact.js";
 import type { Store, StoreTx } from "./store.js";
+import { genericTransitions, type BatchMember, type StoreTransitions } from "./transitions.js";
 import type { ActionRequest, CompletionRecord, Invocation, Json, StepCheckpoint } from "./types.js";
 
 /** Seals and opens bytes under a data key; `context` is authenticated, not encrypted. */
@@ -49,6 +51,11 @@ function context(inv: { tenantId: string; spaceId: string; invocationId: string 
 /** Sensitive pointers of an action, split by where they apply. */
 export interface SensitiveMap {
   get(action: string): readonly string[] | undefined;
+  /**
+   * True when no action marks anything sensitive: sealing then changes no invocation, step or
+   * named completion, and the store's own transitions may run beneath the sealed store.
+   */
+  readonly empty?: boolean;
   /** The action's step names by index (to place a completion's result); absent: completions seal whole. */
   stepNames?(action: string): readonly string[] | undefined;
 }
@@ -184,16 +191,54 @@ export function sealedStore(inner: Store, port: DataKeyPort, sensitive: Sensitiv
       },
     });
   };
-  return new Proxy(inner, {
+  let transitions: StoreTransitions | undefined;
+  const outer: Store = new Proxy(inner, {
     get(target, prop, receiver) {
       if (prop === INNER) return target;
-      // The inner store's native transitions would write unsealed documents: the sealed store
-      // runs the generic composition over its own (sealing) transactions instead.
-      if (prop === "transitions") return undefined;
+      if (prop === "transitions") return (transitions ??= sealedTransitions(target, () => outer, sensitive));
       const v = Reflect.get(target, prop, receiver) as unknown;
       if ((prop === "transact" || prop === "read") && typeof v === "function") {
         return <T>(fn: (tx: StoreTx) => Promise<T>) => (v as (f: (tx: StoreTx) => Promise<T>) => Promise<T>).call(target, (tx: StoreTx) => fn(wrapTx(tx)));
       }
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  return outer;
+}
+
+/**
+ * The transitions beneath a sealed store (docs/security.md, "Sealed values and the hot path").
+ * The inner store's own transitions write the documents they are given, unsealed: they run only
+ * where sealing changes nothing, when no action marks anything sensitive (the early completions a
+ * sealed store seals whole are written and read through its transactions, never by a transition).
+ * A settle that runs code inside its transaction (`within`, which may read completions) runs as the
+ * generic composition over the sealed store, alone or out of a batch. With anything sensitive,
+ * every transition is the generic composition over the sealed store (undefined here).
+ */
+function sealedTransitions(inner: Store, outer: () => Store, sensitive: SensitiveMap): StoreTransitions | undefined {
+  const own = inner.transitions;
+  if (own === undefined || sensitive.empty !== true) return undefined;
+  let generic: StoreTransitions | undefined;
+  const sealing = (): StoreTransitions => (generic ??= genericTransitions(outer()));
+  const runsCode = (m: BatchMember): boolean => m.kind === "settle" && m.input.within !== undefined;
+  const settle: StoreTransitions["settle"] = (scope, input) => (input.within !== undefined ? sealing().settle(scope, input) : own.settle(scope, input));
+  const batch: StoreTransitions["batch"] = async (members) => {
+    if (!members.some(runsCode)) return own.batch(members);
+    const out: BatchOutcome[] = new Array<BatchOutcome>(members.length);
+    const plain = members.flatMap((m, i) => (runsCode(m) ? [] : [i]));
+    const applied = plain.length > 0 ? await own.batch(plain.map((i) => members[i]!)) : [];
+    plain.forEach((i, k) => (out[i] = applied[k]!));
+    for (let i = 0; i < members.length; i++) {
+      const m = members[i]!;
+      if (m.kind === "settle" && m.input.within !== undefined) out[i] = await outcomeOf(sealing().settle(m.scope, m.input));
+    }
+    return out;
+  };
+  return new Proxy(own, {
+    get(target, prop, receiver) {
+      if (prop === "settle") return settle;
+      if (prop === "batch") return batch;
+      const v = Reflect.get(target, prop, receiver) as unknown;
       return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
   });

@@ -18,7 +18,7 @@ export function sensitiveMap(actions: ReadonlyArray<ActionDefinition<unknown>>):
     if (a.sensitive && a.sensitive.length > 0) m.set(a.id, a.sensitive);
     steps.set(a.id, a.steps.map((s) => s.name));
   }
-  return { get: (id) => m.get(id), stepNames: (id) => steps.get(id) };
+  return { get: (id) => m.get(id), stepNames: (id) => steps.get(id), empty: m.size === 0 };
 }
 
 /** `store` as the host sees it: behind the data key when there is one. */

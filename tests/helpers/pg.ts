@@ -348,3 +348,22 @@ export async function wakeListener(url: string): Promise<WakeListener> {
     end: () => client.end(),
   };
 }
+
+/**
+ * Counts the statements `pool`'s clients run, by prepared-statement name ("other" for a statement
+ * without one): the store names each of its statements (`writ_<name>`), so a test can tell which
+ * ran and how often. Returns the live counts.
+ */
+export function countStatements(pool: pg.Pool): Map<string, number> {
+  const counts = new Map<string, number>();
+  pool.on("connect", (client) => {
+    const query = client.query.bind(client) as (...a: unknown[]) => unknown;
+    (client as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
+      const q = a[0] as { name?: string } | string;
+      const name = typeof q === "object" && q !== null && typeof q.name === "string" ? q.name : "other";
+      counts.set(name, (counts.get(name) ?? 0) + 1);
+      return query(...a);
+    };
+  });
+  return counts;
+}

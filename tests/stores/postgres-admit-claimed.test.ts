@@ -22,27 +22,19 @@ import { transitionsOf } from "../../src/core/transitions.js";
 import { postgresStore, type PostgresStore } from "../../src/stores/postgres/index.js";
 import { entry } from "../../src/stores/conformance/cases-transitions.js";
 import { T0, authority, invocation, newScope } from "../../src/stores/conformance/fixtures.js";
-import { freshDatabase, wakeListener, type FreshDatabase, type WakeListener } from "../helpers/pg.js";
+import { countStatements, freshDatabase, wakeListener, type FreshDatabase, type WakeListener } from "../helpers/pg.js";
 
 let db: FreshDatabase;
 let store: PostgresStore;
 let pool: pg.Pool;
 let listener: WakeListener;
-const statements = new Map<string, number>();
+let statements: Map<string, number>;
 
 beforeAll(async () => {
   db = await freshDatabase();
   pool = new pg.Pool({ connectionString: db.url, max: 4 });
   pool.on("error", () => undefined);
-  pool.on("connect", (client) => {
-    const query = client.query.bind(client) as (...a: unknown[]) => unknown;
-    (client as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
-      const q = a[0] as { name?: string } | string;
-      const name = typeof q === "object" && q !== null && typeof q.name === "string" ? q.name : "other";
-      statements.set(name, (statements.get(name) ?? 0) + 1);
-      return query(...a);
-    };
-  });
+  statements = countStatements(pool);
   store = postgresStore({ pool });
   await store.migrate();
   listener = await wakeListener(db.url);
