@@ -14,9 +14,9 @@
 import { EventEmitter } from "node:events";
 import { Logger, run, type Runner, type WorkerEvents } from "graphile-worker";
 import pg from "pg";
-import type { Host, SigningKey } from "../src/index.js";
+import type { DataKeyPort, Host, SigningKey } from "../src/index.js";
 import { postgresStore } from "../src/stores/postgres/index.js";
-import { benchActionHost, hr, instrumentPool, type PoolStats } from "./host.js";
+import { benchActionHost, benchStoreOptions, hr, instrumentPool, type PoolStats } from "./host.js";
 
 export interface Running {
   stop(): Promise<void>;
@@ -26,15 +26,15 @@ export interface Running {
 
 const silent = new Logger(() => () => undefined);
 
-export async function startWrit(url: string, concurrency: number, signingKey: SigningKey, journalKeys: string[], completed: (id: string, t: number) => void, failed: (message: string) => void, handoff = true): Promise<Running & { host: Host }> {
+export async function startWrit(url: string, concurrency: number, signingKey: SigningKey, journalKeys: string[], completed: (id: string, t: number) => void, failed: (message: string) => void, handoff = true, dataKey?: DataKeyPort): Promise<Running & { host: Host }> {
   const pool = new pg.Pool({ connectionString: url, max: concurrency + 3, idleTimeoutMillis: 60_000, application_name: "writ-bench-host" });
   pool.on("error", () => undefined);
   const stats = instrumentPool(pool, { journalKeys: new Set(journalKeys) });
-  const store = postgresStore({ pool }, { applicationName: "writ-bench-host" });
+  const store = postgresStore({ pool }, { ...benchStoreOptions(), applicationName: "writ-bench-host" });
   const host = benchActionHost(store, signingKey, {
     succeeded: (id) => completed(id, hr()),
     ended: (id, why) => failed(`invocation ${id} ended ${why}`),
-  });
+  }, dataKey);
   const worker = host.worker({ concurrency, handoff });
   worker.start();
   await store.listening();

@@ -39,8 +39,9 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { Logger, makeWorkerUtils, runMigrations, type WorkerUtils } from "graphile-worker";
 import pg from "pg";
 import { z } from "zod";
-import { createHost, defineAction, defineConnector, functionPolicy, generateSigningKey, sqliteStore, type Host, type SigningKey, type Store } from "../src/index.js";
-import { postgresStore } from "../src/stores/postgres/index.js";
+import { createHost, defineAction, defineConnector, functionPolicy, generateSigningKey, sqliteStore, type DataKeyPort, type Host, type SigningKey, type Store } from "../src/index.js";
+import { localDataKey } from "../src/runtime/data-key-file.js";
+import { postgresStore, type PostgresStoreOptions } from "../src/stores/postgres/index.js";
 import { advisoryKey } from "../src/stores/postgres/postgres-locks.js";
 import { freshDatabase, pgServerOrNull, stopPgServer, type FreshDatabase } from "../tests/helpers/pg.js";
 import { startGraphile, startWrit } from "./host-workers.js";
@@ -64,6 +65,17 @@ const RUN_MS = Number(process.env.WRIT_BENCH_HOST_RUN_MS ?? 1500);
  * `graphile<N>` must name `writ<N>` too). Unset: all of them.
  */
 const ONLY = process.env.WRIT_BENCH_HOST_ONLY ? process.env.WRIT_BENCH_HOST_ONLY.split(",") : null;
+/**
+ * `WRIT_BENCH_STORE='{"batchesInFlight":1}'`: PostgreSQL store options (JSON) for every Writ store
+ * of the bench (the workers' and the submitting one's), to compare a setting with the defaults.
+ */
+export function benchStoreOptions(): PostgresStoreOptions {
+  const raw = process.env.WRIT_BENCH_STORE;
+  if (raw === undefined || raw === "") return {};
+  const v: unknown = JSON.parse(raw);
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new Error("WRIT_BENCH_STORE must be a JSON object of postgresStore options");
+  return v;
+}
 const MIN_ITEMS = 80;
 const MAX_ITEMS = 4000;
 /** Items of the light phase (one in flight). */
@@ -90,9 +102,10 @@ export const benchPolicy = functionPolicy("bench:v1", ({ request, authority }) =
  * A host running the bench action on `store`; `report` hears of every invocation that succeeded
  * and of any that ended otherwise (which fails the run).
  */
-export function benchActionHost(store: Store, signingKey: SigningKey, report?: { succeeded(id: string): void; ended(id: string, why: string): void }): Host {
+export function benchActionHost(store: Store, signingKey: SigningKey, report?: { succeeded(id: string): void; ended(id: string, why: string): void }, dataKey?: DataKeyPort): Host {
   return createHost({
     store,
+    ...(dataKey ? { dataKey } : {}),
     actions: [BENCH_ACTION],
     connectors: [BENCH_CONNECTOR],
     policy: benchPolicy,
@@ -380,6 +393,11 @@ interface Config {
   inProcess?: boolean;
   /** Writ with its worker in the bench process: whether the idle worker takes admissions in their commit (default true). */
   handoff?: boolean;
+  /**
+   * Writ with its worker in the bench process: the host has a data key, as every host `writ serve`
+   * and `writ worker` start has (sealing at rest; the bench action marks nothing sensitive).
+   */
+  dataKey?: boolean;
 }
 
 export interface RunResult {
@@ -487,7 +505,7 @@ async function openRig(opts: { procs: number; execArgv?: string[]; sqlite: boole
     submitPool.on("error", () => undefined);
     closers.push(() => submitPool.end());
     const submitStats = instrumentPool(submitPool);
-    const submitStore = postgresStore({ pool: submitPool });
+    const submitStore = postgresStore({ pool: submitPool }, benchStoreOptions());
     closers.push(() => submitStore.close());
     const submitHost = benchActionHost(submitStore, signingKey);
     await submitStore.migrate();
@@ -528,7 +546,8 @@ async function openRig(opts: { procs: number; execArgv?: string[]; sqlite: boole
           throw e;
         }
       }
-      const running = await startWrit(db.url, CONCURRENCY, signingKey, journalKeys, report, failed, cfg.handoff ?? true);
+      const dataKey = cfg.dataKey === true ? localDataKey(join(mkdtempSync(join(tmpdir(), "writ-bench-dk-")), "data-key.json")) : undefined;
+      const running = await startWrit(db.url, CONCURRENCY, signingKey, journalKeys, report, failed, cfg.handoff ?? true, dataKey);
       try {
         const measured = await phases(cfg, plan, (phase) => async (i: number) => (await running.host.submit(writRequest(i, cfg.scopes, `${tag}-${phase}`))).invocation.invocationId);
         await running.stop();
@@ -643,6 +662,7 @@ const CONFIGS: Config[] = [
   { key: "graphile4", system: "graphile", procs: PROCS, scopes: 1, light: true },
   { key: "writ1Local", system: "writ-pg", procs: 1, scopes: 1, light: true, inProcess: true },
   { key: "writ1LocalNoHandoff", system: "writ-pg", procs: 1, scopes: 1, light: true, inProcess: true, handoff: false },
+  { key: "writ1LocalDataKey", system: "writ-pg", procs: 1, scopes: 1, light: true, inProcess: true, dataKey: true },
   { key: "graphile1Local", system: "graphile", procs: 1, scopes: 1, light: true, inProcess: true },
   { key: "writ1Scopes", system: "writ-pg", procs: 1, scopes: SCOPES, light: false },
   { key: "writ4Scopes", system: "writ-pg", procs: PROCS, scopes: SCOPES, light: false },
@@ -666,7 +686,7 @@ export interface HostBenchResult {
   /** Medians over rounds, per configuration. */
   medians: Record<string, { perSec: number; p50Ms: number; p99Ms: number; lightP50Ms: number | null; lightP99Ms: number | null; lightCallP50Ms: number | null }>;
   /** Writ / graphile-worker, medians of the per-round ratios (throughput: > 1 is Writ faster; latency: > 1 is Writ slower). */
-  ratios: Partial<Record<"p1" | "p4" | "p1Local" | "p1LocalNoHandoff" | "p1Scopes" | "p4Scopes", Ratio>> | null;
+  ratios: Partial<Record<"p1" | "p4" | "p1Local" | "p1LocalNoHandoff" | "p1LocalDataKey" | "p1Scopes" | "p4Scopes", Ratio>> | null;
   /**
    * Writ throughput with one scope over throughput with SCOPES scopes, medians of the per-round
    * ratios (the journal chain no longer serialises a scope: goal >= 0.8).
@@ -757,7 +777,7 @@ export async function benchHost(rounds = 3): Promise<HostBenchResult> {
     },
     // Each pair that ran (a WRIT_BENCH_HOST_ONLY selection may leave some out); null when none did.
     ratios: ((): Record<string, Ratio> | null => {
-      const pairs: Array<[string, string, string]> = [["p1", "writ1", "graphile1"], [`p${PROCS}`, `writ${PROCS}`, `graphile${PROCS}`], ["p1Local", "writ1Local", "graphile1Local"], ["p1LocalNoHandoff", "writ1LocalNoHandoff", "graphile1Local"], ["p1Scopes", "writ1Scopes", "graphile1"], [`p${PROCS}Scopes`, `writ${PROCS}Scopes`, `graphile${PROCS}`]];
+      const pairs: Array<[string, string, string]> = [["p1", "writ1", "graphile1"], [`p${PROCS}`, `writ${PROCS}`, `graphile${PROCS}`], ["p1Local", "writ1Local", "graphile1Local"], ["p1LocalNoHandoff", "writ1LocalNoHandoff", "graphile1Local"], ["p1LocalDataKey", "writ1LocalDataKey", "graphile1Local"], ["p1Scopes", "writ1Scopes", "graphile1"], [`p${PROCS}Scopes`, `writ${PROCS}Scopes`, `graphile${PROCS}`]];
       const ran = pairs.filter(([, w, g]) => keys.includes(w) && keys.includes(g));
       return ran.length > 0 ? Object.fromEntries(ran.map(([k, w, g]) => [k, ratio(w, g)])) : null;
     })(),
@@ -792,6 +812,7 @@ export function hostSummary(r: HostBenchResult): string[] {
   }
   out.push(line("writ1Local", "Writ, postgres, worker in the bench process, submitting through it"));
   out.push(line("writ1LocalNoHandoff", "Writ, postgres, the same with the hand-off off (host.worker({ handoff: false }))"));
+  out.push(line("writ1LocalDataKey", "Writ, postgres, the same with a data key (as writ serve and writ worker run)"));
   out.push(line("graphile1Local", "graphile-worker, runner in the bench process"));
   const last = r.rounds[r.rounds.length - 1];
   for (const k of ["writ1", `writ${PROCS}Scopes`, "graphile1"]) {

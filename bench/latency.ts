@@ -129,7 +129,8 @@ export async function benchLatency(n = Number(process.env.WRIT_BENCH_LATENCY_N ?
       },
     });
     await host.authorities.create(SCOPE, { authorityRef: "a", principal: { type: "agent", id: "bot" }, grantor: { type: "user", id: "ops" }, actions: [action.id] });
-    const worker = host.worker({ concurrency: 8, pollMs: 1000 });
+    // WRIT_BENCH_LATENCY_HANDOFF=0: the path of an API process without a worker (a wake-up, then a claim).
+    const worker = host.worker({ concurrency: 8, pollMs: 1000, handoff: process.env.WRIT_BENCH_LATENCY_HANDOFF !== "0" });
     worker.start();
     const warm = Math.min(50, Math.floor(n / 5));
     const perStage = new Map<string, number[]>();
@@ -179,7 +180,7 @@ export async function benchLatency(n = Number(process.env.WRIT_BENCH_LATENCY_N ?
         "SELECT query, mean_exec_time AS mean FROM pg_stat_statements WHERE toplevel AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database())",
       );
       const nested = await c.query<{ query: string; calls: string; total: number }>(
-        "SELECT query, calls, total_exec_time AS total FROM pg_stat_statements WHERE NOT toplevel AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY total_exec_time DESC LIMIT 12",
+        "SELECT query, calls, total_exec_time AS total FROM pg_stat_statements WHERE NOT toplevel AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY total_exec_time DESC LIMIT " + (process.env.WRIT_BENCH_LATENCY_PARTS ?? "12"),
       );
       const serverParts: ServerPart[] = nested.rows.map((r) => ({
         statement: r.query.replace(/\s+/g, " ").trim().slice(0, 100),
