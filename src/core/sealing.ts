@@ -16,7 +16,7 @@ import { WritError } from "./errors.js";
 import { utf8 } from "./encoding.js";
 import { mapAtPointers } from "./redact.js";
 import type { Store, StoreTx } from "./store.js";
-import { genericTransitions, type BatchMember, type StoreTransitions } from "./transitions.js";
+import { applyMember, genericTransitions, type AdmitResult, type BatchMember, type BeginResult, type Prepared, type StoreTransitions } from "./transitions.js";
 import type { ActionRequest, CompletionRecord, Invocation, Json, StepCheckpoint } from "./types.js";
 
 /** Seals and opens bytes under a data key; `context` is authenticated, not encrypted. */
@@ -195,7 +195,7 @@ export function sealedStore(inner: Store, port: DataKeyPort, sensitive: Sensitiv
   const outer: Store = new Proxy(inner, {
     get(target, prop, receiver) {
       if (prop === INNER) return target;
-      if (prop === "transitions") return (transitions ??= sealedTransitions(target, () => outer, sensitive));
+      if (prop === "transitions") return (transitions ??= sealedTransitions(target, () => outer, sensitive, port));
       const v = Reflect.get(target, prop, receiver) as unknown;
       if ((prop === "transact" || prop === "read") && typeof v === "function") {
         return <T>(fn: (tx: StoreTx) => Promise<T>) => (v as (f: (tx: StoreTx) => Promise<T>) => Promise<T>).call(target, (tx: StoreTx) => fn(wrapTx(tx)));
@@ -206,38 +206,187 @@ export function sealedStore(inner: Store, port: DataKeyPort, sensitive: Sensitiv
   return outer;
 }
 
+/** Most invocations whose action the sealed transitions remember (steps do not name theirs). */
+const REMEMBERED_ACTIONS = 10_000;
+
 /**
- * The transitions beneath a sealed store (docs/security.md, "Sealed values and the hot path").
- * The inner store's own transitions write the documents they are given, unsealed: they run only
- * where sealing changes nothing, when no action marks anything sensitive (the early completions a
- * sealed store seals whole are written and read through its transactions, never by a transition).
- * A settle that runs code inside its transaction (`within`, which may read completions) runs as the
- * generic composition over the sealed store, alone or out of a batch. With anything sensitive,
- * every transition is the generic composition over the sealed store (undefined here).
+ * The store's own transitions beneath a sealed store (docs/security.md, "Sealed values and the hot
+ * path"): each input is sealed as the sealing store's transactions would seal it before the store
+ * sees it (invocations' params, steps' outputs), each answer opened (invocations and steps read
+ * back), and a record's new `rev` goes back to the caller's. A step does not name its action: the
+ * action of every invocation this process admitted, claimed or began is remembered, and a call whose
+ * step's action is not known (an advance or a prepare of an invocation never seen here) runs as the
+ * generic composition over the sealing store, as does a settle that runs code in its transaction
+ * (`within`), alone or out of a batch. Early completions (sealed whole) are written and read through
+ * the sealing store's transactions, never by a transition.
  */
-function sealedTransitions(inner: Store, outer: () => Store, sensitive: SensitiveMap): StoreTransitions | undefined {
+function sealedTransitions(inner: Store, outer: () => Store, sensitive: SensitiveMap, port: DataKeyPort): StoreTransitions | undefined {
   const own = inner.transitions;
-  if (own === undefined || sensitive.empty !== true) return undefined;
+  if (own === undefined) return undefined;
   let generic: StoreTransitions | undefined;
   const sealing = (): StoreTransitions => (generic ??= genericTransitions(outer()));
-  const runsCode = (m: BatchMember): boolean => m.kind === "settle" && m.input.within !== undefined;
-  const settle: StoreTransitions["settle"] = (scope, input) => (input.within !== undefined ? sealing().settle(scope, input) : own.settle(scope, input));
-  const batch: StoreTransitions["batch"] = async (members) => {
-    if (!members.some(runsCode)) return own.batch(members);
-    const out: BatchOutcome[] = new Array<BatchOutcome>(members.length);
-    const plain = members.flatMap((m, i) => (runsCode(m) ? [] : [i]));
-    const applied = plain.length > 0 ? await own.batch(plain.map((i) => members[i]!)) : [];
-    plain.forEach((i, k) => (out[i] = applied[k]!));
-    for (let i = 0; i < members.length; i++) {
-      const m = members[i]!;
-      if (m.kind === "settle" && m.input.within !== undefined) out[i] = await outcomeOf(sealing().settle(m.scope, m.input));
-    }
-    return out;
+  // Nothing sensitive: every mapping below is the identity, and no call needs an action.
+  const identity = sensitive.empty === true;
+  const actions = new Map<string, string>();
+  const keyOf = (scope: { tenantId: string; spaceId: string }, invocationId: string): string => `${scope.tenantId}\u0000${scope.spaceId}\u0000${invocationId}`;
+  const remember = (scope: { tenantId: string; spaceId: string }, invocationId: string, action: string | undefined): void => {
+    if (identity || action === undefined) return;
+    const k = keyOf(scope, invocationId);
+    actions.delete(k);
+    actions.set(k, action);
+    if (actions.size > REMEMBERED_ACTIONS) actions.delete(actions.keys().next().value!);
   };
+  const actionOf = (scope: { tenantId: string; spaceId: string }, invocationId: string): string | undefined => {
+    const action = actions.get(keyOf(scope, invocationId));
+    remember(scope, invocationId, action);
+    return action;
+  };
+  const sealInv = (inv: Invocation): Invocation => mapInvocation(inv, sensitive.get(inv.action), sealAt, port);
+  const openInv = (inv: Invocation): Invocation => {
+    remember(inv, inv.invocationId, inv.action);
+    return mapInvocation(inv, sensitive.get(inv.action), openAt, port);
+  };
+  const sealStep = (step: StepCheckpoint, action: string | undefined): StepCheckpoint => mapStep(step, action, sensitive, sealAt, port);
+  const openSteps = (steps: StepCheckpoint[], action: string | undefined): StepCheckpoint[] => steps.map((st) => mapStep(st, action, sensitive, openAt, port));
+  const openPrepared = (p: Prepared, action: string | undefined): Prepared => ({ ...p, steps: openSteps(p.steps, action) });
+  const revBack = (orig: { rev?: number } | undefined, sealed: { rev?: number } | undefined): void => {
+    if (orig !== undefined && sealed !== undefined && sealed !== orig && sealed.rev !== undefined) orig.rev = sealed.rev;
+  };
+
+  const openOutcome = (open: () => unknown): BatchOutcome => {
+    try {
+      return { ok: true, value: open() };
+    } catch (error) {
+      return { ok: false, error };
+    }
+  };
+  /** A member as the store gets it, with what turns its answer into the caller's; null: the generic composition runs it. */
+  type Prepped = { member: BatchMember; open(v: unknown): unknown };
+  const prep = (m: BatchMember): Prepped | null => {
+    switch (m.kind) {
+      case "admit": {
+        const orig = m.input.invocation;
+        const sealed = sealInv(orig);
+        return {
+          member: { ...m, input: { ...m.input, invocation: sealed } },
+          open(v) {
+            revBack(orig, sealed);
+            const r = v as AdmitResult;
+            if (r.created) remember(orig, orig.invocationId, orig.action);
+            return r.created ? r : { created: false, existing: openInv(r.existing) };
+          },
+        };
+      }
+      case "begin": {
+        const action = m.input.attempt.action ?? m.input.idempotency.action;
+        if (!identity && action === undefined) return null;
+        remember(m.scope, m.input.step.invocationId, action);
+        return {
+          member: { ...m, input: { ...m.input, step: sealStep(m.input.step, action) } },
+          open(v) {
+            const r = v as BeginResult;
+            return r.started ? r : { started: false, found: { ...r.found, steps: openSteps(r.found.steps, action) } };
+          },
+        };
+      }
+      case "record":
+        return { member: m, open: (v) => v };
+      case "advance": {
+        const action = actionOf(m.scope, m.input.done.invocationId);
+        if (!identity && action === undefined) return null;
+        return { member: { ...m, input: { ...m.input, done: sealStep(m.input.done, action), next: sealStep(m.input.next, action) } }, open: (v) => v };
+      }
+      case "settle": {
+        if (m.input.within !== undefined) return null;
+        if (m.input.invocation !== undefined) remember(m.scope, m.input.invocation.invocationId, m.input.invocation.action);
+        const action = m.input.idempotency.action;
+        const orig = m.input.invocation;
+        const sealed = orig === undefined ? undefined : sealInv(orig);
+        return {
+          member: { ...m, input: { ...m.input, step: sealStep(m.input.step, action), ...(sealed !== undefined ? { invocation: sealed } : {}) } },
+          open(v) {
+            revBack(orig, sealed);
+            return v;
+          },
+        };
+      }
+    }
+  };
+  const ownCall = (m: BatchMember): Promise<unknown> => applyMember(own, m);
+  // An unknown kind is refused there by name.
+  const genericCall = (m: BatchMember): Promise<unknown> => applyMember(sealing(), m);
+  /**
+   * `prep`, where a member it cannot read (malformed input, an unknown kind) goes to the generic
+   * composition over the sealing store: the guard there refuses it by name, and nothing is written
+   * unsealed.
+   */
+  const prepOrGeneric = (m: BatchMember): Prepped | null => {
+    try {
+      return prep(m) ?? null;
+    } catch {
+      return null;
+    }
+  };
+  const via = async (m: BatchMember): Promise<unknown> => {
+    const p = prepOrGeneric(m);
+    if (p === null) return genericCall(m);
+    return p.open(await ownCall(p.member));
+  };
+  const overrides: Partial<StoreTransitions> = {
+    admit: (scope, input) => via({ kind: "admit", scope, input }) as Promise<AdmitResult>,
+    begin: (scope, input) => via({ kind: "begin", scope, input }) as Promise<BeginResult>,
+    record: (scope, input) => via({ kind: "record", scope, input }) as Promise<number>,
+    advance: (scope, input) => via({ kind: "advance", scope, input }) as Promise<void>,
+    settle: (scope, input) => via({ kind: "settle", scope, input }) as Promise<{ invocationRev?: number }>,
+    async claim(opts) {
+      return (await own.claim(opts)).map(openInv);
+    },
+    async prepare(scope, input) {
+      const action = actionOf(scope, input.invocationId);
+      if (!identity && action === undefined) return sealing().prepare(scope, input);
+      return openPrepared(await own.prepare(scope, input), action);
+    },
+    async batch(members) {
+      // Each member succeeds or fails alone, here too: one the store's batch cannot take runs the
+      // generic way beside it, and an answer that cannot be opened fails its own member.
+      const preps = members.map(prepOrGeneric);
+      const out: BatchOutcome[] = new Array<BatchOutcome>(members.length);
+      const plain = members.flatMap((_, i) => (preps[i] === null ? [] : [i]));
+      const others = members.flatMap((_, i) => (preps[i] === null ? [i] : []));
+      const [applied] = await Promise.all([
+        plain.length > 0 ? own.batch(plain.map((i) => preps[i]!.member)) : Promise.resolve([]),
+        ...others.map(async (i) => void (out[i] = await outcomeOf(Promise.resolve().then(() => genericCall(members[i]!))))),
+      ]);
+      plain.forEach((i, k) => {
+        const o = applied[k]!;
+        out[i] = o.ok ? openOutcome(() => preps[i]!.open(o.value)) : o;
+      });
+      return out;
+    },
+  };
+  if (own.admitClaimed !== undefined) {
+    overrides.admitClaimed = async (scope, input, claim, breakers) => {
+      const orig = input.invocation;
+      const sealed = sealInv(orig);
+      const r = await own.admitClaimed!(scope, { ...input, invocation: sealed }, claim, breakers);
+      revBack(orig, sealed);
+      if (r.created) remember(orig, orig.invocationId, orig.action);
+      if (!r.created) return { created: false, existing: openInv(r.existing) };
+      if (r.claimed === undefined) return r;
+      const inv = openInv(r.claimed.invocation);
+      return { created: true, claimed: { invocation: inv, prepared: openPrepared(r.claimed.prepared, inv.action) } };
+    };
+  }
+  if (own.claimPrepared !== undefined) {
+    overrides.claimPrepared = async (opts, breakers) =>
+      (await own.claimPrepared!(opts, breakers)).map((c) => {
+        const inv = openInv(c.invocation);
+        return { invocation: inv, prepared: openPrepared(c.prepared, inv.action) };
+      });
+  }
   return new Proxy(own, {
     get(target, prop, receiver) {
-      if (prop === "settle") return settle;
-      if (prop === "batch") return batch;
+      if (typeof prop === "string" && prop in overrides) return overrides[prop as keyof StoreTransitions];
       const v = Reflect.get(target, prop, receiver) as unknown;
       return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },

@@ -18,8 +18,9 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 // Node >= 22.15 has synchronous hooks (registerHooks); Node 20 the off-thread ones (register).
 const hooks = join(dir, "hooks.mjs");
 // The off-thread hooks write to fd 2 synchronously: a worker thread's process.stderr is relayed
-// through the main thread, and what it has not relayed when the CLI exits is lost. One full-suite
-// run on Node 20 saw no line at all in three of these tests (not reproduced alone, even under load).
+// through the main thread, and what it has not relayed when the CLI exits is lost. Two full-suite
+// runs on Node 20 still saw no line at all in three of these tests (not reproduced alone, even
+// under load): `loaded` runs such a run again.
 writeFileSync(hooks, `import { writeSync } from "node:fs";\nexport async function load(url, context, next) { writeSync(2, "LOADED " + url + "\\n"); return next(url, context); }\n`);
 const trace = join(dir, "trace.mjs");
 writeFileSync(
@@ -30,11 +31,19 @@ else module.register(${JSON.stringify(pathToFileURL(hooks).href)});
 `,
 );
 
-/** Every module URL a run of `writ <args>` loads. */
+/**
+ * Every module URL a run of `writ <args>` loads. A run whose trace holds no line at all (not even
+ * the CLI's entry module, which every run loads) is a failure of the tracing hook, not of the CLI:
+ * it is run again, at most twice (full-suite runs on Node 20 saw it twice in three tests at once).
+ */
 function loaded(args: string[], env: Record<string, string> = {}, status = 0): { stdout: string; stderr: string; urls: string[] } {
-  const r = spawnSync(process.execPath, ["--import", pathToFileURL(trace).href, BIN, ...args], { cwd: dir, env: childEnv(env), encoding: "utf8" });
-  expect(r.status, r.stderr).toBe(status);
-  return { stdout: r.stdout, stderr: r.stderr, urls: [...r.stderr.matchAll(/^LOADED (\S+)$/gm)].map((m) => m[1]!) };
+  for (let run = 1; ; run++) {
+    const r = spawnSync(process.execPath, ["--import", pathToFileURL(trace).href, BIN, ...args], { cwd: dir, env: childEnv(env), encoding: "utf8" });
+    expect(r.status, r.stderr).toBe(status);
+    const urls = [...r.stderr.matchAll(/^LOADED (\S+)$/gm)].map((m) => m[1]!);
+    if (urls.length > 0 || run === 3) return { stdout: r.stdout, stderr: r.stderr, urls };
+    console.warn(`[cli-lazy] writ ${args.join(" ")}: the module hook recorded nothing (run ${run}); running it again`);
+  }
 }
 
 /** The CLI modules (under dist/cli/) a run of `writ <args>` loads, relative to dist/cli/. */

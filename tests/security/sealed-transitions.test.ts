@@ -4,21 +4,24 @@
  * - when no action marks anything sensitive, the host runs the store's own transitions beneath the
  *   sealing store (its `writ_t_*` statements and batches), and what the invocations leave is what
  *   they leave without a data key: succeeded, one call each, a journal that verifies;
- * - when an action marks something sensitive, no transition of the store runs (they would write
- *   its values in clear): the generic composition over the sealing store does, and the sensitive
- *   value is nowhere in clear in the database;
+ * - when an action marks something sensitive, the host still runs them, with the sensitive param
+ *   and step output sealed before the store sees them (nowhere in clear in any table) and opened
+ *   when read back; the connector gets the clear value;
  * - an early completion (arrived while the call was in flight) is stored sealed whole even when
  *   nothing is sensitive, and the settle that applies it at parking (a settle running code in its
  *   transaction) reads it through the sealing store: the step's output is the original result,
  *   never the envelope;
  * - a batch given to the sealed store's transitions applies its plain members through the store's
- *   own batch, in order, and a settle running code through the sealing store, each answering alone.
+ *   own batch, in order, and a settle running code or an advance whose action this process never
+ *   saw through the sealing store, each answering alone.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { defineAction } from "../../src/core/action.js";
 import { SEALED_FIELD, sealedStore } from "../../src/core/sealing.js";
 import { createKeyring } from "../../src/core/keyring.js";
 import { verifyStoredJournal, sealScopesNow } from "../../src/core/journal.js";
@@ -71,6 +74,18 @@ const HOT = new Set(["writ_t_admit", "writ_t_admit_claimed", "writ_t_claim", "wr
 const ownTransitionStatements = (counts: Map<string, number>): number => [...counts].filter(([k]) => HOT.has(k)).reduce((s, [, n]) => s + n, 0);
 
 const plainActions = actions.filter((a) => a.sensitive === undefined || a.sensitive.length === 0);
+/** Two steps, the first one's token sensitive: its output is written by the advance to the second. */
+const secretTwo = defineAction({
+  id: "secret.two",
+  version: "1",
+  params: z.object({ n: z.number(), card: z.string() }),
+  idempotent: true,
+  sensitive: ["/params/card", "/outputs/a/token"],
+  steps: [
+    { name: "a", connector: "c", operation: "a" },
+    { name: "b", connector: "c", operation: "b", input: ({ outputs }) => ({ fromA: outputs.a ?? null }) },
+  ],
+});
 
 describe("a host with a data key on postgres", () => {
   it("runs the store's own transitions when nothing is sensitive, and the same outcomes", async () => {
@@ -100,27 +115,53 @@ describe("a host with a data key on postgres", () => {
     }
   });
 
-  it("runs none of them when an action marks something sensitive, and seals that value", async () => {
+  it("runs them with sensitive values sealed on the way in and opened on the way out", async () => {
     const { store, counts, url, close } = await countedStore();
     try {
-      const b = makeHostBench(store, { dataKey: dataKey() });
+      const b = makeHostBench(store, { dataKey: dataKey(), actions: [...actions, secretTwo] });
       await grantAuthority(b);
-      expect(b.host.context.o.store.transitions, "no store transition may write a sensitive value").toBeUndefined();
-      counts.clear();
       const CARD = "4111-SEALED-TRANSITIONS-0007";
+      const TOKEN = "tok-SEALED-TRANSITIONS-OUTPUT";
+      b.replies.set("a", { outcome: "success", externalRef: "ref-sealed", output: { token: TOKEN, last4: "0007" } });
+      counts.clear();
       const { invocation } = await b.host.submit(b.request({ action: "secret.pay", params: { n: 1, card: CARD } }));
       expect(await b.host.worker().runOnce()).toEqual(["succeeded"]);
+      // The connector got the clear value, through the store's own transitions.
       expect(b.calls[0]?.request.params).toMatchObject({ card: CARD });
-      expect(ownTransitionStatements(counts)).toBe(0);
+      expect(counts.get("writ_t_admit") ?? 0).toBe(1);
+      expect(counts.get("writ_t_begin") ?? 0).toBe(1);
+      expect(counts.get("writ_t_settle") ?? 0).toBe(1);
+      // Two steps: the first one's sensitive output is sealed by the advance to the second.
+      b.replies.set("b", { outcome: "success", externalRef: "ref-b", output: { done: true } });
+      const two = await b.host.submit(b.request({ action: "secret.two", params: { n: 2, card: CARD } }));
+      expect(await b.host.worker().runOnce()).toEqual(["succeeded"]);
+      expect(counts.get("writ_t_advance") ?? 0).toBe(1);
+      // At rest: the invocation's param and the step's output are envelopes, nowhere in clear.
       const c = new pg.Client({ connectionString: url });
       await c.connect();
       try {
-        const row = await c.query<{ doc: unknown }>("SELECT doc FROM writ_invocations WHERE invocation_id = $1", [invocation.invocationId]);
-        expect(JSON.stringify(row.rows[0]!.doc)).toContain(SEALED_FIELD);
-        expect(JSON.stringify(row.rows[0]!.doc)).not.toContain(CARD);
+        const inv = JSON.stringify((await c.query("SELECT doc FROM writ_invocations WHERE invocation_id = $1", [invocation.invocationId])).rows);
+        const steps = JSON.stringify((await c.query("SELECT * FROM writ_steps WHERE invocation_id = $1", [invocation.invocationId])).rows);
+        const twoSteps = JSON.stringify((await c.query("SELECT * FROM writ_steps WHERE invocation_id = $1 AND step_index = 0", [two.invocation.invocationId])).rows);
+        expect(twoSteps).toContain(SEALED_FIELD);
+        expect(inv).toContain(SEALED_FIELD);
+        expect(steps).toContain(SEALED_FIELD);
+        expect(steps).toContain("0007");
+        const tables = (await c.query<{ t: string }>("SELECT tablename AS t FROM pg_tables WHERE schemaname = 'public'")).rows.map((r) => r.t);
+        for (const t of tables) {
+          const all = (await c.query<{ j: string | null }>(`SELECT string_agg(row_to_json(x)::text, '') AS j FROM "${t}" x`)).rows[0]!.j ?? "";
+          expect(all, t).not.toContain(CARD);
+          expect(all, t).not.toContain(TOKEN);
+        }
       } finally {
         await c.end();
       }
+      // Read back through the host's store, they open to the originals.
+      const read = await b.host.context.o.store.transact(async (tx) => ({ inv: await tx.getInvocation(b.scope, invocation.invocationId), steps: await tx.getSteps(b.scope, invocation.invocationId) }));
+      expect(read.inv?.request.params).toMatchObject({ card: CARD });
+      expect(read.steps[0]?.output).toEqual({ token: TOKEN, last4: "0007" });
+      // The second step got the first one's output in clear.
+      expect(b.calls[2]?.input).toMatchObject({ fromA: { token: TOKEN, last4: "0007" } });
     } finally {
       await close();
     }
@@ -170,7 +211,7 @@ describe("a host with a data key on postgres", () => {
     }
   });
 
-  it("splits a batch: plain members through the store's own batch in order, a settle running code through the sealing store", async () => {
+  it("splits a batch: plain members through the store's own batch in order, a settle running code (or an advance of an unknown action) through the sealing store", async () => {
     const { store, close } = await countedStore();
     try {
       const own = transitionsOf(store);
@@ -183,7 +224,8 @@ describe("a host with a data key on postgres", () => {
           return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(t) : v;
         },
       });
-      const sealed = sealedStore(recorded, dataKey(), { get: () => undefined, empty: true });
+      // The conformance fixtures' action marks its first step's token sensitive.
+      const sealed = sealedStore(recorded, dataKey(), { get: (id) => (id === "payments.refund" ? ["/outputs/step-0/token"] : undefined), empty: false });
       const t = sealed.transitions!;
       expect(t).toBeDefined();
       const scope = newScope();
@@ -194,16 +236,37 @@ describe("a host with a data key on postgres", () => {
       const inC = beginInput(scope, c.inv.invocationId, { fence: c.fence });
       const inD = beginInput(scope, d.inv.invocationId, { fence: d.fence });
       expect((await t.begin(scope, inA)).started).toBe(true);
+      expect((await t.begin(scope, inC)).started).toBe(true);
+      const TOKEN = "tok-BATCH-MEMBER-SEALED";
+      const settleC = { fence: c.fence, step: { ...inC.step, status: "succeeded" as const, endedAt: inC.step.startedAt, externalRef: "ref-c", output: { token: TOKEN, n: 1 } }, attempt: { ...inC.attempt, state: "SUCCEEDED" as const }, idempotency: { ...inC.idempotency, state: "succeeded" as const }, invocation: { ...c.inv, status: "succeeded" as const }, entries: [entry(scope, `settle:${c.inv.invocationId}`)] };
       let withinTx: StoreTx | null = null;
       const settleA = { fence: a.fence, step: { ...inA.step, status: "succeeded" as const, endedAt: inA.step.startedAt }, attempt: { ...inA.attempt, state: "SUCCEEDED" as const }, idempotency: { ...inA.idempotency, state: "succeeded" as const }, invocation: { ...a.inv, status: "succeeded" as const }, entries: [entry(scope, `settle:${a.inv.invocationId}`)], within: async (tx: StoreTx) => void (withinTx = tx) };
       const out = await t.batch([
-        { kind: "begin", scope, input: inC },
+        { kind: "settle", scope, input: settleC },
         { kind: "settle", scope, input: settleA },
         { kind: "begin", scope, input: { ...inD, fence: { ...d.fence, token: "stale" } } },
+        // An invocation this process never admitted, claimed or began: its action is unknown.
+        { kind: "advance", scope, input: { fence: { ...d.fence, invocationId: "inv_never_seen" }, done: { ...inD.step, invocationId: "inv_never_seen", status: "succeeded" }, next: { ...inD.step, invocationId: "inv_never_seen", stepIndex: 1 }, entries: [] } },
       ]);
-      // The store's own batch got the two begins, in their order; the settle ran the sealing way.
-      expect(seen).toEqual([["begin", "begin"]]);
-      expect(out[0]).toMatchObject({ ok: true, value: { started: true } });
+      // The store's own batch got the plain settle and the begin, in their order; the settle with
+      // code and the advance ran the sealing way (the advance fails there: no such invocation
+      // holds that lease).
+      expect(seen).toEqual([["settle", "begin"]]);
+      expect(out[3]).toMatchObject({ ok: false });
+      expect(out[0]).toMatchObject({ ok: true });
+      // The plain settle's sensitive output reached the table sealed, and reads back opened
+      // through the transitions (the prepare read) and through the sealing store.
+      const raw = await store.transact((tx) => tx.getSteps(scope, c.inv.invocationId));
+      expect(JSON.stringify(raw)).toContain(SEALED_FIELD);
+      expect(JSON.stringify(raw)).not.toContain(TOKEN);
+      const prepared = await t.prepare(scope, { invocationId: c.inv.invocationId, authorityRef: "auth" });
+      expect(prepared.steps[0]?.output).toEqual({ token: TOKEN, n: 1 });
+      expect((await sealed.transact((tx) => tx.getSteps(scope, c.inv.invocationId)))[0]?.output).toEqual({ token: TOKEN, n: 1 });
+      // A begin that finds the settled step (its expectation is stale) answers it opened, in a batch too.
+      const [found] = await t.batch([{ kind: "begin", scope, input: beginInput(scope, c.inv.invocationId) }]);
+      expect(found).toMatchObject({ ok: true, value: { started: false } });
+      const foundSteps = (found as { value: { found: { steps: Array<{ output?: unknown }> } } }).value.found.steps;
+      expect(foundSteps[0]?.output).toEqual({ token: TOKEN, n: 1 });
       expect(out[1]).toMatchObject({ ok: true });
       // A begin under a stale lease fails alone, in its place.
       expect(out[2]).toMatchObject({ ok: false });
