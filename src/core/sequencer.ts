@@ -22,6 +22,7 @@
 import { WritError } from "./errors.js";
 import { coalescer } from "./batch.js";
 import { sealScopeNow, sealScopesNow } from "./journal.js";
+import { innerStore } from "./sealing.js";
 import type { Clock, CryptoPort } from "./ports.js";
 import { readCommitted, type Store } from "./store.js";
 import type { Scope } from "./types.js";
@@ -92,6 +93,9 @@ const noop = (): void => undefined;
  * successes.
  */
 export function sequencerFor(store: Store, crypto: CryptoPort, onError?: (err: unknown, scope: Scope | null) => void, onOk?: () => void): Sequencer {
+  // A sealing store and the store beneath it share one sequencer: sealing never touches the
+  // journal, and two would race each other's seals on every hint.
+  store = innerStore(store);
   let s = registry.get(store);
   if (s === undefined) {
     s = createSequencer(store, crypto, onError, onOk);
@@ -108,6 +112,7 @@ export function sequencerFor(store: Store, crypto: CryptoPort, onError?: (err: u
  * given before or after the sequencer exists.
  */
 export function sequencerHintClock(store: Store, clock: Clock): void {
+  store = innerStore(store);
   if (!hintClocks.has(store)) hintClocks.set(store, clock);
 }
 

@@ -11,6 +11,7 @@
  *   nothing is sensitive, and the settle that applies it at parking (a settle running code in its
  *   transaction) reads it through the sealing store: the step's output is the original result,
  *   never the envelope;
+ * - the sealing store and the store beneath it share one journal sequencer;
  * - a batch given to the sealed store's transitions applies its plain members through the store's
  *   own batch, in order, and a settle running code or an advance whose action this process never
  *   saw through the sealing store, each answering alone.
@@ -26,6 +27,7 @@ import { SEALED_FIELD, sealedStore } from "../../src/core/sealing.js";
 import { createKeyring } from "../../src/core/keyring.js";
 import { verifyStoredJournal, sealScopesNow } from "../../src/core/journal.js";
 import type { Store, StoreTx } from "../../src/core/store.js";
+import { sequencerFor } from "../../src/core/sequencer.js";
 import { transitionsOf, type BatchMember } from "../../src/core/transitions.js";
 import { nodeCryptoPort } from "../../src/node/crypto.js";
 import { localDataKey } from "../../src/runtime/data-key-file.js";
@@ -206,6 +208,19 @@ describe("a host with a data key on postgres", () => {
       const steps = await b.host.context.o.store.transact((tx) => tx.getSteps(b.scope, invocation.invocationId));
       expect(steps[0]?.output).toEqual({ token: TOKEN, ok: 4 });
       expect((await b.host.get(b.scope, invocation.invocationId))?.result).toEqual({ a: { token: TOKEN, ok: 4 } });
+    } finally {
+      await close();
+    }
+  });
+
+  it("shares one journal sequencer with the store beneath it (two raced each other's seals on every hint)", async () => {
+    const { store, close } = await countedStore();
+    try {
+      const crypto = nodeCryptoPort();
+      const plain = sealedStore(store, dataKey(), { get: () => undefined, empty: true });
+      const secret = sealedStore(store, dataKey(), { get: () => ["/params/card"], empty: false });
+      expect(sequencerFor(plain, crypto)).toBe(sequencerFor(store, crypto));
+      expect(sequencerFor(secret, crypto)).toBe(sequencerFor(store, crypto));
     } finally {
       await close();
     }
