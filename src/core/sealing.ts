@@ -16,7 +16,7 @@ import { WritError } from "./errors.js";
 import { utf8 } from "./encoding.js";
 import { mapAtPointers } from "./redact.js";
 import type { Store, StoreTx } from "./store.js";
-import { applyMember, genericTransitions, type AdmitResult, type BatchMember, type BeginResult, type Prepared, type StoreTransitions } from "./transitions.js";
+import { applyMember, genericTransitions, type AdmitInput, type AdmitResult, type BatchMember, type BeginResult, type Prepared, type StoreTransitions } from "./transitions.js";
 import type { ActionRequest, CompletionRecord, Invocation, Json, StepCheckpoint } from "./types.js";
 
 /** Seals and opens bytes under a data key; `context` is authenticated, not encrypted. */
@@ -365,14 +365,13 @@ function sealedTransitions(inner: Store, outer: () => Store, sensitive: Sensitiv
     },
   };
   if (own.admitClaimed !== undefined) {
+    // The admission's part as an admit member's; what it claimed is opened beside.
     overrides.admitClaimed = async (scope, input, claim, breakers) => {
-      const orig = input.invocation;
-      const sealed = sealInv(orig);
-      const r = await own.admitClaimed!(scope, { ...input, invocation: sealed }, claim, breakers);
-      revBack(orig, sealed);
-      if (r.created) remember(orig, orig.invocationId, orig.action);
-      if (!r.created) return { created: false, existing: openInv(r.existing) };
-      if (r.claimed === undefined) return r;
+      const p = prepOrGeneric({ kind: "admit", scope, input });
+      if (p === null) return sealing().admitClaimed!(scope, input, claim, breakers);
+      const r = await own.admitClaimed!(scope, (p.member as { input: AdmitInput }).input, claim, breakers);
+      const admitted = p.open(r) as AdmitResult;
+      if (!r.created || r.claimed === undefined) return admitted;
       const inv = openInv(r.claimed.invocation);
       return { created: true, claimed: { invocation: inv, prepared: openPrepared(r.claimed.prepared, inv.action) } };
     };

@@ -8,7 +8,6 @@ import { WritError } from "../core/errors.js";
 import { appendJournal, unsealedEntries } from "../core/journal.js";
 import { transitionsOf, type AdmitClaimedResult, type AdmitInput } from "../core/transitions.js";
 import { sequencerFor } from "../core/sequencer.js";
-import { innerStore } from "../core/sealing.js";
 import { createKeyring } from "../core/keyring.js";
 import { redactFor } from "../core/redact.js";
 import { readCommitted, type InvocationFilter, type ListOptions } from "../core/store.js";
@@ -158,7 +157,7 @@ export function createHostCore(options: HostOptions): Host {
   // The journal sequencer of this store (one per store in the process): seals after each commit.
   const sealTrouble = outageLog(log, "journal sealing after a commit (the sequencer retries)", {}, () => o.clock.now());
   sequencerFor(
-    innerStore(o.store),
+    o.store,
     o.crypto,
     (e) => sealTrouble.failed(e),
     () => sealTrouble.ok(),

@@ -8,7 +8,6 @@ import { base64url } from "../core/encoding.js";
 import { WritError, errorMessage, isWritError } from "../core/errors.js";
 import { transitionsOf } from "../core/transitions.js";
 import { sequencerFor } from "../core/sequencer.js";
-import { innerStore } from "../core/sealing.js";
 import { readCommitted, type StoreTx } from "../core/store.js";
 import type { Fence, Invocation } from "../core/types.js";
 import { scopeOf, type HandoffSource, type HandoffTicket, type HostContext } from "./context.js";
@@ -144,7 +143,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   let handedOff: { promise: Promise<void>; resolve: () => void } | null = null;
   let unsubscribe: (() => void) | null = null;
   let stopSealing: (() => Promise<void>) | null = null;
-  const sequencer = sequencerFor(innerStore(o.store), o.crypto);
+  const sequencer = sequencerFor(o.store, o.crypto);
   /** Invocations this worker abandoned while holding their lease, by id. */
   const abandoned = new Map<string, Invocation>();
   /**

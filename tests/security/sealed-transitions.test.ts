@@ -7,6 +7,8 @@
  * - when an action marks something sensitive, the host still runs them, with the sensitive param
  *   and step output sealed before the store sees them (nowhere in clear in any table) and opened
  *   when read back; the connector gets the clear value;
+ * - a sensitive admission handed to an idle worker is written sealed in the one statement that
+ *   admits and claims it, and the worker runs it with the clear value;
  * - an early completion (arrived while the call was in flight) is stored sealed whole even when
  *   nothing is sensitive, and the settle that applies it at parking (a settle running code in its
  *   transaction) reads it through the sealing store: the step's output is the original result,
@@ -28,13 +30,15 @@ import { createKeyring } from "../../src/core/keyring.js";
 import { verifyStoredJournal, sealScopesNow } from "../../src/core/journal.js";
 import type { Store, StoreTx } from "../../src/core/store.js";
 import { sequencerFor } from "../../src/core/sequencer.js";
-import { transitionsOf, type BatchMember } from "../../src/core/transitions.js";
+import type { AdmitInput, BatchMember } from "../../src/core/transitions.js";
 import { nodeCryptoPort } from "../../src/node/crypto.js";
 import { localDataKey } from "../../src/runtime/data-key-file.js";
 import { postgresStore } from "../../src/stores/postgres/index.js";
 import { beginInput, claimed, entry } from "../../src/stores/conformance/cases-transitions.js";
 import { newScope } from "../../src/stores/conformance/fixtures.js";
 import { countStatements, freshDatabase, type FreshDatabase } from "../helpers/pg.js";
+import { withTransitions } from "../helpers/stores.js";
+import { untilRead } from "../helpers/wait.js";
 import { actions, grantAuthority, makeHostBench } from "../host/fixture.js";
 
 const dirs: string[] = [];
@@ -74,6 +78,17 @@ async function countedStore(): Promise<{ store: Store; counts: Map<string, numbe
  */
 const HOT = new Set(["writ_t_admit", "writ_t_admit_claimed", "writ_t_claim", "writ_t_claim_json", "writ_t_begin", "writ_t_advance", "writ_t_settle", "writ_t_record", "writ_t_batch"]);
 const ownTransitionStatements = (counts: Map<string, number>): number => [...counts].filter(([k]) => HOT.has(k)).reduce((s, [, n]) => s + n, 0);
+
+/** The invocation's row as stored, as JSON text. */
+async function invocationRow(url: string, invocationId: string | undefined): Promise<string> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return JSON.stringify((await c.query("SELECT doc FROM writ_invocations WHERE invocation_id = $1", [invocationId])).rows);
+  } finally {
+    await c.end();
+  }
+}
 
 const plainActions = actions.filter((a) => a.sensitive === undefined || a.sensitive.length === 0);
 /** Two steps, the first one's token sensitive: its output is written by the advance to the second. */
@@ -124,7 +139,12 @@ describe("a host with a data key on postgres", () => {
       await grantAuthority(b);
       const CARD = "4111-SEALED-TRANSITIONS-0007";
       const TOKEN = "tok-SEALED-TRANSITIONS-OUTPUT";
-      b.replies.set("a", { outcome: "success", externalRef: "ref-sealed", output: { token: TOKEN, last4: "0007" } });
+      // The invocation's row as the admission wrote it, read while its call runs (a settle writes it again).
+      const atCall: string[] = [];
+      b.replies.set("a", async (ctx) => {
+        atCall.push(await invocationRow(url, ctx.invocationId));
+        return { outcome: "success", externalRef: "ref-sealed", output: { token: TOKEN, last4: "0007" } };
+      });
       counts.clear();
       const { invocation } = await b.host.submit(b.request({ action: "secret.pay", params: { n: 1, card: CARD } }));
       expect(await b.host.worker().runOnce()).toEqual(["succeeded"]);
@@ -147,6 +167,11 @@ describe("a host with a data key on postgres", () => {
         const twoSteps = JSON.stringify((await c.query("SELECT * FROM writ_steps WHERE invocation_id = $1 AND step_index = 0", [two.invocation.invocationId])).rows);
         expect(twoSteps).toContain(SEALED_FIELD);
         expect(inv).toContain(SEALED_FIELD);
+        expect(atCall).toHaveLength(2);
+        for (const row of atCall) {
+          expect(row).toContain(SEALED_FIELD);
+          expect(row).not.toContain(CARD);
+        }
         expect(steps).toContain(SEALED_FIELD);
         expect(steps).toContain("0007");
         const tables = (await c.query<{ t: string }>("SELECT tablename AS t FROM pg_tables WHERE schemaname = 'public'")).rows.map((r) => r.t);
@@ -165,6 +190,52 @@ describe("a host with a data key on postgres", () => {
       // The second step got the first one's output in clear.
       expect(b.calls[2]?.input).toMatchObject({ fromA: { token: TOKEN, last4: "0007" } });
     } finally {
+      await close();
+    }
+  });
+
+  it("hands a sensitive admission to an idle worker sealed, and the worker gets it opened", async () => {
+    const { store, counts, url, close } = await countedStore();
+    const b = makeHostBench(store, { dataKey: dataKey() });
+    const worker = b.host.worker({ pollMs: 3_600_000, concurrency: 1 });
+    try {
+      await grantAuthority(b);
+      const CARD = "4111-SEALED-HANDOFF-0042";
+      // The row as the admission wrote it, read while its call runs (a settle writes it again).
+      const atCall: string[] = [];
+      b.replies.set("a", async (ctx) => {
+        atCall.push(await invocationRow(url, ctx.invocationId));
+        return { outcome: "success", externalRef: `ref-${ctx.invocationId}` };
+      });
+      worker.start();
+      await (store as Store & { listening(): Promise<void> }).listening();
+      // The worker's first claim found nothing: it sleeps, and takes the next admission in its commit.
+      await untilRead(async () => (counts.get("writ_t_claim_json") ?? 0) + (counts.get("writ_t_claim") ?? 0) > 0 && worker.inFlight() === 0, "the worker's first, empty claim");
+      // (This pool counts a statement when it is sent: the claim may not have answered yet, so
+      // the first admission may still go the plain way; the next one, after a run, is handed off.)
+      let invocation: { invocationId: string } | undefined;
+      for (let n = 0; n < 5 && (counts.get("writ_t_admit_claimed") ?? 0) === 0; n++) {
+        await untilRead(async () => worker.inFlight() === 0, "the worker is idle");
+        invocation = (await b.host.submit(b.request({ action: "secret.pay", params: { n, card: CARD }, idempotencyKey: `handoff-${n}` }))).invocation;
+        const id = invocation.invocationId;
+        await untilRead(async () => (await b.host.get(b.scope, id))?.status === "succeeded", `invocation ${n} succeeded`, 20_000);
+      }
+      expect(counts.get("writ_t_admit_claimed") ?? 0).toBe(1);
+      expect(b.calls.at(-1)?.request.params).toMatchObject({ card: CARD });
+      expect(b.calls.at(-1)?.request.idempotencyKey).toBe(`handoff-${b.calls.length - 1}`);
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      try {
+        const inv = JSON.stringify((await c.query("SELECT doc FROM writ_invocations WHERE invocation_id = $1", [invocation!.invocationId])).rows);
+        expect(inv).toContain(SEALED_FIELD);
+        expect(inv).not.toContain(CARD);
+        expect(atCall.at(-1)).toContain(SEALED_FIELD);
+        expect(atCall.at(-1)).not.toContain(CARD);
+      } finally {
+        await c.end();
+      }
+    } finally {
+      await worker.stop();
       await close();
     }
   });
@@ -229,16 +300,9 @@ describe("a host with a data key on postgres", () => {
   it("splits a batch: plain members through the store's own batch in order, a settle running code (or an advance of an unknown action) through the sealing store", async () => {
     const { store, close } = await countedStore();
     try {
-      const own = transitionsOf(store);
       const seen: BatchMember["kind"][][] = [];
       // The inner store's batch, recorded (its other transitions are its own).
-      const recorded: Store = new Proxy(store, {
-        get(t, k) {
-          if (k === "transitions") return new Proxy(own, { get: (o, p) => (p === "batch" ? (ms: BatchMember[]) => (seen.push(ms.map((m) => m.kind)), o.batch(ms)) : (Reflect.get(o, p) as unknown)) });
-          const v = Reflect.get(t, k) as unknown;
-          return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(t) : v;
-        },
-      });
+      const recorded = withTransitions(store, (o) => new Proxy(o, { get: (t, p) => (p === "batch" ? (ms: BatchMember[]) => (seen.push(ms.map((m) => m.kind)), t.batch(ms)) : (Reflect.get(t, p) as unknown)) }));
       // The conformance fixtures' action marks its first step's token sensitive.
       const sealed = sealedStore(recorded, dataKey(), { get: (id) => (id === "payments.refund" ? ["/outputs/step-0/token"] : undefined), empty: false });
       const t = sealed.transitions!;
@@ -262,7 +326,11 @@ describe("a host with a data key on postgres", () => {
         { kind: "begin", scope, input: { ...inD, fence: { ...d.fence, token: "stale" } } },
         // An invocation this process never admitted, claimed or began: its action is unknown.
         { kind: "advance", scope, input: { fence: { ...d.fence, invocationId: "inv_never_seen" }, done: { ...inD.step, invocationId: "inv_never_seen", status: "succeeded" }, next: { ...inD.step, invocationId: "inv_never_seen", stepIndex: 1 }, entries: [] } },
+        // Malformed: no invocation to seal. It runs the generic way and fails there, alone.
+        { kind: "admit", scope, input: { entries: [] } as unknown as AdmitInput },
       ]);
+      expect(out).toHaveLength(5);
+      expect(out[4]).toMatchObject({ ok: false });
       // The store's own batch got the plain settle and the begin, in their order; the settle with
       // code and the advance ran the sealing way (the advance fails there: no such invocation
       // holds that lease).
