@@ -7,6 +7,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: "forks",
+    // The default reporter, then the errors of the run again as its last lines (CI keeps the tail).
+    reporters: ["default", "./tests/helpers/tail-reporter.ts"],
     // One line when the real-browser suite cannot run here (tests/helpers/browser.ts).
     globalSetup: ["tests/helpers/browser-note.ts"],
   },

@@ -6,5 +6,6 @@ export default defineConfig({
     testTimeout: 1_800_000,
     hookTimeout: 300_000,
     pool: "forks",
+    reporters: ["default", "./tests/helpers/tail-reporter.ts"],
   },
 });

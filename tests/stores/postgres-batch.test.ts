@@ -44,12 +44,37 @@ import { freshDatabase, type FreshDatabase } from "../helpers/pg.js";
 type BatchFault = { kind: "fail" } | { kind: "deadlock"; member: number };
 
 /** A pool that counts the statements its clients run, by prepared-statement name, and injects `fault`. */
-function countingPool(url: string): { pool: pg.Pool; counts: Map<string, number>; fault: { next: BatchFault | null }; batches: { now: number; most: number } } {
+function countingPool(url: string, pairBatches = false): { pool: pg.Pool; counts: Map<string, number>; fault: { next: BatchFault | null }; batches: { now: number; most: number } } {
   const pool = new pg.Pool({ connectionString: url, max: 4 });
+  pool.on("error", () => undefined);
   const counts = new Map<string, number>();
   const fault: { next: BatchFault | null } = { next: null };
   /** `writ_batch` statements on their way now, and the most at once. */
   const batches = { now: 0, most: 0 };
+  /**
+   * With `pairBatches`, a `writ_batch` statement that finds none other on its way waits up to 2 s
+   * for a second one before it goes: whether two overlap then depends on the store sending them at
+   * once, not on how fast this machine's connections open and answer.
+   */
+  let arrived: (() => void) | null = null;
+  const pair = async (): Promise<void> => {
+    if (!pairBatches) return;
+    if (arrived !== null) {
+      arrived();
+      arrived = null;
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(() => {
+        arrived = null;
+        resolve();
+      }, 2_000);
+      arrived = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
+  };
   pool.on("connect", (client) => {
     const query = client.query.bind(client) as (...a: unknown[]) => Promise<{ rows: Array<{ out: unknown[] }> }>;
     (client as unknown as { query: (...a: unknown[]) => unknown }).query = async (...a: unknown[]) => {
@@ -58,8 +83,10 @@ function countingPool(url: string): { pool: pg.Pool; counts: Map<string, number>
       counts.set(name, (counts.get(name) ?? 0) + 1);
       const f = fault.next;
       if (name === "writ_t_batch" && f === null) {
-        batches.most = Math.max(batches.most, ++batches.now);
+        batches.now += 1;
         try {
+          await pair();
+          batches.most = Math.max(batches.most, batches.now);
           return await query(...a);
         } finally {
           batches.now -= 1;
@@ -86,7 +113,7 @@ describe("postgres batches", () => {
   afterAll(async () => db.drop());
 
   async function run(batchMax: number, batchesInFlight = 1): Promise<{ counts: Map<string, number>; results: PromiseSettledResult<unknown>[]; seqs: number[]; mostAtOnce: number }> {
-    const { pool, counts, batches } = countingPool(db.url);
+    const { pool, counts, batches } = countingPool(db.url, batchesInFlight > 1);
     const store: Store = postgresStore({ pool }, { batchMax, batchesInFlight, analyzeEveryMs: 0 });
     try {
       const scope = newScope();

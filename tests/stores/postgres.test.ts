@@ -604,6 +604,28 @@ describe.skipIf(server === null)("postgres store", () => {
       }
     });
 
+    it("an idle connection of the application's pool ended by the server does not kill the process while the store uses the pool", async () => {
+      // The pool has no `error` listener of its own: pg-pool emits `error` for a broken idle
+      // connection, and an unheard `error` event would end this process (the test run with it).
+      const pool = new pg.Pool({ connectionString: db.url, max: 2, application_name: "writ-test-own-pool" });
+      try {
+        expect(pool.listenerCount("error")).toBe(0);
+        const store = postgresStore({ pool });
+        const scope = newScope();
+        await store.transact((tx) => tx.putIdempotency(scope, idempotency(scope)));
+        expect(pool.listenerCount("error")).toBe(1);
+        const killed = await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'writ-test-own-pool' AND state = 'idle'");
+        expect(killed.rowCount).toBeGreaterThan(0);
+        await eventually("the pool heard its idle connection break", async () => pool.idleCount === 0);
+        // The store goes on over a fresh connection.
+        await store.transact((tx) => tx.putIdempotency(scope, idempotency(scope)));
+        await store.close();
+        expect(pool.listenerCount("error")).toBe(0);
+      } finally {
+        await pool.end();
+      }
+    });
+
     it("connection failures map to STORE_ERROR without the URL or password in the message", async () => {
       const port = await closedPort();
       const secret = `s3cret-${randomUUID()}`;

@@ -79,9 +79,19 @@ interface Pooling {
 function pooling(conn: PostgresConnection, opts: ResolvedPostgresOptions): Pooling {
   if (conn.pool !== undefined) {
     const pool = conn.pool;
+    // A pool emits `error` when one of its idle connections breaks (the server restarted or ended
+    // it); unheard, that event kills the process. The store listens while it uses the pool, as it
+    // does on a pool of its own, and stops listening when it closes (the caller's own listeners
+    // are left as they are).
+    const events = pool as Partial<{ on: (ev: "error", l: (e: Error) => void) => unknown; off: (ev: "error", l: (e: Error) => void) => unknown }>;
+    const absorb = (): void => undefined;
+    const listening = typeof events.on === "function" && typeof events.off === "function";
+    if (listening) events.on!("error", absorb);
     return {
       pool,
-      end: async () => undefined,
+      end: async () => {
+        if (listening) events.off!("error", absorb);
+      },
       listenConnection: async () => {
         const c = await connectGuarded(pool);
         return { conn: c, done: async () => c.release(true) };
