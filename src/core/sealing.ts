@@ -12,7 +12,7 @@
  * early completion, kept until its step parks: which parts are sensitive is not known yet).
  */
 import { outcomeOf, type BatchOutcome } from "./batch.js";
-import { WritError } from "./errors.js";
+import { WritError, isWritError } from "./errors.js";
 import { utf8 } from "./encoding.js";
 import { mapAtPointers } from "./redact.js";
 import type { Store, StoreTx } from "./store.js";
@@ -38,6 +38,30 @@ const INNER = Symbol("writ.sealedStore.inner");
  */
 export function innerStore(store: Store): Store {
   return ((store as unknown as { [INNER]?: Store })[INNER]) ?? store;
+}
+
+/**
+ * Claimed invocations holding a sealed value this process could not open (sealed under a data key
+ * it does not hold, or altered), with why: a claim answers them as stored instead of failing the
+ * whole claim after it committed (which would strand every other invocation it claimed), and the
+ * worker hands each back without running it (docs/security.md, "A value this process cannot open").
+ */
+const unopened = new WeakMap<Invocation, string>();
+
+/** Why this claimed invocation's sealed values could not be opened here; undefined when they were (or it has none). */
+export function unopenedReason(inv: Invocation): string | undefined {
+  return unopened.get(inv);
+}
+
+/** `open(inv)`, or `inv` as stored and marked when a sealed value in it (or in `alongside`) cannot be opened. */
+function openClaimed<T>(inv: Invocation, open: () => T, asStored: () => T): T {
+  try {
+    return open();
+  } catch (e) {
+    if (!isWritError(e, "INVALID_STATE")) throw e;
+    unopened.set(inv, e.message);
+    return asStored();
+  }
 }
 
 function isSealed(v: Json): v is { [SEALED_FIELD]: string } {
@@ -166,7 +190,14 @@ export function sealedStore(inner: Store, port: DataKeyPort, sensitive: Sensitiv
       getInvocation: async (...a: unknown[]) => note(await (tx.getInvocation as (...x: unknown[]) => Promise<Invocation | null>)(...a)),
       findInvocationByKey: async (...a: unknown[]) => note(await (tx.findInvocationByKey as (...x: unknown[]) => Promise<Invocation | null>)(...a)),
       listInvocations: async (...a: unknown[]) => (await (tx.listInvocations as (...x: unknown[]) => Promise<Invocation[]>)(...a)).map((i) => note(i)!),
-      claimInvocations: async (...a: unknown[]) => (await (tx.claimInvocations as (...x: unknown[]) => Promise<Invocation[]>)(...a)).map((i) => note(i)!),
+      claimInvocations: async (...a: unknown[]) =>
+        (await (tx.claimInvocations as (...x: unknown[]) => Promise<Invocation[]>)(...a)).map((i) =>
+          openClaimed(
+            i,
+            () => note(i)!,
+            () => i,
+          ),
+        ),
       listOverdueParked: async (...a: unknown[]) => (await (tx.listOverdueParked as (...x: unknown[]) => Promise<Invocation[]>)(...a)).map((i) => note(i)!),
       putStep: async (scope, step, ...rest: unknown[]) => (tx.putStep as (...a: unknown[]) => Promise<void>)(scope, mapStep(step, await stepAction(step), sensitive, sealAt, port), ...rest),
       getSteps: async (scope, id) => {
@@ -339,7 +370,13 @@ function sealedTransitions(inner: Store, outer: () => Store, sensitive: Sensitiv
     advance: (scope, input) => via({ kind: "advance", scope, input }) as Promise<void>,
     settle: (scope, input) => via({ kind: "settle", scope, input }) as Promise<{ invocationRev?: number }>,
     async claim(opts) {
-      return (await own.claim(opts)).map(openInv);
+      return (await own.claim(opts)).map((inv) =>
+        openClaimed(
+          inv,
+          () => openInv(inv),
+          () => inv,
+        ),
+      );
     },
     async prepare(scope, input) {
       const action = actionOf(scope, input.invocationId);
@@ -378,10 +415,16 @@ function sealedTransitions(inner: Store, outer: () => Store, sensitive: Sensitiv
   }
   if (own.claimPrepared !== undefined) {
     overrides.claimPrepared = async (opts, breakers) =>
-      (await own.claimPrepared!(opts, breakers)).map((c) => {
-        const inv = openInv(c.invocation);
-        return { invocation: inv, prepared: openPrepared(c.prepared, inv.action) };
-      });
+      (await own.claimPrepared!(opts, breakers)).map((c) =>
+        openClaimed(
+          c.invocation,
+          () => {
+            const inv = openInv(c.invocation);
+            return { invocation: inv, prepared: openPrepared(c.prepared, inv.action) };
+          },
+          () => c,
+        ),
+      );
   }
   return new Proxy(own, {
     get(target, prop, receiver) {

@@ -11,6 +11,7 @@ import { computeRequestDigest } from "../core/digest.js";
 import { LeaseLostError, errorMessage, isWritError } from "../core/errors.js";
 import { backoffDelay } from "../core/invocation.js";
 import { appendJournal, draft } from "../core/journal.js";
+import { innerStore, unopenedReason } from "../core/sealing.js";
 import { readCommitted, type StoreTx } from "../core/store.js";
 import { transitionsOf, type Prepared } from "../core/transitions.js";
 import type { Approval, AttemptRecord, Fence, Invocation, InvocationStatus, Json } from "../core/types.js";
@@ -52,6 +53,8 @@ async function processGuarded(ctx: HostContext, inv: Invocation, signal: AbortSi
   // The breakers this claim checks; the holder id names it across the fleet (docs/host.md, "Circuit breakers").
   const breakers = ctx.breakers.forAttempt(scopeOf(inv), `${inv.invocationId}/${fence.token}`);
   try {
+    const unopened = unopenedReason(inv);
+    if (unopened !== undefined) return await handBack(ctx, inv, fence, unopened);
     return await run(ctx, inv, fence, signal, breakers, given, settling);
   } catch (e) {
     if (e instanceof LeaseLostError || isWritError(e, "LEASE_LOST")) {
@@ -71,6 +74,29 @@ async function processGuarded(ctx: HostContext, inv: Invocation, signal: AbortSi
   } finally {
     await breakers.releaseUnused();
   }
+}
+
+/** How long an invocation this process could not open waits before a process may claim it again. */
+export const UNOPENED_RETRY_MS = 30_000;
+
+/**
+ * An invocation holding a sealed value this process cannot open (sealed under a data key it does
+ * not hold, or altered) is handed back without being run (docs/security.md, "A value this process
+ * cannot open"): queued again after UNOPENED_RETRY_MS, so a process that holds the key can take it,
+ * with why in `lastError`; the claim is not counted as an attempt. The write goes to the store
+ * beneath the sealing layer, so the values stay as they were sealed.
+ */
+async function handBack(ctx: HostContext, inv: Invocation, fence: Fence, reason: string): Promise<ProcessResult> {
+  const { o } = ctx;
+  const scope = scopeOf(inv);
+  ctx.log.error({ invocationId: inv.invocationId, action: inv.action }, `${reason}: handed back, not run`);
+  const events: HostEvent[] = [];
+  const next = await innerStore(o.store).transact(async (tx) => {
+    await tx.assertLease(scope, fence);
+    return ctx.transition(tx, inv, "queued", { runAt: o.clock.now() + UNOPENED_RETRY_MS, attemptCount: Math.max(0, inv.attemptCount - 1), lastError: `${reason}; handed back for a process that holds the key` }, { fence, events });
+  });
+  for (const e of events) ctx.emit(e);
+  return next.status;
 }
 
 /** Why a breaker refused a call, for `lastError` and the veto. */

@@ -233,5 +233,46 @@ for (const r of rests) {
         await close();
       }
     });
+
+    // Invariants: a claim that takes an invocation this process cannot open (sealed under a data
+    // key it does not hold) still runs the others it claimed; the one it cannot open is handed
+    // back unrun (no connector call), queued with why, its claim not counted as an attempt, its
+    // values left sealed as they were; a process holding the key then runs it with the clear value.
+    it("an invocation sealed under a key this process does not hold is handed back unrun; the rest of its claim runs", async () => {
+      const { store, close } = await r.open();
+      try {
+        const holder = makeHostBench(store, { dataKey: localDataKey(join(tmp(), "data-key.json")) });
+        const stranger = makeHostBench(store, { dataKey: localDataKey(join(tmp(), "data-key.json")) });
+        lastScope = holder.scope;
+        await grantAuthority(holder);
+        const { invocation: secret } = await holder.host.submit(holder.request({ action: "secret.pay", params: { n: 1, card: CARD } }));
+        const plain = [];
+        for (const n of [2, 3]) plain.push((await holder.host.submit(holder.request({ action: "one.idem", params: { n } }))).invocation);
+        const sealedBefore = (await store.transact((tx) => tx.getInvocation(holder.scope, secret.invocationId)))!.request.params.card;
+
+        const results = await stranger.host.worker({ batchSize: 10 }).runOnce();
+        expect([...results].sort()).toEqual(["queued", "succeeded", "succeeded"]);
+        expect(stranger.calls).toHaveLength(2);
+        expect(JSON.stringify(stranger.calls.map((c) => c.input))).not.toContain("SECRET");
+        for (const p of plain) expect((await store.transact((tx) => tx.getInvocation(holder.scope, p.invocationId)))!.status).toBe("succeeded");
+        const back = (await store.transact((tx) => tx.getInvocation(holder.scope, secret.invocationId)))!;
+        expect(back.status).toBe("queued");
+        expect(back.attemptCount).toBe(0);
+        expect(back.leaseOwner).toBeUndefined();
+        expect(back.runAt).toBe(stranger.clock.now() + 30_000);
+        expect(back.lastError).toMatch(/could not be opened.*handed back for a process that holds the key/);
+        expect(back.request.params.card).toEqual(sealedBefore);
+
+        // Not claimable before its time, then the holder of the key runs it.
+        expect(await holder.host.worker().runOnce()).toEqual([]);
+        holder.clock.advance(30_000);
+        expect(await holder.host.worker().runOnce()).toEqual(["succeeded"]);
+        expect(holder.calls.map((c) => (c.input as { card?: string }).card)).toEqual([CARD]);
+        const done = (await store.transact((tx) => tx.getInvocation(holder.scope, secret.invocationId)))!;
+        expect(done.attemptCount).toBe(1);
+      } finally {
+        await close();
+      }
+    });
   });
 }
