@@ -8,7 +8,9 @@
  * Invariants, per store: three lone invocations, submitted one after the other while the worker
  * sleeps (its poll an hour away, its clock never moved), each succeed with one connector call;
  * after the worker's first, empty claim no `claimInvocations` runs; each invocation's events go
- * submitted, then claimed; a replay of the first claims nothing.
+ * submitted, then claimed; a replay of the first claims nothing. An admission whose answer is
+ * lost leaves a lease the worker's heartbeats never extend: it lapses and the worker runs the
+ * invocation once (the case on PostgreSQL's native function: tests/host/handoff-pg.test.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readCommitted, type Store } from "../../src/core/store.js";
@@ -63,5 +65,67 @@ for (const factory of allStoreFactories()) {
         await worker.stop();
       }
     }, 60_000);
+
+    // Invariants: an admission handed to the idle worker whose answer is lost (its transaction
+    // committed, the submit got STORE_ERROR) stays leased to the worker's old owner name; the
+    // worker's heartbeats never extend that lease (it was never told it holds it), so the lease
+    // lapses and the worker claims and runs the invocation once: one connector call, two attempts.
+    it("an admission whose answer is lost: its lease lapses unextended and the worker runs it once", async () => {
+      const LEASE_MS = 10_000;
+      let claims = 0;
+      let armed = false;
+      let beats = 0;
+      const store = faultStore(inner, {
+        failWhen: (c) => {
+          if (c.method === "claimInvocations") claims++;
+          return armed && c.method === "insertInvocation";
+        },
+        mode: "lost-ack",
+        beforeCommit: (writes) => {
+          if (writes.some((w) => w.method === "heartbeat")) beats++;
+        },
+      });
+      const b = makeHostBench(store, { timeoutMs: 60_000 });
+      await grantAuthority(b);
+      const worker = b.host.worker({ id: "hw", pollMs: 1_000, leaseMs: LEASE_MS, heartbeatMs: 3_000, concurrency: 2 });
+      worker.start();
+      try {
+        await untilRead(async () => claims >= 1 && store.openTransactions() === 0, "the worker's first, empty claim");
+        await new Promise((r) => setTimeout(r, 50));
+        const claimsBefore = claims;
+        armed = true;
+        await expect(b.host.submit(b.request({ params: { n: 1 }, idempotencyKey: "lost" }))).rejects.toMatchObject({ code: "STORE_ERROR" });
+        armed = false;
+        // It was handed off: admitted and claimed in the admission's transaction, no claim of the worker's own.
+        expect(claims).toBe(claimsBefore);
+        const [lost] = await readCommitted(store, (tx) => tx.listInvocations(b.scope, {}));
+        expect(lost).toMatchObject({ status: "running", leaseOwner: "hw", attemptCount: 1 });
+        const expiry = lost!.leaseExpiresAt!;
+        // Heartbeats fire as the manual clock moves, short of the lease's end: two commit, and the
+        // lease stays as it was.
+        const from = b.clock.now();
+        const beatsBefore = beats;
+        await untilRead(async () => {
+          if (b.clock.now() - from < LEASE_MS - 1_000) b.clock.advance(100);
+          return beats >= beatsBefore + 2;
+        }, "two heartbeats committed");
+        expect(await readCommitted(store, (tx) => tx.getInvocation(b.scope, lost!.invocationId))).toMatchObject({ status: "running", leaseExpiresAt: expiry });
+        expect(b.calls).toHaveLength(0);
+        // Past the lease, the worker's poll claims it under its new owner name and runs it.
+        await untilRead(
+          async () => {
+            b.clock.advance(1_000);
+            return (await readCommitted(store, (tx) => tx.getInvocation(b.scope, lost!.invocationId)))?.status === "succeeded";
+          },
+          "the lapsed invocation succeeded",
+          30_000,
+        );
+        const done = await readCommitted(store, (tx) => tx.getInvocation(b.scope, lost!.invocationId));
+        expect(done!.attemptCount).toBe(2);
+        expect(b.calls).toHaveLength(1);
+      } finally {
+        await worker.stop();
+      }
+    }, 90_000);
   });
 }
