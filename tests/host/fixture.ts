@@ -5,7 +5,7 @@ import { signDecisionWith } from "../../src/core/decision.js";
 import { computeRequestDigest } from "../../src/core/digest.js";
 import { manualClock, type ManualClock } from "../../src/core/manual-clock.js";
 import type { PolicyEngine, PolicyInput } from "../../src/core/policy.js";
-import type { Store } from "../../src/core/store.js";
+import { readCommitted, type Store } from "../../src/core/store.js";
 import type { ActionRequest, Authority, DecisionPayload, DecisionResult, Scope } from "../../src/core/types.js";
 import type { HostEvent } from "../../src/host/events.js";
 import { createHostCore, type Host } from "../../src/host/host.js";
@@ -13,6 +13,7 @@ import type { HostOptions } from "../../src/host/options.js";
 import { systemRandom } from "../../src/node/clock.js";
 import { defaultCrypto } from "../../src/node/defaults.js";
 import { KEYS } from "../boundary/fixture.js";
+import { untilRead } from "../helpers/wait.js";
 
 export const crypto = defaultCrypto();
 
@@ -167,4 +168,36 @@ export function makeHostBench(store: Store, overrides: Partial<HostOptions> = {}
 export async function grantAuthority(b: HostBench, patch: Partial<Authority> = {}): Promise<void> {
   const a: Authority = { ...b.scope, authorityRef: "auth", principal: { type: "agent", id: "bot" }, grantor: { type: "user", id: "alice" }, actions: ["*"], constraints: {}, status: "active", createdAt: 0, updatedAt: 0, ...patch };
   await b.store.transact((tx) => tx.putAuthority(b.scope, a));
+}
+
+/**
+ * For an invocation leased to a worker that was never told it holds the lease (an admission or a
+ * claim whose answer was lost): moves the manual clock short of the lease's end until `beats()`
+ * (heartbeats committed) has grown by two, checks the lease was not extended and nothing was
+ * called, then moves the clock on until the worker's poll has claimed and run the invocation, and
+ * checks it succeeded with one connector call and two attempts.
+ */
+export async function expectLapsedThenRun(b: HostBench, store: Store, invocationId: string, leaseMs: number, beats: () => number): Promise<void> {
+  const expiry = (await readCommitted(store, (tx) => tx.getInvocation(b.scope, invocationId)))!.leaseExpiresAt!;
+  const from = b.clock.now();
+  const before = beats();
+  await untilRead(async () => {
+    if (b.clock.now() - from < leaseMs - 1_000) b.clock.advance(100);
+    return beats() >= before + 2;
+  }, "two heartbeats committed");
+  const held = await readCommitted(store, (tx) => tx.getInvocation(b.scope, invocationId));
+  if (held?.status !== "running" || held.leaseExpiresAt !== expiry) throw new Error(`the lost lease changed: ${JSON.stringify({ status: held?.status, leaseExpiresAt: held?.leaseExpiresAt, expiry })}`);
+  if (b.calls.length !== 0) throw new Error(`a connector was called before the lease lapsed (${b.calls.length} calls)`);
+  // Past the lease, the worker's poll claims it under its new owner name and runs it.
+  await untilRead(
+    async () => {
+      b.clock.advance(1_000);
+      return (await readCommitted(store, (tx) => tx.getInvocation(b.scope, invocationId)))?.status === "succeeded";
+    },
+    "the lapsed invocation succeeded",
+    30_000,
+  );
+  const done = await readCommitted(store, (tx) => tx.getInvocation(b.scope, invocationId));
+  const calls: number = b.calls.length;
+  if (done!.attemptCount !== 2 || calls !== 1) throw new Error(`expected one call and two attempts, got ${calls} calls and ${done!.attemptCount} attempts`);
 }

@@ -27,7 +27,7 @@ import { nodeCryptoPort } from "../../src/node/crypto.js";
 import { postgresStore, type PostgresStore } from "../../src/stores/postgres/index.js";
 import { freshDatabase, wakeListener, type FreshDatabase, type WakeListener } from "../helpers/pg.js";
 import { untilRead } from "../helpers/wait.js";
-import { grantAuthority, makeHostBench } from "./fixture.js";
+import { expectLapsedThenRun, grantAuthority, makeHostBench } from "./fixture.js";
 
 let db: FreshDatabase;
 let listener: WakeListener;
@@ -208,30 +208,7 @@ describe("hand-off to an idle worker on PostgreSQL", () => {
       expect(watched.lose.next).toBeNull();
       const [lost] = await readCommitted(store, (tx) => tx.listInvocations(b.scope, {}));
       expect(lost).toMatchObject({ status: "running", leaseOwner: "hw", attemptCount: 1 });
-      const expiry = lost!.leaseExpiresAt!;
-      // Heartbeats fire as the manual clock moves (it runs the worker's timers), short of the
-      // lease's end: two of them commit, and the lease stays as it was.
-      const from = b.clock.now();
-      const beats = watched.counts.get("writ_heartbeat_2") ?? 0;
-      await untilRead(async () => {
-        if (b.clock.now() - from < LEASE_MS - 1_000) b.clock.advance(100);
-        return (watched.counts.get("writ_heartbeat_2") ?? 0) >= beats + 2;
-      }, "two heartbeats committed");
-      const held = await readCommitted(store, (tx) => tx.getInvocation(b.scope, lost!.invocationId));
-      expect(held).toMatchObject({ status: "running", leaseExpiresAt: expiry });
-      expect(b.calls).toHaveLength(0);
-      // Past the lease the worker's poll claims it under its new owner name and runs it.
-      await untilRead(
-        async () => {
-          b.clock.advance(1_000);
-          return (await readCommitted(store, (tx) => tx.getInvocation(b.scope, lost!.invocationId)))?.status === "succeeded";
-        },
-        "the lapsed invocation succeeded",
-        30_000,
-      );
-      const done = await readCommitted(store, (tx) => tx.getInvocation(b.scope, lost!.invocationId));
-      expect(done!.attemptCount).toBe(2);
-      expect(b.calls).toHaveLength(1);
+      await expectLapsedThenRun(b, store, lost!.invocationId, LEASE_MS, () => watched.counts.get("writ_heartbeat_2") ?? 0);
     } finally {
       await worker.stop();
     }

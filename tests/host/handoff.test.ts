@@ -17,7 +17,7 @@ import { readCommitted, type Store } from "../../src/core/store.js";
 import { faultStore } from "../helpers/fault-store.js";
 import { allStoreFactories } from "../helpers/stores.js";
 import { untilRead } from "../helpers/wait.js";
-import { grantAuthority, makeHostBench } from "./fixture.js";
+import { expectLapsedThenRun, grantAuthority, makeHostBench } from "./fixture.js";
 
 for (const factory of allStoreFactories()) {
   describe(`hand-off to an idle worker on ${factory.name}`, () => {
@@ -100,29 +100,7 @@ for (const factory of allStoreFactories()) {
         expect(claims).toBe(claimsBefore);
         const [lost] = await readCommitted(store, (tx) => tx.listInvocations(b.scope, {}));
         expect(lost).toMatchObject({ status: "running", leaseOwner: "hw", attemptCount: 1 });
-        const expiry = lost!.leaseExpiresAt!;
-        // Heartbeats fire as the manual clock moves, short of the lease's end: two commit, and the
-        // lease stays as it was.
-        const from = b.clock.now();
-        const beatsBefore = beats;
-        await untilRead(async () => {
-          if (b.clock.now() - from < LEASE_MS - 1_000) b.clock.advance(100);
-          return beats >= beatsBefore + 2;
-        }, "two heartbeats committed");
-        expect(await readCommitted(store, (tx) => tx.getInvocation(b.scope, lost!.invocationId))).toMatchObject({ status: "running", leaseExpiresAt: expiry });
-        expect(b.calls).toHaveLength(0);
-        // Past the lease, the worker's poll claims it under its new owner name and runs it.
-        await untilRead(
-          async () => {
-            b.clock.advance(1_000);
-            return (await readCommitted(store, (tx) => tx.getInvocation(b.scope, lost!.invocationId)))?.status === "succeeded";
-          },
-          "the lapsed invocation succeeded",
-          30_000,
-        );
-        const done = await readCommitted(store, (tx) => tx.getInvocation(b.scope, lost!.invocationId));
-        expect(done!.attemptCount).toBe(2);
-        expect(b.calls).toHaveLength(1);
+        await expectLapsedThenRun(b, store, lost!.invocationId, LEASE_MS, () => beats);
       } finally {
         await worker.stop();
       }
