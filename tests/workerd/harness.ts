@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
-import { builtinModules } from "node:module";
+import { builtinModules, createRequire } from "node:module";
 import * as net from "node:net";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,7 +13,18 @@ import { build, type Metafile } from "esbuild";
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 let lock: { packages: Record<string, { version?: string }> } | undefined;
 
-export const WORKERD_BIN = path.join(REPO, "node_modules/.bin/workerd");
+/**
+ * The workerd binary itself, as the `workerd` package resolves it for this platform. Not
+ * `node_modules/.bin/workerd`: that is a Node script that runs the binary as its own child, so
+ * stopping it left the server running, reparented to init (one leaked per run of this file).
+ */
+export const WORKERD_BIN = ((): string => {
+  try {
+    return (createRequire(import.meta.url)("workerd") as { default: string }).default;
+  } catch {
+    return path.join(REPO, "node_modules/.bin/workerd"); // no binary for this platform: workerdRuns() says so
+  }
+})();
 export const CEDAR_WASM = path.join(REPO, "node_modules/@cedar-policy/cedar-wasm/web/cedar_wasm_bg.wasm");
 
 /**

@@ -46,8 +46,23 @@ beforeAll(async () => {
   }
 }, 60_000);
 
+/** Processes whose command line names this file's directory (Linux: /proc; elsewhere none are seen). */
+function processesUsing(d: string): number[] {
+  if (!fs.existsSync("/proc/self/cmdline")) return [];
+  return fs.readdirSync("/proc").flatMap((p) => {
+    if (!/^\d+$/.test(p)) return [];
+    try {
+      return fs.readFileSync(`/proc/${p}/cmdline`, "latin1").includes(d) ? [Number(p)] : [];
+    } catch {
+      return []; // ended meanwhile
+    }
+  });
+}
+
 afterAll(async () => {
   await workerd?.stop();
+  // Stopping workerd stops every process it ran (a launcher's child once outlived it, one per run).
+  expect(processesUsing(dir), "processes left running on the workerd config").toEqual([]);
   fs.rmSync(dir, { recursive: true, force: true });
   console.log(`tests/workerd: ${JSON.stringify({ ...Object.fromEntries(Object.entries(timings).map(([k, v]) => [k, Math.round(v)])), workerBundleBytes: worker?.bytes, coreBundleBytes: core?.bytes })}`);
 });
