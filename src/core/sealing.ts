@@ -53,12 +53,17 @@ export function unopenedReason(inv: Invocation): string | undefined {
   return unopened.get(inv);
 }
 
-/** `open(inv)`, or `inv` as stored and marked when a sealed value in it (or in `alongside`) cannot be opened. */
+/** Whether `e` says a sealed value could not be opened here (and nothing else). */
+export function isUnopenedError(e: unknown): e is WritError {
+  return isWritError(e, "INVALID_STATE") && (e.details as { unopened?: unknown } | undefined)?.unopened === true;
+}
+
+/** `open()`, or `asStored()` with `inv` marked when a sealed value in what it opens cannot be opened. */
 function openClaimed<T>(inv: Invocation, open: () => T, asStored: () => T): T {
   try {
     return open();
   } catch (e) {
-    if (!isWritError(e, "INVALID_STATE")) throw e;
+    if (!isUnopenedError(e)) throw e;
     unopened.set(inv, e.message);
     return asStored();
   }
@@ -94,7 +99,7 @@ function openAt(port: DataKeyPort, root: Json, pointers: readonly string[], wher
     try {
       return JSON.parse(new TextDecoder().decode(port.open(v[SEALED_FIELD], context(where, prefix + ptr)))) as Json;
     } catch {
-      throw new WritError("INVALID_STATE", `a sealed value of invocation ${where.invocationId} could not be opened (altered, moved, or sealed under a key this process does not hold)`);
+      throw new WritError("INVALID_STATE", `a sealed value of invocation ${where.invocationId} could not be opened (altered, moved, or sealed under a key this process does not hold)`, { details: { unopened: true } });
     }
   });
 }

@@ -7,6 +7,7 @@ import { createBoundaryCore } from "../core/boundary.js";
 import { WritError } from "../core/errors.js";
 import { appendJournal, unsealedEntries } from "../core/journal.js";
 import { transitionsOf, type AdmitClaimedResult, type AdmitInput } from "../core/transitions.js";
+import { innerStore } from "../core/sealing.js";
 import { sequencerFor } from "../core/sequencer.js";
 import { createKeyring } from "../core/keyring.js";
 import { redactFor } from "../core/redact.js";
@@ -295,7 +296,9 @@ export function createHostCore(options: HostOptions): Host {
     let events: HostEvent[] = [];
     const inv = await retryStale(() => {
       events = [];
-      return o.store.transact(async (tx) => {
+      // Beneath the sealing layer: a cancel needs no value opened, so an invocation holding one
+      // this process cannot open can still be cancelled (its values stay as they were sealed).
+      return innerStore(o.store).transact(async (tx) => {
       // Locked for the transaction: a claim waits for the cancel (or the cancel sees it running).
       const cur = await tx.getInvocation(scope, invocationId, { forUpdate: true });
       if (!cur) throw new WritError("NOT_FOUND", `no invocation ${invocationId} in this scope`);

@@ -11,7 +11,7 @@ import { computeRequestDigest } from "../core/digest.js";
 import { LeaseLostError, errorMessage, isWritError } from "../core/errors.js";
 import { backoffDelay } from "../core/invocation.js";
 import { appendJournal, draft } from "../core/journal.js";
-import { innerStore, unopenedReason } from "../core/sealing.js";
+import { innerStore, isUnopenedError, unopenedReason } from "../core/sealing.js";
 import { readCommitted, type StoreTx } from "../core/store.js";
 import { transitionsOf, type Prepared } from "../core/transitions.js";
 import type { Approval, AttemptRecord, Fence, Invocation, InvocationStatus, Json } from "../core/types.js";
@@ -59,7 +59,9 @@ async function processGuarded(ctx: HostContext, inv: Invocation, signal: AbortSi
   } catch (e) {
     if (e instanceof LeaseLostError || isWritError(e, "LEASE_LOST")) {
       // The usual cause while preparing: an operator cancelled it (the cancel drops the lease).
-      const cur = await readCommitted(ctx.o.store, (tx) => tx.getInvocation(scopeOf(inv), inv.invocationId)).catch(() => null);
+      // Read beneath the sealing layer: the status is all it needs, and a value this process
+      // cannot open must not hide a cancel.
+      const cur = await readCommitted(innerStore(ctx.o.store), (tx) => tx.getInvocation(scopeOf(inv), inv.invocationId)).catch(() => null);
       if (cur?.status === "cancelled") {
         ctx.log.info({ invocationId: inv.invocationId }, "cancelled while being prepared: stopping before any connector call");
         return "cancelled";
@@ -145,14 +147,22 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
   // invocation's status now (a cancel that landed since the claim) and the steps' breakers.
   // The claim may have made that read already (in the same statement, PostgreSQL).
   const targets = given?.targets ?? distinctTargets(action.steps);
-  const prepared =
-    given?.prepared ??
-    (await transitionsOf(store).prepare(scope, {
-      invocationId: inv.invocationId,
-      authorityRef: inv.request.authorityRef,
-      ...(inv.approvalId ? { approvalId: inv.approvalId } : {}),
-      breakers: targets,
-    }));
+  let prepared: Prepared;
+  try {
+    prepared =
+      given?.prepared ??
+      (await transitionsOf(store).prepare(scope, {
+        invocationId: inv.invocationId,
+        authorityRef: inv.request.authorityRef,
+        ...(inv.approvalId ? { approvalId: inv.approvalId } : {}),
+        breakers: targets,
+      }));
+  } catch (e) {
+    // A step output this process cannot open (a claim that did not read the steps opens only the
+    // params): handed back as an unopenable param would be, before anything is evaluated or called.
+    if (isUnopenedError(e)) return handBack(ctx, inv, fence, e.message);
+    throw e;
+  }
   const { steps, authority, approval } = prepared;
   // Cancellation is rechecked after the prepare read (docs/host.md, Cancellation).
   const stop = interrupted(ctx, inv, fence, signal, prepared.invocation);

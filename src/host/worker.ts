@@ -7,6 +7,7 @@ import { MAX_TIMER_MS } from "../core/validate.js";
 import { base64url } from "../core/encoding.js";
 import { WritError, errorMessage, isWritError } from "../core/errors.js";
 import { transitionsOf } from "../core/transitions.js";
+import { innerStore } from "../core/sealing.js";
 import { sequencerFor } from "../core/sequencer.js";
 import { readCommitted, type StoreTx } from "../core/store.js";
 import type { Fence, Invocation } from "../core/types.js";
@@ -308,7 +309,9 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   function heartbeat(): void {
     cancelHeartbeat = o.clock.setTimer(heartbeatMs, () => {
       if (!running && inflight.size === 0 && handing === 0) return;
-      o.store
+      // Beneath the sealing layer: a heartbeat needs no value opened, and an abandoned invocation
+      // holding one this process cannot open must not fail every lease's extension.
+      innerStore(o.store)
         .transact(beat)
         .then(
           () => heartbeatTrouble.ok(),

@@ -30,6 +30,8 @@ export default class TailReporter implements Reporter {
     const lines: string[] = [];
     for (const m of testModules) {
       for (const e of m.errors()) lines.push(`  ${m.moduleId}: ${brief(e)}`);
+      // A describe's own hooks (beforeAll, afterAll) fail the suite, not a test.
+      for (const suite of m.children.allSuites()) for (const e of suite.errors()) lines.push(`  ${m.relativeModuleId} > ${suite.fullName} (a hook of the suite): ${brief(e)}`);
       for (const t of m.children.allTests("failed")) {
         const first = t.result().errors?.[0];
         lines.push(`  ${m.relativeModuleId} > ${t.fullName}${first ? `\n    ${brief(first, 3)}` : ""}`);

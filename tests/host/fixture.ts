@@ -172,26 +172,36 @@ export async function grantAuthority(b: HostBench, patch: Partial<Authority> = {
 
 /**
  * For an invocation leased to a worker that was never told it holds the lease (an admission or a
- * claim whose answer was lost): moves the manual clock short of the lease's end until `beats()`
- * (heartbeats committed) has grown by two, checks the lease was not extended and nothing was
- * called, then moves the clock on until the worker's poll has claimed and run the invocation, and
- * checks it succeeded with one connector call and two attempts.
+ * claim whose answer was lost): moves the manual clock one heartbeat period at most per heartbeat
+ * until `beats()` (heartbeats committed) has grown by two (each period's timer fires, and the
+ * clock waits for its commit before the next period: never past the lease), checks the lease was
+ * not extended and nothing was called, then moves the clock past the lease's end and a poll and
+ * stops (so that the new lease is never outrun) until the worker has claimed and run the
+ * invocation, and checks it succeeded with one connector call and two attempts.
  */
-export async function expectLapsedThenRun(b: HostBench, store: Store, invocationId: string, leaseMs: number, beats: () => number): Promise<void> {
+export async function expectLapsedThenRun(b: HostBench, store: Store, invocationId: string, o: { leaseMs: number; heartbeatMs: number; pollMs: number }, beats: () => number): Promise<void> {
   const expiry = (await readCommitted(store, (tx) => tx.getInvocation(b.scope, invocationId)))!.leaseExpiresAt!;
-  const from = b.clock.now();
-  const before = beats();
-  await untilRead(async () => {
-    if (b.clock.now() - from < leaseMs - 1_000) b.clock.advance(100);
-    return beats() >= before + 2;
-  }, "two heartbeats committed");
+  if (2 * o.heartbeatMs >= o.leaseMs) throw new Error("expectLapsedThenRun needs two heartbeats within the lease");
+  for (let k = 1; k <= 2; k++) {
+    const want = beats() + 1;
+    let moved = 0;
+    await untilRead(async () => {
+      if (beats() >= want) return true;
+      if (moved < o.heartbeatMs) {
+        b.clock.advance(100);
+        moved += 100;
+      }
+      return false;
+    }, `heartbeat ${k} committed`);
+  }
   const held = await readCommitted(store, (tx) => tx.getInvocation(b.scope, invocationId));
   if (held?.status !== "running" || held.leaseExpiresAt !== expiry) throw new Error(`the lost lease changed: ${JSON.stringify({ status: held?.status, leaseExpiresAt: held?.leaseExpiresAt, expiry })}`);
   if (b.calls.length !== 0) throw new Error(`a connector was called before the lease lapsed (${b.calls.length} calls)`);
-  // Past the lease, the worker's poll claims it under its new owner name and runs it.
+  // Past the lease and one poll, the worker claims it under its new owner name and runs it.
+  const until = expiry + o.pollMs + 100;
   await untilRead(
     async () => {
-      b.clock.advance(1_000);
+      if (b.clock.now() < until) b.clock.advance(Math.min(500, until - b.clock.now()));
       return (await readCommitted(store, (tx) => tx.getInvocation(b.scope, invocationId)))?.status === "succeeded";
     },
     "the lapsed invocation succeeded",

@@ -208,7 +208,7 @@ describe("hand-off to an idle worker on PostgreSQL", () => {
       expect(watched.lose.next).toBeNull();
       const [lost] = await readCommitted(store, (tx) => tx.listInvocations(b.scope, {}));
       expect(lost).toMatchObject({ status: "running", leaseOwner: "hw", attemptCount: 1 });
-      await expectLapsedThenRun(b, store, lost!.invocationId, LEASE_MS, () => watched.counts.get("writ_heartbeat_2") ?? 0);
+      await expectLapsedThenRun(b, store, lost!.invocationId, { leaseMs: LEASE_MS, heartbeatMs: 3_000, pollMs: 1_000 }, () => watched.counts.get("writ_heartbeat_2") ?? 0);
     } finally {
       await worker.stop();
     }

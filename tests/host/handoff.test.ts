@@ -30,7 +30,12 @@ for (const factory of allStoreFactories()) {
 
     it("lone admissions are claimed in their own transaction: no claim of the worker's own", async () => {
       let claims = 0;
+      let nextRunReads = 0;
       const store = faultStore(inner, {
+        failRead: (method) => {
+          if (method === "nextRunAt") nextRunReads++;
+          return false;
+        },
         failWhen: (c) => {
           if (c.method === "claimInvocations") claims++;
           return false;
@@ -42,8 +47,9 @@ for (const factory of allStoreFactories()) {
       worker.start();
       try {
         // Its first claim has answered (nothing to claim): the loop sleeps.
-        await untilRead(async () => claims >= 1 && store.openTransactions() === 0, "the worker's first, empty claim");
-        await new Promise((r) => setTimeout(r, 50));
+        // Its first claim found nothing and it reads when to poll next: it waits for work, the
+        // state in which it takes an admission in its commit.
+        await untilRead(async () => claims >= 1 && nextRunReads >= 1 && store.openTransactions() === 0, "the worker waits for work");
         const first = claims;
         const ids: string[] = [];
         for (let n = 0; n < 3; n++) {
@@ -75,7 +81,12 @@ for (const factory of allStoreFactories()) {
       let claims = 0;
       let armed = false;
       let beats = 0;
+      let nextRunReads = 0;
       const store = faultStore(inner, {
+        failRead: (method) => {
+          if (method === "nextRunAt") nextRunReads++;
+          return false;
+        },
         failWhen: (c) => {
           if (c.method === "claimInvocations") claims++;
           return armed && c.method === "insertInvocation";
@@ -90,8 +101,9 @@ for (const factory of allStoreFactories()) {
       const worker = b.host.worker({ id: "hw", pollMs: 1_000, leaseMs: LEASE_MS, heartbeatMs: 3_000, concurrency: 2 });
       worker.start();
       try {
-        await untilRead(async () => claims >= 1 && store.openTransactions() === 0, "the worker's first, empty claim");
-        await new Promise((r) => setTimeout(r, 50));
+        // Its first claim found nothing and it reads when to poll next: it waits for work, the
+        // state in which it takes an admission in its commit.
+        await untilRead(async () => claims >= 1 && nextRunReads >= 1 && store.openTransactions() === 0, "the worker waits for work");
         const claimsBefore = claims;
         armed = true;
         await expect(b.host.submit(b.request({ params: { n: 1 }, idempotencyKey: "lost" }))).rejects.toMatchObject({ code: "STORE_ERROR" });
@@ -100,7 +112,7 @@ for (const factory of allStoreFactories()) {
         expect(claims).toBe(claimsBefore);
         const [lost] = await readCommitted(store, (tx) => tx.listInvocations(b.scope, {}));
         expect(lost).toMatchObject({ status: "running", leaseOwner: "hw", attemptCount: 1 });
-        await expectLapsedThenRun(b, store, lost!.invocationId, LEASE_MS, () => beats);
+        await expectLapsedThenRun(b, store, lost!.invocationId, { leaseMs: LEASE_MS, heartbeatMs: 3_000, pollMs: 1_000 }, () => beats);
       } finally {
         await worker.stop();
       }

@@ -17,6 +17,7 @@ import { defineConfig } from "../../src/config/define-config.js";
 import { WritError } from "../../src/core/errors.js";
 import { SEALED_FIELD, sealedStore } from "../../src/core/sealing.js";
 import type { Store } from "../../src/core/store.js";
+import type { Json } from "../../src/core/types.js";
 import { localDataKey } from "../../src/runtime/data-key-file.js";
 import { localDataKey as localDataKeyOf } from "../../src/node/index.js";
 import { createHost, defineAction, functionPolicy, generateSigningKey } from "../../src/index.js";
@@ -26,6 +27,7 @@ import { openRuntime } from "../../src/runtime/runtime.js";
 import { memoryStore } from "../../src/stores/memory/index.js";
 import { postgresStore } from "../../src/stores/postgres/index.js";
 import { sqliteStore } from "../../src/stores/sqlite/index.js";
+import { step } from "../../src/stores/conformance/fixtures.js";
 import { freshDatabase } from "../helpers/pg.js";
 import { grantAuthority, makeHostBench } from "../host/fixture.js";
 import { workspace, writ } from "../cli/helpers.js";
@@ -198,6 +200,15 @@ const rests: Rest[] = [
 ];
 let lastScope: { tenantId: string } | null = null;
 
+/** Two hosts on one store, each with a data key of its own; authority granted in the holder's scope. */
+async function twoKeys(store: Store): Promise<{ holder: ReturnType<typeof makeHostBench>; stranger: ReturnType<typeof makeHostBench> }> {
+  const holder = makeHostBench(store, { dataKey: localDataKey(join(tmp(), "data-key.json")) });
+  const stranger = makeHostBench(store, { dataKey: localDataKey(join(tmp(), "data-key.json")) });
+  lastScope = holder.scope;
+  await grantAuthority(holder);
+  return { holder, stranger };
+}
+
 for (const r of rests) {
   describe(`sensitive values at rest on ${r.name}`, () => {
     it("are sealed in the store, clear to the connector, redacted in answers", async () => {
@@ -241,10 +252,7 @@ for (const r of rests) {
     it("an invocation sealed under a key this process does not hold is handed back unrun; the rest of its claim runs", async () => {
       const { store, close } = await r.open();
       try {
-        const holder = makeHostBench(store, { dataKey: localDataKey(join(tmp(), "data-key.json")) });
-        const stranger = makeHostBench(store, { dataKey: localDataKey(join(tmp(), "data-key.json")) });
-        lastScope = holder.scope;
-        await grantAuthority(holder);
+        const { holder, stranger } = await twoKeys(store);
         const { invocation: secret } = await holder.host.submit(holder.request({ action: "secret.pay", params: { n: 1, card: CARD } }));
         const plain = [];
         for (const n of [2, 3]) plain.push((await holder.host.submit(holder.request({ action: "one.idem", params: { n } }))).invocation);
@@ -270,6 +278,43 @@ for (const r of rests) {
         expect(holder.calls.map((c) => (c.input as { card?: string }).card)).toEqual([CARD]);
         const done = (await store.transact((tx) => tx.getInvocation(holder.scope, secret.invocationId)))!;
         expect(done.attemptCount).toBe(1);
+
+        // A process without the key cancels one it cannot open; its value stays sealed as it was.
+        const { invocation: again } = await holder.host.submit(holder.request({ action: "secret.pay", params: { n: 4, card: CARD } }));
+        const sealedAgain = (await store.transact((tx) => tx.getInvocation(holder.scope, again.invocationId)))!.request.params.card;
+        stranger.clock.advance(30_000); // its clock to the holder's, where the new invocation is due
+        expect(await stranger.host.worker().runOnce()).toEqual(["queued"]);
+        const cancelled = await stranger.host.cancel(holder.scope, again.invocationId, { type: "user", id: "ops" });
+        expect(cancelled.status).toBe("cancelled");
+        expect(JSON.stringify(cancelled)).not.toContain(CARD);
+        const stored = (await store.transact((tx) => tx.getInvocation(holder.scope, again.invocationId)))!;
+        expect(stored.status).toBe("cancelled");
+        expect(stored.request.params.card).toEqual(sealedAgain);
+      } finally {
+        await close();
+      }
+    });
+
+    // Invariant: a step output this process cannot open is handed back like an unopenable param,
+    // whether the claim read the steps (PostgreSQL's claim with its prepare read) or the worker
+    // reads them after the claim (SQLite, memory): queued, not counted, nothing called.
+    it("a step output sealed under a key this process does not hold is handed back unrun", async () => {
+      const { store, close } = await r.open();
+      try {
+        const { holder, stranger } = await twoKeys(store);
+        // An envelope only the holder's key opens (bound to its own place, so nothing opens it elsewhere).
+        const { invocation: theirs } = await holder.host.submit(holder.request({ action: "secret.pay", params: { n: 1, card: CARD } }));
+        const envelope = (await store.transact((tx) => tx.getInvocation(holder.scope, theirs.invocationId)))!.request.params.card;
+        await holder.host.cancel(holder.scope, theirs.invocationId, { type: "user", id: "ops" });
+        // The stranger's own invocation (its params sealed under its own key), with a failed first
+        // attempt whose step output holds that envelope.
+        const { invocation: mine } = await stranger.host.submit(holder.request({ action: "secret.pay", params: { n: 2, card: "4000-OWN" } }));
+        await store.transact((tx) => tx.putStep(holder.scope, { ...step(holder.scope, mine.invocationId, 0, { status: "failed", stepName: "a", connector: "c" }), output: { token: envelope as Json } }));
+        expect(await stranger.host.worker().runOnce()).toEqual(["queued"]);
+        expect(stranger.calls).toHaveLength(0);
+        const back = (await store.transact((tx) => tx.getInvocation(holder.scope, mine.invocationId)))!;
+        expect(back).toMatchObject({ status: "queued", attemptCount: 0 });
+        expect(back.lastError).toMatch(/could not be opened.*handed back/);
       } finally {
         await close();
       }

@@ -52,7 +52,7 @@ function countingPool(url: string, pairBatches = false): { pool: pg.Pool; counts
   /** `writ_batch` statements on their way now, and the most at once. */
   const batches = { now: 0, most: 0 };
   /**
-   * With `pairBatches`, a `writ_batch` statement that finds none other on its way waits up to 2 s
+   * With `pairBatches`, a `writ_batch` statement that finds none other on its way waits up to 5 s
    * for a second one before it goes: whether two overlap then depends on the store sending them at
    * once, not on how fast this machine's connections open and answer.
    */
@@ -68,7 +68,7 @@ function countingPool(url: string, pairBatches = false): { pool: pg.Pool; counts
       const t = setTimeout(() => {
         arrived = null;
         resolve();
-      }, 2_000);
+      }, 5_000);
       arrived = () => {
         clearTimeout(t);
         resolve();

@@ -62,8 +62,16 @@ function processesUsing(d: string): number[] {
 afterAll(async () => {
   await workerd?.stop();
   // Stopping workerd stops every process it ran (a launcher's child once outlived it, one per run).
-  expect(processesUsing(dir), "processes left running on the workerd config").toEqual([]);
+  const left = processesUsing(dir);
+  for (const pid of left) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // gone meanwhile
+    }
+  }
   fs.rmSync(dir, { recursive: true, force: true });
+  expect(left, "processes left running on the workerd config").toEqual([]);
   console.log(`tests/workerd: ${JSON.stringify({ ...Object.fromEntries(Object.entries(timings).map(([k, v]) => [k, Math.round(v)])), workerBundleBytes: worker?.bytes, coreBundleBytes: core?.bytes })}`);
 });
 
