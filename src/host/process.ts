@@ -12,7 +12,7 @@ import { LeaseLostError, errorMessage, isWritError } from "../core/errors.js";
 import { backoffDelay } from "../core/invocation.js";
 import { appendJournal, draft } from "../core/journal.js";
 import { innerStore, isUnopenedError, unopenedReason } from "../core/sealing.js";
-import { readCommitted, type StoreTx } from "../core/store.js";
+import { readCommitted, type Store, type StoreTx } from "../core/store.js";
 import { transitionsOf, type Prepared } from "../core/transitions.js";
 import type { Approval, AttemptRecord, Fence, Invocation, InvocationStatus, Json } from "../core/types.js";
 import { approvalLockKey } from "./approvals.js";
@@ -54,7 +54,8 @@ async function processGuarded(ctx: HostContext, inv: Invocation, signal: AbortSi
   const breakers = ctx.breakers.forAttempt(scopeOf(inv), `${inv.invocationId}/${fence.token}`);
   try {
     const unopened = unopenedReason(inv);
-    if (unopened !== undefined) return await handBack(ctx, inv, fence, unopened);
+    // Its values are as stored (sealed): written back beneath the sealing layer, untouched.
+    if (unopened !== undefined) return await handBack(ctx, inv, fence, unopened, innerStore(ctx.o.store));
     return await run(ctx, inv, fence, signal, breakers, given, settling);
   } catch (e) {
     if (e instanceof LeaseLostError || isWritError(e, "LEASE_LOST")) {
@@ -85,15 +86,17 @@ export const UNOPENED_RETRY_MS = 30_000;
  * An invocation holding a sealed value this process cannot open (sealed under a data key it does
  * not hold, or altered) is handed back without being run (docs/security.md, "A value this process
  * cannot open"): queued again after UNOPENED_RETRY_MS, so a process that holds the key can take it,
- * with why in `lastError`; the claim is not counted as an attempt. The write goes to the store
- * beneath the sealing layer, so the values stay as they were sealed.
+ * with why in `lastError`; the claim is not counted as an attempt. `via` is the store the write
+ * goes through: beneath the sealing layer for an invocation as stored (its values stay exactly as
+ * they were sealed), the sealing store itself for one whose params were opened (they are sealed
+ * again; an envelope passes through sealing as it is).
  */
-async function handBack(ctx: HostContext, inv: Invocation, fence: Fence, reason: string): Promise<ProcessResult> {
+async function handBack(ctx: HostContext, inv: Invocation, fence: Fence, reason: string, via: Store): Promise<ProcessResult> {
   const { o } = ctx;
   const scope = scopeOf(inv);
   ctx.log.error({ invocationId: inv.invocationId, action: inv.action }, `${reason}: handed back, not run`);
   const events: HostEvent[] = [];
-  const next = await innerStore(o.store).transact(async (tx) => {
+  const next = await via.transact(async (tx) => {
     await tx.assertLease(scope, fence);
     return ctx.transition(tx, inv, "queued", { runAt: o.clock.now() + UNOPENED_RETRY_MS, attemptCount: Math.max(0, inv.attemptCount - 1), lastError: `${reason}; handed back for a process that holds the key` }, { fence, events });
   });
@@ -160,7 +163,8 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
   } catch (e) {
     // A step output this process cannot open (a claim that did not read the steps opens only the
     // params): handed back as an unopenable param would be, before anything is evaluated or called.
-    if (isUnopenedError(e)) return handBack(ctx, inv, fence, e.message);
+    // Its params were opened: the write goes through the sealing store, which seals them again.
+    if (isUnopenedError(e)) return handBack(ctx, inv, fence, e.message, store);
     throw e;
   }
   const { steps, authority, approval } = prepared;

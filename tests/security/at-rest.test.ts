@@ -315,6 +315,9 @@ for (const r of rests) {
         const back = (await store.transact((tx) => tx.getInvocation(holder.scope, mine.invocationId)))!;
         expect(back).toMatchObject({ status: "queued", attemptCount: 0 });
         expect(back.lastError).toMatch(/could not be opened.*handed back/);
+        // Its own param, opened by the claim, is written back sealed, never in clear.
+        expect(typeof (back.request.params.card as Record<string, unknown>)[SEALED_FIELD]).toBe("string");
+        expect(JSON.stringify(back)).not.toContain("4000-OWN");
       } finally {
         await close();
       }
