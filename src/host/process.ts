@@ -126,24 +126,40 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
     flush();
     return next.status;
   };
+  /**
+   * A step this process cannot open, found by a read before any call of this run (a claim that
+   * did not read the steps opens only the params): handed back as an unopenable param would be.
+   * Its params were opened: the write goes through the sealing store, which seals them again.
+   */
+  const orHandBack = async (work: () => Promise<ProcessResult>): Promise<ProcessResult> => {
+    try {
+      return await work();
+    } catch (e) {
+      if (isUnopenedError(e)) return handBack(ctx, inv, fence, e.message, store);
+      throw e;
+    }
+  };
   // Bounded recovery first, right after the lease was taken (docs/host.md, Recovery): before the
   // action is resolved, before compensation, policy or any connector call.
   const counted = claimsCounted(inv);
   if (counted > r.recoveryMaxAttempts) {
     const reason = `recovery attempts exhausted (${counted}/${r.recoveryMaxAttempts})`;
-    return settle((tx) => stopFromCheckpoints(ctx, tx, inv, fence, { code: "RECOVERY_EXHAUSTED", reason, failIfUntouched: false }, events));
+    return orHandBack(() => settle((tx) => stopFromCheckpoints(ctx, tx, inv, fence, { code: "RECOVERY_EXHAUSTED", reason, failIfUntouched: false }, events)));
   }
   const action = ctx.actions.get(inv.action);
   if (!action || action.version !== inv.actionVersion) {
     // A deploy removed or changed the action: its checkpoints decide (docs/host.md, Recovery).
     const reason = `action ${inv.action}@${inv.actionVersion} is not registered on this host${action ? ` (it has version ${action.version})` : ""}`;
-    return settle((tx) => stopFromCheckpoints(ctx, tx, inv, fence, { code: "ACTION_VERSION_UNAVAILABLE", reason, failIfUntouched: true }, events));
+    return orHandBack(() => settle((tx) => stopFromCheckpoints(ctx, tx, inv, fence, { code: "ACTION_VERSION_UNAVAILABLE", reason, failIfUntouched: true }, events)));
   }
 
   if (inv.compensating) {
-    const done = await compensate(ctx, inv, fence, events);
-    flush();
-    return done.status;
+    // Compensation reads every step before its first undo call.
+    return orHandBack(async () => {
+      const done = await compensate(ctx, inv, fence, events);
+      flush();
+      return done.status;
+    });
   }
 
   // One read for everything the decision depends on: steps, the authority, the approval, the
@@ -161,9 +177,7 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
         breakers: targets,
       }));
   } catch (e) {
-    // A step output this process cannot open (a claim that did not read the steps opens only the
-    // params): handed back as an unopenable param would be, before anything is evaluated or called.
-    // Its params were opened: the write goes through the sealing store, which seals them again.
+    // The same for a step output first read here: nothing is evaluated or called yet.
     if (isUnopenedError(e)) return handBack(ctx, inv, fence, e.message, store);
     throw e;
   }

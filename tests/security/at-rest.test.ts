@@ -310,8 +310,19 @@ for (const r of rests) {
         // attempt whose step output holds that envelope.
         const { invocation: mine } = await stranger.host.submit(holder.request({ action: "secret.pay", params: { n: 2, card: "4000-OWN" } }));
         await store.transact((tx) => tx.putStep(holder.scope, { ...step(holder.scope, mine.invocationId, 0, { status: "failed", stepName: "a", connector: "c" }), output: { token: envelope as Json } }));
-        expect(await stranger.host.worker().runOnce()).toEqual(["queued"]);
+        // A second one past its recovery budget: the read of its checkpoints, before any call,
+        // meets the same envelope (on SQLite and memory first there, not at the claim).
+        const { invocation: spent } = await stranger.host.submit(holder.request({ action: "secret.pay", params: { n: 3, card: "4000-OWN" } }));
+        await store.transact(async (tx) => {
+          await tx.putStep(holder.scope, { ...step(holder.scope, spent.invocationId, 0, { status: "failed", stepName: "a", connector: "c" }), output: { token: envelope as Json } });
+          const cur = (await tx.getInvocation(holder.scope, spent.invocationId))!;
+          await tx.updateInvocation(holder.scope, { ...cur, attemptCount: 99 });
+        });
+        expect(await stranger.host.worker({ batchSize: 10 }).runOnce()).toEqual(["queued", "queued"]);
         expect(stranger.calls).toHaveLength(0);
+        const spentBack = (await store.transact((tx) => tx.getInvocation(holder.scope, spent.invocationId)))!;
+        expect(spentBack).toMatchObject({ status: "queued", attemptCount: 99 });
+        expect(JSON.stringify(spentBack)).not.toContain("4000-OWN");
         const back = (await store.transact((tx) => tx.getInvocation(holder.scope, mine.invocationId)))!;
         expect(back).toMatchObject({ status: "queued", attemptCount: 0 });
         expect(back.lastError).toMatch(/could not be opened.*handed back/);
