@@ -58,14 +58,14 @@ export function isUnopenedError(e: unknown): e is WritError {
   return isWritError(e, "INVALID_STATE") && (e.details as { unopened?: unknown } | undefined)?.unopened === true;
 }
 
-/** `open()`, or `asStored()` with `inv` marked when a sealed value in what it opens cannot be opened. */
-function openClaimed<T>(inv: Invocation, open: () => T, asStored: () => T): T {
+/** `open()`, or `stored` (what the store answered) with `inv` marked when a sealed value in it cannot be opened. */
+function openClaimed<T>(inv: Invocation, open: () => T, stored: T): T {
   try {
     return open();
   } catch (e) {
     if (!isUnopenedError(e)) throw e;
     unopened.set(inv, e.message);
-    return asStored();
+    return stored;
   }
 }
 
@@ -196,13 +196,7 @@ export function sealedStore(inner: Store, port: DataKeyPort, sensitive: Sensitiv
       findInvocationByKey: async (...a: unknown[]) => note(await (tx.findInvocationByKey as (...x: unknown[]) => Promise<Invocation | null>)(...a)),
       listInvocations: async (...a: unknown[]) => (await (tx.listInvocations as (...x: unknown[]) => Promise<Invocation[]>)(...a)).map((i) => note(i)!),
       claimInvocations: async (...a: unknown[]) =>
-        (await (tx.claimInvocations as (...x: unknown[]) => Promise<Invocation[]>)(...a)).map((i) =>
-          openClaimed(
-            i,
-            () => note(i)!,
-            () => i,
-          ),
-        ),
+        (await (tx.claimInvocations as (...x: unknown[]) => Promise<Invocation[]>)(...a)).map((i) => openClaimed(i, () => note(i)!, i)),
       listOverdueParked: async (...a: unknown[]) => (await (tx.listOverdueParked as (...x: unknown[]) => Promise<Invocation[]>)(...a)).map((i) => note(i)!),
       putStep: async (scope, step, ...rest: unknown[]) => (tx.putStep as (...a: unknown[]) => Promise<void>)(scope, mapStep(step, await stepAction(step), sensitive, sealAt, port), ...rest),
       getSteps: async (scope, id) => {
@@ -375,13 +369,7 @@ function sealedTransitions(inner: Store, outer: () => Store, sensitive: Sensitiv
     advance: (scope, input) => via({ kind: "advance", scope, input }) as Promise<void>,
     settle: (scope, input) => via({ kind: "settle", scope, input }) as Promise<{ invocationRev?: number }>,
     async claim(opts) {
-      return (await own.claim(opts)).map((inv) =>
-        openClaimed(
-          inv,
-          () => openInv(inv),
-          () => inv,
-        ),
-      );
+      return (await own.claim(opts)).map((inv) => openClaimed(inv, () => openInv(inv), inv));
     },
     async prepare(scope, input) {
       const action = actionOf(scope, input.invocationId);
@@ -427,7 +415,7 @@ function sealedTransitions(inner: Store, outer: () => Store, sensitive: Sensitiv
             const inv = openInv(c.invocation);
             return { invocation: inv, prepared: openPrepared(c.prepared, inv.action) };
           },
-          () => c,
+          c,
         ),
       );
   }

@@ -98,7 +98,7 @@ async function handBack(ctx: HostContext, inv: Invocation, fence: Fence, reason:
   const events: HostEvent[] = [];
   const next = await via.transact(async (tx) => {
     await tx.assertLease(scope, fence);
-    return ctx.transition(tx, inv, "queued", { runAt: o.clock.now() + UNOPENED_RETRY_MS, attemptCount: Math.max(0, inv.attemptCount - 1), lastError: `${reason}; handed back for a process that holds the key` }, { fence, events });
+    return ctx.transition(tx, inv, "queued", { runAt: o.clock.now() + UNOPENED_RETRY_MS, attemptCount: inv.attemptCount - 1, lastError: `${reason}; handed back for a process that holds the key` }, { fence, events });
   });
   for (const e of events) ctx.emit(e);
   return next.status;
@@ -131,35 +131,30 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
    * did not read the steps opens only the params): handed back as an unopenable param would be.
    * Its params were opened: the write goes through the sealing store, which seals them again.
    */
-  const orHandBack = async (work: () => Promise<ProcessResult>): Promise<ProcessResult> => {
-    try {
-      return await work();
-    } catch (e) {
-      if (isUnopenedError(e)) return handBack(ctx, inv, fence, e.message, store);
-      throw e;
-    }
+  const handBackIfUnopened = (e: unknown): Promise<ProcessResult> => {
+    if (isUnopenedError(e)) return handBack(ctx, inv, fence, e.message, store);
+    throw e;
   };
   // Bounded recovery first, right after the lease was taken (docs/host.md, Recovery): before the
   // action is resolved, before compensation, policy or any connector call.
   const counted = claimsCounted(inv);
   if (counted > r.recoveryMaxAttempts) {
     const reason = `recovery attempts exhausted (${counted}/${r.recoveryMaxAttempts})`;
-    return orHandBack(() => settle((tx) => stopFromCheckpoints(ctx, tx, inv, fence, { code: "RECOVERY_EXHAUSTED", reason, failIfUntouched: false }, events)));
+    return settle((tx) => stopFromCheckpoints(ctx, tx, inv, fence, { code: "RECOVERY_EXHAUSTED", reason, failIfUntouched: false }, events)).catch(handBackIfUnopened);
   }
   const action = ctx.actions.get(inv.action);
   if (!action || action.version !== inv.actionVersion) {
     // A deploy removed or changed the action: its checkpoints decide (docs/host.md, Recovery).
     const reason = `action ${inv.action}@${inv.actionVersion} is not registered on this host${action ? ` (it has version ${action.version})` : ""}`;
-    return orHandBack(() => settle((tx) => stopFromCheckpoints(ctx, tx, inv, fence, { code: "ACTION_VERSION_UNAVAILABLE", reason, failIfUntouched: true }, events)));
+    return settle((tx) => stopFromCheckpoints(ctx, tx, inv, fence, { code: "ACTION_VERSION_UNAVAILABLE", reason, failIfUntouched: true }, events)).catch(handBackIfUnopened);
   }
 
   if (inv.compensating) {
     // Compensation reads every step before its first undo call.
-    return orHandBack(async () => {
-      const done = await compensate(ctx, inv, fence, events);
-      flush();
-      return done.status;
-    });
+    const done = await compensate(ctx, inv, fence, events).catch(handBackIfUnopened);
+    if (typeof done === "string") return done;
+    flush();
+    return done.status;
   }
 
   // One read for everything the decision depends on: steps, the authority, the approval, the
@@ -178,8 +173,7 @@ async function run(ctx: HostContext, inv: Invocation, fence: Fence, signal: Abor
       }));
   } catch (e) {
     // The same for a step output first read here: nothing is evaluated or called yet.
-    if (isUnopenedError(e)) return handBack(ctx, inv, fence, e.message, store);
-    throw e;
+    return handBackIfUnopened(e);
   }
   const { steps, authority, approval } = prepared;
   // Cancellation is rechecked after the prepare read (docs/host.md, Cancellation).

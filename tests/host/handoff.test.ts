@@ -19,6 +19,29 @@ import { allStoreFactories } from "../helpers/stores.js";
 import { untilRead } from "../helpers/wait.js";
 import { expectLapsedThenRun, grantAuthority, makeHostBench } from "./fixture.js";
 
+/**
+ * `inner` behind a fault store that counts the worker's claims, its reads of when to poll next and
+ * the heartbeats committed; while `loseAdmission` is set, an admission's commit loses its answer.
+ */
+function watched(inner: Store): { store: ReturnType<typeof faultStore>; seen: { claims: number; nextRunReads: number; beats: number; loseAdmission: boolean } } {
+  const seen = { claims: 0, nextRunReads: 0, beats: 0, loseAdmission: false };
+  const store = faultStore(inner, {
+    failRead: (method) => {
+      if (method === "nextRunAt") seen.nextRunReads++;
+      return false;
+    },
+    failWhen: (c) => {
+      if (c.method === "claimInvocations") seen.claims++;
+      return seen.loseAdmission && c.method === "insertInvocation";
+    },
+    mode: "lost-ack",
+    beforeCommit: (writes) => {
+      if (writes.some((w) => w.method === "heartbeat")) seen.beats++;
+    },
+  });
+  return { store, seen };
+}
+
 for (const factory of allStoreFactories()) {
   describe(`hand-off to an idle worker on ${factory.name}`, () => {
     let inner: Store;
@@ -29,18 +52,7 @@ for (const factory of allStoreFactories()) {
     afterAll(async () => cleanup());
 
     it("lone admissions are claimed in their own transaction: no claim of the worker's own", async () => {
-      let claims = 0;
-      let nextRunReads = 0;
-      const store = faultStore(inner, {
-        failRead: (method) => {
-          if (method === "nextRunAt") nextRunReads++;
-          return false;
-        },
-        failWhen: (c) => {
-          if (c.method === "claimInvocations") claims++;
-          return false;
-        },
-      });
+      const { store, seen } = watched(inner);
       const b = makeHostBench(store);
       await grantAuthority(b);
       const worker = b.host.worker({ pollMs: 3_600_000, concurrency: 1 });
@@ -49,8 +61,8 @@ for (const factory of allStoreFactories()) {
         // Its first claim has answered (nothing to claim): the loop sleeps.
         // Its first claim found nothing and it reads when to poll next: it waits for work, the
         // state in which it takes an admission in its commit.
-        await untilRead(async () => claims >= 1 && nextRunReads >= 1 && store.openTransactions() === 0, "the worker waits for work");
-        const first = claims;
+        await untilRead(async () => seen.claims >= 1 && seen.nextRunReads >= 1 && store.openTransactions() === 0, "the worker waits for work");
+        const first = seen.claims;
         const ids: string[] = [];
         for (let n = 0; n < 3; n++) {
           await untilRead(async () => worker.inFlight() === 0, "the worker is idle");
@@ -60,12 +72,12 @@ for (const factory of allStoreFactories()) {
           const mine = b.events.filter((e) => e.invocationId === invocation.invocationId).map((e) => e.type);
           expect(mine.slice(0, 2)).toEqual(["invocation.submitted", "invocation.claimed"]);
         }
-        expect(claims).toBe(first);
+        expect(seen.claims).toBe(first);
         expect(b.calls).toHaveLength(3);
         const replay = await b.host.submit(b.request({ params: { n: 0 }, idempotencyKey: "k0" }));
         expect(replay).toMatchObject({ replayed: true, invocation: { invocationId: ids[0] } });
         expect(worker.inFlight()).toBe(0);
-        expect(claims).toBe(first);
+        expect(seen.claims).toBe(first);
         expect(b.calls).toHaveLength(3);
       } finally {
         await worker.stop();
@@ -78,24 +90,7 @@ for (const factory of allStoreFactories()) {
     // lapses and the worker claims and runs the invocation once: one connector call, two attempts.
     it("an admission whose answer is lost: its lease lapses unextended and the worker runs it once", async () => {
       const LEASE_MS = 10_000;
-      let claims = 0;
-      let armed = false;
-      let beats = 0;
-      let nextRunReads = 0;
-      const store = faultStore(inner, {
-        failRead: (method) => {
-          if (method === "nextRunAt") nextRunReads++;
-          return false;
-        },
-        failWhen: (c) => {
-          if (c.method === "claimInvocations") claims++;
-          return armed && c.method === "insertInvocation";
-        },
-        mode: "lost-ack",
-        beforeCommit: (writes) => {
-          if (writes.some((w) => w.method === "heartbeat")) beats++;
-        },
-      });
+      const { store, seen } = watched(inner);
       const b = makeHostBench(store, { timeoutMs: 60_000 });
       await grantAuthority(b);
       const worker = b.host.worker({ id: "hw", pollMs: 1_000, leaseMs: LEASE_MS, heartbeatMs: 3_000, concurrency: 2 });
@@ -103,16 +98,16 @@ for (const factory of allStoreFactories()) {
       try {
         // Its first claim found nothing and it reads when to poll next: it waits for work, the
         // state in which it takes an admission in its commit.
-        await untilRead(async () => claims >= 1 && nextRunReads >= 1 && store.openTransactions() === 0, "the worker waits for work");
-        const claimsBefore = claims;
-        armed = true;
+        await untilRead(async () => seen.claims >= 1 && seen.nextRunReads >= 1 && store.openTransactions() === 0, "the worker waits for work");
+        const claimsBefore = seen.claims;
+        seen.loseAdmission = true;
         await expect(b.host.submit(b.request({ params: { n: 1 }, idempotencyKey: "lost" }))).rejects.toMatchObject({ code: "STORE_ERROR" });
-        armed = false;
+        seen.loseAdmission = false;
         // It was handed off: admitted and claimed in the admission's transaction, no claim of the worker's own.
-        expect(claims).toBe(claimsBefore);
+        expect(seen.claims).toBe(claimsBefore);
         const [lost] = await readCommitted(store, (tx) => tx.listInvocations(b.scope, {}));
         expect(lost).toMatchObject({ status: "running", leaseOwner: "hw", attemptCount: 1 });
-        await expectLapsedThenRun(b, store, lost!.invocationId, { leaseMs: LEASE_MS, heartbeatMs: 3_000, pollMs: 1_000 }, () => beats);
+        await expectLapsedThenRun(b, store, lost!.invocationId, { leaseMs: LEASE_MS, heartbeatMs: 3_000, pollMs: 1_000 }, () => seen.beats);
       } finally {
         await worker.stop();
       }
