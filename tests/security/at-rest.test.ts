@@ -28,6 +28,7 @@ import { memoryStore } from "../../src/stores/memory/index.js";
 import { postgresStore } from "../../src/stores/postgres/index.js";
 import { sqliteStore } from "../../src/stores/sqlite/index.js";
 import { step } from "../../src/stores/conformance/fixtures.js";
+import { faultStore } from "../helpers/fault-store.js";
 import { freshDatabase } from "../helpers/pg.js";
 import { grantAuthority, makeHostBench } from "../host/fixture.js";
 import { workspace, writ } from "../cli/helpers.js";
@@ -201,9 +202,9 @@ const rests: Rest[] = [
 let lastScope: { tenantId: string } | null = null;
 
 /** Two hosts on one store, each with a data key of its own; authority granted in the holder's scope. */
-async function twoKeys(store: Store): Promise<{ holder: ReturnType<typeof makeHostBench>; stranger: ReturnType<typeof makeHostBench> }> {
+async function twoKeys(store: Store, strangerStore: Store = store): Promise<{ holder: ReturnType<typeof makeHostBench>; stranger: ReturnType<typeof makeHostBench> }> {
   const holder = makeHostBench(store, { dataKey: localDataKey(join(tmp(), "data-key.json")) });
-  const stranger = makeHostBench(store, { dataKey: localDataKey(join(tmp(), "data-key.json")) });
+  const stranger = makeHostBench(strangerStore, { dataKey: localDataKey(join(tmp(), "data-key.json")) });
   lastScope = holder.scope;
   await grantAuthority(holder);
   return { holder, stranger };
@@ -290,6 +291,29 @@ for (const r of rests) {
         const stored = (await store.transact((tx) => tx.getInvocation(holder.scope, again.invocationId)))!;
         expect(stored.status).toBe("cancelled");
         expect(stored.request.params.card).toEqual(sealedAgain);
+      } finally {
+        await close();
+      }
+    });
+
+    // Invariants: a hand-back whose write fails changes nothing (the transaction rolls back): the
+    // invocation stays leased to the process without the key, nothing is called, its value stays
+    // sealed; once that lease lapses, a process holding the key runs it with the clear value.
+    it("a hand-back whose write fails: nothing is called, and a process holding the key runs it after the lease", async () => {
+      const { store, close } = await r.open();
+      try {
+        const failing = faultStore(store, { failWhen: (c) => c.method === "updateInvocation" && ((c.args[1] as { lastError?: string }).lastError ?? "").includes("handed back") });
+        const { holder, stranger } = await twoKeys(store, failing);
+        const { invocation: secret } = await holder.host.submit(holder.request({ action: "secret.pay", params: { n: 1, card: CARD } }));
+        expect(await stranger.host.worker().runOnce()).toEqual(["abandoned"]);
+        expect(failing.fault()?.method).toBe("updateInvocation");
+        expect(stranger.calls).toHaveLength(0);
+        const held = (await store.transact((tx) => tx.getInvocation(holder.scope, secret.invocationId)))!;
+        expect(held).toMatchObject({ status: "running", attemptCount: 1 });
+        expect(JSON.stringify(held)).not.toContain(CARD);
+        holder.clock.advance(31_000); // past the stranger's 30-s lease
+        expect(await holder.host.worker().runOnce()).toEqual(["succeeded"]);
+        expect(holder.calls.map((c) => (c.input as { card?: string }).card)).toEqual([CARD]);
       } finally {
         await close();
       }
