@@ -68,7 +68,8 @@ const CountingDriver = function (path: string, options?: object) {
 
 
 const dir = mkdtempSync(join(tmpdir(), "writ-prof-durable-"));
-const store = sqliteStore({ path: join(dir, "group.db"), synchronous: "FULL", groupCommit: true, driver: CountingDriver });
+const synchronous = (process.env.WRIT_PROF_SYNCHRONOUS ?? "FULL") as "FULL" | "NORMAL";
+const store = sqliteStore({ path: join(dir, "group.db"), synchronous, groupCommit: true, driver: CountingDriver });
 const rig = await boundaryRig(store);
 await rig.run(callers * 40, callers);
 const session = new Session();

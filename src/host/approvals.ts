@@ -5,6 +5,7 @@
  */
 import { WritError } from "../core/errors.js";
 import { appendJournal, draft } from "../core/journal.js";
+import { innerStore } from "../core/sealing.js";
 import { readCommitted, type ListOptions, type StoreTx } from "../core/store.js";
 import type { Actor, Approval, ApprovalStatus, Invocation, InvocationStatus, Json, Scope } from "../core/types.js";
 import { checkActor } from "../core/validate.js";
@@ -133,12 +134,16 @@ export interface Approvals {
 
 export function createApprovals(ctx: HostContext): Approvals {
   const { o } = ctx;
+  // Beneath the sealing layer: a vote, a revocation or an expiry moves the invocation's status and
+  // reads no sealed value (params stay as stored), so an invocation this process cannot open can
+  // be decided, and the expiry sweep does not stop at it.
+  const store = innerStore(o.store);
   async function act(scope: Scope, approvalId: string, by: Approver, verb: "approve" | "deny" | "revoke"): Promise<Approval> {
     checkApprover(by);
     let events: HostEvent[] = [];
     const out = await retryStale(() => {
       events = [];
-      return o.store.transact(async (tx) => {
+      return store.transact(async (tx) => {
         const ap = await load(tx, scope, approvalId);
         const now = o.clock.now();
         if (!by.roles.some((r) => ap.approverRoles.includes(r))) {
@@ -180,19 +185,19 @@ export function createApprovals(ctx: HostContext): Approvals {
     return out;
   }
   return {
-    list: (scope, opts) => readCommitted(o.store, (tx) => tx.listApprovals(scope, opts)),
-    get: (scope, id) => readCommitted(o.store, (tx) => tx.getApproval(scope, id)),
+    list: (scope, opts) => readCommitted(store, (tx) => tx.listApprovals(scope, opts)),
+    get: (scope, id) => readCommitted(store, (tx) => tx.getApproval(scope, id)),
     approve: (scope, id, by) => act(scope, id, by, "approve"),
     deny: (scope, id, by) => act(scope, id, by, "deny"),
     revoke: (scope, id, by) => act(scope, id, by, "revoke"),
     async sweep(limit = 100) {
-      const due = await o.store.transact((tx) => tx.listExpiredPendingApprovals(o.clock.now(), limit));
+      const due = await store.transact((tx) => tx.listExpiredPendingApprovals(o.clock.now(), limit));
       let n = 0;
       for (const d of due) {
         let events: HostEvent[] = [];
         const done = await retryStale(() => {
           events = [];
-          return o.store.transact(async (tx) => {
+          return store.transact(async (tx) => {
           const scope = scopeOf(d);
           const ap = await load(tx, scope, d.approvalId);
           const now = o.clock.now();

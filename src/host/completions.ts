@@ -10,6 +10,7 @@ import { digestOf } from "../core/digest.js";
 import { WritError, errorMessage } from "../core/errors.js";
 import { appendJournal, draft } from "../core/journal.js";
 import { redactFor, type ErrorTextContext } from "../core/redact.js";
+import { innerStore } from "../core/sealing.js";
 import { readCommitted, type StoreTx } from "../core/store.js";
 import { COMPLETION_OUTCOMES, type CompletionDisposition, type CompletionRecord, type Invocation, type Json, type Scope, type StepCheckpoint } from "../core/types.js";
 import { verifyWebhook, webhookSecretBytes, type WebhookHeaders } from "../core/webhook.js";
@@ -283,13 +284,16 @@ export async function applyEarlyCompletions(ctx: HostContext, tx: StoreTx, parke
 /** Sweep: parked invocations past their completion deadline go to reconciliation (overdueAt set). */
 export async function sweepOverdue(ctx: HostContext, limit = 100): Promise<number> {
   const { o } = ctx;
-  const due = await o.store.transact((tx) => tx.listOverdueParked(o.clock.now(), limit));
+  // Beneath the sealing layer: the move reads no sealed value (params and outputs are written back
+  // as stored), so an invocation this process cannot open does not fail the sweep for all behind it.
+  const store = innerStore(o.store);
+  const due = await store.transact((tx) => tx.listOverdueParked(o.clock.now(), limit));
   let n = 0;
   for (const d of due) {
     let events: HostEvent[] = [];
     const moved = await retryStale(() => {
       events = [];
-      return o.store.transact(async (tx) => {
+      return store.transact(async (tx) => {
       const scope = scopeOf(d);
       const inv = await tx.getInvocation(scope, d.invocationId, { forUpdate: true });
       const now = o.clock.now();

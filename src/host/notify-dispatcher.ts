@@ -8,6 +8,7 @@
  */
 import { base64url } from "../core/encoding.js";
 import { errorMessage } from "../core/errors.js";
+import { innerStore } from "../core/sealing.js";
 import { readCommitted } from "../core/store.js";
 import type { Delivery, DeliveryAttempt, Invocation, JournalEntry, Subscription } from "../core/types.js";
 import { signWebhook } from "../core/webhook.js";
@@ -89,6 +90,10 @@ function failureText(e: unknown, timedOut: boolean, timeoutMs: number): string {
 
 export function createDispatcher(ctx: HostContext, n: ResolvedNotificationOptions): Dispatcher {
   const { store, clock } = ctx.o;
+  // Events carry invocations redacted, and every sealed value sits at a sensitive pointer the
+  // redaction replaces: their reads go beneath the sealing layer, so an invocation this process
+  // cannot open (sealed under a key it does not hold) does not stop the fan-out behind it.
+  const stored = innerStore(store);
   const id = `notify-${base64url(ctx.o.random.bytes(6))}`;
   const now = (): number => clock.now();
   const trouble = outageLog(ctx.log, "notification dispatch", { dispatcher: id }, now);
@@ -117,7 +122,7 @@ export function createDispatcher(ctx: HostContext, n: ResolvedNotificationOption
       const scope = { tenantId: sub.tenantId, spaceId: h.spaceId };
       while (cursor < h.seq) {
         const at = now();
-        const events = await readCommitted(store, async (tx) => {
+        const events = await readCommitted(stored, async (tx) => {
           const entries = await tx.readJournal(scope, { fromSeq: cursor + 1, limit: PAGE });
           const out: NotificationEvent[] = [];
           const invs = new Map<string, Invocation | null>();
@@ -159,7 +164,7 @@ export function createDispatcher(ctx: HostContext, n: ResolvedNotificationOption
     const heads = await readCommitted(store, (tx) => tx.journalHeads(sub.tenantId));
     for (const h of heads) {
       const scope = { tenantId: sub.tenantId, spaceId: h.spaceId };
-      const events = await readCommitted(store, async (tx) => {
+      const events = await readCommitted(stored, async (tx) => {
         const out: NotificationEvent[] = [];
         for (const a of await tx.listApprovals(scope, { status: "pending", limit: 1000 })) {
           if (a.expiresAt <= t || a.expiresAt - t > n.expiringWithinMs) continue;

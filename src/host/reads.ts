@@ -6,7 +6,7 @@
  */
 import type { ActionDefinition } from "../core/action.js";
 import { redactFor } from "../core/redact.js";
-import { sealedStore, type DataKeyPort, type SensitiveMap } from "../core/sealing.js";
+import { innerStore, sealedStore, type DataKeyPort, type SensitiveMap } from "../core/sealing.js";
 import { readCommitted, type InvocationFilter, type Store } from "../core/store.js";
 import type { IdempotencyRecord, Invocation, Scope } from "../core/types.js";
 
@@ -39,16 +39,23 @@ export interface InvocationReads {
   list(scope: Scope, filter?: InvocationFilter): Promise<Invocation[]>;
 }
 
-/** Committed reads of invocations, redacted per action; `store` is a {@link readableStore}. */
+/**
+ * Committed reads of invocations, redacted per action; `store` is a {@link readableStore}. They read
+ * beneath the sealing layer: every sealed value sits at a sensitive pointer, which the redaction
+ * replaces, so the answer is the same as with the values opened, costs no decryption, and an
+ * invocation this process cannot open (sealed under a key it does not hold) is still answered,
+ * redacted (docs/security.md, "A value this process cannot open").
+ */
 export function invocationReads(store: Store, actions: ReadonlyMap<string, ActionDefinition<unknown>>): InvocationReads {
+  const stored = innerStore(store);
   const redact = (inv: Invocation): Invocation => redactInvocation(actions.get(inv.action), inv);
   return {
     async get(scope, invocationId) {
-      const inv = await readCommitted(store, (tx) => tx.getInvocation(scope, invocationId));
+      const inv = await readCommitted(stored, (tx) => tx.getInvocation(scope, invocationId));
       return inv ? redact(inv) : null;
     },
     async list(scope, filter) {
-      return (await readCommitted(store, (tx) => tx.listInvocations(scope, filter))).map(redact);
+      return (await readCommitted(stored, (tx) => tx.listInvocations(scope, filter))).map(redact);
     },
   };
 }

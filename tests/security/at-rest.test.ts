@@ -20,7 +20,7 @@ import type { Store } from "../../src/core/store.js";
 import type { Json } from "../../src/core/types.js";
 import { localDataKey } from "../../src/runtime/data-key-file.js";
 import { localDataKey as localDataKeyOf } from "../../src/node/index.js";
-import { createHost, defineAction, functionPolicy, generateSigningKey } from "../../src/index.js";
+import { createHost, defineAction, functionPolicy, generateSigningKey, sealJournalNow } from "../../src/index.js";
 import { z } from "zod";
 import { openReads } from "../../src/runtime/reads.js";
 import { openRuntime } from "../../src/runtime/runtime.js";
@@ -32,6 +32,7 @@ import { faultStore } from "../helpers/fault-store.js";
 import { freshDatabase } from "../helpers/pg.js";
 import { grantAuthority, makeHostBench } from "../host/fixture.js";
 import { workspace, writ } from "../cli/helpers.js";
+import { startReceiver } from "../host/notify-fixture.js";
 
 const CARD = "4111-SECRET-CARD-9731";
 const TOKEN = "tok-SECRET-OUTPUT-5520";
@@ -200,6 +201,7 @@ const rests: Rest[] = [
   },
 ];
 let lastScope: { tenantId: string } | null = null;
+const onClose: (() => Promise<void>)[] = [];
 
 /** Two hosts on one store, each with a data key of its own; authority granted in the holder's scope. */
 async function twoKeys(store: Store, strangerStore: Store = store): Promise<{ holder: ReturnType<typeof makeHostBench>; stranger: ReturnType<typeof makeHostBench> }> {
@@ -240,7 +242,9 @@ for (const r of rests) {
         const moved = { ...(await store.transact((tx) => tx.getInvocation(b.scope, other.invocationId)))! };
         moved.request = { ...moved.request, params: { ...moved.request.params, card: sealed } };
         await store.transact((tx) => tx.updateInvocation(b.scope, moved));
-        await expect(b.host.get(b.scope, other.invocationId)).rejects.toThrow(/could not be opened/);
+        await expect(sealedStore(store, dataKey, new Map([["secret.pay", ["/params/card"]]])).transact((tx) => tx.getInvocation(b.scope, other.invocationId))).rejects.toThrow(/could not be opened/);
+        // The host's reads are redacted and need no value opened: the moved one is answered, masked.
+        expect((await b.host.get(b.scope, other.invocationId))!.request.params).toEqual({ n: 2, card: "[REDACTED]" });
       } finally {
         await close();
       }
@@ -314,6 +318,76 @@ for (const r of rests) {
         holder.clock.advance(31_000); // past the stranger's 30-s lease
         expect(await holder.host.worker().runOnce()).toEqual(["succeeded"]);
         expect(holder.calls.map((c) => (c.input as { card?: string }).card)).toEqual([CARD]);
+      } finally {
+        await close();
+      }
+    });
+
+    // Invariants: what a process does with an invocation without running it needs no sealed value
+    // opened, so one it cannot open (sealed under another key) stops none of it: `get` and `list`
+    // answer it redacted; the overdue sweep moves it to reconciliation, its value left sealed as it
+    // was (and the sweep goes on to the next); the notification fan-out writes its events, params
+    // masked, and goes on past it.
+    it("reads, the overdue sweep and notifications go on past an invocation this process cannot open", async () => {
+      const { store, close } = await r.open();
+      try {
+        const { holder, stranger } = await twoKeys(store);
+        const rx = await startReceiver();
+        onClose.push(() => rx.close());
+        const { subscription } = await stranger.host.notifications.create(holder.scope.tenantId, { url: rx.url, events: ["reconciliation.opened"] });
+        holder.replies.set("a", { outcome: "accepted", externalRef: "op-unopened" });
+        const { invocation: parked } = await holder.host.submit(holder.request({ action: "secret.long", params: { n: 1, card: CARD } }));
+        expect(await holder.host.worker().runOnce()).toEqual(["parked"]);
+        holder.replies.set("a", { outcome: "accepted", externalRef: "op-plain" });
+        const { invocation: plain } = await holder.host.submit(holder.request({ action: "long.one", params: { n: 2 } }));
+        expect(await holder.host.worker().runOnce()).toEqual(["parked"]);
+        const sealedBefore = (await store.transact((tx) => tx.getInvocation(holder.scope, parked.invocationId)))!.request.params.card;
+
+        const shown = await stranger.host.get(holder.scope, parked.invocationId);
+        expect(shown!.request.params).toEqual({ n: 1, card: "[REDACTED]" });
+        expect((await stranger.host.list(holder.scope)).map((i) => i.invocationId).sort()).toEqual([parked.invocationId, plain.invocationId].sort());
+
+        stranger.clock.advance(61_000); // past both deadlines
+        expect((await stranger.host.sweep()).overdue).toBe(2);
+        for (const inv of [parked, plain]) expect((await store.transact((tx) => tx.getInvocation(holder.scope, inv.invocationId)))!.status).toBe("reconciliation_required");
+        const moved = (await store.transact((tx) => tx.getInvocation(holder.scope, parked.invocationId)))!;
+        expect(moved.request.params.card).toEqual(sealedBefore);
+        expect(JSON.stringify(moved)).not.toContain(CARD);
+
+        await sealJournalNow(store);
+        await stranger.host.notifications.dispatchOnce();
+        const written = await stranger.host.notifications.deliveries(holder.scope.tenantId);
+        const bodies = written.filter((d) => d.subscriptionId === subscription.subscriptionId).map((d) => JSON.parse(d.body) as { type: string; data: { invocationId: string; params?: Json } });
+        expect(bodies.map((b) => b.data.invocationId).sort()).toEqual([parked.invocationId, plain.invocationId].sort());
+        expect(JSON.stringify(written)).not.toContain(CARD);
+        expect(bodies.find((b) => b.data.invocationId === parked.invocationId)!.data.params).toEqual({ n: 1, card: "[REDACTED]" });
+        expect(rx.requests.map((q) => q.body).join("")).toContain(parked.invocationId);
+      } finally {
+        for (const f of onClose.splice(0)) await f();
+        await close();
+      }
+    });
+
+    // Invariants: deciding an approval moves only the invocation's status, so a process that cannot
+    // open the invocation approves it (queued, its value sealed as it was) and its expiry sweep
+    // denies one whose approval ran out, and goes on to the rest.
+    it("approvals of an invocation this process cannot open are decided and expire", async () => {
+      const { store, close } = await r.open();
+      try {
+        const { holder, stranger } = await twoKeys(store);
+        holder.verdict.current = "REQUIRE_APPROVAL";
+        const ids: string[] = [];
+        for (const n of [1, 2]) ids.push((await holder.host.submit(holder.request({ action: "secret.pay", params: { n, card: CARD } }))).invocation.invocationId);
+        expect(await holder.host.worker({ batchSize: 10 }).runOnce()).toEqual(["awaiting_approval", "awaiting_approval"]);
+        const before = await Promise.all(ids.map(async (id) => (await store.transact((tx) => tx.getInvocation(holder.scope, id)))!));
+        const approver = { actor: { type: "user" as const, id: "alice" }, roles: ["approve"] };
+        expect((await stranger.host.approvals.approve(holder.scope, before[0]!.approvalId!, approver)).status).toBe("approved");
+        stranger.clock.advance(86_400_001);
+        expect((await stranger.host.sweep()).approvalsExpired).toBe(1);
+        const after = await Promise.all(ids.map(async (id) => (await store.transact((tx) => tx.getInvocation(holder.scope, id)))!));
+        expect(after.map((i) => i.status)).toEqual(["queued", "denied"]);
+        for (const [i, inv] of after.entries()) expect(inv.request.params.card).toEqual(before[i]!.request.params.card);
+        expect(JSON.stringify(after)).not.toContain(CARD);
       } finally {
         await close();
       }
