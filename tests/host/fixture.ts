@@ -172,10 +172,12 @@ export async function grantAuthority(b: HostBench, patch: Partial<Authority> = {
 
 /**
  * For an invocation leased to a worker that was never told it holds the lease (an admission or a
- * claim whose answer was lost): moves the manual clock one heartbeat period at most per heartbeat
- * until `beats()` (heartbeats committed) has grown by two (each period's timer fires, and the
- * clock waits for its commit before the next period: never past the lease), checks the lease was
- * not extended and nothing was called, then moves the clock past the lease's end and a poll and
+ * claim whose answer was lost): moves the manual clock, never up to the lease's end, until
+ * `beats()` (heartbeat statements answered) has grown by two, pausing after each beat so that its
+ * transaction ends and the next period's timer is set before the clock moves on (the timer counts
+ * from the clock at that moment: a clock that ran on meanwhile would push it later; the lease's end
+ * leaves two periods of slack for that), checks the lease was not extended and nothing was
+ * called, then moves the clock past the lease's end and a poll and
  * stops (so that the new lease is never outrun) until the worker has claimed and run the
  * invocation, and checks it succeeded with one connector call and two attempts.
  */
@@ -184,15 +186,12 @@ export async function expectLapsedThenRun(b: HostBench, store: Store, invocation
   if (2 * o.heartbeatMs >= o.leaseMs) throw new Error("expectLapsedThenRun needs two heartbeats within the lease");
   for (let k = 1; k <= 2; k++) {
     const want = beats() + 1;
-    let moved = 0;
     await untilRead(async () => {
       if (beats() >= want) return true;
-      if (moved < o.heartbeatMs) {
-        b.clock.advance(100);
-        moved += 100;
-      }
+      if (b.clock.now() + 100 < expiry) b.clock.advance(100);
       return false;
-    }, `heartbeat ${k} committed`);
+    }, `heartbeat ${k} answered`);
+    await new Promise((r) => setTimeout(r, 100));
   }
   const held = await readCommitted(store, (tx) => tx.getInvocation(b.scope, invocationId));
   if (held?.status !== "running" || held.leaseExpiresAt !== expiry) throw new Error(`the lost lease changed: ${JSON.stringify({ status: held?.status, leaseExpiresAt: held?.leaseExpiresAt, expiry })}`);

@@ -416,8 +416,18 @@ for (const r of rests) {
           const cur = (await tx.getInvocation(holder.scope, spent.invocationId))!;
           await tx.updateInvocation(holder.scope, { ...cur, attemptCount: 99 });
         });
-        expect(await stranger.host.worker({ batchSize: 10 }).runOnce()).toEqual(["queued", "queued"]);
+        // A third that compensates: the compensation's read of the steps comes before any undo call.
+        const { invocation: comp } = await stranger.host.submit(holder.request({ action: "secret.pay", params: { n: 4, card: "4000-OWN" } }));
+        await store.transact(async (tx) => {
+          await tx.putStep(holder.scope, { ...step(holder.scope, comp.invocationId, 0, { status: "succeeded", stepName: "a", connector: "c" }), output: { token: envelope as Json } });
+          const cur = (await tx.getInvocation(holder.scope, comp.invocationId))!;
+          await tx.updateInvocation(holder.scope, { ...cur, compensating: true, nextStep: 1 });
+        });
+        expect(await stranger.host.worker({ batchSize: 10 }).runOnce()).toEqual(["queued", "queued", "queued"]);
         expect(stranger.calls).toHaveLength(0);
+        const compBack = (await store.transact((tx) => tx.getInvocation(holder.scope, comp.invocationId)))!;
+        expect(compBack).toMatchObject({ status: "queued", compensating: true, nextStep: 1, attemptCount: 0 });
+        expect(compBack.lastError).toMatch(/could not be opened.*handed back/);
         const spentBack = (await store.transact((tx) => tx.getInvocation(holder.scope, spent.invocationId)))!;
         expect(spentBack).toMatchObject({ status: "queued", attemptCount: 99 });
         expect(JSON.stringify(spentBack)).not.toContain("4000-OWN");
