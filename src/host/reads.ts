@@ -1,8 +1,8 @@
 /**
- * Reading invocations the way the host answers for them (docs/host.md, Reading invocations): the
- * store behind the data key (sealed params opened), then each action's redaction applied. The host
- * answers `get` and `list` with these; so does the CLI's read-only path (`writ ls`), which never
- * loads the rest of the host.
+ * Reading invocations the way the host answers for them: the rows as stored, then each action's
+ * redaction applied, which replaces every value sealed at rest (docs/security.md, "A value this
+ * process cannot open"). The host answers `get` and `list` with these; so does the CLI's read-only
+ * path (`writ ls`), which never loads the rest of the host.
  */
 import type { ActionDefinition } from "../core/action.js";
 import { redactFor } from "../core/redact.js";

@@ -4,7 +4,7 @@
  * implements the same port in production. A key file that others can read is refused.
  */
 import nodeCrypto from "node:crypto";
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import { base64url, fromBase64url } from "../core/encoding.js";
 import { WritError } from "../core/errors.js";
@@ -23,20 +23,50 @@ export function assertPrivateFile(path: string, what: string): void {
   }
 }
 
-function readOrCreate(path: string): KeyFile {
-  if (!existsSync(path)) {
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    const k: KeyFile = { keyId: `dk-${base64url(nodeCrypto.randomBytes(6))}`, key: base64url(nodeCrypto.randomBytes(32)) };
+/**
+ * Creates the key file unless it exists, so that it appears whole or not at all: the key is written
+ * and synced to a private file of this process beside it, then linked to `path` (a link never
+ * replaces a file). Of several processes starting together exactly one link succeeds; the others
+ * find it taken and read the one that won, never an empty or half-written file. The directory is
+ * synced too, so that a crash cannot leave the name without the key every sealed value needs.
+ */
+function createOnce(path: string): void {
+  const dir = dirname(path);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const k: KeyFile = { keyId: `dk-${base64url(nodeCrypto.randomBytes(6))}`, key: base64url(nodeCrypto.randomBytes(32)) };
+  const tmp = `${path}.${process.pid}.${base64url(nodeCrypto.randomBytes(6))}.tmp`;
+  try {
+    const fd = openSync(tmp, "wx", 0o600);
     try {
-      // "wx": exactly one of several processes starting together creates it; the others read it.
-      const fd = openSync(path, "wx", 0o600);
       writeSync(fd, JSON.stringify(k) + "\n");
+      fsyncSync(fd);
+    } finally {
       closeSync(fd);
-      chmodSync(path, 0o600);
+    }
+    chmodSync(tmp, 0o600);
+    try {
+      linkSync(tmp, path);
     } catch (e) {
       if ((e as { code?: string }).code !== "EEXIST") throw e;
+      return; // another process created it first: theirs is the key
     }
+    syncDirectory(dir);
+  } finally {
+    rmSync(tmp, { force: true });
   }
+}
+
+function syncDirectory(dir: string): void {
+  const fd = openSync(dir, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function readOrCreate(path: string): KeyFile {
+  if (!existsSync(path)) createOnce(path);
   assertPrivateFile(path, "the data key file");
   let parsed: unknown;
   try {

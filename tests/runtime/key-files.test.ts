@@ -1,10 +1,12 @@
 /**
- * Signing keys on disk. Invariants: processes starting together on an empty directory end up with
- * one active key that all of them use (no keyring overwritten by another's); the private file is
- * 0600; revocation removes the private half and the key never verifies again.
+ * Signing keys and the data key on disk. Invariants: processes starting together on an empty
+ * directory end up with one active key that all of them use (no keyring overwritten by another's);
+ * the private file is 0600; revocation removes the private half and the key never verifies again.
+ * The data key file likewise: processes starting together all load the one key that was created,
+ * none of them fails reading a file another is still writing, and no temporary file is left.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,6 +14,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { generateKeyFile, loadKeyring, loadSigningKey, readKeyFile, revokeKeyFile } from "../../src/runtime/key-files.js";
 
 const CHILD = fileURLToPath(new URL("./fixtures/load-key-child.ts", import.meta.url));
+const DATA_KEY_CHILD = fileURLToPath(new URL("./fixtures/load-data-key-child.ts", import.meta.url));
 const dirs: string[] = [];
 const tempDir = (): string => {
   const d = mkdtempSync(join(tmpdir(), "writ-keys-"));
@@ -22,9 +25,9 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-function run(dir: string, start: number): Promise<string> {
+function run(dir: string, start: number, child = CHILD): Promise<string> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ["--import", "tsx", CHILD, dir, String(start)], { stdio: ["ignore", "pipe", "pipe"] });
+    const p = spawn(process.execPath, ["--import", "tsx", child, dir, String(start)], { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     let err = "";
     p.stdout.on("data", (d: Buffer) => (out += d.toString()));
@@ -45,6 +48,20 @@ describe("signing key files", () => {
     expect(readdirSync(dir).filter((f) => f.endsWith(".private.json"))).toEqual([`${kids[0]}.private.json`]);
     expect(statSync(join(dir, `${kids[0]}.private.json`)).mode & 0o777).toBe(0o600);
     expect(readdirSync(dir)).not.toContain(".lock");
+  }, 60_000);
+
+  it("six processes starting together with no data key file share one data key", async () => {
+    // Real processes rarely meet inside the few microseconds a key is written in (on two cores);
+    // tests/runtime/data-key-race.test.ts forces that interleaving.
+    const dir = join(tempDir(), "keys");
+    const path = join(dir, "data-key.json");
+    const start = Date.now() + 1500;
+    const ids = await Promise.all([1, 2, 3, 4, 5, 6].map(() => run(path, start, DATA_KEY_CHILD)));
+    expect(new Set(ids).size).toBe(1);
+    expect(ids[0]).toMatch(/^dk-/);
+    expect(JSON.parse(readFileSync(path, "utf8"))).toMatchObject({ keyId: ids[0] });
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(readdirSync(dir)).toEqual(["data-key.json"]);
   }, 60_000);
 
   it("a new key retires the old one; revocation removes the private half", () => {

@@ -1,0 +1,52 @@
+/**
+ * The data key file appears whole or not at all. Invariant: a process that looks for the file at
+ * the moment another is writing it (the other has created it and not yet written the key) never
+ * reads a partial file; both end up with the one key that was created. The interleaving is forced
+ * here: the first write of a key calls `localDataKey` again from inside it, as a second process
+ * starting at that instant would (tests/runtime/key-files.test.ts races real processes).
+ */
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import * as realFs from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it, vi } from "vitest";
+
+const hook: { during: (() => void) | null } = { during: null };
+vi.mock("node:fs", async (importOriginal) => {
+  const fs = await importOriginal<typeof realFs>();
+  return {
+    ...fs,
+    writeSync: (...a: Parameters<typeof fs.writeSync>) => {
+      const during = hook.during;
+      hook.during = null;
+      during?.();
+      return (fs.writeSync as (...x: unknown[]) => number)(...a);
+    },
+  };
+});
+const { localDataKey } = await import("../../src/runtime/data-key-file.js");
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe("the data key file", () => {
+  it("is never read half-written by a process starting at the same moment", () => {
+    const dir = mkdtempSync(join(tmpdir(), "writ-dk-race-"));
+    dirs.push(dir);
+    const path = join(dir, "keys", "data-key.json");
+    let second: string | Error = new Error("the second process never looked");
+    hook.during = () => {
+      try {
+        second = localDataKey(path).keyId;
+      } catch (e) {
+        second = e as Error;
+      }
+    };
+    const first = localDataKey(path).keyId;
+    expect(second).toBe(first);
+    expect(JSON.parse(readFileSync(path, "utf8"))).toMatchObject({ keyId: first });
+    expect(readdirSync(join(dir, "keys"))).toEqual(["data-key.json"]);
+  });
+});
