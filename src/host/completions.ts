@@ -320,12 +320,15 @@ export async function sweepEarlyCompletions(ctx: HostContext, limit = 100): Prom
   const { o } = ctx;
   const before = o.clock.now() - ctx.r.earlyCompletionRetentionMs;
   if (before <= 0) return 0;
-  const due = await readCommitted(o.store, (tx) => tx.listEarlyCompletions(before, limit));
+  // Beneath the sealing layer: an expiry drops the result it never opens (the record keeps it as
+  // stored), so one sealed under a key this process does not hold does not stop the sweep.
+  const store = innerStore(o.store);
+  const due = await readCommitted(store, (tx) => tx.listEarlyCompletions(before, limit));
   let n = 0;
   for (const d of due) {
     const scope = scopeOf(d);
     const expired = await retryStale(() =>
-      o.store.transact(async (tx) => {
+      store.transact(async (tx) => {
         await tx.lock(scope, [completionLockKey(d.connector, d.externalRef)]);
         const cur = (await tx.listCompletions(scope, d.connector, d.externalRef)).find((c) => c.completionId === d.completionId);
         if (!cur || cur.disposition !== "early" || cur.receivedAt >= before) return false;
@@ -347,7 +350,8 @@ export async function sweepEarlyCompletions(ctx: HostContext, limit = 100): Prom
 export async function listEarlyCompletions(ctx: HostContext, scope: Scope, opts: { limit?: number } = {}): Promise<CompletionRecord[]> {
   const limit = opts.limit ?? 100;
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1000) throw new WritError("INVALID_ARGUMENT", "limit must be an integer from 1 to 1000");
-  const rows = await readCommitted(ctx.o.store, (tx) => tx.listEarlyCompletions(Number.MAX_SAFE_INTEGER, limit, scope));
+  // Results are withheld: read beneath the sealing layer, nothing to open.
+  const rows = await readCommitted(innerStore(ctx.o.store), (tx) => tx.listEarlyCompletions(Number.MAX_SAFE_INTEGER, limit, scope));
   return rows.map((c) => {
     const { result: _withheld, ...out } = redactedFor(ctx, null, null, c);
     return out;

@@ -4,7 +4,7 @@
  * implements the same port in production. A key file that others can read is refused.
  */
 import nodeCrypto from "node:crypto";
-import { chmodSync, closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { base64url, fromBase64url } from "../core/encoding.js";
 import { WritError } from "../core/errors.js";
@@ -23,32 +23,41 @@ export function assertPrivateFile(path: string, what: string): void {
   }
 }
 
+/** `link` errors of filesystems without hard links (FAT, exFAT, some network and FUSE mounts). */
+const NO_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"]);
+
 /**
  * Creates the key file unless it exists, so that it appears whole or not at all: the key is written
  * and synced to a private file of this process beside it, then linked to `path` (a link never
  * replaces a file). Of several processes starting together exactly one link succeeds; the others
  * find it taken and read the one that won, never an empty or half-written file. The directory is
- * synced too, so that a crash cannot leave the name without the key every sealed value needs.
+ * synced (by the losers too), so that a crash cannot leave the name without the key every sealed
+ * value needs. Where the filesystem has no hard links, the file is created exclusively in place
+ * and a reader that finds it still being written waits for it (`readKeyFile`).
  */
 function createOnce(path: string): void {
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const k: KeyFile = { keyId: `dk-${base64url(nodeCrypto.randomBytes(6))}`, key: base64url(nodeCrypto.randomBytes(32)) };
+  const text = JSON.stringify(k) + "\n";
   const tmp = `${path}.${process.pid}.${base64url(nodeCrypto.randomBytes(6))}.tmp`;
   try {
-    const fd = openSync(tmp, "wx", 0o600);
-    try {
-      writeSync(fd, JSON.stringify(k) + "\n");
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    chmodSync(tmp, 0o600);
+    writePrivate(tmp, text);
     try {
       linkSync(tmp, path);
     } catch (e) {
-      if ((e as { code?: string }).code !== "EEXIST") throw e;
-      return; // another process created it first: theirs is the key
+      const code = (e as { code?: string }).code ?? "";
+      if (code === "EEXIST") {
+        // Another process created it first: theirs is the key.
+      } else if (NO_LINKS.has(code)) {
+        try {
+          writePrivate(path, text);
+        } catch (e2) {
+          if ((e2 as { code?: string }).code !== "EEXIST") throw e2;
+        }
+      } else {
+        throw e;
+      }
     }
     syncDirectory(dir);
   } finally {
@@ -56,25 +65,48 @@ function createOnce(path: string): void {
   }
 }
 
-function syncDirectory(dir: string): void {
-  const fd = openSync(dir, "r");
+/** Creates `file` exclusively, 0600, with `text` written whole and synced. */
+function writePrivate(file: string, text: string): void {
+  const fd = openSync(file, "wx", 0o600);
   try {
+    writeFileSync(fd, text);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
+  }
+  chmodSync(file, 0o600);
+}
+
+/** Best effort: some platforms and filesystems cannot sync a directory (the file itself is synced). */
+function syncDirectory(dir: string): void {
+  try {
+    const fd = openSync(dir, "r");
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    // EISDIR, EINVAL, EPERM, ENOTSUP: nothing more to do here.
+  }
+}
+
+/** The file's JSON; a file still being written (no links: created in place) is waited for, at most a second. */
+function readKeyFile(path: string): unknown {
+  for (let i = 0; ; i++) {
+    try {
+      return JSON.parse(readFileSync(path, "utf8"));
+    } catch {
+      if (i >= 40 || Date.now() - statSync(path).mtimeMs > 2_000) throw new WritError("KEY_ERROR", `the data key file ${path} is not valid JSON`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 25);
+    }
   }
 }
 
 function readOrCreate(path: string): KeyFile {
   if (!existsSync(path)) createOnce(path);
   assertPrivateFile(path, "the data key file");
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(readFileSync(path, "utf8"));
-  } catch {
-    throw new WritError("KEY_ERROR", `the data key file ${path} is not valid JSON`);
-  }
-  const k = parsed as Partial<KeyFile>;
+  const k = readKeyFile(path) as Partial<KeyFile>;
   const bytes = typeof k.key === "string" ? fromBase64url(k.key) : null;
   if (typeof k.keyId !== "string" || !/^[A-Za-z0-9_-]{1,64}$/.test(k.keyId) || !bytes || bytes.length !== 32) {
     throw new WritError("KEY_ERROR", `the data key file ${path} must hold { keyId, key: <32 bytes base64url> }`);

@@ -15,7 +15,7 @@ export interface ReadRuntime {
   config: WritConfig;
   /** The store as the config opens it (not behind the data key). */
   store: Store;
-  /** The same store behind the data key: sealed params and outputs read opened, as the host reads them. */
+  /** The same store behind the data key: sealed params and outputs read opened (invocation reads, `reads`, need none opened and read beneath it). */
   readable: Store;
   reads: InvocationReads;
   close(): Promise<void>;

@@ -173,15 +173,22 @@ export async function grantAuthority(b: HostBench, patch: Partial<Authority> = {
 /**
  * For an invocation leased to a worker that was never told it holds the lease (an admission or a
  * claim whose answer was lost): moves the manual clock, never up to the lease's end, until
- * `beats()` (heartbeat statements answered) has grown by two, pausing after each beat so that its
- * transaction ends and the next period's timer is set before the clock moves on (the timer counts
+ * `beats()` (heartbeat statements answered) has grown by two, pausing after each beat until its
+ * transaction ended (`settled`, else 300 ms) so that the next period's timer is set before the
+ * clock moves on (the timer counts
  * from the clock at that moment: a clock that ran on meanwhile would push it later; the lease's end
  * leaves two periods of slack for that), checks the lease was not extended and nothing was
  * called, then moves the clock past the lease's end and a poll and
  * stops (so that the new lease is never outrun) until the worker has claimed and run the
  * invocation, and checks it succeeded with one connector call and two attempts.
  */
-export async function expectLapsedThenRun(b: HostBench, store: Store, invocationId: string, o: { leaseMs: number; heartbeatMs: number; pollMs: number }, beats: () => number): Promise<void> {
+export async function expectLapsedThenRun(
+  b: HostBench,
+  store: Store,
+  invocationId: string,
+  o: { leaseMs: number; heartbeatMs: number; pollMs: number; /** True once no transaction is open (the beat's has ended); else a 300-ms pause stands in. */ settled?: () => boolean },
+  beats: () => number,
+): Promise<void> {
   const expiry = (await readCommitted(store, (tx) => tx.getInvocation(b.scope, invocationId)))!.leaseExpiresAt!;
   if (2 * o.heartbeatMs >= o.leaseMs) throw new Error("expectLapsedThenRun needs two heartbeats within the lease");
   for (let k = 1; k <= 2; k++) {
@@ -191,7 +198,8 @@ export async function expectLapsedThenRun(b: HostBench, store: Store, invocation
       if (b.clock.now() + 100 < expiry) b.clock.advance(100);
       return false;
     }, `heartbeat ${k} answered`);
-    await new Promise((r) => setTimeout(r, 100));
+    if (o.settled) await untilRead(async () => o.settled!(), `heartbeat ${k}'s transaction ended`);
+    else await new Promise((r) => setTimeout(r, 300));
   }
   const held = await readCommitted(store, (tx) => tx.getInvocation(b.scope, invocationId));
   if (held?.status !== "running" || held.leaseExpiresAt !== expiry) throw new Error(`the lost lease changed: ${JSON.stringify({ status: held?.status, leaseExpiresAt: held?.leaseExpiresAt, expiry })}`);

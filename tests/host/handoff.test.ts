@@ -107,7 +107,7 @@ for (const factory of allStoreFactories()) {
         expect(seen.claims).toBe(claimsBefore);
         const [lost] = await readCommitted(store, (tx) => tx.listInvocations(b.scope, {}));
         expect(lost).toMatchObject({ status: "running", leaseOwner: "hw", attemptCount: 1 });
-        await expectLapsedThenRun(b, store, lost!.invocationId, { leaseMs: LEASE_MS, heartbeatMs: 3_000, pollMs: 1_000 }, () => seen.beats);
+        await expectLapsedThenRun(b, store, lost!.invocationId, { leaseMs: LEASE_MS, heartbeatMs: 3_000, pollMs: 1_000, settled: () => store.openTransactions() === 0 }, () => seen.beats);
       } finally {
         await worker.stop();
       }

@@ -12,15 +12,23 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it, vi } from "vitest";
 
 const hook: { during: (() => void) | null } = { during: null };
+function runHook(): void {
+  const during = hook.during;
+  hook.during = null;
+  during?.();
+}
 vi.mock("node:fs", async (importOriginal) => {
   const fs = await importOriginal<typeof realFs>();
   return {
     ...fs,
-    writeSync: (...a: Parameters<typeof fs.writeSync>) => {
-      const during = hook.during;
-      hook.during = null;
-      during?.();
+    // The key is written with one of these (the code before the fix used writeSync).
+    writeSync: (...a: unknown[]) => {
+      runHook();
       return (fs.writeSync as (...x: unknown[]) => number)(...a);
+    },
+    writeFileSync: (...a: unknown[]) => {
+      runHook();
+      (fs.writeFileSync as (...x: unknown[]) => void)(...a);
     },
   };
 });

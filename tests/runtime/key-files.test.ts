@@ -25,9 +25,11 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-function run(dir: string, start: number, child = CHILD): Promise<string> {
+const NO_HARD_LINKS = fileURLToPath(new URL("./fixtures/no-hard-links.ts", import.meta.url));
+
+function run(dir: string, start: number, child = CHILD, preload: string[] = []): Promise<string> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ["--import", "tsx", child, dir, String(start)], { stdio: ["ignore", "pipe", "pipe"] });
+    const p = spawn(process.execPath, ["--import", "tsx", ...preload.flatMap((m) => ["--import", m]), child, dir, String(start)], { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     let err = "";
     p.stdout.on("data", (d: Buffer) => (out += d.toString()));
@@ -59,6 +61,17 @@ describe("signing key files", () => {
     const ids = await Promise.all([1, 2, 3, 4, 5, 6].map(() => run(path, start, DATA_KEY_CHILD)));
     expect(new Set(ids).size).toBe(1);
     expect(ids[0]).toMatch(/^dk-/);
+    expect(JSON.parse(readFileSync(path, "utf8"))).toMatchObject({ keyId: ids[0] });
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(readdirSync(dir)).toEqual(["data-key.json"]);
+  }, 60_000);
+
+  it("without hard links, processes starting together still share one data key", async () => {
+    const dir = join(tempDir(), "keys");
+    const path = join(dir, "data-key.json");
+    const start = Date.now() + 1500;
+    const ids = await Promise.all([1, 2, 3, 4].map(() => run(path, start, DATA_KEY_CHILD, [NO_HARD_LINKS])));
+    expect(new Set(ids).size).toBe(1);
     expect(JSON.parse(readFileSync(path, "utf8"))).toMatchObject({ keyId: ids[0] });
     expect(statSync(path).mode & 0o777).toBe(0o600);
     expect(readdirSync(dir)).toEqual(["data-key.json"]);

@@ -393,6 +393,36 @@ for (const r of rests) {
       }
     });
 
+    // Invariant: an early completion sealed whole under a key this process does not hold is listed
+    // (without its result, as every early completion) and expired by the sweep, its result left
+    // sealed as stored.
+    it("early completions sealed under another key are listed and expire", async () => {
+      const { store, close } = await r.open();
+      try {
+        const { holder, stranger } = await twoKeys(store);
+        // Arrives while a call is in flight (so it is kept as early), for a reference that call never returns.
+        let early: unknown = null;
+        holder.replies.set("a", async () => {
+          early = await holder.host.complete(holder.scope, { connector: "c", externalRef: "op-never", outcome: "success", result: { token: TOKEN } }).catch((e: unknown) => e);
+          return { outcome: "accepted", externalRef: "op-other" };
+        });
+        await holder.host.submit(holder.request({ action: "secret.long", params: { n: 1, card: CARD } }));
+        expect(await holder.host.worker().runOnce()).toEqual(["parked"]);
+        expect(early).toEqual({ disposition: "early" });
+        const listed = await stranger.host.earlyCompletions(holder.scope);
+        expect(listed.map((c) => [c.externalRef, c.disposition])).toEqual([["op-never", "early"]]);
+        expect(JSON.stringify(listed)).not.toContain(TOKEN);
+        stranger.clock.advance(604_800_001);
+        expect((await stranger.host.sweep()).earlyExpired).toBe(1);
+        const [stored] = await store.transact((tx) => tx.listCompletions(holder.scope, "c", "op-never"));
+        expect(stored!.disposition).toBe("expired");
+        expect(typeof (stored!.result as Record<string, unknown>)[SEALED_FIELD]).toBe("string");
+        expect(JSON.stringify(stored)).not.toContain(TOKEN);
+      } finally {
+        await close();
+      }
+    });
+
     // Invariant: a step output this process cannot open is handed back like an unopenable param,
     // whether the claim read the steps (PostgreSQL's claim with its prepare read) or the worker
     // reads them after the claim (SQLite, memory): queued, not counted, nothing called.
