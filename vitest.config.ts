@@ -9,7 +9,7 @@ export default defineConfig({
     pool: "forks",
     // Two files at a time. Vitest's default on this 2-core machine is one (its count of CPUs minus
     // one), and one file at a time kept the CPUs busy less than half the run: most files wait on
-    // real processes, databases, browsers and timers. Two took the suite from about 950 s to 765 s.
+    // real processes, databases, browsers and timers. Two took the suite from about 950 s to 676-765 s.
     maxWorkers: 2,
     // The default reporter, then the errors of the run again as its last lines (CI keeps the tail).
     reporters: ["default", "./tests/helpers/tail-reporter.ts"],
