@@ -33,7 +33,7 @@ const NO_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"]);
  * find it taken and read the one that won, never an empty or half-written file. The directory is
  * synced (by the losers too), so that a crash cannot leave the name without the key every sealed
  * value needs. Where the filesystem has no hard links, the file is created exclusively in place
- * and a reader that finds it still being written waits for it (`readKeyFile`).
+ * and a reader that finds it still being written waits for it (`readKeyJson`).
  */
 function createOnce(path: string): void {
   const dir = dirname(path);
@@ -92,7 +92,7 @@ function syncDirectory(dir: string): void {
 }
 
 /** The file's JSON; a file still being written (no links: created in place) is waited for, at most a second. */
-function readKeyFile(path: string): unknown {
+function readKeyJson(path: string): unknown {
   for (let i = 0; ; i++) {
     try {
       return JSON.parse(readFileSync(path, "utf8"));
@@ -104,9 +104,15 @@ function readKeyFile(path: string): unknown {
 }
 
 function readOrCreate(path: string): KeyFile {
-  if (!existsSync(path)) createOnce(path);
+  if (!existsSync(path)) {
+    try {
+      createOnce(path);
+    } catch (e) {
+      throw new WritError("KEY_ERROR", `cannot create the data key file ${path}: ${(e as Error).message}`, { cause: e });
+    }
+  }
   assertPrivateFile(path, "the data key file");
-  const k = readKeyFile(path) as Partial<KeyFile>;
+  const k = readKeyJson(path) as Partial<KeyFile>;
   const bytes = typeof k.key === "string" ? fromBase64url(k.key) : null;
   if (typeof k.keyId !== "string" || !/^[A-Za-z0-9_-]{1,64}$/.test(k.keyId) || !bytes || bytes.length !== 32) {
     throw new WritError("KEY_ERROR", `the data key file ${path} must hold { keyId, key: <32 bytes base64url> }`);

@@ -6,11 +6,12 @@
  * none of them fails reading a file another is still writing, and no temporary file is left.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { localDataKey } from "../../src/runtime/data-key-file.js";
 import { generateKeyFile, loadKeyring, loadSigningKey, readKeyFile, revokeKeyFile } from "../../src/runtime/key-files.js";
 
 const CHILD = fileURLToPath(new URL("./fixtures/load-key-child.ts", import.meta.url));
@@ -76,6 +77,16 @@ describe("signing key files", () => {
     expect(statSync(path).mode & 0o777).toBe(0o600);
     expect(readdirSync(dir)).toEqual(["data-key.json"]);
   }, 60_000);
+
+  it("a data key file that cannot be created is refused with KEY_ERROR naming it, and leaves nothing", () => {
+    const dir = tempDir();
+    const notADir = join(dir, "plain-file");
+    writeFileSync(notADir, "x");
+    const path = join(notADir, "keys", "data-key.json");
+    expect(() => localDataKey(path)).toThrow(expect.objectContaining({ code: "KEY_ERROR", message: expect.stringContaining(`cannot create the data key file ${path}`) as string }) as Error);
+    expect(readdirSync(dir)).toEqual(["plain-file"]);
+    expect(readFileSync(notADir, "utf8")).toBe("x");
+  });
 
   it("a new key retires the old one; revocation removes the private half", () => {
     const dir = tempDir();

@@ -201,7 +201,19 @@ const rests: Rest[] = [
   },
 ];
 let lastScope: { tenantId: string } | null = null;
+/** What a test started beside its store (a receiver), stopped when `onStore` ends. */
 const onClose: (() => Promise<void>)[] = [];
+
+/** Runs `fn` on a fresh store of `r`, then stops what it registered in `onClose` and closes the store. */
+async function onStore(r: Rest, fn: (store: Store) => Promise<void>): Promise<void> {
+  const { store, close } = await r.open();
+  try {
+    await fn(store);
+  } finally {
+    for (const f of onClose.splice(0)) await f();
+    await close();
+  }
+}
 
 /** Two hosts on one store, each with a data key of its own; authority granted in the holder's scope. */
 async function twoKeys(store: Store, strangerStore: Store = store): Promise<{ holder: ReturnType<typeof makeHostBench>; stranger: ReturnType<typeof makeHostBench> }> {
@@ -255,8 +267,7 @@ for (const r of rests) {
     // back unrun (no connector call), queued with why, its claim not counted as an attempt, its
     // values left sealed as they were; a process holding the key then runs it with the clear value.
     it("an invocation sealed under a key this process does not hold is handed back unrun; the rest of its claim runs", async () => {
-      const { store, close } = await r.open();
-      try {
+      await onStore(r, async (store) => {
         const { holder, stranger } = await twoKeys(store);
         const { invocation: secret } = await holder.host.submit(holder.request({ action: "secret.pay", params: { n: 1, card: CARD } }));
         const plain = [];
@@ -295,17 +306,14 @@ for (const r of rests) {
         const stored = (await store.transact((tx) => tx.getInvocation(holder.scope, again.invocationId)))!;
         expect(stored.status).toBe("cancelled");
         expect(stored.request.params.card).toEqual(sealedAgain);
-      } finally {
-        await close();
-      }
+      });
     });
 
     // Invariants: a hand-back whose write fails changes nothing (the transaction rolls back): the
     // invocation stays leased to the process without the key, nothing is called, its value stays
     // sealed; once that lease lapses, a process holding the key runs it with the clear value.
     it("a hand-back whose write fails: nothing is called, and a process holding the key runs it after the lease", async () => {
-      const { store, close } = await r.open();
-      try {
+      await onStore(r, async (store) => {
         const failing = faultStore(store, { failWhen: (c) => c.method === "updateInvocation" && ((c.args[1] as { lastError?: string }).lastError ?? "").includes("handed back") });
         const { holder, stranger } = await twoKeys(store, failing);
         const { invocation: secret } = await holder.host.submit(holder.request({ action: "secret.pay", params: { n: 1, card: CARD } }));
@@ -318,9 +326,7 @@ for (const r of rests) {
         holder.clock.advance(31_000); // past the stranger's 30-s lease
         expect(await holder.host.worker().runOnce()).toEqual(["succeeded"]);
         expect(holder.calls.map((c) => (c.input as { card?: string }).card)).toEqual([CARD]);
-      } finally {
-        await close();
-      }
+      });
     });
 
     // Invariants: what a process does with an invocation without running it needs no sealed value
@@ -329,8 +335,7 @@ for (const r of rests) {
     // was (and the sweep goes on to the next); the notification fan-out writes its events, params
     // masked, and goes on past it.
     it("reads, the overdue sweep and notifications go on past an invocation this process cannot open", async () => {
-      const { store, close } = await r.open();
-      try {
+      await onStore(r, async (store) => {
         const { holder, stranger } = await twoKeys(store);
         const rx = await startReceiver();
         onClose.push(() => rx.close());
@@ -362,18 +367,14 @@ for (const r of rests) {
         expect(JSON.stringify(written)).not.toContain(CARD);
         expect(bodies.find((b) => b.data.invocationId === parked.invocationId)!.data.params).toEqual({ n: 1, card: "[REDACTED]" });
         expect(rx.requests.map((q) => q.body).join("")).toContain(parked.invocationId);
-      } finally {
-        for (const f of onClose.splice(0)) await f();
-        await close();
-      }
+      });
     });
 
     // Invariants: deciding an approval moves only the invocation's status, so a process that cannot
     // open the invocation approves it (queued, its value sealed as it was) and its expiry sweep
     // denies one whose approval ran out, and goes on to the rest.
     it("approvals of an invocation this process cannot open are decided and expire", async () => {
-      const { store, close } = await r.open();
-      try {
+      await onStore(r, async (store) => {
         const { holder, stranger } = await twoKeys(store);
         holder.verdict.current = "REQUIRE_APPROVAL";
         const ids: string[] = [];
@@ -388,17 +389,14 @@ for (const r of rests) {
         expect(after.map((i) => i.status)).toEqual(["queued", "denied"]);
         for (const [i, inv] of after.entries()) expect(inv.request.params.card).toEqual(before[i]!.request.params.card);
         expect(JSON.stringify(after)).not.toContain(CARD);
-      } finally {
-        await close();
-      }
+      });
     });
 
     // Invariant: an early completion sealed whole under a key this process does not hold is listed
     // (without its result, as every early completion) and expired by the sweep, its result left
     // sealed as stored.
     it("early completions sealed under another key are listed and expire", async () => {
-      const { store, close } = await r.open();
-      try {
+      await onStore(r, async (store) => {
         const { holder, stranger } = await twoKeys(store);
         // Arrives while a call is in flight (so it is kept as early), for a reference that call never returns.
         let early: unknown = null;
@@ -418,17 +416,14 @@ for (const r of rests) {
         expect(stored!.disposition).toBe("expired");
         expect(typeof (stored!.result as Record<string, unknown>)[SEALED_FIELD]).toBe("string");
         expect(JSON.stringify(stored)).not.toContain(TOKEN);
-      } finally {
-        await close();
-      }
+      });
     });
 
     // Invariant: a step output this process cannot open is handed back like an unopenable param,
     // whether the claim read the steps (PostgreSQL's claim with its prepare read) or the worker
     // reads them after the claim (SQLite, memory): queued, not counted, nothing called.
     it("a step output sealed under a key this process does not hold is handed back unrun", async () => {
-      const { store, close } = await r.open();
-      try {
+      await onStore(r, async (store) => {
         const { holder, stranger } = await twoKeys(store);
         // An envelope only the holder's key opens (bound to its own place, so nothing opens it elsewhere).
         const { invocation: theirs } = await holder.host.submit(holder.request({ action: "secret.pay", params: { n: 1, card: CARD } }));
@@ -467,9 +462,7 @@ for (const r of rests) {
         // Its own param, opened by the claim, is written back sealed, never in clear.
         expect(typeof (back.request.params.card as Record<string, unknown>)[SEALED_FIELD]).toBe("string");
         expect(JSON.stringify(back)).not.toContain("4000-OWN");
-      } finally {
-        await close();
-      }
+      });
     });
   });
 }
