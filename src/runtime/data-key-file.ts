@@ -4,8 +4,8 @@
  * implements the same port in production. A key file that others can read is refused.
  */
 import nodeCrypto from "node:crypto";
-import { chmodSync, closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
+import { chmodSync, closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { base64url, fromBase64url } from "../core/encoding.js";
 import { WritError } from "../core/errors.js";
 import type { DataKeyPort } from "../core/sealing.js";
@@ -103,7 +103,38 @@ function readKeyJson(path: string): unknown {
   }
 }
 
+/** A private file older than this beside the key file is a creator's leftover (a create takes milliseconds). */
+export const STALE_TEMP_MS = 60_000;
+
+/**
+ * Removes the private files a process that died while creating the key file left beside it
+ * (`<name>.<pid>.<random>.tmp`, each holding a key that never became the key): those written more
+ * than STALE_TEMP_MS ago. A younger one may belong to a process creating the file right now and is
+ * left to it. Best effort: a file that cannot be listed or removed is left, and says nothing.
+ */
+function removeStaleTemps(path: string): void {
+  const now = Date.now();
+  const name = basename(path);
+  const dir = dirname(path);
+  let entries: string[];
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const e of entries) {
+    if (!e.startsWith(`${name}.`) || !/^\.\d+\.[A-Za-z0-9_-]{8}\.tmp$/.test(e.slice(name.length))) continue;
+    const f = join(dir, e);
+    try {
+      if (now - statSync(f).mtimeMs > STALE_TEMP_MS) rmSync(f, { force: true });
+    } catch {
+      // gone meanwhile, or not ours to remove
+    }
+  }
+}
+
 function readOrCreate(path: string): KeyFile {
+  removeStaleTemps(path);
   if (!existsSync(path)) {
     try {
       createOnce(path);

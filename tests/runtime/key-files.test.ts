@@ -6,12 +6,12 @@
  * none of them fails reading a file another is still writing, and no temporary file is left.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { localDataKey } from "../../src/runtime/data-key-file.js";
+import { STALE_TEMP_MS, localDataKey } from "../../src/runtime/data-key-file.js";
 import { generateKeyFile, loadKeyring, loadSigningKey, readKeyFile, revokeKeyFile } from "../../src/runtime/key-files.js";
 
 const CHILD = fileURLToPath(new URL("./fixtures/load-key-child.ts", import.meta.url));
@@ -86,6 +86,29 @@ describe("signing key files", () => {
     expect(() => localDataKey(path)).toThrow(expect.objectContaining({ code: "KEY_ERROR", message: expect.stringContaining(`cannot create the data key file ${path}`) as string }) as Error);
     expect(readdirSync(dir)).toEqual(["plain-file"]);
     expect(readFileSync(notADir, "utf8")).toBe("x");
+  });
+
+  it("a creator's leftover private file is removed at the next start once stale; a fresh one, or another file, is left", () => {
+    // A process killed between writing its private file and removing it leaves a key beside the file.
+    const dir = join(tempDir(), "keys");
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const path = join(dir, "data-key.json");
+    const old = (Date.now() - STALE_TEMP_MS - 5_000) / 1000;
+    const put = (name: string, stale: boolean): void => {
+      writeFileSync(join(dir, name), '{"keyId":"dk-x","key":"y"}\n', { mode: 0o600 });
+      if (stale) utimesSync(join(dir, name), old, old);
+    };
+    put("data-key.json.4242.AbCd_-12.tmp", true); // a dead creator's, before the file existed
+    put("data-key.json.77.zzzzzzzz.tmp", false); // one being created right now
+    put("data-key.json.9.short.tmp", true); // not a name this code writes
+    put("other.json.4242.AbCd_-12.tmp", true); // another file's
+    const first = localDataKey(path).keyId;
+    expect(readdirSync(dir).sort()).toEqual(["data-key.json", "data-key.json.77.zzzzzzzz.tmp", "data-key.json.9.short.tmp", "other.json.4242.AbCd_-12.tmp"]);
+    // Later starts, with the key file there, clean up as well.
+    put("data-key.json.5151.QwErTy12.tmp", true);
+    expect(localDataKey(path).keyId).toBe(first);
+    expect(readdirSync(dir)).not.toContain("data-key.json.5151.QwErTy12.tmp");
+    expect(readdirSync(dir)).toContain("data-key.json.77.zzzzzzzz.tmp");
   });
 
   it("a new key retires the old one; revocation removes the private half", () => {

@@ -33,6 +33,7 @@ import { freshDatabase } from "../helpers/pg.js";
 import { grantAuthority, makeHostBench } from "../host/fixture.js";
 import { workspace, writ } from "../cli/helpers.js";
 import { startReceiver } from "../host/notify-fixture.js";
+import { untilRead } from "../helpers/wait.js";
 
 const CARD = "4111-SECRET-CARD-9731";
 const TOKEN = "tok-SECRET-OUTPUT-5520";
@@ -326,6 +327,48 @@ for (const r of rests) {
         holder.clock.advance(31_000); // past the stranger's 30-s lease
         expect(await holder.host.worker().runOnce()).toEqual(["succeeded"]);
         expect(holder.calls.map((c) => (c.input as { card?: string }).card)).toEqual([CARD]);
+      });
+    });
+
+    // Invariants: a worker's heartbeat needs no sealed value opened. While it holds the lease of an
+    // invocation it abandoned and cannot open (its hand-back failed), each beat still commits: the
+    // lease of the invocation it is running is extended, the abandoned one keeps its expiry (so it
+    // lapses for recovery); the running one then succeeds.
+    it("a heartbeat goes on while the worker holds an abandoned invocation it cannot open", async () => {
+      await onStore(r, async (store) => {
+        const failing = faultStore(store, { failWhen: (c) => c.method === "updateInvocation" && ((c.args[1] as { lastError?: string }).lastError ?? "").includes("handed back") });
+        const { holder, stranger } = await twoKeys(store, failing);
+        let release!: () => void;
+        const gate = new Promise<void>((res) => (release = res));
+        stranger.replies.set("a", async () => {
+          await gate;
+          return { outcome: "success", externalRef: "slow-1" };
+        });
+        const { invocation: secret } = await holder.host.submit(holder.request({ action: "secret.pay", params: { n: 1, card: CARD } }));
+        const { invocation: plain } = await holder.host.submit(holder.request({ action: "one.idem", params: { n: 2 } }));
+        const read = async (id: string) => (await store.transact((tx) => tx.getInvocation(holder.scope, id)))!;
+        const worker = stranger.host.worker({ batchSize: 10, concurrency: 2, leaseMs: 3_000, heartbeatMs: 1_000, pollMs: 200 });
+        worker.start();
+        try {
+          await untilRead(async () => failing.fault() !== null && stranger.calls.length === 1, "the hand-back failed and the plain invocation is in its call");
+          const secretExpiry = (await read(secret.invocationId)).leaseExpiresAt!;
+          const first = (await read(plain.invocationId)).leaseExpiresAt!;
+          // Up to two heartbeats, never to the end of the lease: the plain lease must move.
+          await untilRead(async () => {
+            if ((await read(plain.invocationId)).leaseExpiresAt! > first) return true;
+            if (stranger.clock.now() + 100 < first - 500) stranger.clock.advance(100);
+            return false;
+          }, "a heartbeat extended the running invocation's lease");
+          const kept = await read(secret.invocationId);
+          expect(kept).toMatchObject({ status: "running", leaseExpiresAt: secretExpiry });
+          expect(JSON.stringify(kept)).not.toContain(CARD);
+          release();
+          await untilRead(async () => (await read(plain.invocationId)).status === "succeeded", "the running invocation succeeded");
+        } finally {
+          release();
+          await worker.stop();
+        }
+        expect(stranger.calls).toHaveLength(1);
       });
     });
 
