@@ -1,5 +1,4 @@
 import { defineConfig } from "vitest/config";
-import SlowFirstSequencer from "./tests/helpers/sequencer.js";
 
 export default defineConfig({
   test: {
@@ -12,8 +11,6 @@ export default defineConfig({
     // one), and one file at a time kept the CPUs busy less than half the run: most files wait on
     // real processes, databases, browsers and timers. Two took the suite from about 950 s to 676-765 s.
     maxWorkers: 2,
-    // The slowest files start first (tests/helpers/sequencer.ts): a clean checkout has no timings.
-    sequence: { sequencer: SlowFirstSequencer },
     // The default reporter, then the errors of the run again as its last lines (CI keeps the tail).
     reporters: ["default", "./tests/helpers/tail-reporter.ts"],
     // One line when the real-browser suite cannot run here (tests/helpers/browser.ts).
