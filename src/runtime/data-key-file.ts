@@ -4,7 +4,7 @@
  * implements the same port in production. A key file that others can read is refused.
  */
 import nodeCrypto from "node:crypto";
-import { chmodSync, closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, fchmodSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { base64url, fromBase64url } from "../core/encoding.js";
 import { WritError } from "../core/errors.js";
@@ -35,7 +35,7 @@ const NO_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"]);
  * value needs. Where the filesystem has no hard links, the file is created exclusively in place
  * and a reader that finds it still being written waits for it (`readKeyJson`).
  */
-function createOnce(path: string): void {
+function createOnce(path: string, tries = 2): void {
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const k: KeyFile = { keyId: `dk-${base64url(nodeCrypto.randomBytes(6))}`, key: base64url(nodeCrypto.randomBytes(32)) };
@@ -49,6 +49,13 @@ function createOnce(path: string): void {
       const code = (e as { code?: string }).code ?? "";
       if (code === "EEXIST") {
         // Another process created it first: theirs is the key.
+      } else if (code === "ENOENT" && tries > 1 && !existsSync(path)) {
+        // Our private file is gone: a process starting while this one stalled for over a minute
+        // took it for a dead creator's leftover (removeStaleTemps). Write it again.
+        createOnce(path, tries - 1);
+        return;
+      } else if (code === "ENOENT" && existsSync(path)) {
+        // The same, and that process created the file meanwhile: theirs is the key.
       } else if (NO_LINKS.has(code)) {
         try {
           writePrivate(path, text);
@@ -69,12 +76,13 @@ function createOnce(path: string): void {
 function writePrivate(file: string, text: string): void {
   const fd = openSync(file, "wx", 0o600);
   try {
+    // By descriptor, not path (the umask may have narrowed the mode): the name may be gone by now.
+    fchmodSync(fd, 0o600);
     writeFileSync(fd, text);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
-  chmodSync(file, 0o600);
 }
 
 /** Best effort: some platforms and filesystems cannot sync a directory (the file itself is synced). */

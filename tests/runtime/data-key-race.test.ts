@@ -4,8 +4,13 @@
  * reads a partial file; both end up with the one key that was created. The interleaving is forced
  * here: the first write of a key calls `localDataKey` again from inside it, as a second process
  * starting at that instant would (tests/runtime/key-files.test.ts races real processes).
+ *
+ * A process that stalls for over a minute between writing its private file and linking it finds
+ * that file removed by one starting meanwhile (it looks like a dead creator's leftover).
+ * Invariant: the stalled one still ends with the one key, whether the other created the file or
+ * not, and leaves nothing behind.
  */
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, utimesSync } from "node:fs";
 import * as realFs from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -57,4 +62,29 @@ describe("the data key file", () => {
     expect(JSON.parse(readFileSync(path, "utf8"))).toMatchObject({ keyId: first });
     expect(readdirSync(join(dir, "keys"))).toEqual(["data-key.json"]);
   });
+
+  for (const other of ["creates the file", "dies before creating it"] as const) {
+    it(`survives its private file being taken for a leftover while it stalled (the other process ${other})`, () => {
+      const dir = mkdtempSync(join(tmpdir(), "writ-dk-stall-"));
+      dirs.push(dir);
+      const keys = join(dir, "keys");
+      const path = join(keys, "data-key.json");
+      let second: string | null = null;
+      hook.during = () => {
+        // The first process's private file exists, empty; it "stalls" for two minutes here.
+        const old = (Date.now() - 120_000) / 1000;
+        for (const f of readdirSync(keys)) utimesSync(join(keys, f), old, old);
+        if (other === "creates the file") second = localDataKey(path).keyId;
+        else {
+          // Its start removes the stale file, then it dies before writing its own.
+          for (const f of readdirSync(keys)) rmSync(join(keys, f));
+        }
+      };
+      const first = localDataKey(path).keyId;
+      if (other === "creates the file") expect(first).toBe(second);
+      expect(JSON.parse(readFileSync(path, "utf8"))).toMatchObject({ keyId: first });
+      expect(localDataKey(path).keyId).toBe(first);
+      expect(readdirSync(keys)).toEqual(["data-key.json"]);
+    });
+  }
 });

@@ -350,7 +350,9 @@ for (const r of rests) {
         const worker = stranger.host.worker({ batchSize: 10, concurrency: 2, leaseMs: 3_000, heartbeatMs: 1_000, pollMs: 200 });
         worker.start();
         try {
-          await untilRead(async () => failing.fault() !== null && stranger.calls.length === 1, "the hand-back failed and the plain invocation is in its call");
+          // One in flight: the secret one's processing has ended (abandoned, registered as such before it
+          // leaves the count), the plain one is in its connector call.
+          await untilRead(async () => failing.fault() !== null && stranger.calls.length === 1 && worker.inFlight() === 1, "the hand-back failed and the plain invocation is in its call");
           const secretExpiry = (await read(secret.invocationId)).leaseExpiresAt!;
           const first = (await read(plain.invocationId)).leaseExpiresAt!;
           // Up to two heartbeats, never to the end of the lease: the plain lease must move.
