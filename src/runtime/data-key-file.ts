@@ -49,13 +49,12 @@ function createOnce(path: string, tries = 2): void {
       const code = (e as { code?: string }).code ?? "";
       if (code === "EEXIST") {
         // Another process created it first: theirs is the key.
-      } else if (code === "ENOENT" && tries > 1 && !existsSync(path)) {
-        // Our private file is gone: a process starting while this one stalled for over a minute
-        // took it for a dead creator's leftover (removeStaleTemps). Write it again.
+      } else if (code === "ENOENT" && tries > 1) {
+        // Our private file is gone, taken for a dead creator's leftover (removeStaleTemps) by a
+        // process that started while this one stalled for over a minute. Once more: the link then
+        // finds that process's key file (EEXIST) or places ours.
         createOnce(path, tries - 1);
         return;
-      } else if (code === "ENOENT" && existsSync(path)) {
-        // The same, and that process created the file meanwhile: theirs is the key.
       } else if (NO_LINKS.has(code)) {
         try {
           writePrivate(path, text);

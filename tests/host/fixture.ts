@@ -175,10 +175,9 @@ export async function grantAuthority(b: HostBench, patch: Partial<Authority> = {
  * claim whose answer was lost): moves the manual clock, never up to the lease's end, until
  * `beats()` (heartbeat statements answered) has grown by two, pausing after each beat until its
  * transaction ended (`settled`, else 300 ms) so that the next period's timer is set before the
- * clock moves on (the timer counts
- * from the clock at that moment: a clock that ran on meanwhile would push it later; the lease's end
- * leaves two periods of slack for that), checks the lease was not extended and nothing was
- * called, then moves the clock past the lease's end and a poll and
+ * clock moves on (the timer counts from the clock at that moment: a clock that ran on meanwhile
+ * would push it later; the lease's end leaves two periods of slack for that). Then checks the lease
+ * was not extended and nothing was called, moves the clock past the lease's end and a poll and
  * stops (so that the new lease is never outrun) until the worker has claimed and run the
  * invocation, and checks it succeeded with one connector call and two attempts.
  */
