@@ -5,7 +5,8 @@
  * nothing in flight goes at once and alone; calls made while a batch is in flight go together in
  * the next one (at most maxBatch each); `apply` failing in any way (rejecting, throwing at once,
  * answering the wrong number of outcomes) fails that batch's members and leaves the queue working;
- * no more than maxInFlight batches are in flight.
+ * no more than maxInFlight batches are in flight; with `defer` a later hop than a microtask, what a
+ * landed batch's members call at once (after any number of awaits) goes in the very next batch.
  */
 import { describe, expect, it } from "vitest";
 import { coalescer, type BatchOutcome } from "../src/core/batch.js";
@@ -89,10 +90,83 @@ describe("coalescer", () => {
     expect(most).toBe(2);
   });
 
+  describe("with defer = setImmediate", () => {
+    /**
+     * Batch 1 ("lead") is alone; batch 2 holds two 'begins'. Once a begin is answered, its caller
+     * awaits a few times (a connector call that returns at once: 'a' once, 'b' ten times) and
+     * calls its 'settle'. With `other`, a third call queues while batch 2 is in flight. Returns
+     * the batches sent.
+     */
+    const side = async (opts: { defer?: (cb: () => void) => void; other: boolean }): Promise<string[][]> => {
+      const batches: string[][] = [];
+      const gates = [deferred<void>(), deferred<void>()];
+      const c = coalescer<string, string>(
+        async (xs) => {
+          batches.push(xs);
+          // The first two batches wait for the test; later ones answer after an event-loop hop.
+          await (batches.length <= 2 ? gates[batches.length - 1]!.p : new Promise((r) => setImmediate(r)));
+          return xs.map((x): BatchOutcome<string> => ({ ok: true, value: x }));
+        },
+        { maxBatch: 8, maxInFlight: 1, ...(opts.defer ? { defer: opts.defer } : {}) },
+      );
+      const lead = c("lead");
+      while (batches.length < 1) await new Promise((r) => setImmediate(r));
+      const work = ["a", "b"].map(async (k) => {
+        await c(`begin ${k}`);
+        for (let i = 0; i < (k === "a" ? 1 : 10); i++) await Promise.resolve();
+        return c(`settle ${k}`);
+      });
+      gates[0]!.resolve();
+      await lead;
+      while (batches.length < 2) await new Promise((r) => setImmediate(r));
+      const other = opts.other ? [c("other")] : [];
+      gates[1]!.resolve();
+      await Promise.all([...work, ...other]);
+      return batches;
+    };
+
+    it("what a landed batch's answers call at once goes in the next batch", async () => {
+      expect(await side({ other: true })).toEqual([["lead"], ["begin a", "begin b"], ["other"], ["settle a", "settle b"]]);
+      expect(await side({ other: true, defer: setImmediate })).toEqual([["lead"], ["begin a", "begin b"], ["other", "settle a", "settle b"]]);
+    });
+
+    it("the calls those answers make go together even when nothing else queued", async () => {
+      expect(await side({ other: false })).toEqual([["lead"], ["begin a", "begin b"], ["settle a"], ["settle b"]]);
+      expect(await side({ other: false, defer: setImmediate })).toEqual([["lead"], ["begin a", "begin b"], ["settle a", "settle b"]]);
+    });
+
+    it("a call made at any other moment goes at once, on a microtask", async () => {
+      let deferred = 0;
+      const batches: number[][] = [];
+      const c = coalescer<number, number>(
+        async (xs) => {
+          batches.push(xs);
+          return xs.map((x): BatchOutcome<number> => ({ ok: true, value: x }));
+        },
+        { maxBatch: 8, defer: (cb) => (deferred++, setImmediate(cb)) },
+      );
+      const first = c(1);
+      await Promise.resolve();
+      await Promise.resolve();
+      expect(batches).toEqual([[1]]);
+      expect(await first).toBe(1);
+      // An event-loop turn later, a lone call again goes on a microtask.
+      await new Promise((r) => setImmediate(r));
+      const second = c(2);
+      await Promise.resolve();
+      await Promise.resolve();
+      expect(batches).toEqual([[1], [2]]);
+      expect(await second).toBe(2);
+      // The landings ended their turns through defer; no batch waited for it.
+      expect(deferred).toBe(2);
+    });
+  });
+
   it("refuses bad options with INVALID_OPTION", () => {
     const apply = async (): Promise<BatchOutcome<number>[]> => [];
     expect(() => coalescer(apply, { maxBatch: 0 })).toThrow(/maxBatch/);
     expect(() => coalescer(apply, { maxBatch: 1, lingerMs: 5 })).toThrow(/setTimer/);
     expect(() => coalescer(apply, { maxBatch: 1, maxInFlight: 0 })).toThrow(/maxInFlight/);
+    expect(() => coalescer(apply, { maxBatch: 1, defer: 5 as unknown as () => void })).toThrow(/defer must be a function/);
   });
 });

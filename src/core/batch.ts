@@ -30,6 +30,16 @@ export interface CoalescerOptions {
    * arrive meanwhile (they go as soon as fewer are in flight). @defaultValue 1
    */
   maxInFlight?: number;
+  /**
+   * A later hop than a microtask (Node's `setImmediate`), for the batch that forms right after
+   * another landed. Without it that batch leaves on a microtask, queued before the landed
+   * members hear their answers, and what those answers call at once (a settlement after a
+   * connector call that returned at once, the claim that refills a freed slot) waits for it to
+   * land. With it, a batch that forms while the answers are being handled leaves once the event
+   * loop has run them, and takes those calls. Not a timer: nothing waits for company beyond what
+   * the event loop already holds, and a call made at any other moment still goes on a microtask.
+   */
+  defer?: (cb: () => void) => void;
 }
 
 interface Waiting<I, O> {
@@ -56,6 +66,8 @@ export function coalescer<I, O>(apply: (batch: I[]) => Promise<Array<BatchOutcom
   if (!Number.isFinite(linger) || linger < 0) throw new WritError("INVALID_OPTION", "coalescer: lingerMs must be a number >= 0");
   if (linger > 0 && o.setTimer === undefined) throw new WritError("INVALID_OPTION", "coalescer: lingerMs needs setTimer");
   const maxInFlight = o.maxInFlight ?? 1;
+  if (o.defer !== undefined && typeof o.defer !== "function") throw new WritError("INVALID_OPTION", "coalescer: defer must be a function");
+  const defer = o.defer ?? queueMicrotask;
   if (!Number.isInteger(maxInFlight) || maxInFlight < 1) throw new WritError("INVALID_OPTION", "coalescer: maxInFlight must be a positive integer");
   const queue: Array<Waiting<I, O>> = [];
   /** Batches in flight. */
@@ -64,6 +76,11 @@ export function coalescer<I, O>(apply: (batch: I[]) => Promise<Array<BatchOutcom
   let membersInFlight = 0;
   let scheduled = false;
   let cancelLinger: (() => void) | null = null;
+  /** Set from a batch's landing until `defer` runs: calls made meanwhile answer that batch. */
+  let landedTurn = false;
+  const endTurn = (): void => {
+    landedTurn = false;
+  };
 
   const flush = (): void => {
     scheduled = false;
@@ -90,7 +107,12 @@ export function coalescer<I, O>(apply: (batch: I[]) => Promise<Array<BatchOutcom
     const landed = (): void => {
       inFlight -= 1;
       membersInFlight -= batch.length;
-      // Whatever queued meanwhile has waited one batch already: it goes now.
+      if (!landedTurn && o.defer !== undefined) {
+        landedTurn = true;
+        defer(endTurn);
+      }
+      // Whatever queued meanwhile has waited one batch already: it goes now, with what the
+      // answers of this batch call at once (see `defer`).
       if (queue.length > 0) schedule(true);
     };
     Promise.resolve()
@@ -117,8 +139,11 @@ export function coalescer<I, O>(apply: (batch: I[]) => Promise<Array<BatchOutcom
     }
     if (scheduled) return;
     scheduled = true;
-    // Calls made in the same turn of the event loop join one batch.
-    queueMicrotask(flush);
+    // Calls made in the same turn of the event loop join one batch. After a landing the batch
+    // waits for `defer`, so that what the landed answers call at once joins it; any other call
+    // goes on a microtask (a lone invocation is never held).
+    if (landedTurn) defer(flush);
+    else queueMicrotask(flush);
   };
 
   const submit = ((input: I): Promise<O> =>

@@ -469,7 +469,7 @@ export function postgresTransitions(
   };
 
   const queue = batching.batchMax > 1
-    ? coalescer<Call, unknown>(many, { maxBatch: batching.batchMax, lingerMs: batching.batchLingerMs, maxInFlight: batching.batchesInFlight ?? 1, setTimer: (ms, cb) => {
+    ? coalescer<Call, unknown>(many, { maxBatch: batching.batchMax, lingerMs: batching.batchLingerMs, maxInFlight: batching.batchesInFlight ?? 1, defer: setImmediate, setTimer: (ms, cb) => {
         const t = setTimeout(cb, ms);
         return () => clearTimeout(t);
       } })
