@@ -135,6 +135,58 @@ describe("coalescer", () => {
       expect(await side({ other: false, defer: setImmediate })).toEqual([["lead"], ["begin a", "begin b"], ["settle a", "settle b"]]);
     });
 
+    it("a batch that failed opens the turn too: the retries its callers make at once go together", async () => {
+      const batches: number[][] = [];
+      let fail = true;
+      const c = coalescer<number, number>(
+        async (xs) => {
+          batches.push(xs);
+          await new Promise((r) => setImmediate(r));
+          if (fail) throw new Error("connection lost");
+          return xs.map((x): BatchOutcome<number> => ({ ok: true, value: x }));
+        },
+        { maxBatch: 8, defer: setImmediate },
+      );
+      const retry = async (x: number, awaits: number): Promise<number> => {
+        try {
+          return await c(x);
+        } catch {
+          fail = false;
+          for (let i = 0; i < awaits; i++) await Promise.resolve();
+          return c(x);
+        }
+      };
+      const lead = c(0).catch(() => "failed");
+      await Promise.resolve();
+      const out = await Promise.all([lead, retry(1, 1), retry(2, 10)]);
+      expect(out).toEqual(["failed", 1, 2]);
+      expect(batches).toEqual([[0], [1, 2], [1, 2]]);
+    });
+
+    it("a defer that throws: every call is still answered, on microtasks", { timeout: 5_000 }, async () => {
+      const batches: number[][] = [];
+      const c = coalescer<number, number>(
+        async (xs) => {
+          batches.push(xs);
+          await new Promise((r) => setImmediate(r));
+          return xs.map((x): BatchOutcome<number> => ({ ok: true, value: x }));
+        },
+        {
+          maxBatch: 8,
+          defer: () => {
+            throw new Error("no hop here");
+          },
+        },
+      );
+      const first = c(1);
+      await Promise.resolve();
+      const rest = [c(2), c(3)];
+      expect(await Promise.all([first, ...rest])).toEqual([1, 2, 3]);
+      // After the landing (whose hop threw), calls still go.
+      expect(await Promise.all([c(4), c(5)])).toEqual([4, 5]);
+      expect(batches.flat()).toEqual([1, 2, 3, 4, 5]);
+    });
+
     it("a call made at any other moment goes at once, on a microtask", async () => {
       let deferred = 0;
       const batches: number[][] = [];

@@ -2,7 +2,8 @@
  * Group commit for store transitions (docs/stores.md, "Batches"): calls that arrive while a batch
  * is on its way to the store wait and go together as the next batch, in one statement and one
  * commit. A call that finds nothing in flight goes at once (a lone invocation is never held for a
- * batch to fill); `lingerMs` optionally holds the first call of a batch that long for company.
+ * batch to fill), except between a batch's landing and the `defer` hop that follows it, when it
+ * waits for that hop; `lingerMs` optionally holds the first call of a batch that long for company.
  * Each member succeeds or fails alone: the store answers one outcome per member.
  */
 import { WritError } from "./errors.js";
@@ -31,13 +32,14 @@ export interface CoalescerOptions {
    */
   maxInFlight?: number;
   /**
-   * A later hop than a microtask (Node's `setImmediate`), for the batch that forms right after
-   * another landed. Without it that batch leaves on a microtask, queued before the landed
-   * members hear their answers, and what those answers call at once (a settlement after a
-   * connector call that returned at once, the claim that refills a freed slot) waits for it to
-   * land. With it, a batch that forms while the answers are being handled leaves once the event
-   * loop has run them, and takes those calls. Not a timer: nothing waits for company beyond what
-   * the event loop already holds, and a call made at any other moment still goes on a microtask.
+   * A later hop than a microtask (Node's `setImmediate`): it must call back once, after the
+   * microtasks queued before it, in the order it was called. Any batch that forms between a
+   * batch's landing and the next such hop leaves on that hop. Without `defer` it leaves on a
+   * microtask, queued before the landed members hear their answers, so what those answers call at
+   * once (a settlement after a connector call that returned at once, the claim that refills a
+   * freed slot) waits for it to land; with it, those calls go in it. Calls from anything else the
+   * event loop runs in that window wait for the hop too. Not a timer: outside that window a call
+   * goes on a microtask. A `defer` that throws is treated as a microtask.
    */
   defer?: (cb: () => void) => void;
 }
@@ -76,10 +78,18 @@ export function coalescer<I, O>(apply: (batch: I[]) => Promise<Array<BatchOutcom
   let membersInFlight = 0;
   let scheduled = false;
   let cancelLinger: (() => void) | null = null;
-  /** Set from a batch's landing until `defer` runs: calls made meanwhile answer that batch. */
+  /** Set from a batch's landing until the `defer` hop after it: batches formed meanwhile leave on that hop. */
   let landedTurn = false;
   const endTurn = (): void => {
     landedTurn = false;
+  };
+  /** `cb` on the `defer` hop (on a microtask should `defer` throw: no call is left waiting). */
+  const later = (cb: () => void): void => {
+    try {
+      defer(cb);
+    } catch {
+      queueMicrotask(cb);
+    }
   };
 
   const flush = (): void => {
@@ -109,7 +119,7 @@ export function coalescer<I, O>(apply: (batch: I[]) => Promise<Array<BatchOutcom
       membersInFlight -= batch.length;
       if (!landedTurn && o.defer !== undefined) {
         landedTurn = true;
-        defer(endTurn);
+        later(endTurn);
       }
       // Whatever queued meanwhile has waited one batch already: it goes now, with what the
       // answers of this batch call at once (see `defer`).
@@ -142,7 +152,7 @@ export function coalescer<I, O>(apply: (batch: I[]) => Promise<Array<BatchOutcom
     // Calls made in the same turn of the event loop join one batch. After a landing the batch
     // waits for `defer`, so that what the landed answers call at once joins it; any other call
     // goes on a microtask (a lone invocation is never held).
-    if (landedTurn) defer(flush);
+    if (landedTurn) later(flush);
     else queueMicrotask(flush);
   };
 
