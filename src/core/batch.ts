@@ -68,9 +68,9 @@ export function coalescer<I, O>(apply: (batch: I[]) => Promise<Array<BatchOutcom
   if (!Number.isFinite(linger) || linger < 0) throw new WritError("INVALID_OPTION", "coalescer: lingerMs must be a number >= 0");
   if (linger > 0 && o.setTimer === undefined) throw new WritError("INVALID_OPTION", "coalescer: lingerMs needs setTimer");
   const maxInFlight = o.maxInFlight ?? 1;
-  if (o.defer !== undefined && typeof o.defer !== "function") throw new WritError("INVALID_OPTION", "coalescer: defer must be a function");
-  const defer = o.defer ?? queueMicrotask;
   if (!Number.isInteger(maxInFlight) || maxInFlight < 1) throw new WritError("INVALID_OPTION", "coalescer: maxInFlight must be a positive integer");
+  const defer = o.defer;
+  if (defer !== undefined && typeof defer !== "function") throw new WritError("INVALID_OPTION", "coalescer: defer must be a function");
   const queue: Array<Waiting<I, O>> = [];
   /** Batches in flight. */
   let inFlight = 0;
@@ -84,9 +84,9 @@ export function coalescer<I, O>(apply: (batch: I[]) => Promise<Array<BatchOutcom
     landedTurn = false;
   };
   /** `cb` on the `defer` hop (on a microtask should `defer` throw: no call is left waiting). */
-  const later = (cb: () => void): void => {
+  const later = (hop: (cb: () => void) => void, cb: () => void): void => {
     try {
-      defer(cb);
+      hop(cb);
     } catch {
       queueMicrotask(cb);
     }
@@ -117,9 +117,9 @@ export function coalescer<I, O>(apply: (batch: I[]) => Promise<Array<BatchOutcom
     const landed = (): void => {
       inFlight -= 1;
       membersInFlight -= batch.length;
-      if (!landedTurn && o.defer !== undefined) {
+      if (!landedTurn && defer !== undefined) {
         landedTurn = true;
-        later(endTurn);
+        later(defer, endTurn);
       }
       // Whatever queued meanwhile has waited one batch already: it goes now, with what the
       // answers of this batch call at once (see `defer`).
@@ -152,7 +152,7 @@ export function coalescer<I, O>(apply: (batch: I[]) => Promise<Array<BatchOutcom
     // Calls made in the same turn of the event loop join one batch. After a landing the batch
     // waits for `defer`, so that what the landed answers call at once joins it; any other call
     // goes on a microtask (a lone invocation is never held).
-    if (landedTurn) later(flush);
+    if (landedTurn && defer !== undefined) later(defer, flush);
     else queueMicrotask(flush);
   };
 

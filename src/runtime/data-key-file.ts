@@ -26,6 +26,14 @@ export function assertPrivateFile(path: string, what: string): void {
 /** `link` errors of filesystems without hard links (FAT, exFAT, some network and FUSE mounts). */
 const NO_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EXDEV"]);
 
+/** The suffix of this process's private file beside the key file: `.<pid>.<8 base64url>.tmp`. */
+function privateSuffix(): string {
+  return `.${process.pid}.${base64url(nodeCrypto.randomBytes(6))}.tmp`;
+}
+
+/** Whether `suffix` (a name beside the key file, less the key file's name) has `privateSuffix`'s shape. */
+const isPrivateSuffix = (suffix: string): boolean => /^\.\d+\.[A-Za-z0-9_-]{8}\.tmp$/.test(suffix);
+
 /**
  * Creates the key file unless it exists, so that it appears whole or not at all: the key is written
  * and synced to a private file of this process beside it, then linked to `path` (a link never
@@ -40,7 +48,7 @@ function createOnce(path: string, tries = 2): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const k: KeyFile = { keyId: `dk-${base64url(nodeCrypto.randomBytes(6))}`, key: base64url(nodeCrypto.randomBytes(32)) };
   const text = JSON.stringify(k) + "\n";
-  const tmp = `${path}.${process.pid}.${base64url(nodeCrypto.randomBytes(6))}.tmp`;
+  const tmp = `${path}${privateSuffix()}`;
   try {
     writePrivate(tmp, text);
     try {
@@ -130,7 +138,7 @@ function removeStaleTemps(path: string): void {
     return;
   }
   for (const e of entries) {
-    if (!e.startsWith(`${name}.`) || !/^\.\d+\.[A-Za-z0-9_-]{8}\.tmp$/.test(e.slice(name.length))) continue;
+    if (!e.startsWith(name) || !isPrivateSuffix(e.slice(name.length))) continue;
     const f = join(dir, e);
     try {
       if (now - statSync(f).mtimeMs > STALE_TEMP_MS) rmSync(f, { force: true });
