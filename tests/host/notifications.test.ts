@@ -86,7 +86,7 @@ for (const factory of allStoreFactories()) {
         expect(p.data.eventId).toBe(rx.requests[i]!.id);
         expect(p.data).toMatchObject({ tenantId: b.scope.tenantId, spaceId: b.scope.spaceId, invocationId: invocation.invocationId, action: "secret.pay" });
         expect(p.data.params).toEqual({ n: 7, card: "[REDACTED]" });
-        expect(rx.requests[i]!.body).not.toContain("4111");
+        expect(rx.requests[i]!.body).not.toContain("4111-1111");
       }
       expect(payloads[0]!.data).toMatchObject({ approvalId, quorum: 1, consoleUrl: `https://writ.example.com/console/approvals#apr-${approvalId}` });
       expect(payloads[1]!.data).toMatchObject({ approvalId, decision: "approved" });
