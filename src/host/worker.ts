@@ -125,12 +125,14 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     else woken = true;
   };
   /**
-   * Set while the loop sleeps: an invocation of this worker ended, so the next run time may have
-   * moved (a retry it queued): the loop reads it again and sleeps on, or claims if work is due. An
-   * ended invocation is not a sign of new work, so it no longer costs a claim that finds nothing.
+   * Set while the loop sleeps: an invocation of this worker ended queued (a retry after a backoff,
+   * a breaker's or a hand-back's requeue), so the next run time may have moved: the loop reads it
+   * again and sleeps on, or claims if work is due. An ended invocation is not a sign of new work,
+   * so it costs no claim that finds nothing; and one that ended in any other state queued nothing,
+   * so it costs no read either.
    */
   let recheck: (() => void) | null = null;
-  /** An invocation ended while the loop was not asleep: a read of the next run time under way may predate it. */
+  /** An invocation ended queued while the loop was not asleep: a read of the next run time under way may predate it. */
   let endedAwake = false;
   /**
    * Set while the loop waits for work (its last claim found less than it asked for): only then
@@ -201,9 +203,12 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
       settlingCount++;
       slotFreed?.();
     };
+    /** How the run ended; undefined while it runs, and if it threw. */
+    let outcome: ProcessResult | undefined;
     const p = processInvocation(ctx, inv, abort.signal, given, settling)
       .then((r) => {
         if (r === "abandoned") abandoned.set(inv.invocationId, inv);
+        outcome = r;
         return r;
       })
       .finally(() => {
@@ -213,8 +218,13 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
         const left = (inFlightBy.get(by) ?? 0) - 1;
         if (left > 0) inFlightBy.set(by, left);
         else inFlightBy.delete(by);
-        if (recheck !== null) recheck();
-        else endedAwake = true;
+        // Only a run that left the invocation queued (a retry, a breaker's or a hand-back's
+        // requeue) can have moved the next run time; one that ended otherwise queued nothing, and
+        // costs the sleeping loop no read (an unknown end is taken as a requeue).
+        if (outcome === undefined || outcome === "queued") {
+          if (recheck !== null) recheck();
+          else endedAwake = true;
+        }
         // A loop waiting for a slot may be waiting on a race that does not hold this invocation
         // (launched from a hand-off after the race began).
         slotFreed?.();

@@ -12,7 +12,8 @@
  * only reads the next run time again). Invariant: one lone invocation costs its worker one claim
  * (three before), and a wake-up still brings the next one in at once. And since an ended
  * invocation no longer claims: a retry it queued (due after a backoff) while the loop slept on the
- * poll is run when it falls due, without a poll or a wake-up.
+ * poll is run when it falls due, without a poll or a wake-up. An invocation that ends in any other
+ * state than queued leaves the next run time as it was, so its end costs no read of it either.
  *
  * The host runs on a manual clock that the test never advances, so the poll never fires: only the
  * wake-up (or the stop) can bring the worker back.
@@ -29,9 +30,10 @@ import { grantAuthority, makeHostBench, type HostBench } from "./fixture.js";
  * between its read of the next run time and its sleep: `holdAtRead()` resolves when the worker is
  * held there, and `open()` lets it go on.
  */
-function heldStore(): { store: Store; wakes: Set<() => void>; holdAtRead: () => Promise<void>; open: () => void } {
+function heldStore(): { store: Store; wakes: Set<() => void>; holdAtRead: () => Promise<void>; open: () => void; nextRunAtReads: () => number } {
   const inner = memoryStore();
   const wakes = new Set<() => void>();
+  let reads = 0;
   let gate: { reached: () => void; open: Promise<void> } | null = null;
   let open: () => void = () => undefined;
   // The read of the next run time ends (its transaction too: the memory store runs one at a time),
@@ -66,7 +68,9 @@ function heldStore(): { store: Store; wakes: Set<() => void>; holdAtRead: () => 
         if (run === undefined) return undefined;
         return async <T>(fn: (tx: StoreTx) => Promise<T>) => {
           const saw = { nextRunAt: false };
-          return pause(saw, await run((tx) => fn(watch(tx, saw))));
+          const out = await run((tx) => fn(watch(tx, saw)));
+          if (saw.nextRunAt) reads++;
+          return pause(saw, out);
         };
       }
       const v = Reflect.get(t, k) as unknown;
@@ -81,6 +85,7 @@ function heldStore(): { store: Store; wakes: Set<() => void>; holdAtRead: () => 
         gate = { reached, open: new Promise<void>((r) => (open = r)) };
       }),
     open: () => open(),
+    nextRunAtReads: () => reads,
   };
 }
 
@@ -184,6 +189,31 @@ it("a claim that finds fewer than it asked for is not followed by another before
     // (the poll is 60 s on the bench's manual clock, which does not move here).
     await new Promise((r) => setTimeout(r, 100));
     expect(claims, "claims 100 ms after the last invocation").toBe(4);
+  } finally {
+    await worker.stop();
+  }
+});
+
+it("an invocation that ends without queuing anything costs the sleeping loop no read; one that queues a retry does", async () => {
+  const { b, nextRunAtReads } = await heldBench();
+  const worker = b.host.worker({ pollMs: 60_000, concurrency: 4 });
+  worker.start();
+  try {
+    await until(() => nextRunAtReads() === 1, "the loop's read of the next run time before its first sleep", 5_000);
+    await loopTurns();
+    for (let i = 1; i <= 3; i++) {
+      // The loop sleeps: the admission claims the invocation for it (the hand-off), no wake-up.
+      const { invocation } = await b.host.submit(b.request());
+      await succeeded(b, invocation.invocationId, `invocation ${i} to succeed`);
+      await loopTurns();
+    }
+    expect(b.calls).toHaveLength(3);
+    expect(nextRunAtReads(), "reads of the next run time after three invocations that succeeded").toBe(1);
+    // A retry moves the next run time: the end of the invocation that queued it is read again.
+    b.replies.set("a", { outcome: "transient_failure", reason: "503" });
+    const { invocation } = await b.host.submit(b.request());
+    await queuedRetry(b, invocation.invocationId);
+    await until(() => nextRunAtReads() === 2, "the read after the retry was queued", 5_000);
   } finally {
     await worker.stop();
   }
