@@ -83,14 +83,17 @@ export function coalescer<I, O>(apply: (batch: I[]) => Promise<Array<BatchOutcom
   const endTurn = (): void => {
     landedTurn = false;
   };
-  /** `cb` on the `defer` hop (on a microtask should `defer` throw: no call is left waiting). */
-  const later = (hop: (cb: () => void) => void, cb: () => void): void => {
-    try {
-      hop(cb);
-    } catch {
-      queueMicrotask(cb);
-    }
-  };
+  /** `cb` on the `defer` hop (on a microtask should `defer` throw: no call is left waiting); null without `defer`. */
+  const later =
+    defer === undefined
+      ? null
+      : (cb: () => void): void => {
+          try {
+            defer(cb);
+          } catch {
+            queueMicrotask(cb);
+          }
+        };
 
   const flush = (): void => {
     scheduled = false;
@@ -117,9 +120,9 @@ export function coalescer<I, O>(apply: (batch: I[]) => Promise<Array<BatchOutcom
     const landed = (): void => {
       inFlight -= 1;
       membersInFlight -= batch.length;
-      if (!landedTurn && defer !== undefined) {
+      if (!landedTurn && later !== null) {
         landedTurn = true;
-        later(defer, endTurn);
+        later(endTurn);
       }
       // Whatever queued meanwhile has waited one batch already: it goes now, with what the
       // answers of this batch call at once (see `defer`).
@@ -152,7 +155,7 @@ export function coalescer<I, O>(apply: (batch: I[]) => Promise<Array<BatchOutcom
     // Calls made in the same turn of the event loop join one batch. After a landing the batch
     // waits for `defer`, so that what the landed answers call at once joins it; any other call
     // goes on a microtask (a lone invocation is never held).
-    if (landedTurn && defer !== undefined) later(defer, flush);
+    if (landedTurn && later !== null) later(flush);
     else queueMicrotask(flush);
   };
 
