@@ -23,6 +23,8 @@
  *   `bench/node_modules` linked, and this tree's bench/ab-child.ts, bench/prof-loop.ts and
  *   bench/host.ts copied in (so that both sides run the same loop, action and policy).
  * - WRIT_AB_IN_FLIGHT: invocations in flight on each side (default 16).
+ * - WRIT_AB_HANDOFF=0: the worker takes every invocation through its wake-up and claim, as one in a
+ *   process of its own does, instead of at admission (the hand-off).
  * - WRIT_AB_LABEL: the result's name, bench/results/ab-<label>.json (default `last`).
  */
 import { spawn, type ChildProcess } from "node:child_process";

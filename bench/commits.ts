@@ -72,6 +72,7 @@ const FN_ORIGIN: Record<string, Origin> = {
   writ_record_attempt: "record",
   writ_seal_if_head: "sealing",
   writ_claim_prepared_json: "claim",
+  writ_claim_next: "claim",
 };
 
 /** Statements that only read: a transaction made of them alone writes nothing (no WAL flush at its commit). */
@@ -89,7 +90,7 @@ function originsOf(name: string, text: string, values: unknown[] | undefined): O
       return ["other"];
     }
   }
-  if (name === "writ_t_claim" || name === "writ_t_claim_prepared" || name === "writ_t_claim_json") return ["claim"];
+  if (name === "writ_t_claim" || name === "writ_t_claim_prepared" || name === "writ_t_claim_json" || name === "writ_t_claim_next") return ["claim"];
   if (name.startsWith("writ_t_")) {
     const fn = /SELECT (writ_\w+)\(/.exec(text)?.[1];
     if (fn !== undefined && FN_ORIGIN[fn] !== undefined) return [FN_ORIGIN[fn]];

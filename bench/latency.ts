@@ -59,7 +59,7 @@ const SERVER_TEXT: Record<string, string> = {
   admit: "SELECT writ_admit(",
   admitClaimed: "SELECT writ_admit_claimed(",
   claim: "SELECT writ_claim(",
-  claimPrepared: "SELECT writ_claim_prepared_json(",
+  claimPrepared: "SELECT writ_claim_next(",
   prepare: "SELECT (SELECT coalesce(json_agg(doc ORDER BY step_index)",
   begin: "SELECT writ_begin(",
   settle: "SELECT writ_settle(",

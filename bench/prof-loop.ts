@@ -26,7 +26,9 @@ export async function startHostLoop(store: Store & { listening?: () => Promise<v
   });
   const scope = { tenantId: "bench", spaceId: "s" };
   await host.authorities.create(scope, { authorityRef: "a1", principal: { type: "agent", id: "bot" }, grantor: { type: "user", id: "ops" }, actions: ["bench.noop"] });
-  const worker = host.worker({ concurrency: 8 });
+  // WRIT_AB_HANDOFF=0: every invocation reaches the worker through its wake-up and claim, as a
+  // worker in a process of its own takes it (with the hand-off, a lone one is claimed at admission).
+  const worker = host.worker({ concurrency: 8, ...(process.env.WRIT_AB_HANDOFF === "0" ? { handoff: false } : {}) });
   worker.start();
   await store.listening?.();
   let n = 0;

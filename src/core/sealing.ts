@@ -407,8 +407,9 @@ function sealedTransitions(inner: Store, outer: () => Store, sensitive: Sensitiv
     };
   }
   if (own.claimPrepared !== undefined) {
-    overrides.claimPrepared = async (opts, breakers) =>
-      (await own.claimPrepared!(opts, breakers)).map((c) =>
+    overrides.claimPrepared = async (opts, breakers) => {
+      const out = await own.claimPrepared!(opts, breakers);
+      const claimed = out.claimed.map((c) =>
         openClaimed(
           c.invocation,
           () => {
@@ -418,6 +419,8 @@ function sealedTransitions(inner: Store, outer: () => Store, sensitive: Sensitiv
           c,
         ),
       );
+      return { ...out, claimed };
+    };
   }
   return new Proxy(own, {
     get(target, prop, receiver) {

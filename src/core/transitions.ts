@@ -126,6 +126,18 @@ export interface ClaimedPrepared {
 }
 
 /**
+ * What `claimPrepared` answers: the invocations it claimed, in claim order, with their prepare
+ * reads; and, when it claimed fewer than it could (`min(limit, tokens.length)`), `nextRunAt`: the
+ * earliest `runAt` among queued invocations read after the claim in its transaction (null when
+ * none is queued), so a worker going to sleep needs no read of its own. Absent when the claim
+ * took all it could (a store may also leave it out: the worker then reads it itself).
+ */
+export interface ClaimedBatch {
+  claimed: ClaimedPrepared[];
+  nextRunAt?: number | null;
+}
+
+/**
  * What `admitClaimed` answers: as `admit`; when it created the invocation, `claimed` holds it as
  * claimed, with its prepare read (absent only if the invocation was not claimable: not queued, or
  * not yet due; a wake-up was then sent for it as for any admission).
@@ -168,7 +180,7 @@ export interface ClaimsPort {
    * same list for every invocation) in one statement. The prepared reads see what committed before
    * the claim; the invocation's status is the claimed one.
    */
-  claimPrepared?(opts: ClaimOptions, breakers: Array<{ connector: string; operation: string }>): Promise<ClaimedPrepared[]>;
+  claimPrepared?(opts: ClaimOptions, breakers: Array<{ connector: string; operation: string }>): Promise<ClaimedBatch>;
 }
 
 /** Execution: consumption with the step's intent, attempts that end at once, step to step. */

@@ -170,8 +170,11 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   // Every (connector, operation) this host's actions call: the breakers a claim reads along.
   const targets = hostBreakerTargets(ctx);
 
-  /** Claims up to `limit`; where the store can, with each invocation's prepare read in the same statement. */
-  async function claim(limit: number): Promise<Claimed[]> {
+  /**
+   * Claims up to `limit`; where the store can, with each invocation's prepare read in the same
+   * statement, and the next run time when it claimed fewer (see `ClaimedBatch`).
+   */
+  async function claim(limit: number): Promise<{ claimed: Claimed[]; nextRunAt?: number | null }> {
     // A clock read from elsewhere (the database server's) is set before the first lease is stamped.
     if (o.clock.ready !== undefined) await o.clock.ready();
     const now = o.clock.now();
@@ -179,9 +182,11 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     const t = transitionsOf(o.store);
     try {
       if (t.claimPrepared !== undefined) {
-        return (await t.claimPrepared({ owner, tokens, now, leaseMs, limit }, targets)).map(({ invocation, prepared }) => ({ inv: invocation, given: { prepared, targets } }));
+        const out = await t.claimPrepared({ owner, tokens, now, leaseMs, limit }, targets);
+        const claimed = out.claimed.map(({ invocation, prepared }) => ({ inv: invocation, given: { prepared, targets } }));
+        return out.nextRunAt === undefined ? { claimed } : { claimed, nextRunAt: out.nextRunAt };
       }
-      return (await t.claim({ owner, tokens, now, leaseMs, limit })).map((inv) => ({ inv }));
+      return { claimed: (await t.claim({ owner, tokens, now, leaseMs, limit })).map((inv) => ({ inv })) };
     } catch (e) {
       owner = `${id}.${++generation}`;
       throw e;
@@ -333,28 +338,35 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     });
   }
 
-  async function sleep(): Promise<void> {
+  /** `known`: the next run time as the claim read it (undefined: the loop reads it itself). */
+  async function sleep(known: number | null | undefined): Promise<void> {
     waiting = true;
     try {
-      await sleepUntilWork();
+      await sleepUntilWork(known);
     } finally {
       waiting = false;
     }
   }
 
-  async function sleepUntilWork(): Promise<void> {
+  async function sleepUntilWork(known: number | null | undefined): Promise<void> {
     for (;;) {
       // A wake-up that came while the loop claimed needs no read: the loop claims again at once.
       if (woken || !running) return;
-      endedAwake = false;
       let ms = pollMs;
-      try {
-        const next = await readCommitted(o.store, (tx) => tx.nextRunAt());
-        pollTrouble.ok();
-        if (next !== null) ms = Math.max(0, Math.min(pollMs, next - o.clock.now()));
-      } catch (e) {
-        pollTrouble.failed(e);
+      // The claim's own read of the next run time serves the first turn: what committed after it
+      // is a wake-up (`woken`) or an ended invocation (`endedAwake`, reset before the claim).
+      let next: number | null | undefined = known;
+      known = undefined;
+      if (next === undefined) {
+        endedAwake = false;
+        try {
+          next = await readCommitted(o.store, (tx) => tx.nextRunAt());
+          pollTrouble.ok();
+        } catch (e) {
+          pollTrouble.failed(e);
+        }
       }
+      if (next !== null && next !== undefined) ms = Math.max(0, Math.min(pollMs, next - o.clock.now()));
       // `stop()` may have come while the loop was claiming or reading (it wakes only a sleep
       // already begun): a stopped worker never starts one, or a stop would wait out the poll.
       if (ms === 0 || woken || !running) return;
@@ -399,11 +411,14 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
         continue;
       }
       let claimed: Claimed[] = [];
+      let known: number | null | undefined;
       const asked = Math.min(free, batchSize);
-      // The claim sees everything committed before it starts: earlier wake-ups are answered.
+      // The claim sees everything committed before it starts: earlier wake-ups and requeues by
+      // ended invocations are answered (a next run time it reads covers them too).
       woken = false;
+      endedAwake = false;
       try {
-        claimed = await claim(asked);
+        ({ claimed, nextRunAt: known } = await claim(asked));
         claimTrouble.ok();
       } catch (e) {
         claimTrouble.failed(e);
@@ -412,7 +427,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
       // A claim that found fewer than it asked for left nothing claimable as of its snapshot: the
       // loop waits as after an empty one (a wake-up that came meanwhile, or a next run time
       // already due, ends the wait at once) rather than claim again to find nothing.
-      if (claimed.length < asked) await sleep();
+      if (claimed.length < asked) await sleep(known);
     }
   }
 
@@ -455,7 +470,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
       await sequencer.idle();
     },
     async runOnce() {
-      const claimed = await claim(batchSize);
+      const { claimed } = await claim(batchSize);
       if (claimed.length === 0) return [];
       const stopBeat = claimed.length > 0 && !running;
       if (stopBeat) heartbeat();

@@ -61,7 +61,7 @@ function watchedPool(url: string): { pool: pg.Pool; counts: Map<string, number>;
   return { pool, counts, lose, hold };
 }
 
-const claims = (counts: Map<string, number>): number => (counts.get("writ_t_claim_json") ?? 0) + (counts.get("writ_t_claim") ?? 0);
+const claims = (counts: Map<string, number>): number => (counts.get("writ_t_claim_next") ?? 0) + (counts.get("writ_t_claim") ?? 0);
 
 beforeAll(async () => {
   db = await freshDatabase();

@@ -76,7 +76,7 @@ async function countedStore(): Promise<{ store: Store; counts: Map<string, numbe
  * Statements of the store's own hot transitions: admissions, claims, begins, settles and their
  * batches (the journal's seals run beneath any store and are not counted).
  */
-const HOT = new Set(["writ_t_admit", "writ_t_admit_claimed", "writ_t_claim", "writ_t_claim_json", "writ_t_begin", "writ_t_advance", "writ_t_settle", "writ_t_record", "writ_t_batch"]);
+const HOT = new Set(["writ_t_admit", "writ_t_admit_claimed", "writ_t_claim", "writ_t_claim_next", "writ_t_begin", "writ_t_advance", "writ_t_settle", "writ_t_record", "writ_t_batch"]);
 const ownTransitionStatements = (counts: Map<string, number>): number => [...counts].filter(([k]) => HOT.has(k)).reduce((s, [, n]) => s + n, 0);
 
 /** The invocation's row as stored, as JSON text. */
@@ -210,7 +210,7 @@ describe("a host with a data key on postgres", () => {
       worker.start();
       await (store as Store & { listening(): Promise<void> }).listening();
       // The worker's first claim found nothing: it sleeps, and takes the next admission in its commit.
-      await untilRead(async () => (counts.get("writ_t_claim_json") ?? 0) + (counts.get("writ_t_claim") ?? 0) > 0 && worker.inFlight() === 0, "the worker's first, empty claim");
+      await untilRead(async () => (counts.get("writ_t_claim_next") ?? 0) + (counts.get("writ_t_claim") ?? 0) > 0 && worker.inFlight() === 0, "the worker's first, empty claim");
       // (This pool counts a statement when it is sent: the claim may not have answered yet, so
       // the first admission may still go the plain way; the next one, after a run, is handed off.)
       let invocation: { invocationId: string } | undefined;

@@ -235,8 +235,8 @@ describe("postgres batches", () => {
       await store.transact((tx) => tx.putStep(scope, step(scope, gated.invocationId, 0, { status: "failed" })));
       const targets = [{ connector: "c", operation: "a" }, { connector: "c", operation: "b" }];
       counts.clear();
-      const claimed = await t.claimPrepared!({ owner: "w", tokens: Array.from({ length: 500 }, (_, i) => `tok${i}`), now: T0 + 10, leaseMs: 60_000, limit: 500 }, targets);
-      expect(counts.get("writ_t_claim_json")).toBe(1);
+      const { claimed } = await t.claimPrepared!({ owner: "w", tokens: Array.from({ length: 500 }, (_, i) => `tok${i}`), now: T0 + 10, leaseMs: 60_000, limit: 500 }, targets);
+      expect(counts.get("writ_t_claim_next")).toBe(1);
       expect(counts.get("writ_t_prepare_2") ?? 0).toBe(0);
       const mine = claimed.filter((c) => c.invocation.tenantId === scope.tenantId);
       expect(mine.map((c) => c.invocation.invocationId).sort()).toEqual([plain.invocationId, gated.invocationId].sort());
@@ -255,6 +255,48 @@ describe("postgres batches", () => {
     } finally {
       await store.close();
       await pool.end();
+    }
+  });
+
+  it("a claim that takes fewer than it could answers the next run time, read after it; one that takes all it could does not read it", async () => {
+    // A database of its own: the next run time spans every scope.
+    const own = await freshDatabase();
+    const { pool, counts } = countingPool(own.url);
+    const store: Store = postgresStore({ pool }, { analyzeEveryMs: 0 });
+    try {
+      await store.migrate();
+      const t = transitionsOf(store);
+      const scope = newScope();
+      const other = newScope();
+      const due = invocation(scope);
+      const soon = invocation(other, { runAt: T0 + 5_000 });
+      const later = invocation(scope, { runAt: T0 + 9_000 });
+      for (const inv of [due, soon, later]) await t.admit({ tenantId: inv.tenantId, spaceId: inv.spaceId }, { invocation: inv, entries: [] });
+      const claim = (now: number, limit: number, tokens = limit) =>
+        t.claimPrepared!({ owner: "w", tokens: Array.from({ length: tokens }, (_, i) => `k${now}.${i}`), now, leaseMs: 60_000, limit }, []);
+      counts.clear();
+      // Took all it could (1 of 1): no read, no answer.
+      const full = await claim(T0 + 10, 1);
+      expect(full.claimed.map((c) => c.invocation.invocationId)).toEqual([due.invocationId]);
+      expect("nextRunAt" in full).toBe(false);
+      // Took nothing of 4: the earliest queued run time, of any scope.
+      expect(await claim(T0 + 10, 4)).toEqual({ claimed: [], nextRunAt: T0 + 5_000 });
+      // Fewer tokens than the limit: what it could take is one.
+      expect(await claim(T0 + 10, 4, 1)).toEqual({ claimed: [], nextRunAt: T0 + 5_000 });
+      // What the claim itself took is not queued any more: the next is the one after it.
+      const one = await claim(T0 + 6_000, 4);
+      expect(one.claimed.map((c) => c.invocation.invocationId)).toEqual([soon.invocationId]);
+      expect(one.nextRunAt).toBe(T0 + 9_000);
+      const last = await claim(T0 + 9_000, 4);
+      expect(last.claimed.map((c) => c.invocation.invocationId)).toEqual([later.invocationId]);
+      expect(last.nextRunAt).toBeNull();
+      // One statement each, and no read of the next run time of its own.
+      expect(counts.get("writ_t_claim_next")).toBe(5);
+      expect(counts.get("writ_next_run_at") ?? 0).toBe(0);
+    } finally {
+      await store.close();
+      await pool.end();
+      await own.drop();
     }
   });
 
@@ -285,8 +327,10 @@ describe("postgres batches", () => {
       expect(adm.created).toBe(true);
       expect(counts.get("writ_t_begin")).toBe(1);
       expect(counts.get("writ_t_batch")).toBe(1);
-      expect(counts.get("writ_t_claim_json") ?? 0).toBe(0);
-      const mine = got.filter((c) => c.invocation.tenantId === scope.tenantId);
+      expect(counts.get("writ_t_claim_next") ?? 0).toBe(0);
+      // It took fewer than it asked for: the next run time came with it.
+      expect("nextRunAt" in got).toBe(true);
+      const mine = got.claimed.filter((c) => c.invocation.tenantId === scope.tenantId);
       expect(mine.map((c) => c.invocation.invocationId).sort()).toEqual(waiting.map((w) => w.invocationId).sort());
       for (const c of mine) expect(c.prepared.invocation).toEqual({ status: "running", leaseOwner: "w2", leaseToken: c.invocation.leaseToken });
       const r2 = results[2]!;

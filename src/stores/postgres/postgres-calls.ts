@@ -242,3 +242,33 @@ END
 $$;
 ${dispatcherSql([...BATCHABLE, CLAIM_PREPARED_FN, ADMIT_CLAIMED_FN], true)}`;
 }
+
+/**
+ * The claim with its prepare read and, when it took fewer invocations than it could, the next
+ * run time (migration 22, docs/host.md, "Workers, leases, fencing"): a worker whose claim came
+ * back short goes to sleep until that time, and read it in a statement of its own after every such
+ * claim. `{"claimed": [...]}`, plus `"next"` (the earliest `run_at` among queued invocations, or
+ * null when none is queued) when it took fewer than `min(p_limit, tokens)`. The read is a
+ * statement of its own after the claim, so it sees every commit that came before it and none of
+ * the rows this claim took. The batch dispatcher learns the new function; `writ_claim_prepared_json`
+ * stays for workers of the previous version.
+ */
+export const CLAIM_NEXT_FN: PgFunction = { fn: "writ_claim_next", casts: CLAIM_PREPARED_FN.casts, returns: "json" };
+
+/** Migration 22's text. */
+export function claimNextSql(): string {
+  return `
+CREATE FUNCTION writ_claim_next(p_owner text, p_now bigint, p_lease_ms bigint, p_limit integer, p_tokens text[], p_connectors text[], p_operations text[])
+RETURNS json
+LANGUAGE plpgsql AS $$
+DECLARE v_claimed json;
+BEGIN
+  v_claimed := writ_claim_prepared_json(p_owner, p_now, p_lease_ms, p_limit, p_tokens, p_connectors, p_operations);
+  IF json_array_length(v_claimed) >= least(p_limit, coalesce(array_length(p_tokens, 1), 0)) THEN
+    RETURN json_build_object('claimed', v_claimed);
+  END IF;
+  RETURN json_build_object('claimed', v_claimed, 'next', (SELECT min(run_at) FROM writ_invocations WHERE status = 'queued'));
+END
+$$;
+${dispatcherSql([...BATCHABLE, CLAIM_PREPARED_FN, ADMIT_CLAIMED_FN, CLAIM_NEXT_FN], true)}`;
+}

@@ -18,7 +18,7 @@
  * count, run time, updatedAt) are authoritative over the copy inside `doc`.
  */
 
-import { BATCHABLE, admitClaimedSql, batchFunctionsSql, claimInBatchSql } from "./postgres-calls.js";
+import { BATCHABLE, admitClaimedSql, batchFunctionsSql, claimInBatchSql, claimNextSql } from "./postgres-calls.js";
 
 /** One numbered migration. */
 export interface PostgresMigration {
@@ -958,6 +958,13 @@ $$;
  */
 const ADMIT_CLAIMED = admitClaimedSql();
 
+/**
+ * A claim that comes back short answers the next run time itself (docs/host.md, "Workers, leases,
+ * fencing"): the worker going to sleep after it no longer spends a round trip of its own to read
+ * it, on every lone invocation's path.
+ */
+const CLAIM_NEXT = claimNextSql();
+
 /** All migrations, ascending by version. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, name: "initial_schema", sql: INITIAL_SCHEMA },
@@ -981,6 +988,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 19, name: "lease_by_key", sql: LEASE_BY_KEY },
   { version: 20, name: "plpgsql_put_unsealed", sql: PLPGSQL_PUT_UNSEALED },
   { version: 21, name: "admit_claimed", sql: ADMIT_CLAIMED },
+  { version: 22, name: "claim_next", sql: CLAIM_NEXT },
 ];
 
 /** The schema version this build creates and expects. */

@@ -6,14 +6,14 @@
  */
 import { coalescer, outcomeOf, type BatchOutcome } from "../../core/batch.js";
 import { LeaseLostError, WritError, isWritError } from "../../core/errors.js";
-import { leaseView, type AdmitClaimedResult, type AdmitInput, type AdmitResult, type AdvanceInput, type BatchMember, type BeginFound, type BeginInput, type BeginResult, type ClaimedPrepared, type Prepared, type RecordInput, type SettleInput, type StoreTransitions } from "../../core/transitions.js";
+import { leaseView, type AdmitClaimedResult, type AdmitInput, type AdmitResult, type AdvanceInput, type BatchMember, type BeginFound, type BeginInput, type BeginResult, type ClaimedBatch, type ClaimedPrepared, type Prepared, type RecordInput, type SettleInput, type StoreTransitions } from "../../core/transitions.js";
 import type { ClaimOptions } from "../../core/store.js";
 import type { Approval, AttemptRecord, Authority, BreakerRecord, IdempotencyRecord, Invocation, JournalEntry, Scope, StepCheckpoint, UnsealedEntry } from "../../core/types.js";
-import { ADMIT_CLAIMED_FN, ADMIT_FN, ADVANCE_FN, BEGIN_FN, CLAIM_PREPARED_FN, RECORD_FN, SEAL_IF_HEAD_FN, SETTLE_FN, callText, type PgFunction } from "./postgres-calls.js";
+import { ADMIT_CLAIMED_FN, ADMIT_FN, ADVANCE_FN, BEGIN_FN, CLAIM_NEXT_FN, RECORD_FN, SEAL_IF_HEAD_FN, SETTLE_FN, callText, type PgFunction } from "./postgres-calls.js";
 import { toWritError } from "./postgres-errors.js";
 import { checkValues, statement, type Exec, type Statement } from "./postgres-exec.js";
 import { advisoryKeys } from "./postgres-locks.js";
-import { attemptFromRow, docOf, invocationFromRow, invocationParams, type InvocationRow } from "./postgres-rows.js";
+import { attemptFromRow, docOf, invocationFromRow, invocationParams, numOrNull, type InvocationRow } from "./postgres-rows.js";
 
 /** `n` placeholders `$1 … $n`, cast where the driver cannot tell the type of a NULL. */
 function call(fn: string, casts: readonly string[]): string {
@@ -29,7 +29,7 @@ const SINGLE = new Map<string, Statement>(
     ["t_advance", ADVANCE_FN],
     ["t_settle", SETTLE_FN],
     ["t_seal_if_head", SEAL_IF_HEAD_FN],
-    ["t_claim_json", CLAIM_PREPARED_FN],
+    ["t_claim_next", CLAIM_NEXT_FN],
     ["t_admit_claimed", ADMIT_CLAIMED_FN],
   ].map(([name, f]) => [(f as PgFunction).fn, statement(name as string, callText(f as PgFunction))]),
 );
@@ -289,7 +289,7 @@ function settleCall(scope: Scope, input: SettleInput): Call {
   };
 }
 
-/** A claimed invocation with its prepare read, as `writ_claim_prepared_json` answers it. */
+/** A claimed invocation with its prepare read, as `writ_claim_next` answers it (under `claimed`). */
 interface ClaimedRow {
   inv: InvocationRow;
   steps: StepCheckpoint[];
@@ -305,14 +305,17 @@ interface ClaimedRow {
  */
 function claimCall(opts: ClaimOptions, n: number, breakers: ReadonlyArray<{ connector: string; operation: string }>): Call {
   return {
-    fn: CLAIM_PREPARED_FN,
+    fn: CLAIM_NEXT_FN,
     params: [opts.owner, opts.now, opts.leaseMs, n, opts.tokens.slice(0, n), breakers.map((b) => b.connector), breakers.map((b) => b.operation)],
     scope: { tenantId: "", spaceId: "" },
     invocationId: "",
     lockKey: "",
     // The claim writes one journal entry per claimed invocation: hinted by scope after decoding.
     journals: false,
-    decode: (out) => ((out ?? []) as ClaimedRow[]).map(claimedOf),
+    decode: (out): ClaimedBatch => {
+      const o = out as { claimed: ClaimedRow[]; next?: number | string | null };
+      return { claimed: o.claimed.map(claimedOf), ...("next" in o ? { nextRunAt: numOrNull(o.next) } : {}) };
+    },
   };
 }
 
@@ -376,8 +379,8 @@ function callOf(m: BatchMember): Call {
  * its own batch it can take the invocations they queued, in the same commit.
  */
 function lockOrder(a: Call, b: Call): number {
-  const ca = a.fn === CLAIM_PREPARED_FN;
-  if (ca !== (b.fn === CLAIM_PREPARED_FN)) return ca ? 1 : -1;
+  const ca = a.fn === CLAIM_NEXT_FN;
+  if (ca !== (b.fn === CLAIM_NEXT_FN)) return ca ? 1 : -1;
   const ka = [a.scope.tenantId, a.scope.spaceId, a.lockKey];
   const kb = [b.scope.tenantId, b.scope.spaceId, b.lockKey];
   for (let i = 0; i < 3; i++) if (ka[i] !== kb[i]) return ka[i]! < kb[i]! ? -1 : 1;
@@ -552,9 +555,9 @@ export function postgresTransitions(
 
     async claimPrepared(opts, breakers) {
       const n = Math.min(opts.limit, opts.tokens.length);
-      if (n === 0) return [];
-      const out = await exec<Array<{ invocation: Invocation; prepared: Prepared }>>(claimCall(opts, n, breakers));
-      hintClaimed(out.map((o) => o.invocation));
+      if (n === 0) return { claimed: [] };
+      const out = await exec<ClaimedBatch>(claimCall(opts, n, breakers));
+      hintClaimed(out.claimed.map((o) => o.invocation));
       return out;
     },
 
