@@ -177,9 +177,10 @@ export async function grantAuthority(b: HostBench, patch: Partial<Authority> = {
  * transaction ended (`settled`, else 300 ms) so that the next period's timer is set before the
  * clock moves on (the timer counts from the clock at that moment: a clock that ran on meanwhile
  * would push it later; the lease's end leaves two periods of slack for that). Then checks the lease
- * was not extended and nothing was called, moves the clock past the lease's end and a poll and
- * stops (so that the new lease is never outrun) until the worker has claimed and run the
- * invocation, and checks it succeeded with one connector call and two attempts.
+ * was not extended and nothing was called, moves the clock past the lease's end, at most four polls
+ * (the worker sets each poll's timer from the clock when it sleeps, which under load may be later
+ * than its empty claim) and never as far as the new lease's end, until the worker has claimed and
+ * run the invocation, and checks it succeeded with one connector call and two attempts.
  */
 export async function expectLapsedThenRun(
   b: HostBench,
@@ -190,6 +191,7 @@ export async function expectLapsedThenRun(
 ): Promise<void> {
   const expiry = (await readCommitted(store, (tx) => tx.getInvocation(b.scope, invocationId)))!.leaseExpiresAt!;
   if (2 * o.heartbeatMs >= o.leaseMs) throw new Error("expectLapsedThenRun needs two heartbeats within the lease");
+  if (4 * o.pollMs >= o.leaseMs) throw new Error("expectLapsedThenRun needs four polls within the lease (the new lease must never lapse)");
   for (let k = 1; k <= 2; k++) {
     const want = beats() + 1;
     await untilRead(async () => {

@@ -211,6 +211,10 @@ describe("a host with a data key on postgres", () => {
       await (store as Store & { listening(): Promise<void> }).listening();
       // The worker's first claim found nothing: it sleeps, and takes the next admission in its commit.
       await untilRead(async () => (counts.get("writ_t_claim_next") ?? 0) + (counts.get("writ_t_claim") ?? 0) > 0 && worker.inFlight() === 0, "the worker's first, empty claim");
+      // The sealing layer passes the claim's answer of the next run time on: the worker sleeps on
+      // it, with no read of its own (one would be sent within milliseconds of the claim's answer).
+      await new Promise((r) => setTimeout(r, 200));
+      expect(counts.get("writ_next_run_at") ?? 0, "reads of the next run time after the empty claim").toBe(0);
       // (This pool counts a statement when it is sent: the claim may not have answered yet, so
       // the first admission may still go the plain way; the next one, after a run, is handed off.)
       let invocation: { invocationId: string } | undefined;
