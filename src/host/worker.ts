@@ -174,7 +174,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
    * Claims up to `limit`; where the store can, with each invocation's prepare read in the same
    * statement, and the next run time when it claimed fewer (see `ClaimedBatch`).
    */
-  async function claim(limit: number): Promise<{ claimed: Claimed[]; nextRunAt?: number | null }> {
+  async function claim(limit: number): Promise<{ claimed: Claimed[]; nextRunAt: number | null | undefined }> {
     // A clock read from elsewhere (the database server's) is set before the first lease is stamped.
     if (o.clock.ready !== undefined) await o.clock.ready();
     const now = o.clock.now();
@@ -183,10 +183,9 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     try {
       if (t.claimPrepared !== undefined) {
         const out = await t.claimPrepared({ owner, tokens, now, leaseMs, limit }, targets);
-        const claimed = out.claimed.map(({ invocation, prepared }) => ({ inv: invocation, given: { prepared, targets } }));
-        return out.nextRunAt === undefined ? { claimed } : { claimed, nextRunAt: out.nextRunAt };
+        return { claimed: out.claimed.map(({ invocation, prepared }) => ({ inv: invocation, given: { prepared, targets } })), nextRunAt: out.nextRunAt };
       }
-      return { claimed: (await t.claim({ owner, tokens, now, leaseMs, limit })).map((inv) => ({ inv })) };
+      return { claimed: (await t.claim({ owner, tokens, now, leaseMs, limit })).map((inv) => ({ inv })), nextRunAt: undefined };
     } catch (e) {
       owner = `${id}.${++generation}`;
       throw e;

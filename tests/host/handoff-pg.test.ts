@@ -194,6 +194,32 @@ describe("hand-off to an idle worker on PostgreSQL", () => {
     }
   }, 90_000);
 
+  it("a claim whose answer is lost (writ_claim_next): its lease is not extended, lapses, and the worker runs it once", async () => {
+    // The claim that comes back short answers the next run time; when its answer never arrives
+    // the worker has neither the invocation nor that time: it reads the time itself, sleeps,
+    // and recovery takes the lapsed lease.
+    const LEASE_MS = 10_000;
+    const b = makeHostBench(store, { timeoutMs: 60_000 });
+    await grantAuthority(b);
+    const other = postgresStore({ url: db.url }, { applicationName: "writ-test-handoff-lost-claim" });
+    const base = claims(watched.counts);
+    const worker = b.host.worker({ id: "cw", pollMs: 1_000, leaseMs: LEASE_MS, heartbeatMs: 3_000, concurrency: 2, handoff: false });
+    worker.start();
+    try {
+      await untilRead(async () => worker.inFlight() === 0 && claims(watched.counts) > base, "the worker is idle");
+      await store.listening();
+      watched.lose.next = "writ_t_claim_next";
+      const { invocation } = await makeHostBench(other).host.submit(b.request({ params: { n: 1 }, idempotencyKey: "claim-lost" }));
+      await untilRead(async () => watched.lose.next === null, "the claim's answer lost");
+      await untilRead(async () => (await readCommitted(store, (tx) => tx.getInvocation(b.scope, invocation.invocationId)))?.status === "running", "the lost claim committed");
+      expect(b.calls).toHaveLength(0);
+      await expectLapsedThenRun(b, store, invocation.invocationId, { leaseMs: LEASE_MS, heartbeatMs: 3_000, pollMs: 1_000 }, () => watched.counts.get("writ_heartbeat_2") ?? 0);
+    } finally {
+      await worker.stop();
+      await other.close();
+    }
+  }, 90_000);
+
   it("an admission whose answer is lost: its lease is not extended, lapses, and the worker runs it once", async () => {
     const LEASE_MS = 10_000;
     const b = makeHostBench(store, { timeoutMs: 60_000 });

@@ -246,8 +246,8 @@ ${dispatcherSql([...BATCHABLE, CLAIM_PREPARED_FN, ADMIT_CLAIMED_FN], true)}`;
 /**
  * The claim with its prepare read and, when it took fewer invocations than it could, the next
  * run time (migration 22, docs/host.md, "Workers, leases, fencing"): a worker whose claim came
- * back short goes to sleep until that time, and read it in a statement of its own after every such
- * claim. `{"claimed": [...]}`, plus `"next"` (the earliest `run_at` among queued invocations, or
+ * back short sleeps until that time, which it used to read in a statement of its own after every
+ * such claim. `{"claimed": [...]}`, plus `"next"` (the earliest `run_at` among queued invocations, or
  * null when none is queued) when it took fewer than `min(p_limit, tokens)`. The read is a
  * statement of its own after the claim, so it sees every commit that came before it and none of
  * the rows this claim took. The batch dispatcher learns the new function; `writ_claim_prepared_json`
