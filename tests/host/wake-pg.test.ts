@@ -16,13 +16,13 @@
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Store, StoreTx } from "../../src/core/store.js";
-import { postgresStore } from "../../src/stores/postgres/index.js";
+import { postgresStore, type PostgresStore } from "../../src/stores/postgres/index.js";
 import { freshDatabase, type FreshDatabase } from "../helpers/pg.js";
 import { until, untilRead } from "../helpers/wait.js";
 import { grantAuthority, makeHostBench } from "./fixture.js";
 
 let db: FreshDatabase;
-let workerStore: Store;
+let workerStore: PostgresStore;
 let submitterStore: Store;
 
 beforeAll(async () => {
@@ -44,6 +44,9 @@ it("an invocation admitted by another process wakes a sleeping worker at once (n
   const s = makeHostBench(submitterStore);
   const worker = w.host.worker({ pollMs: 3_600_000, concurrency: 4 });
   worker.start();
+  // The worker's subscription starts LISTEN; a commit before it is in effect is seen by the next
+  // poll only (an hour here), so the test submits once it is.
+  await workerStore.listening();
   try {
     for (let n = 0; n < 3; n++) {
       // The worker is asleep: what it had is done and nothing else is queued.
@@ -98,6 +101,9 @@ it("a claim that comes back short brings the next run time: no read of its own, 
   const status = async (id: string) => (await workerStore.transact((tx) => tx.getInvocation(w.scope, id)))?.status;
   const worker = w.host.worker({ pollMs: 3_600_000, concurrency: 4 });
   worker.start();
+  // The worker's subscription starts LISTEN; a commit before it is in effect is seen by the next
+  // poll only (an hour here), so the test submits once it is.
+  await workerStore.listening();
   try {
     for (let n = 0; n < 2; n++) {
       await untilRead(async () => worker.inFlight() === 0, "the worker is idle");
