@@ -15,6 +15,9 @@ import { scopeOf, type HandoffSource, type HandoffTicket, type HostContext } fro
 import { outageLog } from "./outage.js";
 import { hostBreakerTargets, processInvocation, type Prepped, type ProcessResult } from "./process.js";
 
+/** The first pause after a failed claim; it doubles with each further failure in a row, up to pollMs. */
+const CLAIM_RETRY_MS = 25;
+
 /** A claimed invocation, with its prepare read when the claim made it. */
 interface Claimed {
   inv: Invocation;
@@ -114,6 +117,8 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   let loop: Promise<void> | null = null;
   let cancelHeartbeat: (() => void) | null = null;
   let wake: (() => void) | null = null;
+  /** Ends the pause after a failed claim (only `stop` calls it: wake-ups do not cut the pause short). */
+  let halt: (() => void) | null = null;
   /**
    * A wake-up that arrived while the loop was not asleep (claiming, or reading the next run time):
    * the next sleep returns at once instead of waiting for the poll (a lone invocation admitted
@@ -386,6 +391,28 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
     }
   }
 
+  /**
+   * The pause after `failures` claims in a row failed: 25 ms, doubling with each further failure, at
+   * most pollMs. A claim that keeps failing while work is due (the store refuses writes but answers
+   * reads, or a claim that errors every time) would otherwise be retried at once, each failure
+   * followed by a read that finds the work due: a hot loop of round trips and error logs. Wake-ups
+   * do not shorten the pause (each admission would end it); one that arrives during it is kept, so
+   * the loop claims as soon as the pause ends.
+   */
+  async function pauseAfterFailedClaims(failures: number): Promise<void> {
+    const ms = Math.min(pollMs, CLAIM_RETRY_MS * 2 ** Math.min(failures - 1, 30));
+    if (!running) return;
+    await new Promise<void>((resolve) => {
+      const cancel = o.clock.setTimer(ms, () => done());
+      const done = (): void => {
+        cancel();
+        halt = null;
+        resolve();
+      };
+      halt = done;
+    });
+  }
+
   let lastSweep = 0;
   async function maybeSweep(): Promise<void> {
     if (!sweep || o.clock.now() - lastSweep < ctx.r.sweepMs) return;
@@ -399,6 +426,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
   }
 
   async function runLoop(): Promise<void> {
+    let failedClaims = 0;
     while (running) {
       await maybeSweep();
       // Settling invocations free their slots up to `concurrency` of them: should settlements stall
@@ -419,10 +447,16 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
       try {
         ({ claimed, nextRunAt: known } = await claim(asked));
         claimTrouble.ok();
+        failedClaims = 0;
       } catch (e) {
         claimTrouble.failed(e);
+        failedClaims++;
       }
       for (const c of claimed) void launch(c);
+      if (failedClaims > 0) {
+        await pauseAfterFailedClaims(failedClaims);
+        continue;
+      }
       // A claim that found fewer than it asked for left nothing claimable as of its snapshot: the
       // loop waits as after an empty one (a wake-up that came meanwhile, or a next run time
       // already due, ends the wait at once) rather than claim again to find nothing.
@@ -453,6 +487,7 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
       running = false;
       ctx.handoffs.delete(source);
       wake?.();
+      halt?.();
       if (opts.drain === false) {
         aborted = true;
         for (const a of aborts) a.abort();
