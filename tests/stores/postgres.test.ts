@@ -17,6 +17,9 @@ import { nodeCryptoPort } from "../../src/node/crypto.js";
 import { MIGRATION_LOCK_KEY, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION, postgresStore, type PostgresStore, type PostgresStoreOptions } from "../../src/stores/postgres/index.js";
 import { T0, approval, decision, fenceOf, idempotency, invocation, newScope, step, uid } from "../../src/stores/conformance/fixtures.js";
 import { migratePostgres } from "../../src/stores/postgres/postgres-migrate.js";
+import type { PgConnection } from "../../src/stores/postgres/postgres-driver.js";
+import { WakeListener } from "../../src/stores/postgres/postgres-listener.js";
+import { WAKE_CHANNEL } from "../../src/stores/postgres/postgres-migrations.js";
 import { freshDatabase, pgServerOrNull, withDatabase, type FreshDatabase } from "../helpers/pg.js";
 
 const server = await pgServerOrNull();
@@ -542,14 +545,56 @@ describe.skipIf(server === null)("postgres store", () => {
       let wakes = 0;
       const off = listener.onWake(() => void (wakes += 1));
       await listener.listening();
+      await eventually("the first LISTEN wakes subscribers", async () => wakes === 1);
       await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'writ-test-relisten' AND query ILIKE 'LISTEN%'");
-      await eventually("the reconnect wakes subscribers", async () => wakes >= 1);
+      await eventually("the reconnect wakes subscribers", async () => wakes >= 2);
       await listener.listening();
       const before = wakes;
       const scope = newScope();
       await open().transact((tx) => tx.insertInvocation(scope, invocation(scope, { runAt: TC + 10 ** 9 })));
       await eventually("a notification after the reconnect", async () => wakes > before);
       off();
+    });
+  });
+
+  describe("wake-ups before LISTEN takes effect", () => {
+    /**
+     * A notification sent after a subscriber subscribed and before LISTEN took effect is lost; the
+     * listener makes up for it with one wake-up (and one "forget every key") when LISTEN takes
+     * effect. Invariant: a subscriber that subscribed before a NOTIFY is woken after it, once; a
+     * later NOTIFY wakes it again. Before 2026-12-07 only a reconnect woke, so a worker that claimed
+     * before its first LISTEN took effect waited for its poll for an admission committed meanwhile.
+     */
+    it("wakes every subscriber once when LISTEN first takes effect", async () => {
+      let letConnect: () => void = () => undefined;
+      const gate = new Promise<void>((r) => (letConnect = r));
+      const listener = new WakeListener({
+        reconnectMs: 20,
+        async connect() {
+          await gate;
+          const c = new pg.Client({ connectionString: db.url, application_name: "writ-test-first-listen" });
+          await c.connect();
+          return { conn: c as unknown as PgConnection, done: async () => void (await c.end().catch(() => undefined)) };
+        },
+      });
+      let wakes = 0;
+      const forgets: (string | null)[] = [];
+      const off = listener.subscribe(() => void (wakes += 1));
+      const offKeys = listener.subscribeKeys((k) => void forgets.push(k));
+      try {
+        // The listener is connecting: this notification reaches nobody.
+        await admin.query(`NOTIFY ${WAKE_CHANNEL}`);
+        letConnect();
+        await listener.listening();
+        await eventually("the wake-up for what LISTEN missed", async () => wakes === 1);
+        expect(forgets).toEqual([null]);
+        await admin.query(`NOTIFY ${WAKE_CHANNEL}`);
+        await eventually("a notification after LISTEN", async () => wakes === 2);
+      } finally {
+        off();
+        offKeys();
+        await listener.stop();
+      }
     });
   });
 

@@ -4,8 +4,9 @@
  * - API key changes (docs/security.md, "API key verification cache"): every write of a key record
  *   notifies its key id at commit, and each process forgets that key's cached verifications. The
  *   cache's time bound stays the fallback.
- * If the connection drops, it reconnects after a pause and then wakes every wake subscriber once
- * and tells every key subscriber to forget all keys, since notifications sent meanwhile are lost.
+ * Each time LISTEN takes effect (the first connect, and a reconnect after the connection dropped),
+ * it wakes every wake subscriber once and tells every key subscriber to forget all keys, since
+ * notifications sent before it took effect are lost.
  */
 import { WAKE_CHANNEL } from "./postgres-migrations.js";
 import type { PgConnection } from "./postgres-driver.js";
@@ -36,8 +37,6 @@ export class WakeListener {
   #starting: Promise<void> | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #stopped = false;
-  /** Whether LISTEN was in effect before the connection was lost (then a reconnect wakes everyone). */
-  #wasConnected = false;
   #ready: { promise: Promise<void>; resolve: () => void };
 
   constructor(opts: WakeListenerOptions) {
@@ -113,16 +112,15 @@ export class WakeListener {
       await lc.done();
       return;
     }
-    const reconnected = this.#current === undefined && this.#wasConnected;
     this.#current = lc;
-    this.#wasConnected = true;
     this.#ready.resolve();
-    // Notifications sent while the connection was down are lost: wake everyone once, and have
-    // every key cache forget everything (a revocation may be among the lost).
-    if (reconnected) {
-      this.#wake();
-      this.#keyChanged(null);
-    }
+    // Notifications sent before LISTEN took effect are lost: after a reconnect, those sent while
+    // the connection was down; after the first connect, those sent since a subscriber subscribed
+    // (a worker that claimed before LISTEN took effect, and found nothing, would wait for its poll
+    // for an admission committed in between). Wake everyone once, and have every key cache forget
+    // everything (a revocation may be among the lost).
+    this.#wake();
+    this.#keyChanged(null);
   }
 
   #lost(lc: ListenConnection | undefined): void {
@@ -150,7 +148,6 @@ export class WakeListener {
     if (!this.#stopped && !this.#idle()) return;
     const lc = this.#current;
     this.#current = undefined;
-    this.#wasConnected = false;
     this.#ready = deferred();
     if (lc !== undefined) await lc.done();
   }
