@@ -396,8 +396,8 @@ export function createWorker(ctx: HostContext, options: WorkerOptions = {}, swee
    * most pollMs. A claim that keeps failing while work is due (the store refuses writes but answers
    * reads, or a claim that errors every time) would otherwise be retried at once, each failure
    * followed by a read that finds the work due: a hot loop of round trips and error logs. Wake-ups
-   * do not shorten the pause (each admission would end it); one that arrives during it is kept, so
-   * the loop claims as soon as the pause ends.
+   * do not shorten the pause (each admission would end it); none is lost by it either, since the
+   * loop claims as soon as the pause ends, whatever came meanwhile.
    */
   async function pauseAfterFailedClaims(failures: number): Promise<void> {
     const ms = Math.min(pollMs, CLAIM_RETRY_MS * 2 ** Math.min(failures - 1, 30));

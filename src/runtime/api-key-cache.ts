@@ -42,19 +42,25 @@ export function rememberApiKey(store: Store, generation: number, hash: string, r
   let cache = verified.get(store);
   if (cache === undefined) {
     verified.set(store, (cache = new Map()));
-    followChanges(store);
+    followApiKeyChanges(store);
   }
   if (cache.size >= MAX_ENTRIES) cache.clear();
   cache.set(hash, { rec, until });
 }
 
+/** Stores whose key changes this cache follows. */
+const following = new WeakSet<Store>();
+
 /**
  * Has the store tell this cache about key changes other processes commit (PostgreSQL), so a key
  * revoked elsewhere is refused at once rather than within the time bound. Once per store; the
- * subscription ends when the store closes.
+ * subscription ends when the store closes. Called before a verification's read, not after it: a
+ * change committed once the read began (and its notification) would otherwise reach no one, and
+ * the key would stay cached for the whole bound.
  */
-function followChanges(store: Store): void {
-  if (typeof store.onApiKeyChange !== "function") return;
+export function followApiKeyChanges(store: Store): void {
+  if (following.has(store) || typeof store.onApiKeyChange !== "function") return;
+  following.add(store);
   try {
     store.onApiKeyChange((keyId) => (keyId === null ? forgetAllVerifiedApiKeys(store) : forgetVerifiedApiKey(store, keyId)));
   } catch {

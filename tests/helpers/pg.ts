@@ -367,3 +367,16 @@ export function countStatements(pool: pg.Pool): Map<string, number> {
   });
   return counts;
 }
+
+/**
+ * Keeps `store`'s wake-up listener connected and waits until its LISTEN is in effect. A worker
+ * started afterwards joins a listener that already listens, so the one wake-up LISTEN gives when it
+ * takes effect (docs/postgres-driver.md, "Wake-ups") has come and gone before the worker's first
+ * claim: tests that count a worker's claims or reads see none of its making. Returns the
+ * unsubscribe, for the test's end.
+ */
+export async function listenFirst(store: { onWake(cb: () => void): () => void; listening(): Promise<void> }): Promise<() => void> {
+  const off = store.onWake(() => undefined);
+  await store.listening();
+  return off;
+}

@@ -25,7 +25,7 @@ import { sealScopesNow } from "../../src/core/journal.js";
 import { readCommitted } from "../../src/core/store.js";
 import { nodeCryptoPort } from "../../src/node/crypto.js";
 import { postgresStore, type PostgresStore } from "../../src/stores/postgres/index.js";
-import { freshDatabase, wakeListener, type FreshDatabase, type WakeListener } from "../helpers/pg.js";
+import { freshDatabase, listenFirst, wakeListener, type FreshDatabase, type WakeListener } from "../helpers/pg.js";
 import { untilRead } from "../helpers/wait.js";
 import { expectLapsedThenRun, grantAuthority, makeHostBench } from "./fixture.js";
 
@@ -96,9 +96,10 @@ describe("hand-off to an idle worker on PostgreSQL", () => {
     const base = claims(watched.counts);
     // One slot: a ticket that leaked would leave none for the next admission.
     const worker = b.host.worker({ pollMs: 3_600_000, concurrency: 1 });
+    // LISTEN in effect before the worker starts: the claims counted here are all the worker's own.
+    const unlisten = await listenFirst(store);
     worker.start();
     try {
-      await store.listening();
       // The worker's first claim found nothing: it sleeps.
       await untilRead(async () => claims(watched.counts) > base && worker.inFlight() === 0, "the worker's first, empty claim");
       for (let n = 0; n < 3; n++) {
@@ -138,6 +139,7 @@ describe("hand-off to an idle worker on PostgreSQL", () => {
       expect(b.calls).toHaveLength(4);
     } finally {
       await worker.stop();
+      unlisten();
     }
   }, 90_000);
 
@@ -150,9 +152,10 @@ describe("hand-off to an idle worker on PostgreSQL", () => {
     const other = postgresStore({ url: db.url }, { applicationName: "writ-test-handoff-other" });
     const base = claims(watched.counts);
     const worker = b.host.worker({ pollMs: 3_600_000, concurrency: 1 });
+    // LISTEN in effect before the worker starts: the claims counted here are all the worker's own.
+    const unlisten = await listenFirst(store);
     worker.start();
     try {
-      await store.listening();
       const { invocation: first } = await b.host.submit(b.request({ params: { n: 1 }, idempotencyKey: "first" }));
       await untilRead(async () => (await readCommitted(store, (tx) => tx.getInvocation(b.scope, first.invocationId)))?.status === "succeeded" && worker.inFlight() === 0, "the first invocation succeeded");
       await untilRead(async () => claims(watched.counts) > base, "the worker's first claim");
@@ -170,6 +173,7 @@ describe("hand-off to an idle worker on PostgreSQL", () => {
       await untilRead(async () => (await readCommitted(store, (tx) => tx.getInvocation(b.scope, second.invocationId)))?.status === "succeeded", "the other process's invocation succeeded", 20_000);
     } finally {
       await worker.stop();
+      unlisten();
       await other.close();
     }
   }, 90_000);
@@ -179,6 +183,8 @@ describe("hand-off to an idle worker on PostgreSQL", () => {
     await grantAuthority(b);
     const base = claims(watched.counts);
     const worker = b.host.worker({ pollMs: 3_600_000, concurrency: 4, handoff: false });
+    // LISTEN in effect before the worker starts: the claims counted here are all the worker's own.
+    const unlisten = await listenFirst(store);
     worker.start();
     try {
       await untilRead(async () => worker.inFlight() === 0 && claims(watched.counts) > base, "the worker is idle");
@@ -191,23 +197,25 @@ describe("hand-off to an idle worker on PostgreSQL", () => {
       expect(claims(watched.counts)).toBeGreaterThan(before.claims);
     } finally {
       await worker.stop();
+      unlisten();
     }
   }, 90_000);
 
   it("a claim whose answer is lost (writ_claim_next): its lease is not extended, lapses, and the worker runs it once", async () => {
     // The claim that comes back short answers the next run time; when its answer never arrives
-    // the worker has neither the invocation nor that time: it reads the time itself, sleeps,
-    // and recovery takes the lapsed lease.
+    // the worker has neither the invocation nor that time: it pauses as after any failed claim,
+    // claims again (finding nothing it may take), sleeps, and recovery takes the lapsed lease.
     const LEASE_MS = 10_000;
     const b = makeHostBench(store, { timeoutMs: 60_000 });
     await grantAuthority(b);
     const other = postgresStore({ url: db.url }, { applicationName: "writ-test-handoff-lost-claim" });
     const base = claims(watched.counts);
     const worker = b.host.worker({ id: "cw", pollMs: 1_000, leaseMs: LEASE_MS, heartbeatMs: 3_000, concurrency: 2, handoff: false });
+    // LISTEN in effect before the worker starts: the claims counted here are all the worker's own.
+    const unlisten = await listenFirst(store);
     worker.start();
     try {
       await untilRead(async () => worker.inFlight() === 0 && claims(watched.counts) > base, "the worker is idle");
-      await store.listening();
       watched.lose.next = "writ_t_claim_next";
       const { invocation } = await makeHostBench(other).host.submit(b.request({ params: { n: 1 }, idempotencyKey: "claim-lost" }));
       await untilRead(async () => watched.lose.next === null, "the claim's answer lost");
@@ -216,6 +224,7 @@ describe("hand-off to an idle worker on PostgreSQL", () => {
       await expectLapsedThenRun(b, store, invocation.invocationId, { leaseMs: LEASE_MS, heartbeatMs: 3_000, pollMs: 1_000 }, () => watched.counts.get("writ_heartbeat_2") ?? 0);
     } finally {
       await worker.stop();
+      unlisten();
       await other.close();
     }
   }, 90_000);
@@ -226,6 +235,8 @@ describe("hand-off to an idle worker on PostgreSQL", () => {
     await grantAuthority(b);
     const base = claims(watched.counts);
     const worker = b.host.worker({ id: "hw", pollMs: 1_000, leaseMs: LEASE_MS, heartbeatMs: 3_000, concurrency: 2 });
+    // LISTEN in effect before the worker starts: the claims counted here are all the worker's own.
+    const unlisten = await listenFirst(store);
     worker.start();
     try {
       await untilRead(async () => worker.inFlight() === 0 && claims(watched.counts) > base, "the worker is idle");
@@ -237,6 +248,7 @@ describe("hand-off to an idle worker on PostgreSQL", () => {
       await expectLapsedThenRun(b, store, lost!.invocationId, { leaseMs: LEASE_MS, heartbeatMs: 3_000, pollMs: 1_000 }, () => watched.counts.get("writ_heartbeat_2") ?? 0);
     } finally {
       await worker.stop();
+      unlisten();
     }
   }, 90_000);
 });

@@ -17,7 +17,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { Store, StoreTx } from "../../src/core/store.js";
 import { postgresStore, type PostgresStore } from "../../src/stores/postgres/index.js";
-import { freshDatabase, type FreshDatabase } from "../helpers/pg.js";
+import { freshDatabase, listenFirst, type FreshDatabase } from "../helpers/pg.js";
 import { until, untilRead } from "../helpers/wait.js";
 import { grantAuthority, makeHostBench } from "./fixture.js";
 
@@ -43,10 +43,9 @@ it("an invocation admitted by another process wakes a sleeping worker at once (n
   await grantAuthority(w);
   const s = makeHostBench(submitterStore);
   const worker = w.host.worker({ pollMs: 3_600_000, concurrency: 4 });
+  // LISTEN in effect before the worker starts: its claims and reads are the test's to count.
+  const unlisten = await listenFirst(workerStore);
   worker.start();
-  // The worker's subscription starts LISTEN; a commit before it is in effect is seen by the next
-  // poll only (an hour here), so the test submits once it is.
-  await workerStore.listening();
   try {
     for (let n = 0; n < 3; n++) {
       // The worker is asleep: what it had is done and nothing else is queued.
@@ -58,6 +57,7 @@ it("an invocation admitted by another process wakes a sleeping worker at once (n
     expect(w.events.filter((e) => e.type === "invocation.succeeded").length).toBe(3);
   } finally {
     await worker.stop();
+    unlisten();
   }
 }, 90_000);
 
@@ -100,10 +100,9 @@ it("a claim that comes back short brings the next run time: no read of its own, 
   const s = makeHostBench(submitterStore);
   const status = async (id: string) => (await workerStore.transact((tx) => tx.getInvocation(w.scope, id)))?.status;
   const worker = w.host.worker({ pollMs: 3_600_000, concurrency: 4 });
+  // LISTEN in effect before the worker starts: its claims and reads are the test's to count.
+  const unlisten = await listenFirst(workerStore);
   worker.start();
-  // The worker's subscription starts LISTEN; a commit before it is in effect is seen by the next
-  // poll only (an hour here), so the test submits once it is.
-  await workerStore.listening();
   try {
     for (let n = 0; n < 2; n++) {
       await untilRead(async () => worker.inFlight() === 0, "the worker is idle");
@@ -137,5 +136,6 @@ it("a claim that comes back short brings the next run time: no read of its own, 
     await untilRead(async () => (await status(retried.invocationId)) === "succeeded", "the retry to run at its time", 20_000);
   } finally {
     await worker.stop();
+    unlisten();
   }
 }, 90_000);

@@ -36,7 +36,7 @@ import { localDataKey } from "../../src/runtime/data-key-file.js";
 import { postgresStore } from "../../src/stores/postgres/index.js";
 import { beginInput, claimed, entry } from "../../src/stores/conformance/cases-transitions.js";
 import { newScope } from "../../src/stores/conformance/fixtures.js";
-import { countStatements, freshDatabase, type FreshDatabase } from "../helpers/pg.js";
+import { countStatements, freshDatabase, listenFirst, type FreshDatabase } from "../helpers/pg.js";
 import { withTransitions } from "../helpers/stores.js";
 import { untilRead } from "../helpers/wait.js";
 import { actions, grantAuthority, makeHostBench } from "../host/fixture.js";
@@ -207,8 +207,9 @@ describe("a host with a data key on postgres", () => {
         atCall.push(await invocationRow(url, ctx.invocationId));
         return { outcome: "success", externalRef: `ref-${ctx.invocationId}` };
       });
+      // LISTEN in effect before the worker starts: its claims and reads are the test's to count.
+      await listenFirst(store as Store & { onWake(cb: () => void): () => void; listening(): Promise<void> }); // until the store closes
       worker.start();
-      await (store as Store & { listening(): Promise<void> }).listening();
       // The worker's first claim found nothing: it sleeps, and takes the next admission in its commit.
       await untilRead(async () => (counts.get("writ_t_claim_next") ?? 0) + (counts.get("writ_t_claim") ?? 0) > 0 && worker.inFlight() === 0, "the worker's first, empty claim");
       // The sealing layer passes the claim's answer of the next run time on: the worker sleeps on

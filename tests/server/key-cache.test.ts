@@ -5,7 +5,8 @@
  *   is refused once `apiKeyCacheMs` has passed since it was last verified, and at once with 0;
  * - failures are never cached (a wrong secret for a cached key id is still 401);
  * - a delegation change through this process is seen at once;
- * - a verification whose store read began before a revocation is not remembered after it.
+ * - a verification whose store read began before a revocation is not remembered after it;
+ * - on a store that notifies key changes, the cache follows them from before its first read.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { createApiKey, revokeApiKey, verifyApiKey, verifyApiKeyCached } from "../../src/runtime/api-keys.js";
@@ -155,5 +156,40 @@ describe("verifyApiKeyCached", () => {
     // It read the key before the revocation committed, so it may answer it; it must not keep it.
     expect((await racing)?.keyId).toBe(record.keyId);
     expect(await verifyApiKeyCached(slow, crypto, key, o)).toBeNull();
+  });
+
+  it("follows key changes from before its first read: another process's revocation notified during that read is not missed", async () => {
+    // A store that notifies key changes (as PostgreSQL does): the revocation by another process
+    // commits while this process's first verification reads, and its notification arrives then.
+    // Before, the cache subscribed only once it remembered that read: the notification reached no
+    // one and the revoked key stayed cached for the whole bound.
+    const store = memoryStore();
+    const { key, record } = await createApiKey(store, crypto, random, { tenantId: "acme", roles: ["submit"], name: "notified" }, 0);
+    const subscribers: ((keyId: string | null) => void)[] = [];
+    let reads = 0;
+    const notifying: Store = new Proxy(store, {
+      get(target, prop, receiver) {
+        if (prop === "onApiKeyChange")
+          return (cb: (keyId: string | null) => void) => {
+            subscribers.push(cb);
+            return () => undefined;
+          };
+        if (prop === "read")
+          return async <T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> => {
+            const v = await target.transact(fn);
+            // The first read saw the key live; the other process's revocation lands now.
+            if (reads++ === 0) for (const cb of subscribers) cb(record.keyId);
+            return v;
+          };
+        return Reflect.get(target, prop, receiver) as unknown;
+      },
+    });
+    const o = { maxAgeMs: 60_000, now: () => 5 };
+    expect((await verifyApiKeyCached(notifying, crypto, key, o))?.keyId).toBe(record.keyId);
+    expect(subscribers, "subscribed to key changes once").toHaveLength(1);
+    // The revocation itself, written behind this process's cache (its notification came above).
+    await store.transact((tx) => tx.putApiKey({ ...record, revokedAt: 1 }));
+    expect(await verifyApiKeyCached(notifying, crypto, key, o)).toBeNull();
+    expect(reads).toBe(2);
   });
 });

@@ -39,9 +39,13 @@ describe.skipIf(server === null)("API key revocation across servers on PostgreSQ
       keys[name] = record.keyId;
       a.keys[name] = b.keys[name] = key;
     }
-    // Both servers verify (and cache) both keys; B listens for key changes from then on.
+    // Both servers verify (and cache) both keys; B listens for key changes from then on. LISTEN
+    // taking effect makes B's cache forget every key (notifications before it are lost), so B
+    // verifies both again once it listens: they are cached when the revocation comes, and only
+    // its NOTIFY can make B refuse the revoked one within the minute.
     for (const r of [a, b]) for (const k of ["revoked", "kept"]) expect((await call(r, "GET", path, { key: k })).status).toBe(200);
     await (b.runtime.store as PostgresStore).listening();
+    for (const k of ["revoked", "kept"]) expect((await call(b, "GET", path, { key: k })).status).toBe(200);
 
     await revokeApiKey(a.runtime.store, keys.revoked!, "acme", clock.now());
     expect((await call(a, "GET", path, { key: "revoked" })).status).toBe(401);

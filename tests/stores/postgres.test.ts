@@ -509,33 +509,27 @@ describe.skipIf(server === null)("postgres store", () => {
   });
 
   describe("wake-ups (LISTEN/NOTIFY)", () => {
-    /** Resolves on the next wake-up of `store`. */
-    function nextWake(store: PostgresStore): { woke: Promise<void>; off: () => void } {
-      let off: () => void = () => undefined;
-      const woke = new Promise<void>((resolve) => {
-        off = store.onWake(() => resolve());
-      });
-      return { woke, off };
-    }
-
     it("fires when an invocation is queued by another store, on insert and on requeue", async () => {
       const listener = open({ applicationName: "writ-test-listen" });
       const writer = open();
       const scope = newScope();
-      const first = nextWake(listener);
+      let wakes = 0;
+      const off = listener.onWake(() => void (wakes += 1));
       await listener.listening();
+      // LISTEN taking effect wakes once (for what was sent before it): count from there.
+      await eventually("the wake-up of LISTEN taking effect", async () => wakes === 1);
       const inv = invocation(scope, { runAt: TC + 10 ** 9 });
       await writer.transact((tx) => tx.insertInvocation(scope, inv));
-      await first.woke;
-      first.off();
+      await eventually("the insert's wake-up", async () => wakes === 2);
 
+      // An update that leaves the invocation not queued sends nothing.
       const running = { ...inv, status: "running" as const, leaseOwner: "w", leaseToken: "t", leaseExpiresAt: TC, attemptCount: 1 };
       await writer.transact((tx) => tx.updateInvocation(scope, running));
-      const second = nextWake(listener);
-      await listener.listening();
+      await new Promise((r) => setTimeout(r, 200));
+      expect(wakes, "wake-ups after an update to running").toBe(2);
       await writer.transact((tx) => tx.updateInvocation(scope, { ...running, status: "queued", runAt: TC + 10 ** 9 + 5 }, fenceOf(running)));
-      await second.woke;
-      second.off();
+      await eventually("the requeue's wake-up", async () => wakes === 3);
+      off();
       // With no subscriber left, the listening connection is closed.
       await eventually("the listener connection closes", async () => (await connections("writ-test-listen")) === 0);
     });
