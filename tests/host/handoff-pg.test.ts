@@ -149,11 +149,11 @@ describe("hand-off to an idle worker on PostgreSQL", () => {
     // The loop must count its slot again when the ticket closes, not sleep until the poll.
     const b = makeHostBench(store);
     await grantAuthority(b);
+    // LISTEN in effect before the worker starts: the claims counted here are all the worker's own.
+    const unlisten = await listenFirst(store);
     const other = postgresStore({ url: db.url }, { applicationName: "writ-test-handoff-other" });
     const base = claims(watched.counts);
     const worker = b.host.worker({ pollMs: 3_600_000, concurrency: 1 });
-    // LISTEN in effect before the worker starts: the claims counted here are all the worker's own.
-    const unlisten = await listenFirst(store);
     worker.start();
     try {
       const { invocation: first } = await b.host.submit(b.request({ params: { n: 1 }, idempotencyKey: "first" }));
@@ -208,11 +208,11 @@ describe("hand-off to an idle worker on PostgreSQL", () => {
     const LEASE_MS = 10_000;
     const b = makeHostBench(store, { timeoutMs: 60_000 });
     await grantAuthority(b);
+    // LISTEN in effect before the worker starts: the claims counted here are all the worker's own.
+    const unlisten = await listenFirst(store);
     const other = postgresStore({ url: db.url }, { applicationName: "writ-test-handoff-lost-claim" });
     const base = claims(watched.counts);
     const worker = b.host.worker({ id: "cw", pollMs: 1_000, leaseMs: LEASE_MS, heartbeatMs: 3_000, concurrency: 2, handoff: false });
-    // LISTEN in effect before the worker starts: the claims counted here are all the worker's own.
-    const unlisten = await listenFirst(store);
     worker.start();
     try {
       await untilRead(async () => worker.inFlight() === 0 && claims(watched.counts) > base, "the worker is idle");
