@@ -18,9 +18,18 @@ const verified = new WeakMap<Store, Map<string, CachedKey>>();
 /** Bumped by every forget: a verification whose read began before a forget is not remembered. */
 const generations = new WeakMap<Store, number>();
 
-/** The store's forget count now; pass it to {@link rememberApiKey} with what was read after it. */
-export function apiKeyGeneration(store: Store): number {
+function generationOf(store: Store): number {
   return generations.get(store) ?? 0;
+}
+
+/**
+ * Call before a verification's store read: follows the store's key changes from then on (see
+ * {@link followApiKeyChanges}) and answers the store's forget count now, to pass to
+ * {@link rememberApiKey} with what the read found.
+ */
+export function apiKeyReadBegins(store: Store): number {
+  followApiKeyChanges(store);
+  return generationOf(store);
 }
 
 /** The record verified for `hash` before `now`'s deadline, or undefined (an expired entry is dropped). */
@@ -38,12 +47,9 @@ export function cachedApiKey(store: Store, hash: string, now: number): ApiKeyRec
  * was forgotten since `generation` (the read may predate a revocation that has committed since).
  */
 export function rememberApiKey(store: Store, generation: number, hash: string, rec: ApiKeyRecord, until: number): void {
-  if (apiKeyGeneration(store) !== generation) return;
+  if (generationOf(store) !== generation) return;
   let cache = verified.get(store);
-  if (cache === undefined) {
-    verified.set(store, (cache = new Map()));
-    followApiKeyChanges(store);
-  }
+  if (cache === undefined) verified.set(store, (cache = new Map()));
   if (cache.size >= MAX_ENTRIES) cache.clear();
   cache.set(hash, { rec, until });
 }
@@ -58,7 +64,7 @@ const following = new WeakSet<Store>();
  * change committed once the read began (and its notification) would otherwise reach no one, and
  * the key would stay cached for the whole bound.
  */
-export function followApiKeyChanges(store: Store): void {
+function followApiKeyChanges(store: Store): void {
   if (following.has(store) || typeof store.onApiKeyChange !== "function") return;
   following.add(store);
   try {
@@ -70,7 +76,7 @@ export function followApiKeyChanges(store: Store): void {
 
 /** Forgets every cached verification of the store in this process (key changes may have been missed). */
 export function forgetAllVerifiedApiKeys(store: Store): void {
-  generations.set(store, apiKeyGeneration(store) + 1);
+  generations.set(store, generationOf(store) + 1);
   verified.get(store)?.clear();
 }
 
@@ -79,7 +85,7 @@ export function forgetAllVerifiedApiKeys(store: Store): void {
  * call it after their commit, so this process refuses (or re-reads) the key at once.
  */
 export function forgetVerifiedApiKey(store: Store, keyId: string): void {
-  generations.set(store, apiKeyGeneration(store) + 1);
+  generations.set(store, generationOf(store) + 1);
   const cache = verified.get(store);
   if (!cache) return;
   for (const [hash, entry] of cache) if (entry.rec.keyId === keyId) cache.delete(hash);

@@ -10,7 +10,7 @@ import { appendJournal, draft } from "../core/journal.js";
 import { tenantJournalScope } from "../core/reserved.js";
 import { API_ROLES, type Actor, type ApiKeyRecord, type ApiRole } from "../core/types.js";
 import { checkActor } from "../core/validate.js";
-import { apiKeyGeneration, cachedApiKey, followApiKeyChanges, forgetVerifiedApiKey, rememberApiKey } from "./api-key-cache.js";
+import { apiKeyReadBegins, cachedApiKey, forgetVerifiedApiKey, rememberApiKey } from "./api-key-cache.js";
 import { actorJson, checkActorList, keyPrincipal } from "./principals.js";
 
 const KEY_RE = /^writ_([A-Za-z0-9]{8,40})_([A-Za-z0-9_-]{20,100})$/;
@@ -102,8 +102,7 @@ export async function verifyApiKeyCached(store: Store, crypto: CryptoPort, text:
   const hit = cachedApiKey(store, hash, now);
   if (hit !== undefined) return hit;
   // Told of key changes from before the read on: one committed meanwhile bumps the generation.
-  followApiKeyChanges(store);
-  const generation = apiKeyGeneration(store);
+  const generation = apiKeyReadBegins(store);
   const rec = await verifyApiKey(store, crypto, text);
   if (rec !== null) rememberApiKey(store, generation, hash, rec, now + o.maxAgeMs);
   return rec;

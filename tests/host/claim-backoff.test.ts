@@ -13,32 +13,22 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WritError } from "../../src/core/errors.js";
-import type { Store, StoreTx } from "../../src/core/store.js";
+import type { Store } from "../../src/core/store.js";
+import { faultStore } from "../helpers/fault-store.js";
 import { memoryFactory, sqliteFactory } from "../helpers/stores.js";
 import { tick, until, untilRead } from "../helpers/wait.js";
 import { grantAuthority, makeHostBench } from "./fixture.js";
 
-/** `store` whose claims fail while `broken.on`, counting every claim made. */
+/**
+ * `store` whose claims fail while `broken.on` (the claim's transaction rolls back before its
+ * commit), counting every claim made.
+ */
 function failingClaims(store: Store, broken: { on: boolean }, counted: () => void): Store {
-  const wrapTx = (tx: StoreTx): StoreTx =>
-    new Proxy(tx, {
-      get(t, k) {
-        if (k === "claimInvocations") {
-          return (...args: unknown[]) => {
-            counted();
-            if (broken.on) throw new WritError("STORE_ERROR", "injected: the claim fails");
-            return (t.claimInvocations as (...a: unknown[]) => unknown)(...args);
-          };
-        }
-        const v = Reflect.get(t, k) as unknown;
-        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(t) : v;
-      },
-    });
-  return new Proxy(store, {
-    get(t, k) {
-      if (k === "transact") return <T>(fn: (tx: StoreTx) => Promise<T>) => t.transact((tx) => fn(wrapTx(tx)));
-      const v = Reflect.get(t, k) as unknown;
-      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+  return faultStore(store, {
+    beforeCommit: (writes) => {
+      if (!writes.some((w) => w.method === "claimInvocations")) return;
+      counted();
+      if (broken.on) throw new WritError("STORE_ERROR", "injected: the claim fails");
     },
   });
 }
