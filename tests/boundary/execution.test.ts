@@ -44,6 +44,13 @@ for (const factory of allStoreFactories()) {
       ["array reply", () => [{ outcome: "success", externalRef: "x" }], "UNKNOWN", "OUTCOME_AMBIGUOUS"],
       ["unrecognised outcome", () => ({ outcome: "done", externalRef: "x" }), "UNKNOWN", "OUTCOME_AMBIGUOUS"],
       ["success without externalRef", () => ({ outcome: "success" }), "UNKNOWN", "OUTCOME_AMBIGUOUS"],
+      // A ref no store can keep faithfully (a PostgreSQL text column refuses NUL) names nothing:
+      // the same answer on every store, never a settlement the store refuses.
+      ["success with an externalRef holding NUL", () => ({ outcome: "success", externalRef: "re\u0000x" }), "UNKNOWN", "OUTCOME_AMBIGUOUS"],
+      ["success with an externalRef holding an unpaired surrogate", () => ({ outcome: "success", externalRef: "re\ud800" }), "UNKNOWN", "OUTCOME_AMBIGUOUS"],
+      ["accepted with an externalRef holding NUL", () => ({ outcome: "accepted", externalRef: "\u0000" }), "UNKNOWN", "OUTCOME_AMBIGUOUS"],
+      ["success with an oversized externalRef", () => ({ outcome: "success", externalRef: "r".repeat(513) }), "UNKNOWN", "OUTCOME_AMBIGUOUS"],
+      ["success with an emoji externalRef", () => ({ outcome: "success", externalRef: "re_\ud83d\ude00" }), "SUCCEEDED", undefined],
       [
         "getter that throws",
         () =>

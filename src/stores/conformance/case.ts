@@ -56,6 +56,9 @@ export async function runConformanceCase(testCase: StoreConformanceCase, makeSto
 }
 
 function tracked(store: Store, onClose: () => void): Store {
+  // The store's own transitions and read path go through: without them, `transitionsOf` would
+  // compose the generic transitions from `transact`, and a store's native ones (PostgreSQL's
+  // server-side functions and batches) would never meet the cases written for them.
   const wrapper: Store = {
     kind: store.kind,
     migrate: () => store.migrate(),
@@ -64,7 +67,12 @@ function tracked(store: Store, onClose: () => void): Store {
       onClose();
       await store.close();
     },
+    ...(store.transitions !== undefined ? { transitions: store.transitions } : {}),
   };
+  if (store.read !== undefined) {
+    const read = store.read.bind(store);
+    wrapper.read = (fn) => read(fn);
+  }
   if (store.onWake !== undefined) {
     const onWake = store.onWake.bind(store);
     wrapper.onWake = (cb) => onWake(cb);

@@ -13,6 +13,7 @@
  */
 import { breakerCases } from "./cases-breakers.js";
 import { claimCases } from "./cases-claims.js";
+import { documentCases } from "./cases-documents.js";
 import { extraCases } from "./cases-extras.js";
 import { invocationCases } from "./cases-invocations.js";
 import { isolationCases } from "./cases-isolation.js";
@@ -44,6 +45,7 @@ export const storeConformanceCases: StoreConformanceCase[] = [
   ...raceCases,
   ...transitionCases,
   ...batchCases,
+  ...documentCases,
   ...breakerCases,
   ...notificationCases,
   ...retentionCases,

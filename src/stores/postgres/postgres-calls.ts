@@ -92,9 +92,13 @@ function argFromJson(cast: string, i: number): string {
  * are a statement of their own after the claim, so their snapshot is taken after the claim locked
  * its rows: they see every commit that came before (a read in the claim's own statement would
  * use a snapshot from before the claim, and miss a commit that landed in between).
+ *
+ * `keys` is how each row's look-up keys (tenant, space, invocation, authority, approval) come out
+ * of its document; see PREPARE_KEYS_ONCE.
  */
-const CLAIM_PREPARED_SQL = `
-CREATE FUNCTION writ_claim_prepared(p_owner text, p_now bigint, p_lease_ms bigint, p_limit integer, p_tokens text[], p_connectors text[], p_operations text[])
+function claimPreparedSql(create: "CREATE" | "CREATE OR REPLACE", keys: string): string {
+  return `
+${create} FUNCTION writ_claim_prepared(p_owner text, p_now bigint, p_lease_ms bigint, p_limit integer, p_tokens text[], p_connectors text[], p_operations text[])
 RETURNS TABLE (inv json, steps json, authority json, approval json, breakers json)
 LANGUAGE plpgsql AS $$
 DECLARE v_claimed json;
@@ -108,12 +112,52 @@ BEGIN
          (SELECT coalesce(json_agg(b.doc ORDER BY t.n), '[]') FROM unnest(p_connectors, p_operations) WITH ORDINALITY AS t(connector, operation, n)
             LEFT JOIN writ_breakers b ON b.tenant_id = k.tid AND b.space_id = k.sid AND b.connector = t.connector AND b.operation = t.operation)
     FROM json_array_elements(v_claimed) WITH ORDINALITY AS c(inv, n)
-   CROSS JOIN LATERAL (SELECT d->>'tenantId' AS tid, d->>'spaceId' AS sid, d->>'invocationId' AS iid, d->'request'->>'authorityRef' AS aref, d->>'approvalId' AS apid
-                         FROM (SELECT c.inv->'doc' AS d) q) k
+   CROSS JOIN LATERAL ${keys}
    ORDER BY c.n;
 END
 $$;
 `;
+}
+
+/** Migration 9's keys: the planner pulls the subquery up, so every use of a key reads it again. */
+const KEYS_REPARSED = `(SELECT d->>'tenantId' AS tid, d->>'spaceId' AS sid, d->>'invocationId' AS iid, d->'request'->>'authorityRef' AS aref, d->>'approvalId' AS apid
+                         FROM (SELECT c.inv->'doc' AS d) q) k`;
+
+/**
+ * `writ_jsonb_lenient(json)` (migration 23): a document as jsonb, for reading keys out of it.
+ * PostgreSQL's JSON operators (`->`, `->>`, a cast to jsonb) decode every escape of the text they
+ * walk, and refuse an escaped NUL (backslash-u-0000) and an escaped unpaired surrogate, which the
+ * json type stores and the other stores accept: one such character anywhere in an invocation's
+ * params made every read of a key from its document fail (docs/stores.md, "Documents that hold
+ * NUL"). Text without a backslash-u escape is cast as it is. Other text has each escaped backslash
+ * (two backslashes) written as the escape of a backslash first, so that every backslash-u left
+ * starts a real escape; then the escapes of NUL and of surrogates become U+FFFD, and the text is
+ * cast. The structure and every other value are unchanged; keys read from it (ids, which hold
+ * neither character) are exact.
+ */
+const JSONB_LENIENT = `
+CREATE FUNCTION writ_jsonb_lenient(p_doc json) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT CASE WHEN strpos(p_doc::text, '\\u') = 0 THEN p_doc::jsonb
+              ELSE regexp_replace(replace(p_doc::text, '\\\\', '\\u005c'), '\\\\u(0000|[dD][89a-fA-F][0-9a-fA-F]{2})', '\\\\ufffd', 'g')::jsonb END
+$$;
+`;
+
+/**
+ * Each claimed invocation's keys read once (migration 23, docs/stores.md, "Hot statements and
+ * history"). With migration 9's keys, every use of a key in the four reads (an index scan's key,
+ * the breakers' join condition) took the document out of the claimed row and read the key from
+ * it, two parses of JSON text each, about twenty per claimed invocation: 7% of the server's CPU in
+ * the host loop (`perf record` of the server under bench/prof-host-pg.ts's loop,
+ * docs/benchmarks.md). Here the claimed row is parsed once, by `writ_jsonb_lenient` (so that an
+ * invocation whose params hold NUL is claimed like any other), and `OFFSET 0` keeps each subquery
+ * from being pulled up, so the keys are computed once per claimed row. Same rows, same answers.
+ */
+const KEYS_ONCE = `(SELECT d->>'tenantId' AS tid, d->>'spaceId' AS sid, d->>'invocationId' AS iid, d->'request'->>'authorityRef' AS aref, d->>'approvalId' AS apid
+                         FROM (SELECT writ_jsonb_lenient(c.inv)->'doc' AS d OFFSET 0) q OFFSET 0) k`;
+
+const CLAIM_PREPARED_SQL = claimPreparedSql("CREATE", KEYS_REPARSED);
+
 
 /** `writ_call`: the dispatcher of `fns` (`replace`: over an earlier one, keeping its signature). */
 function dispatcherSql(fns: readonly PgFunction[], replace: boolean): string {
@@ -204,13 +248,38 @@ export const ADMIT_CLAIMED_FN: PgFunction = {
  * with its wake-up. The batch dispatcher learns the new function.
  */
 export function admitClaimedSql(): string {
+  return `${admitClaimedFunctionSql("CREATE", ADMIT_KEYS_REPARSED)}${dispatcherSql([...BATCHABLE, CLAIM_PREPARED_FN, ADMIT_CLAIMED_FN], true)}`;
+}
+
+/** How `writ_admit_claimed` reads the authority's and the approval's keys out of `p_doc`. */
+interface AdmitKeys {
+  /** Declarations after `v_found json;`. */
+  declare: string;
+  /** Statements run before the prepare read. */
+  before: string;
+  authorityRef: string;
+  approvalId: string;
+}
+
+/** Migration 21's: straight from the JSON text, each use a parse of its own. */
+const ADMIT_KEYS_REPARSED: AdmitKeys = { declare: "", before: "", authorityRef: "p_doc->'request'->>'authorityRef'", approvalId: "p_doc->>'approvalId'" };
+
+/** Migration 23's: the document parsed once, by `writ_jsonb_lenient` (NUL in the params reads as any other character). */
+const ADMIT_KEYS_ONCE: AdmitKeys = {
+  declare: " v_keys jsonb;",
+  before: "\n  v_keys := writ_jsonb_lenient(p_doc);",
+  authorityRef: "v_keys->'request'->>'authorityRef'",
+  approvalId: "v_keys->>'approvalId'",
+};
+
+function admitClaimedFunctionSql(create: "CREATE" | "CREATE OR REPLACE", keys: AdmitKeys): string {
   return `
-CREATE FUNCTION writ_admit_claimed(p_t text, p_s text, p_inv text, p_action text, p_key text, p_status text, p_run_at bigint, p_lease_owner text, p_lease_token text,
+${create} FUNCTION writ_admit_claimed(p_t text, p_s text, p_inv text, p_action text, p_key text, p_status text, p_run_at bigint, p_lease_owner text, p_lease_token text,
     p_lease_expires_at bigint, p_attempt_count integer, p_created_at bigint, p_updated_at bigint, p_deadline_at bigint, p_overdue_at bigint, p_doc json,
     p_ids text[], p_types text[], p_ats bigint[], p_docs json[],
     p_owner text, p_now bigint, p_lease_ms bigint, p_token text, p_connectors text[], p_operations text[]) RETURNS json
 LANGUAGE plpgsql AS $$
-DECLARE v_found json;
+DECLARE v_found json;${keys.declare}
 BEGIN
   IF p_status <> 'queued' OR p_run_at > p_now THEN
     v_found := writ_admit(p_t, p_s, p_inv, p_action, p_key, p_status, p_run_at, p_lease_owner, p_lease_token, p_lease_expires_at, p_attempt_count,
@@ -227,20 +296,20 @@ BEGIN
           json_build_object('tenantId', p_t, 'spaceId', p_s, 'id', 'invocation.claimed:' || p_inv || ':' || p_token,
                             'at', p_now, 'type', 'invocation.claimed', 'refs', json_build_object('invocationId', p_inv),
                             'data', json_build_object('owner', p_owner, 'attemptCount', p_attempt_count + 1)))
-  ON CONFLICT (tenant_id, space_id, id) DO NOTHING;
+  ON CONFLICT (tenant_id, space_id, id) DO NOTHING;${keys.before}
   RETURN json_build_object('created', true, 'claimed', (
     SELECT json_build_object(
              'inv', json_build_object('status', 'running', 'run_at', p_run_at, 'lease_owner', p_owner, 'lease_token', p_token,
                                       'lease_expires_at', p_now + p_lease_ms, 'attempt_count', p_attempt_count + 1, 'updated_at', p_now,
                                       'rev', 1, 'doc', p_doc),
              'steps', (SELECT coalesce(json_agg(s.doc ORDER BY s.step_index), '[]') FROM writ_steps s WHERE s.tenant_id = p_t AND s.space_id = p_s AND s.invocation_id = p_inv),
-             'authority', (SELECT a.doc FROM writ_authorities a WHERE a.tenant_id = p_t AND a.space_id = p_s AND a.authority_ref = p_doc->'request'->>'authorityRef'),
-             'approval', (SELECT json_build_object('rev', p.rev, 'doc', p.doc) FROM writ_approvals p WHERE p.tenant_id = p_t AND p.space_id = p_s AND p.approval_id = p_doc->>'approvalId'),
+             'authority', (SELECT a.doc FROM writ_authorities a WHERE a.tenant_id = p_t AND a.space_id = p_s AND a.authority_ref = ${keys.authorityRef}),
+             'approval', (SELECT json_build_object('rev', p.rev, 'doc', p.doc) FROM writ_approvals p WHERE p.tenant_id = p_t AND p.space_id = p_s AND p.approval_id = ${keys.approvalId}),
              'breakers', (SELECT coalesce(json_agg(b.doc ORDER BY t.n), '[]') FROM unnest(p_connectors, p_operations) WITH ORDINALITY AS t(connector, operation, n)
                             LEFT JOIN writ_breakers b ON b.tenant_id = p_t AND b.space_id = p_s AND b.connector = t.connector AND b.operation = t.operation))));
 END
 $$;
-${dispatcherSql([...BATCHABLE, CLAIM_PREPARED_FN, ADMIT_CLAIMED_FN], true)}`;
+`;
 }
 
 /**
@@ -271,4 +340,13 @@ BEGIN
 END
 $$;
 ${dispatcherSql([...BATCHABLE, CLAIM_PREPARED_FN, ADMIT_CLAIMED_FN, CLAIM_NEXT_FN], true)}`;
+}
+
+/**
+ * Migration 23's text: `writ_jsonb_lenient`, then `writ_claim_prepared` and `writ_admit_claimed`
+ * again, each reading its keys from a document parsed once by it. Same signatures: the dispatcher
+ * and the callers are unchanged.
+ */
+export function keysOnceSql(): string {
+  return `${JSONB_LENIENT}${claimPreparedSql("CREATE OR REPLACE", KEYS_ONCE)}${admitClaimedFunctionSql("CREATE OR REPLACE", ADMIT_KEYS_ONCE)}`;
 }

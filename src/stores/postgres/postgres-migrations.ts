@@ -18,7 +18,7 @@
  * count, run time, updatedAt) are authoritative over the copy inside `doc`.
  */
 
-import { BATCHABLE, admitClaimedSql, batchFunctionsSql, claimInBatchSql, claimNextSql } from "./postgres-calls.js";
+import { BATCHABLE, admitClaimedSql, batchFunctionsSql, claimInBatchSql, claimNextSql, keysOnceSql } from "./postgres-calls.js";
 
 /** One numbered migration. */
 export interface PostgresMigration {
@@ -965,6 +965,15 @@ const ADMIT_CLAIMED = admitClaimedSql();
  */
 const CLAIM_NEXT = claimNextSql();
 
+/**
+ * The prepare reads take their keys from each document parsed once, leniently (docs/stores.md,
+ * "Documents that hold NUL" and "Hot statements and history"): an invocation whose params hold NUL
+ * or an unpaired surrogate failed every claim that picked it, and so every other invocation the
+ * claim would have taken, in every scope; and each key was parsed out of the document anew at
+ * every use.
+ */
+const KEYS_ONCE = keysOnceSql();
+
 /** All migrations, ascending by version. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, name: "initial_schema", sql: INITIAL_SCHEMA },
@@ -989,6 +998,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 20, name: "plpgsql_put_unsealed", sql: PLPGSQL_PUT_UNSEALED },
   { version: 21, name: "admit_claimed", sql: ADMIT_CLAIMED },
   { version: 22, name: "claim_next", sql: CLAIM_NEXT },
+  { version: 23, name: "keys_once", sql: KEYS_ONCE },
 ];
 
 /** The schema version this build creates and expects. */
