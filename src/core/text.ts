@@ -22,6 +22,26 @@ export function loneSurrogateAt(s: string): number {
   return -1;
 }
 
+/**
+ * `s` with NUL and every lone surrogate replaced by U+FFFD: text any store keeps faithfully (a
+ * PostgreSQL text value refuses NUL, and its JSON operators refuse both escaped), for diagnostic
+ * text Writ keeps from outside (a webhook receiver's answer, cut at a length that may split a pair).
+ */
+export function storableText(s: string): string {
+  if (!s.includes("\u0000") && loneSurrogateAt(s) < 0) return s;
+  let out = "";
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 0) out += "\ufffd";
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && s.charCodeAt(i + 1) >= 0xdc00 && s.charCodeAt(i + 1) <= 0xdfff) {
+      out += s[i]! + s[i + 1]!;
+      i++;
+    } else if (c >= 0xd800 && c <= 0xdfff) out += "\ufffd";
+    else out += s[i]!;
+  }
+  return out;
+}
+
 /** C0, DEL, C1 controls. */
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;

@@ -11,6 +11,7 @@ import { errorMessage } from "../core/errors.js";
 import { innerStore } from "../core/sealing.js";
 import { readCommitted } from "../core/store.js";
 import type { Delivery, DeliveryAttempt, Invocation, JournalEntry, Subscription } from "../core/types.js";
+import { storableText } from "../core/text.js";
 import { signWebhook } from "../core/webhook.js";
 import type { HostContext } from "./context.js";
 import { bodyFor, newDelivery } from "./notify-body.js";
@@ -77,7 +78,9 @@ async function answerText(res: Response, max: number): Promise<string> {
   } finally {
     await reader.cancel().catch(() => undefined);
   }
-  return text.slice(0, max);
+  // A cut may split a surrogate pair, and a receiver may answer NUL: kept as U+FFFD (a store keeps
+  // the log whatever it holds; docs/stores.md, "Documents that hold NUL").
+  return storableText(text.slice(0, max));
 }
 
 /** Why a request failed, without the URL (it may hold a token) or anything secret. */
@@ -85,7 +88,7 @@ function failureText(e: unknown, timedOut: boolean, timeoutMs: number): string {
   if (timedOut) return `no answer within ${timeoutMs} ms`;
   const cause = (e as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
   const code = typeof cause?.code === "string" ? cause.code : undefined;
-  return code ? `request failed: ${code}` : `request failed: ${errorMessage(e).replace(/https?:\/\/\S+/g, "[url]")}`;
+  return code ? `request failed: ${code}` : `request failed: ${storableText(errorMessage(e)).replace(/https?:\/\/\S+/g, "[url]")}`;
 }
 
 export function createDispatcher(ctx: HostContext, n: ResolvedNotificationOptions): Dispatcher {

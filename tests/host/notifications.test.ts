@@ -153,6 +153,28 @@ for (const factory of allStoreFactories()) {
       expect(head.log[0]).toMatchObject({ error: "the receiver answered 503", response: "receiver says no" });
     });
 
+    // Invariant: whatever a receiver answers, the try is recorded and the delivery is marked
+    // delivered on every store: an answer holding NUL, cut at the kept length through a surrogate
+    // pair, is kept with U+FFFD in their place (PostgreSQL refused to update a delivery whose
+    // document held either, so the delivery stayed pending and was sent again and again).
+    it("a receiver's answer holding NUL, cut through a surrogate pair, is kept and the delivery delivered", async () => {
+      const b = await bench();
+      await b.host.notifications.create(b.scope.tenantId, { url: rx.url, events: ["invocation.ended"] });
+      await ended(b, 1);
+      rx.answer = () => 200;
+      rx.reply = () => "ok\u0000" + "x".repeat(508) + "\ud83d\ude00tail";
+      try {
+        await dispatch(b);
+      } finally {
+        rx.reply = (status) => (status >= 300 ? "receiver says no" : "ok");
+      }
+      const head = (await b.host.notifications.deliveries(b.scope.tenantId)).at(-1)!;
+      expect(head.status).toBe("delivered");
+      expect(rx.requests).toHaveLength(1);
+      expect(head.log).toHaveLength(1);
+      expect(head.log[0]!.response).toBe("ok\ufffd" + "x".repeat(508) + "\ufffd");
+    });
+
     // Invariant: dispatchers of two hosts serving at once never send one subscription's events
     // from two places: each event reaches the receiver once, in the order it happened.
     it("two hosts dispatching at once: each event once, in order", async () => {

@@ -18,12 +18,14 @@ export interface Receiver {
   requests: Received[];
   /** Decides each answer's status (default 204). */
   answer: (r: Omit<Received, "status">, n: number) => number;
+  /** The body of each answer, by its status (default "ok", or "receiver says no" from 300 up). */
+  reply: (status: number) => string;
   close(): Promise<void>;
 }
 
 export async function startReceiver(): Promise<Receiver> {
   const requests: Received[] = [];
-  const rx: Receiver = { url: "", requests, answer: () => 204, close: async () => undefined };
+  const rx: Receiver = { url: "", requests, answer: () => 204, reply: (status) => (status >= 300 ? "receiver says no" : "ok"), close: async () => undefined };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -37,7 +39,7 @@ export async function startReceiver(): Promise<Receiver> {
       };
       const status = rx.answer(r, requests.length);
       requests.push({ ...r, status });
-      res.writeHead(status, { "content-type": "text/plain" }).end(status >= 300 ? "receiver says no" : "ok");
+      res.writeHead(status, { "content-type": "text/plain" }).end(rx.reply(status));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

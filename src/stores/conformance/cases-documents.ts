@@ -9,15 +9,20 @@
  *   with the prepare read finding its authority and its approval by the keys in its document;
  * - its params read back exactly as written;
  * - where a store admits with a claim (`admitClaimed`), such an invocation is admitted, claimed and
- *   prepared in that one call too.
+ *   prepared in that one call too;
+ * - a completion whose result, error and evidence hold them is stored and read back exactly, found
+ *   by the sweep of early completions, expired, and deleted by age;
+ * - retention reads the journal entries, invocation and attempt documents that hold them: the
+ *   journal's hold on such an invocation is seen, its approval's hold is seen, and once neither
+ *   holds it the invocation is deleted whole.
  */
 import assert from "node:assert/strict";
 import type { Store } from "../../core/store.js";
 import { transitionsOf, type ClaimedPrepared } from "../../core/transitions.js";
-import type { Invocation, Scope } from "../../core/types.js";
+import type { CompletionRecord, Invocation, Scope } from "../../core/types.js";
 import { withStore } from "./assertions.js";
 import type { StoreConformanceCase } from "./case.js";
-import { T0, approval, authority, invocation, newScope, uid } from "./fixtures.js";
+import { T0, approval, attempt, authority, invocation, newScope, uid } from "./fixtures.js";
 
 /** Params no `text` column could hold, and a backslash that only looks like the start of an escape. */
 const AWKWARD = { nul: "a\u0000b", lone: "x\ud800y", trail: "\udc00", slashU: "\\u0000", mixed: ["\u0000", { k: "\\\u0000\\" }], emoji: "\ud83d\ude00" };
@@ -94,6 +99,57 @@ export const documentCases: StoreConformanceCase[] = [
         assert.deepStrictEqual(out.claimed?.invocation.request.params, AWKWARD);
         const stored = await store.transact((tx) => tx.getInvocation(scope, odd.invocationId));
         assert.deepStrictEqual(stored?.request.params, AWKWARD, "the params read back exactly");
+      });
+    },
+  },
+  {
+    name: "documents: a completion whose result holds NUL and unpaired surrogates is kept, swept as early, expired and deleted by age",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        const base = T0 - 900 * 86_400_000;
+        const c: CompletionRecord = {
+          ...scope, completionId: uid("cpl"), connector: "payments", externalRef: uid("ref"), outcome: "failure",
+          result: { ...AWKWARD }, error: "refused: a\u0000b \ud800", evidence: { raw: "\u0000" }, contentDigest: "sha256:x", disposition: "early", receivedAt: base,
+        };
+        await store.transact((tx) => tx.insertCompletion(scope, c));
+        const [kept] = await store.transact((tx) => tx.listCompletions(scope, c.connector, c.externalRef));
+        assert.ok(kept, "the completion was stored");
+        assert.deepStrictEqual([kept.result, kept.error, kept.evidence], [AWKWARD, c.error, c.evidence], "read back exactly");
+        const early = await store.transact((tx) => tx.listEarlyCompletions(base + 1, 1000, scope));
+        assert.deepStrictEqual(early.map((e) => e.completionId), [c.completionId], "the sweep of early completions finds it");
+        await store.transact((tx) => tx.updateCompletion(scope, { ...kept, disposition: "expired", expiredAt: base + 1 }));
+        assert.ok((await store.transact((tx) => tx.countAgedRecords("expired_completions", base + 5))) >= 1, "counted as an expired completion");
+        await store.transact((tx) => tx.deleteAgedRecords("expired_completions", base + 5, 1000));
+        assert.deepStrictEqual(await store.transact((tx) => tx.listCompletions(scope, c.connector, c.externalRef)), [], "deleted by age");
+      });
+    },
+  },
+  {
+    name: "documents: retention reads journal, invocation and attempt documents that hold NUL and unpaired surrogates",
+    async run(makeStore) {
+      await withStore(makeStore, async (store) => {
+        const scope = newScope();
+        const appr = approval(scope);
+        const inv = awkward(scope, { status: "succeeded", approvalId: appr.approvalId, updatedAt: T0 });
+        const att = { ...attempt(scope, { invocationId: inv.invocationId, decisionId: uid("dec"), state: "FAILED" as const }), reason: "connector said a\u0000b \ud800" };
+        await store.transact(async (tx) => {
+          await tx.putApproval(scope, appr);
+          await tx.insertInvocation(scope, inv);
+          await tx.insertAttempt(scope, att);
+          await tx.insertUnsealed(scope, [{ ...scope, id: uid("entry"), at: T0, type: "invocation.submitted", refs: { invocationId: inv.invocationId }, data: { params: { ...AWKWARD } } }]);
+        });
+        const named = await store.transact((tx) => tx.journalNamesAbove(scope, 0, [inv.invocationId]));
+        assert.deepStrictEqual([...named], [inv.invocationId], "the unarchived journal's hold is seen");
+        const since = await store.transact((tx) => tx.journalNamedSince(scope, 0));
+        assert.ok(since.named.has(inv.invocationId), "the journal read since a watermark names it");
+        const holds = await store.transact((tx) => tx.invocationHolds(scope, [inv.invocationId]));
+        assert.equal(holds.get(inv.invocationId), "pending_approval", "its pending approval, named in its document, holds it");
+        await store.transact((tx) => tx.putApproval(scope, { ...appr, status: "approved" }));
+        const pruned = await store.transact((tx) => tx.deleteEndedInvocations(scope, [inv.invocationId]));
+        assert.deepStrictEqual(pruned.deleted, [inv.invocationId], "deleted whole once nothing holds it");
+        assert.equal(pruned.rows.attempts, 1, "with its attempt");
+        assert.equal(await store.transact((tx) => tx.getInvocation(scope, inv.invocationId)), null);
       });
     },
   },

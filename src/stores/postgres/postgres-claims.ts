@@ -120,9 +120,10 @@ const EXPIRED_APPROVALS = statement(
   "SELECT doc FROM writ_approvals WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at, created_at, approval_id LIMIT $2",
 );
 
+/** A completion's document holds an external system's result: read leniently (docs/stores.md, "Documents that hold NUL"). */
 const EARLY_COMPLETIONS = statement(
-  "list_early_completions",
-  "SELECT doc FROM writ_completions WHERE doc->>'disposition' = 'early' AND received_at < $1 " +
+  "list_early_completions_2",
+  "SELECT doc FROM writ_completions WHERE received_at < $1 AND writ_jsonb_lenient(doc)->>'disposition' = 'early' " +
     "AND ($3::text IS NULL OR (tenant_id = $3 AND space_id = $4)) ORDER BY received_at, id LIMIT $2",
 );
 

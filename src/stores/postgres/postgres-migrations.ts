@@ -974,6 +974,17 @@ const CLAIM_NEXT = claimNextSql();
  */
 const KEYS_ONCE = keysOnceSql();
 
+/**
+ * The other reads of fields out of documents an outside party fills (docs/stores.md, "Documents
+ * that hold NUL") go through `writ_jsonb_lenient` too: the partial index of expired completions
+ * read each new completion's disposition from its document, so a completion whose result held NUL
+ * was refused; the statements that use the index read it the same way (postgres-retention.ts).
+ */
+const LENIENT_COMPLETIONS = `
+DROP INDEX writ_completions_expired;
+CREATE INDEX writ_completions_expired ON writ_completions (((writ_jsonb_lenient(doc)->>'expiredAt')::bigint)) WHERE writ_jsonb_lenient(doc)->>'disposition' = 'expired';
+`;
+
 /** All migrations, ascending by version. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, name: "initial_schema", sql: INITIAL_SCHEMA },
@@ -999,6 +1010,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 21, name: "admit_claimed", sql: ADMIT_CLAIMED },
   { version: 22, name: "claim_next", sql: CLAIM_NEXT },
   { version: 23, name: "keys_once", sql: KEYS_ONCE },
+  { version: 24, name: "lenient_completions", sql: LENIENT_COMPLETIONS },
 ];
 
 /** The schema version this build creates and expects. */
