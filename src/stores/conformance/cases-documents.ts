@@ -22,7 +22,7 @@ import { transitionsOf, type ClaimedPrepared } from "../../core/transitions.js";
 import type { CompletionRecord, Invocation, Scope } from "../../core/types.js";
 import { withStore } from "./assertions.js";
 import type { StoreConformanceCase } from "./case.js";
-import { T0, approval, attempt, authority, invocation, newScope, uid } from "./fixtures.js";
+import { T0, approval, attempt, authority, invocation, newScope, step, uid } from "./fixtures.js";
 
 /** Params no `text` column could hold, and a backslash that only looks like the start of an escape. */
 const AWKWARD = { nul: "a\u0000b", lone: "x\ud800y", trail: "\udc00", slashU: "\\u0000", mixed: ["\u0000", { k: "\\\u0000\\" }], emoji: "\ud83d\ude00" };
@@ -65,6 +65,10 @@ export const documentCases: StoreConformanceCase[] = [
         await store.transact(async (tx) => {
           await tx.insertInvocation(scope, odd);
           await tx.insertInvocation(scope, plain);
+          // A step of each (found by the invocation id in its document) and the scope's breaker.
+          await tx.putStep(scope, step(scope, odd.invocationId, 0, { status: "failed" }));
+          await tx.putStep(scope, step(scope, plain.invocationId, 0, { status: "failed" }));
+          await tx.putBreaker(scope, { ...scope, connector: "c", operation: "a", state: "closed", failures: 2, openedAt: 0, openUntil: 0, updatedAt: T0 });
         });
         const batch = await claimAll(store);
         const mine = (id: string) => batch.find((c) => c.invocation.invocationId === id);
@@ -74,7 +78,11 @@ export const documentCases: StoreConformanceCase[] = [
         assert.ok(b, "the ordinary invocation was claimed in the same claim");
         assert.equal(a.prepared.authority?.authorityRef, "auth-1", "its authority was found by the key in its document");
         assert.equal(a.prepared.approval?.approvalId, appr.approvalId, "its approval was found by the key in its document");
+        assert.deepStrictEqual(a.prepared.steps.map((x) => [x.invocationId, x.stepIndex]), [[odd.invocationId, 0]], "its steps were found by the invocation id in its document");
+        assert.equal(a.prepared.breakers[0]?.failures, 2, "the breaker of its scope was found");
         assert.equal(b.prepared.authority?.authorityRef, "auth-1");
+        assert.deepStrictEqual(b.prepared.steps.map((x) => x.invocationId), [plain.invocationId]);
+        assert.equal(b.prepared.approval, null);
         assert.deepStrictEqual(a.invocation.request.params, AWKWARD, "the claim answered the params exactly");
         const stored = await store.transact((tx) => tx.getInvocation(scope, odd.invocationId));
         assert.deepStrictEqual(stored?.request.params, AWKWARD, "the params read back exactly");
@@ -89,13 +97,18 @@ export const documentCases: StoreConformanceCase[] = [
         const t = transitionsOf(store);
         if (t.admitClaimed === undefined) return;
         const scope = newScope();
-        await store.transact((tx) => tx.putAuthority(scope, authority(scope, { authorityRef: "auth-1" })));
-        const odd = awkward(scope);
+        const appr = approval(scope);
+        await store.transact(async (tx) => {
+          await tx.putAuthority(scope, authority(scope, { authorityRef: "auth-1" }));
+          await tx.putApproval(scope, appr);
+        });
+        const odd = awkward(scope, { approvalId: appr.approvalId });
         const out = await t.admitClaimed(scope, { invocation: odd, entries: [] }, { owner: "w-local", tokens: [uid("tok")], now: T0, leaseMs: 30_000, limit: 1 }, BREAKERS);
         assert.equal(out.created, true);
         if (!out.created) return;
         assert.equal(out.claimed?.invocation.status, "running", "admitted already claimed");
         assert.equal(out.claimed?.prepared.authority?.authorityRef, "auth-1", "its authority was found by the key in its document");
+        assert.equal(out.claimed?.prepared.approval?.approvalId, appr.approvalId, "its approval was found by the key in its document");
         assert.deepStrictEqual(out.claimed?.invocation.request.params, AWKWARD);
         const stored = await store.transact((tx) => tx.getInvocation(scope, odd.invocationId));
         assert.deepStrictEqual(stored?.request.params, AWKWARD, "the params read back exactly");

@@ -112,7 +112,9 @@ export function settings(over: Partial<RetentionSettings> = {}): RetentionSettin
 function watched(store: Store, onGet: (tx: StoreTx, method: string | symbol) => unknown): Store {
   return {
     ...store,
+    // Every read and write through the proxied transaction below, none beside it.
     read: undefined,
+    transitions: undefined,
     transact: (fn) =>
       store.transact((tx) =>
         fn(

@@ -94,7 +94,7 @@ function argFromJson(cast: string, i: number): string {
  * use a snapshot from before the claim, and miss a commit that landed in between).
  *
  * `keys` is how each row's look-up keys (tenant, space, invocation, authority, approval) come out
- * of its document; see PREPARE_KEYS_ONCE.
+ * of its document; see KEYS_ONCE.
  */
 function claimPreparedSql(create: "CREATE" | "CREATE OR REPLACE", keys: string): string {
   return `
@@ -131,15 +131,18 @@ const KEYS_REPARSED = `(SELECT d->>'tenantId' AS tid, d->>'spaceId' AS sid, d->>
  * params made every read of a key from its document fail (docs/stores.md, "Documents that hold
  * NUL"). Text without a backslash-u escape is cast as it is. Other text has each escaped backslash
  * (two backslashes) written as the escape of a backslash first, so that every backslash-u left
- * starts a real escape; then the escapes of NUL and of surrogates become U+FFFD, and the text is
- * cast. The structure and every other value are unchanged; keys read from it (ids, which hold
- * neither character) are exact.
+ * starts a real escape; then the escapes of NUL and of every surrogate (paired ones too, which
+ * JSON.stringify never writes as escapes) become the escape of "?", which every database encoding
+ * holds, and the text is cast. The structure and the keys are unchanged (ids hold neither
+ * character); only those characters' values read differently. The literals are escape strings
+ * (E'...'): the body is parsed under the calling session's settings, and an ordinary literal's
+ * backslashes would mean something else where standard_conforming_strings is off.
  */
 const JSONB_LENIENT = `
 CREATE FUNCTION writ_jsonb_lenient(p_doc json) RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-  SELECT CASE WHEN strpos(p_doc::text, '\\u') = 0 THEN p_doc::jsonb
-              ELSE regexp_replace(replace(p_doc::text, '\\\\', '\\u005c'), '\\\\u(0000|[dD][89a-fA-F][0-9a-fA-F]{2})', '\\\\ufffd', 'g')::jsonb END
+  SELECT CASE WHEN strpos(p_doc::text, E'\\\\u') = 0 THEN p_doc::jsonb
+              ELSE regexp_replace(replace(p_doc::text, E'\\\\\\\\', E'\\\\u005c'), E'\\\\\\\\u(0000|[dD][89a-fA-F][0-9a-fA-F]{2})', E'\\\\\\\\u003f', 'g')::jsonb END
 $$;
 `;
 
