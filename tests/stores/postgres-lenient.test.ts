@@ -6,6 +6,9 @@
  * - for any document JSON.stringify writes, the keys read through it (top level and nested, as
  *   the claim reads `request.authorityRef`) equal the keys JSON.parse reads, whatever other values
  *   hold: NUL, unpaired surrogates, backslashes before the text `u0000`, quotes, emoji;
+ * - every value reads exactly, except NUL and unpaired surrogates, which read as "?" (an escaped
+ *   backslash before the text `u0000` is a backslash, not an escape), through it and through
+ *   `writ_doc_text` (migration 24);
  * - for documents whose text holds no such character, every value reads as the plain cast reads it;
  * - it answers the same whatever the session's `standard_conforming_strings` (its body is parsed
  *   under the caller's settings), and NULL for NULL.
@@ -58,6 +61,31 @@ it.skipIf(server === null)("keys read through it equal JSON.parse's, whatever ot
       expect(rows[0]).toEqual({ t: d.tenantId, a: d.request.authorityRef, p: d.approvalId ?? null });
     }),
     fcRun("postgres-lenient", "keys", 200),
+  );
+});
+
+/** What a lenient read answers for `s`: NUL and unpaired surrogates read as "?", the rest as it is. */
+function readLeniently(s: string): string {
+  let out = "";
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    const pair = c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && s.charCodeAt(i + 1) >= 0xdc00 && s.charCodeAt(i + 1) <= 0xdfff;
+    if (pair) {
+      out += s.slice(i, i + 2);
+      i++;
+    } else out += c === 0 || (c >= 0xd800 && c <= 0xdfff) ? "?" : s[i]!;
+  }
+  return out;
+}
+
+it.skipIf(server === null)("values read through it and through writ_doc_text: such characters as ?, every other character exact", async () => {
+  await fc.assert(
+    fc.asyncProperty(awkward, awkward, async (v, other) => {
+      const text = JSON.stringify({ other, nested: { v } });
+      const { rows } = await c.query<{ l: string; t: string }>("SELECT writ_jsonb_lenient($1::json)->'nested'->>'v' AS l, writ_doc_text($1::json, '{nested,v}') AS t", [text]);
+      expect(rows[0]).toEqual({ l: readLeniently(v), t: readLeniently(v) });
+    }),
+    fcRun("postgres-lenient", "values", 200),
   );
 });
 

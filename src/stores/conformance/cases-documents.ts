@@ -146,10 +146,17 @@ export const documentCases: StoreConformanceCase[] = [
         const appr = approval(scope);
         const inv = awkward(scope, { status: "succeeded", approvalId: appr.approvalId, updatedAt: T0 });
         const att = { ...attempt(scope, { invocationId: inv.invocationId, decisionId: uid("dec"), state: "FAILED" as const }), reason: "connector said a\u0000b \ud800" };
+        const ref = uid("ref");
         await store.transact(async (tx) => {
           await tx.putApproval(scope, appr);
           await tx.insertInvocation(scope, inv);
           await tx.insertAttempt(scope, att);
+          // A step and the completion matched to it (found by the invocation id in its document).
+          await tx.putStep(scope, step(scope, inv.invocationId, 0, { status: "succeeded", connector: "payments", externalRef: ref }));
+          await tx.insertCompletion(scope, {
+            ...scope, completionId: uid("cpl"), connector: "payments", externalRef: ref, outcome: "success", result: { ...AWKWARD },
+            contentDigest: "sha256:x", disposition: "applied", invocationId: inv.invocationId, stepIndex: 0, receivedAt: T0,
+          });
           await tx.insertUnsealed(scope, [{ ...scope, id: uid("entry"), at: T0, type: "invocation.submitted", refs: { invocationId: inv.invocationId }, data: { params: { ...AWKWARD } } }]);
         });
         const named = await store.transact((tx) => tx.journalNamesAbove(scope, 0, [inv.invocationId]));
@@ -162,6 +169,8 @@ export const documentCases: StoreConformanceCase[] = [
         const pruned = await store.transact((tx) => tx.deleteEndedInvocations(scope, [inv.invocationId]));
         assert.deepStrictEqual(pruned.deleted, [inv.invocationId], "deleted whole once nothing holds it");
         assert.equal(pruned.rows.attempts, 1, "with its attempt");
+        assert.equal(pruned.rows.completions, 1, "with the completion matched to its step");
+        assert.deepStrictEqual(await store.transact((tx) => tx.listCompletions(scope, "payments", ref)), []);
         assert.equal(await store.transact((tx) => tx.getInvocation(scope, inv.invocationId)), null);
       });
     },

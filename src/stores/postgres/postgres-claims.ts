@@ -120,10 +120,14 @@ const EXPIRED_APPROVALS = statement(
   "SELECT doc FROM writ_approvals WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at, created_at, approval_id LIMIT $2",
 );
 
-/** A completion's document holds an external system's result: read leniently (docs/stores.md, "Documents that hold NUL"). */
+/**
+ * A completion's document holds an external system's result: read leniently (docs/stores.md,
+ * "Documents that hold NUL"), through the partial index of early completions (migration 24), so
+ * the sweep each second reads the few early ones, not every completion ever received.
+ */
 const EARLY_COMPLETIONS = statement(
   "list_early_completions_2",
-  "SELECT doc FROM writ_completions WHERE received_at < $1 AND writ_jsonb_lenient(doc)->>'disposition' = 'early' " +
+  "SELECT doc FROM writ_completions WHERE writ_doc_text(doc, '{disposition}') = 'early' AND received_at < $1 " +
     "AND ($3::text IS NULL OR (tenant_id = $3 AND space_id = $4)) ORDER BY received_at, id LIMIT $2",
 );
 

@@ -975,14 +975,48 @@ const CLAIM_NEXT = claimNextSql();
 const KEYS_ONCE = keysOnceSql();
 
 /**
- * The other reads of fields out of documents an outside party fills (docs/stores.md, "Documents
- * that hold NUL") go through `writ_jsonb_lenient` too: the partial index of expired completions
- * read each new completion's disposition from its document, so a completion whose result held NUL
- * was refused; the statements that use the index read it the same way (postgres-retention.ts).
+ * `writ_begin` (migration 6) with its authority check read through `writ_doc_text`: the authority's
+ * document holds its constraints, which an administrator fills, and the plain `->>` refused one
+ * holding NUL, so every start under that authority failed (docs/stores.md, "Documents that hold
+ * NUL"). Derived from migration 6's text with that one expression replaced, so the rest of the
+ * function stays exactly as it was; a mismatch stops the module from loading.
  */
-const LENIENT_COMPLETIONS = `
+function beginLenientAuthority(): string {
+  const start = TRANSITIONS.indexOf("CREATE FUNCTION writ_begin(");
+  const end = TRANSITIONS.indexOf("$$;", start);
+  const plain = "((v_auth->>'status') || ':' || coalesce(v_auth->>'expiresAt', '') || ':' || (v_auth->>'updatedAt'))";
+  const fn = start < 0 || end < 0 ? "" : TRANSITIONS.slice(start, end + 3);
+  if (fn.split(plain).length !== 2) throw new Error("postgres migrations: writ_begin's authority check was not found once in migration 6");
+  return fn
+    .replace("CREATE FUNCTION writ_begin(", "CREATE OR REPLACE FUNCTION writ_begin(")
+    .replace(plain, "(writ_doc_text(v_auth, '{status}') || ':' || coalesce(writ_doc_text(v_auth, '{expiresAt}'), '') || ':' || writ_doc_text(v_auth, '{updatedAt}'))");
+}
+
+/**
+ * Every other read of a field out of a document an outside party fills goes through
+ * `writ_doc_text(doc, path)` (docs/stores.md, "Documents that hold NUL"): the plain `#>>` when the
+ * document's text holds no backslash-u escape (as cheap as before), else `writ_jsonb_lenient`'s.
+ * The partial indexes that read documents are built again with it, each before the old one goes
+ * (a build blocks writes to its table but not reads; only the drop takes the table's exclusive
+ * lock, briefly): the expired completions' condition read each new completion's disposition, so
+ * a completion whose result held NUL was refused; the delivered notifications' read each finished
+ * delivery's time, and a delivery whose log held NUL (written by earlier versions) could never
+ * finish. Early completions, whose sweep read every completion's document each second, get a
+ * partial index of their own. `writ_jsonb_lenient` is defined again as migration 23 now defines
+ * it (its first text, in development databases only, read differently).
+ */
+const LENIENT_DOCUMENTS = `
+${keysOnceSql().slice(0, keysOnceSql().indexOf("CREATE OR REPLACE FUNCTION writ_claim_prepared")).replace("CREATE FUNCTION writ_jsonb_lenient", "CREATE OR REPLACE FUNCTION writ_jsonb_lenient")}
+CREATE FUNCTION writ_doc_text(p_doc json, p_path text[]) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT CASE WHEN strpos(p_doc::text, E'\\\\u') = 0 THEN p_doc #>> p_path ELSE writ_jsonb_lenient(p_doc) #>> p_path END
+$$;
+CREATE INDEX writ_completions_expired_2 ON writ_completions ((writ_doc_text(doc, '{expiredAt}')::bigint)) WHERE writ_doc_text(doc, '{disposition}') = 'expired';
 DROP INDEX writ_completions_expired;
-CREATE INDEX writ_completions_expired ON writ_completions (((writ_jsonb_lenient(doc)->>'expiredAt')::bigint)) WHERE writ_jsonb_lenient(doc)->>'disposition' = 'expired';
+CREATE INDEX writ_completions_early ON writ_completions (received_at, id) WHERE writ_doc_text(doc, '{disposition}') = 'early';
+CREATE INDEX writ_notify_deliveries_done_2 ON writ_notify_deliveries ((writ_doc_text(doc, '{updatedAt}')::bigint)) WHERE status <> 'pending';
+DROP INDEX writ_notify_deliveries_done;
+${beginLenientAuthority()}
 `;
 
 /** All migrations, ascending by version. */
@@ -1010,7 +1044,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 21, name: "admit_claimed", sql: ADMIT_CLAIMED },
   { version: 22, name: "claim_next", sql: CLAIM_NEXT },
   { version: 23, name: "keys_once", sql: KEYS_ONCE },
-  { version: 24, name: "lenient_completions", sql: LENIENT_COMPLETIONS },
+  { version: 24, name: "lenient_documents", sql: LENIENT_DOCUMENTS },
 ];
 
 /** The schema version this build creates and expects. */

@@ -27,17 +27,18 @@ const LIST_ENDED_AFTER = statement(
 /**
  * Fields of documents that may hold NUL or an unpaired surrogate (a journal entry holds the
  * submitted params, an invocation its params, an attempt a connector's reason, a completion an
- * external system's result) are read through `writ_jsonb_lenient` (migration 23, docs/stores.md,
- * "Documents that hold NUL"): PostgreSQL's `->>` on such a document fails, whichever field it reads.
+ * external system's result, a delivery a receiver's answer) are read through `writ_doc_text`
+ * (migration 24, docs/stores.md, "Documents that hold NUL"): PostgreSQL's `->>` on such a document
+ * fails, whichever field it reads.
  */
 const NAMES_ABOVE = statement(
   "journal_names_above_2",
   `SELECT DISTINCT x.inv FROM (
-     SELECT writ_jsonb_lenient(j.doc)->'refs'->>'invocationId' AS inv FROM writ_journal_chain c
+     SELECT writ_doc_text(j.doc, '{refs,invocationId}') AS inv FROM writ_journal_chain c
        JOIN writ_journal j ON j.tenant_id = c.tenant_id AND j.space_id = c.space_id AND j.id = c.id
       WHERE c.tenant_id = $1 AND c.space_id = $2 AND c.seq > $3
      UNION ALL
-     SELECT writ_jsonb_lenient(j.doc)->'refs'->>'invocationId' FROM writ_journal_pending p
+     SELECT writ_doc_text(j.doc, '{refs,invocationId}') FROM writ_journal_pending p
        JOIN writ_journal j ON j.tenant_id = p.tenant_id AND j.space_id = p.space_id AND j.id = p.id
       WHERE p.tenant_id = $1 AND p.space_id = $2
    ) x WHERE x.inv = ANY($4::text[])`,
@@ -49,10 +50,10 @@ const NAMES_ABOVE = statement(
  */
 const NAMED_SINCE = statement(
   "journal_named_since_2",
-  `WITH c AS (SELECT c.seq, writ_jsonb_lenient(j.doc)->'refs'->>'invocationId' AS inv FROM writ_journal_chain c
+  `WITH c AS (SELECT c.seq, writ_doc_text(j.doc, '{refs,invocationId}') AS inv FROM writ_journal_chain c
        JOIN writ_journal j ON j.tenant_id = c.tenant_id AND j.space_id = c.space_id AND j.id = c.id
       WHERE c.tenant_id = $1 AND c.space_id = $2 AND c.seq > $3),
-   p AS (SELECT writ_jsonb_lenient(j.doc)->'refs'->>'invocationId' AS inv FROM writ_journal_pending p
+   p AS (SELECT writ_doc_text(j.doc, '{refs,invocationId}') AS inv FROM writ_journal_pending p
        JOIN writ_journal j ON j.tenant_id = p.tenant_id AND j.space_id = p.space_id AND j.id = p.id
       WHERE p.tenant_id = $1 AND p.space_id = $2)
    SELECT (SELECT max(seq) FROM c) AS through,
@@ -61,7 +62,7 @@ const NAMED_SINCE = statement(
 /** Each member's status and hold: read (the dry run's), or locked in one order (the delete's first statement). */
 const CHECKS = `SELECT i.invocation_id AS id, i.status, CASE
      WHEN EXISTS (SELECT 1 FROM writ_reconciliations r WHERE r.tenant_id = $1 AND r.space_id = $2 AND r.invocation_id = i.invocation_id AND r.status = 'open') THEN 'open_reconciliation'
-     WHEN EXISTS (SELECT 1 FROM writ_approvals a WHERE a.tenant_id = $1 AND a.space_id = $2 AND a.approval_id = writ_jsonb_lenient(i.doc)->>'approvalId' AND a.status = 'pending') THEN 'pending_approval'
+     WHEN EXISTS (SELECT 1 FROM writ_approvals a WHERE a.tenant_id = $1 AND a.space_id = $2 AND a.approval_id = writ_doc_text(i.doc, '{approvalId}') AND a.status = 'pending') THEN 'pending_approval'
    END AS hold
    FROM writ_invocations i WHERE i.tenant_id = $1 AND i.space_id = $2 AND i.invocation_id = ANY($3::text[])`;
 const INVOCATION_HOLDS = statement("invocation_holds_2", CHECKS);
@@ -74,9 +75,9 @@ const LOCK_FOR_DELETE = statement("invocations_for_delete_2", `${CHECKS} ORDER B
 const EXECUTION_CTES = `st AS (DELETE FROM writ_steps s WHERE s.tenant_id = $1 AND s.space_id = $2 AND s.invocation_id = ANY($3::text[])
        RETURNING s.invocation_id, s.connector, s.external_ref),
    cp AS (DELETE FROM writ_completions c USING st WHERE c.tenant_id = $1 AND c.space_id = $2 AND c.connector = st.connector AND c.external_ref = st.external_ref
-       AND writ_jsonb_lenient(c.doc)->>'invocationId' = st.invocation_id RETURNING 1),
+       AND writ_doc_text(c.doc, '{invocationId}') = st.invocation_id RETURNING 1),
    at AS (DELETE FROM writ_attempts a WHERE a.tenant_id = $1 AND a.space_id = $2 AND a.invocation_id = ANY($3::text[])
-       RETURNING a.attempt_id, writ_jsonb_lenient(a.doc)->>'decisionId' AS decision_id),
+       RETURNING a.attempt_id, writ_doc_text(a.doc, '{decisionId}') AS decision_id),
    dc AS (DELETE FROM writ_consumed_decisions d USING at WHERE d.tenant_id = $1 AND d.space_id = $2 AND d.decision_id = at.decision_id AND d.attempt_id = at.attempt_id RETURNING 1)`;
 const EXECUTION_COUNTS = "(SELECT count(*) FROM st) AS steps, (SELECT count(*) FROM cp) AS completions, (SELECT count(*) FROM at) AS attempts, (SELECT count(*) FROM dc) AS decisions";
 /** Whole invocations $3 (locked and checked by LOCK_FOR_DELETE): one statement, one delete per table. */
@@ -85,7 +86,7 @@ const DELETE_INVOCATIONS = statement(
   `WITH ${EXECUTION_CTES},
    rc AS (DELETE FROM writ_reconciliations r WHERE r.tenant_id = $1 AND r.space_id = $2 AND r.invocation_id = ANY($3::text[]) RETURNING 1),
    iv AS (DELETE FROM writ_invocations v WHERE v.tenant_id = $1 AND v.space_id = $2 AND v.invocation_id = ANY($3::text[])
-       RETURNING v.invocation_id, v.action, v.idempotency_key, writ_jsonb_lenient(v.doc)->>'approvalId' AS approval_id),
+       RETURNING v.invocation_id, v.action, v.idempotency_key, writ_doc_text(v.doc, '{approvalId}') AS approval_id),
    ik AS (DELETE FROM writ_idempotency k USING iv WHERE k.tenant_id = $1 AND k.space_id = $2 AND k.action = iv.action AND k.idempotency_key = iv.idempotency_key
        AND k.doc->>'invocationId' = iv.invocation_id RETURNING 1),
    ap AS (DELETE FROM writ_approvals p USING iv WHERE p.tenant_id = $1 AND p.space_id = $2 AND p.approval_id = iv.approval_id RETURNING 1)
@@ -131,21 +132,21 @@ const DELETE_BARE = statement(
    SELECT ${EXECUTION_COUNTS}, (SELECT count(*) FROM ik) AS idempotency`,
 );
 
-const DONE_DELIVERY = "status <> 'pending' AND (doc->>'updatedAt')::bigint < $1";
-/** As the partial index writ_completions_expired (migration 24) reads them. */
-const EXPIRED_COMPLETION = "writ_jsonb_lenient(doc)->>'disposition' = 'expired' AND coalesce((writ_jsonb_lenient(doc)->>'expiredAt')::bigint, received_at) < $1";
+const DONE_DELIVERY = "status <> 'pending' AND writ_doc_text(doc, '{updatedAt}')::bigint < $1";
+/** As the partial indexes writ_notify_deliveries_done_2 and writ_completions_expired_2 (migration 24) read them. */
+const EXPIRED_COMPLETION = "writ_doc_text(doc, '{disposition}') = 'expired' AND coalesce(writ_doc_text(doc, '{expiredAt}')::bigint, received_at) < $1";
 const AGED: Record<AgedRecordKind, { del: Statement; count: Statement }> = {
   notify_deliveries: {
     del: statement(
-      "prune_notify_deliveries",
-      `DELETE FROM writ_notify_deliveries WHERE seq IN (SELECT seq FROM writ_notify_deliveries WHERE ${DONE_DELIVERY} ORDER BY (doc->>'updatedAt')::bigint LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      "prune_notify_deliveries_2",
+      `DELETE FROM writ_notify_deliveries WHERE seq IN (SELECT seq FROM writ_notify_deliveries WHERE ${DONE_DELIVERY} ORDER BY writ_doc_text(doc, '{updatedAt}')::bigint LIMIT $2 FOR UPDATE SKIP LOCKED)`,
     ),
-    count: statement("count_notify_deliveries_done", `SELECT count(*) AS n FROM writ_notify_deliveries WHERE ${DONE_DELIVERY}`),
+    count: statement("count_notify_deliveries_done_2", `SELECT count(*) AS n FROM writ_notify_deliveries WHERE ${DONE_DELIVERY}`),
   },
   expired_completions: {
     del: statement(
       "prune_expired_completions_2",
-      `DELETE FROM writ_completions WHERE id IN (SELECT id FROM writ_completions WHERE ${EXPIRED_COMPLETION} ORDER BY (writ_jsonb_lenient(doc)->>'expiredAt')::bigint LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      `DELETE FROM writ_completions WHERE id IN (SELECT id FROM writ_completions WHERE ${EXPIRED_COMPLETION} ORDER BY writ_doc_text(doc, '{expiredAt}')::bigint LIMIT $2 FOR UPDATE SKIP LOCKED)`,
     ),
     count: statement("count_expired_completions_2", `SELECT count(*) AS n FROM writ_completions WHERE ${EXPIRED_COMPLETION}`),
   },
