@@ -5,8 +5,9 @@
  * an outside party fills goes through a lenient read since migrations 23 and 24.
  *
  * Invariants (each on memory, SQLite and PostgreSQL):
- * - invocations whose params hold NUL (a submission refuses an unpaired surrogate) run to succeeded beside ordinary ones, through a
- *   worker's claim and through the hand-off at admission, and their params read back exactly;
+ * - invocations whose params hold NUL (a submission refuses an unpaired surrogate) run to succeeded,
+ *   through a worker's claim beside ordinary ones and through the hand-off at admission (the idle
+ *   worker holds the invocation as the submission returns), and their params read back exactly;
  * - an authority whose constraints hold such text authorizes its invocations as any other does
  *   (the start's check of the authority read its document);
  * - a notification delivery whose log already holds NUL (as versions before the fix kept a
@@ -57,12 +58,24 @@ for (const factory of allStoreFactories()) {
     });
 
     it("params holding NUL run through the hand-off at admission", async () => {
-      const { host, scope, submit } = await hostWith({});
-      const worker = host.worker({ concurrency: 2, pollMs: 50, handoff: true });
+      const { host, scope } = await hostWith({});
+      // An hour's poll: after its first, empty claim the worker sleeps, and its idle slot takes
+      // the next admission in that admission's own write (the hand-off).
+      const worker = host.worker({ concurrency: 1, pollMs: 3_600_000, handoff: true });
       worker.start();
       try {
-        const odd = await submit(AWKWARD);
-        await untilRead(async () => (await host.get(scope, odd))?.status === "succeeded", "the invocation with NUL in its params succeeded");
+        let handedOff = false;
+        for (let n = 0; n < 50 && !handedOff; n++) {
+          await new Promise((r) => setTimeout(r, 20));
+          await untilRead(async () => worker.inFlight() === 0, "the worker is idle");
+          const { invocation } = await host.submit({ ...scope, action: action.id, actionVersion: "1", actor: { type: "agent", id: "bot" }, authorityRef: "a", params: { s: AWKWARD }, idempotencyKey: `h-${++counter}` });
+          // Handed off: the idle slot holds it as the submission returns (the ticket is taken
+          // before it does); otherwise only a wake-up would bring the sleeping worker to it.
+          handedOff = worker.inFlight() === 1;
+          await untilRead(async () => (await host.get(scope, invocation.invocationId))?.status === "succeeded", "the invocation with NUL in its params succeeded");
+          expect((await host.get(scope, invocation.invocationId))?.request.params).toEqual({ s: AWKWARD });
+        }
+        expect(handedOff, "an admission was handed to the idle worker").toBe(true);
       } finally {
         await worker.stop();
       }

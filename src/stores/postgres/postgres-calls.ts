@@ -138,11 +138,21 @@ const KEYS_REPARSED = `(SELECT d->>'tenantId' AS tid, d->>'spaceId' AS sid, d->>
  * (E'...'): the body is parsed under the calling session's settings, and an ordinary literal's
  * backslashes would mean something else where standard_conforming_strings is off.
  */
+/** `p_doc`'s text holds no backslash-u escape (the plain reads decode it as they always did). */
+export const HAS_NO_ESCAPE = "strpos(p_doc::text, E'\\\\u') = 0";
+/**
+ * `p_doc` as jsonb, its escapes of NUL and surrogates read as "?" (see `writ_jsonb_lenient`). Only
+ * functions of pg_catalog: PostgreSQL 17 and later build an index (and pg_restore restores one)
+ * with a search_path of pg_catalog alone, and an index expression that reached a function of the
+ * store's schema by name would fail there.
+ */
+export const LENIENT_JSONB = "regexp_replace(replace(p_doc::text, E'\\\\\\\\', E'\\\\u005c'), E'\\\\\\\\u(0000|[dD][89a-fA-F][0-9a-fA-F]{2})', E'\\\\\\\\u003f', 'g')::jsonb";
+
 const JSONB_LENIENT = `
 CREATE FUNCTION writ_jsonb_lenient(p_doc json) RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-  SELECT CASE WHEN strpos(p_doc::text, E'\\\\u') = 0 THEN p_doc::jsonb
-              ELSE regexp_replace(replace(p_doc::text, E'\\\\\\\\', E'\\\\u005c'), E'\\\\\\\\u(0000|[dD][89a-fA-F][0-9a-fA-F]{2})', E'\\\\\\\\u003f', 'g')::jsonb END
+  SELECT CASE WHEN ${HAS_NO_ESCAPE} THEN p_doc::jsonb
+              ELSE ${LENIENT_JSONB} END
 $$;
 `;
 

@@ -125,7 +125,7 @@ const EXPIRED_APPROVALS = statement(
  * "Documents that hold NUL"), through the partial index of early completions (migration 24), so
  * the sweep each second reads the few early ones, not every completion ever received.
  */
-const EARLY_COMPLETIONS = statement(
+export const EARLY_COMPLETIONS = statement(
   "list_early_completions_2",
   "SELECT doc FROM writ_completions WHERE writ_doc_text(doc, '{disposition}') = 'early' AND received_at < $1 " +
     "AND ($3::text IS NULL OR (tenant_id = $3 AND space_id = $4)) ORDER BY received_at, id LIMIT $2",

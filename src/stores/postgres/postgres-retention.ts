@@ -135,7 +135,7 @@ const DELETE_BARE = statement(
 const DONE_DELIVERY = "status <> 'pending' AND writ_doc_text(doc, '{updatedAt}')::bigint < $1";
 /** As the partial indexes writ_notify_deliveries_done_2 and writ_completions_expired_2 (migration 24) read them. */
 const EXPIRED_COMPLETION = "writ_doc_text(doc, '{disposition}') = 'expired' AND coalesce(writ_doc_text(doc, '{expiredAt}')::bigint, received_at) < $1";
-const AGED: Record<AgedRecordKind, { del: Statement; count: Statement }> = {
+export const AGED: Record<AgedRecordKind, { del: Statement; count: Statement }> = {
   notify_deliveries: {
     del: statement(
       "prune_notify_deliveries_2",
