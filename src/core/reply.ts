@@ -1,6 +1,6 @@
 /** Interpreting connector replies (docs/connectors.md, The reply contract): copy the fields once, then decide; never trust shape. */
 import { canonicalize } from "./canonical.js";
-import { loneSurrogateAt } from "./text.js";
+import { storable } from "./text.js";
 import type { Json } from "./types.js";
 
 export type Interpreted =
@@ -19,19 +19,15 @@ function reasonText(v: unknown, fallback: string): string {
 }
 
 /**
- * An externalRef names the effect wherever it is kept and matched (steps, completions, every
- * store's key columns): NUL and an unpaired surrogate cannot be kept faithfully everywhere (a
+ * What makes `v` no usable externalRef, for the reason (the text after "without"), or null when it
+ * is one. An externalRef names the effect wherever it is kept and matched (steps, completions,
+ * every store's key columns): NUL and an unpaired surrogate cannot be kept faithfully everywhere (a
  * PostgreSQL text column refuses both), so a ref holding one names nothing.
  */
-function ref(v: unknown): string | null {
-  return typeof v === "string" && v.length > 0 && v.length <= MAX_REF && !v.includes("\u0000") && loneSurrogateAt(v) < 0 ? v : null;
-}
-
-/** What is wrong with an externalRef `ref` refused, for the reason (the text after "without"). */
-function refProblem(v: unknown): string {
+function refProblem(v: unknown): string | null {
   if (typeof v !== "string" || v.length === 0) return "an externalRef";
   if (v.length > MAX_REF) return `a usable externalRef (${v.length} characters, at most ${MAX_REF})`;
-  return "a usable externalRef (it holds NUL or an unpaired surrogate)";
+  return storable(v) ? null : "a usable externalRef (it holds NUL or an unpaired surrogate)";
 }
 
 /** Interprets any value a connector resolved with. Anything not clearly understood is ambiguous. */
@@ -52,8 +48,9 @@ export function interpretReply(reply: unknown): Interpreted {
   }
   switch (outcome) {
     case "success": {
-      const er = ref(externalRef);
-      if (er === null) return { kind: "ambiguous", reason: `uninterpretable reply: success without ${refProblem(externalRef)}` };
+      const problem = refProblem(externalRef);
+      if (problem !== null) return { kind: "ambiguous", reason: `uninterpretable reply: success without ${problem}` };
+      const er = externalRef as string;
       let out: Json | undefined;
       if (output !== undefined) {
         try {
@@ -73,8 +70,9 @@ export function interpretReply(reply: unknown): Interpreted {
     case "ambiguous":
       return { kind: "ambiguous", reason: reasonText(reason, "the connector reported an ambiguous outcome") };
     case "accepted": {
-      const er = ref(externalRef);
-      if (er === null) return { kind: "ambiguous", reason: `uninterpretable reply: accepted without ${refProblem(externalRef)}` };
+      const problem = refProblem(externalRef);
+      if (problem !== null) return { kind: "ambiguous", reason: `uninterpretable reply: accepted without ${problem}` };
+      const er = externalRef as string;
       return { kind: "accepted", externalRef: er };
     }
     default:

@@ -22,24 +22,26 @@ export function loneSurrogateAt(s: string): number {
   return -1;
 }
 
+/** NUL, and a surrogate that is not half of a pair. */
+// eslint-disable-next-line no-control-regex -- matching NUL is the point
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
 /**
- * `s` with NUL and every lone surrogate replaced by U+FFFD: text any store keeps faithfully (a
- * PostgreSQL text value refuses NUL, and its JSON operators refuse both escaped), for diagnostic
- * text Writ keeps from outside (a webhook receiver's answer, cut at a length that may split a pair).
+ * Whether every store keeps `s` faithfully: it holds neither NUL nor a lone surrogate (a PostgreSQL
+ * text value refuses both, and its JSON operators refuse both escaped; docs/stores.md, "Documents
+ * that hold NUL").
+ */
+export function storable(s: string): boolean {
+  UNSTORABLE.lastIndex = 0;
+  return !UNSTORABLE.test(s);
+}
+
+/**
+ * `s` with NUL and every lone surrogate replaced by U+FFFD: for diagnostic text Writ keeps from
+ * outside (a webhook receiver's answer, cut at a length that may split a pair).
  */
 export function storableText(s: string): string {
-  if (!s.includes("\u0000") && loneSurrogateAt(s) < 0) return s;
-  let out = "";
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c === 0) out += "\ufffd";
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && s.charCodeAt(i + 1) >= 0xdc00 && s.charCodeAt(i + 1) <= 0xdfff) {
-      out += s[i]! + s[i + 1]!;
-      i++;
-    } else if (c >= 0xd800 && c <= 0xdfff) out += "\ufffd";
-    else out += s[i]!;
-  }
-  return out;
+  return storable(s) ? s : s.replace(UNSTORABLE, "\ufffd");
 }
 
 /** C0, DEL, C1 controls. */

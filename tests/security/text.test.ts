@@ -12,7 +12,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WritError } from "../../src/core/errors.js";
 import type { Store } from "../../src/core/store.js";
-import { escapeForTerminal, unsafeIdClass } from "../../src/core/text.js";
+import fc from "fast-check";
+import { escapeForTerminal, storable, storableText, unsafeIdClass } from "../../src/core/text.js";
+import { fcRun } from "../helpers/seed.js";
 import { Printer } from "../../src/cli/output.js";
 import { allStoreFactories } from "../helpers/stores.js";
 import { journalOf } from "./helpers.js";
@@ -94,6 +96,27 @@ for (const factory of allStoreFactories()) {
     });
   });
 }
+
+// Invariant: storableText replaces exactly NUL and the surrogates that are not half of a pair
+// with U+FFFD, keeps everything else (pairs included) and its length; storable says whether it
+// changes anything; its answer is always storable.
+describe("text every store keeps", () => {
+  const reference = (s: string): string => [...s].map((ch) => (ch === "\u0000" || (ch.length === 1 && ch >= "\ud800" && ch <= "\udfff") ? "\ufffd" : ch)).join("");
+  it("storableText replaces NUL and lone surrogates only; storable agrees", () => {
+    const piece = fc.constantFrom("\u0000", "\ud800", "\udbff", "\udc00", "\udfff", "\ud83d\ude00", "a", "é", "\ufffd", "\\u0000");
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 12 }).map((p) => p.join("")), (s) => {
+        const out = storableText(s);
+        expect(out).toBe(reference(s));
+        expect(out.length).toBe(s.length);
+        expect(storable(s)).toBe(out === s);
+        expect(storable(out)).toBe(true);
+      }),
+      fcRun("text", "storableText", 500),
+    );
+    expect(storableText("ok\u0000" + "x".repeat(3) + "\ud83d")).toBe("ok\ufffdxxx\ufffd");
+  });
+});
 
 describe("refused characters over HTTP", () => {
   let rig: Rig;

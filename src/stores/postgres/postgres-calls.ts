@@ -123,6 +123,16 @@ $$;
 const KEYS_REPARSED = `(SELECT d->>'tenantId' AS tid, d->>'spaceId' AS sid, d->>'invocationId' AS iid, d->'request'->>'authorityRef' AS aref, d->>'approvalId' AS apid
                          FROM (SELECT c.inv->'doc' AS d) q) k`;
 
+/** `p_doc`'s text holds no backslash-u escape (the plain reads decode it as they always did). */
+const HAS_NO_ESCAPE = "strpos(p_doc::text, E'\\\\u') = 0";
+/**
+ * `p_doc` as jsonb, its escapes of NUL and surrogates read as "?" (see `writ_jsonb_lenient`). Only
+ * functions of pg_catalog: PostgreSQL 17 and later build an index (and pg_restore restores one)
+ * with a search_path of pg_catalog alone, and an index expression that reached a function of the
+ * store's schema by name would fail there.
+ */
+const LENIENT_JSONB = "regexp_replace(replace(p_doc::text, E'\\\\\\\\', E'\\\\u005c'), E'\\\\\\\\u(0000|[dD][89a-fA-F][0-9a-fA-F]{2})', E'\\\\\\\\u003f', 'g')::jsonb";
+
 /**
  * `writ_jsonb_lenient(json)` (migration 23): a document as jsonb, for reading keys out of it.
  * PostgreSQL's JSON operators (`->`, `->>`, a cast to jsonb) decode every escape of the text they
@@ -138,21 +148,25 @@ const KEYS_REPARSED = `(SELECT d->>'tenantId' AS tid, d->>'spaceId' AS sid, d->>
  * (E'...'): the body is parsed under the calling session's settings, and an ordinary literal's
  * backslashes would mean something else where standard_conforming_strings is off.
  */
-/** `p_doc`'s text holds no backslash-u escape (the plain reads decode it as they always did). */
-export const HAS_NO_ESCAPE = "strpos(p_doc::text, E'\\\\u') = 0";
-/**
- * `p_doc` as jsonb, its escapes of NUL and surrogates read as "?" (see `writ_jsonb_lenient`). Only
- * functions of pg_catalog: PostgreSQL 17 and later build an index (and pg_restore restores one)
- * with a search_path of pg_catalog alone, and an index expression that reached a function of the
- * store's schema by name would fail there.
- */
-export const LENIENT_JSONB = "regexp_replace(replace(p_doc::text, E'\\\\\\\\', E'\\\\u005c'), E'\\\\\\\\u(0000|[dD][89a-fA-F][0-9a-fA-F]{2})', E'\\\\\\\\u003f', 'g')::jsonb";
 
 const JSONB_LENIENT = `
 CREATE FUNCTION writ_jsonb_lenient(p_doc json) RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   SELECT CASE WHEN ${HAS_NO_ESCAPE} THEN p_doc::jsonb
               ELSE ${LENIENT_JSONB} END
+$$;
+`;
+
+/**
+ * `writ_doc_text(doc, path)` (migration 24): one field of a document an outside party fills, as
+ * text: the plain `#>>` when the document's text holds no backslash-u escape (as cheap as the reads
+ * before it), else the lenient jsonb's (docs/stores.md, "Documents that hold NUL"). Partial
+ * indexes read documents through it, so it uses pg_catalog's functions only (see LENIENT_JSONB).
+ */
+export const DOC_TEXT = `
+CREATE FUNCTION writ_doc_text(p_doc json, p_path text[]) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT CASE WHEN ${HAS_NO_ESCAPE} THEN p_doc #>> p_path ELSE ${LENIENT_JSONB} #>> p_path END
 $$;
 `;
 
@@ -170,7 +184,6 @@ const KEYS_ONCE = `(SELECT d->>'tenantId' AS tid, d->>'spaceId' AS sid, d->>'inv
                          FROM (SELECT writ_jsonb_lenient(c.inv)->'doc' AS d OFFSET 0) q OFFSET 0) k`;
 
 const CLAIM_PREPARED_SQL = claimPreparedSql("CREATE", KEYS_REPARSED);
-
 
 /** `writ_call`: the dispatcher of `fns` (`replace`: over an earlier one, keeping its signature). */
 function dispatcherSql(fns: readonly PgFunction[], replace: boolean): string {

@@ -4,6 +4,7 @@
  * transaction failed (PostgreSQL aborts it; it must not then commit).
  */
 import { WritError } from "../../core/errors.js";
+import { storable } from "../../core/text.js";
 import type { PgConnection, PgQuery, PgResult } from "./postgres-driver.js";
 import { toWritError } from "./postgres-errors.js";
 
@@ -25,13 +26,10 @@ export interface Exec {
   count(stmt: Statement, values: unknown[]): Promise<number>;
 }
 
-/** A lone surrogate would be silently replaced by U+FFFD on the way to the server. */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
 export function checkValues(values: unknown[]): void {
   for (const v of values) {
-    // NUL is refused by `text` columns.
-    if (typeof v === "string" && (v.includes("\u0000") || LONE_SURROGATE.test(v))) {
+    // NUL is refused by `text` columns; a lone surrogate would be replaced by U+FFFD on the way.
+    if (typeof v === "string" && !storable(v)) {
       throw new WritError("INVALID_ARGUMENT", "a key or id contains NUL or an unpaired surrogate, which PostgreSQL text cannot store faithfully");
     }
   }

@@ -18,7 +18,7 @@
  * count, run time, updatedAt) are authoritative over the copy inside `doc`.
  */
 
-import { BATCHABLE, HAS_NO_ESCAPE, LENIENT_JSONB, admitClaimedSql, batchFunctionsSql, claimInBatchSql, claimNextSql, keysOnceSql } from "./postgres-calls.js";
+import { BATCHABLE, DOC_TEXT, admitClaimedSql, batchFunctionsSql, claimInBatchSql, claimNextSql, keysOnceSql } from "./postgres-calls.js";
 
 /** One numbered migration. */
 export interface PostgresMigration {
@@ -994,25 +994,16 @@ function beginLenientAuthority(): string {
 
 /**
  * Every other read of a field out of a document an outside party fills goes through
- * `writ_doc_text(doc, path)` (docs/stores.md, "Documents that hold NUL"): the plain `#>>` when the
- * document's text holds no backslash-u escape (as cheap as before), else the lenient jsonb's, spelled
- * with pg_catalog's functions only (PostgreSQL 17 and later build indexes, and pg_restore restores
- * them, with a search_path of pg_catalog alone). The partial indexes that read documents are built
- * again with it; the old ones are dropped last, since a drop's exclusive lock on the table lasts
- * to the migration's commit and should cover no build (a build blocks writes to its table, not
- * reads): the expired completions' condition read each new completion's disposition, so
- * a completion whose result held NUL was refused; the delivered notifications' read each finished
- * delivery's time, and a delivery whose log held NUL (written by earlier versions) could never
- * finish. Early completions, whose sweep read every completion's document each second, get a
- * partial index of their own. `writ_jsonb_lenient` is defined again as migration 23 now defines
- * it (its first text, in development databases only, read differently).
+ * `writ_doc_text(doc, path)` (postgres-calls.ts, docs/stores.md, "Documents that hold NUL"). The
+ * partial indexes that read documents are built again with it; the old ones are dropped last,
+ * since a drop's exclusive lock on the table lasts to the migration's commit and should cover no
+ * build (a build blocks writes to its table, not reads). The expired completions' condition read
+ * each new completion's disposition, so a completion whose result held NUL was refused; the
+ * finished deliveries' read each finished delivery's time, and a delivery whose log held NUL
+ * (written by earlier versions) could never finish. Early completions, whose sweep read every
+ * completion's document each second, get a partial index of their own.
  */
-const LENIENT_DOCUMENTS = `
-${keysOnceSql().slice(0, keysOnceSql().indexOf("CREATE OR REPLACE FUNCTION writ_claim_prepared")).replace("CREATE FUNCTION writ_jsonb_lenient", "CREATE OR REPLACE FUNCTION writ_jsonb_lenient")}
-CREATE FUNCTION writ_doc_text(p_doc json, p_path text[]) RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-  SELECT CASE WHEN ${HAS_NO_ESCAPE} THEN p_doc #>> p_path ELSE ${LENIENT_JSONB} #>> p_path END
-$$;
+const LENIENT_DOCUMENTS = `${DOC_TEXT}
 CREATE INDEX writ_completions_expired_2 ON writ_completions ((writ_doc_text(doc, '{expiredAt}')::bigint)) WHERE writ_doc_text(doc, '{disposition}') = 'expired';
 CREATE INDEX writ_completions_early ON writ_completions (received_at, id) WHERE writ_doc_text(doc, '{disposition}') = 'early';
 CREATE INDEX writ_notify_deliveries_done_2 ON writ_notify_deliveries ((writ_doc_text(doc, '{updatedAt}')::bigint)) WHERE status <> 'pending';
