@@ -189,6 +189,20 @@ for (const factory of [sqliteFactory, postgresFactory]) {
       expect(await count("race")).toBe(1);
     });
 
+    // Invariant: first calls racing to create the dedupe table all run (whichever session's
+    // CREATE loses the race to the catalog sees the table and goes on). Several rounds, each on a
+    // dropped table, with eight processes' worth of connectors at once.
+    it("first calls racing to create the dedupe table all succeed", async () => {
+      for (let round = 0; round < 12; round++) {
+        await t.exec("DROP TABLE IF EXISTS writ_sql_dedupe");
+        const names = Array.from({ length: 8 }, (_, i) => `first-${round}-${i}`);
+        const replies = await Promise.all(names.map((name) => run(connector(), "insert", ctxFor({ name }))));
+        for (const r of replies) expect(r).toMatchObject({ outcome: "success" });
+        for (const name of names) expect(await count(name)).toBe(1);
+        for (const c of opened.splice(0)) await c.close();
+      }
+    });
+
     // externalRef names the effect from the result; rowCount for a write without RETURNING.
     it("externalRef from the result; rowCount of a plain write; named parameters (sqlite)", async () => {
       const c = connector(t.target(), {

@@ -22,7 +22,11 @@ import type { ResolvedSqlTarget, SqlResult } from "./sql-options.js";
  * shutdown), system error. Every other class (syntax, integrity, data) is permanent.
  */
 const TRANSIENT_CLASSES = new Set(["08", "40", "53", "55", "57", "58"]);
-const DUPLICATE_TABLE = new Set(["42P07", "23505"]);
+/**
+ * What a session creating the dedupe table sees when another session created it in between:
+ * duplicate table, duplicate object (the table's row type) or a unique violation on the catalog.
+ */
+const DUPLICATE_TABLE = new Set(["42P07", "42710", "23505"]);
 
 function sqlStateOf(e: unknown): string | undefined {
   const code = (e as { code?: unknown } | null)?.code;
@@ -73,13 +77,18 @@ export function postgresDialect(target: Extract<ResolvedSqlTarget, { kind: "post
       const conn = await connectGuarded(pool());
       let broken = false;
       try {
-        await conn.query({ text: ddl });
-      } catch (e) {
-        // Two sessions creating the table at once: one of them trips over the other's catalog rows.
-        if (!DUPLICATE_TABLE.has(sqlStateOf(e) ?? "")) {
-          broken = sqlStateOf(e) === undefined;
-          throw e;
+        try {
+          await conn.query({ text: ddl });
+        } catch (e) {
+          // Two sessions creating the table at once: one of them trips over the other's catalog
+          // rows. The other has committed by then, so running again sees the table and does nothing
+          // (and fails for real if it still does not exist).
+          if (!DUPLICATE_TABLE.has(sqlStateOf(e) ?? "")) throw e;
+          await conn.query({ text: ddl });
         }
+      } catch (e) {
+        broken = sqlStateOf(e) === undefined;
+        throw e;
       } finally {
         conn.release(broken ? true : undefined);
       }
