@@ -16,28 +16,20 @@
 import fc from "fast-check";
 import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { postgresStore } from "../../src/stores/postgres/index.js";
 import { fcRun } from "../helpers/seed.js";
-import { freshDatabase, pgServerOrNull, type FreshDatabase } from "../helpers/pg.js";
+import { freshClient, pgServerOrNull } from "../helpers/pg.js";
 
 const server = await pgServerOrNull();
-let db: FreshDatabase;
+let fresh: Awaited<ReturnType<typeof freshClient>> | undefined;
 let c: pg.Client;
 
 beforeAll(async () => {
   if (server === null) return;
-  db = await freshDatabase();
-  const store = postgresStore({ url: db.url });
-  await store.migrate();
-  await store.close();
-  c = new pg.Client({ connectionString: db.url });
-  await c.connect();
+  fresh = await freshClient();
+  c = fresh.client;
 });
 
-afterAll(async () => {
-  await c?.end();
-  await db?.drop();
-});
+afterAll(() => fresh?.close());
 
 /** Strings with the characters that trouble PostgreSQL's JSON operators, among ordinary ones. */
 const awkward = fc.array(fc.constantFrom("\u0000", "\ud800", "\udc00", "\\", "\\u0000", "u0000", '"', "\ud83d\ude00", "é", "a", " ", "\\\\"), { maxLength: 12 }).map((parts) => parts.join(""));

@@ -185,31 +185,46 @@ const KEYS_ONCE = `(SELECT d->>'tenantId' AS tid, d->>'spaceId' AS sid, d->>'inv
 
 const CLAIM_PREPARED_SQL = claimPreparedSql("CREATE", KEYS_REPARSED);
 
-/** `writ_call`: the dispatcher of `fns` (`replace`: over an earlier one, keeping its signature). */
-function dispatcherSql(fns: readonly PgFunction[], replace: boolean): string {
+/**
+ * Argument `i` of a call in `writ_call_2` (migration 25): as `argFromJson`, except that an array
+ * travels as the text of a PostgreSQL array literal (`batchArgs`) and is cast at once. Reading
+ * an array out of the JSON took a subquery (unnest, sort, ARRAY), and the executor sets up every
+ * subquery of a statement at each run, taken or not: about 13 µs per call of five arrays against 2
+ * µs for the casts, in a loop of the two dispatchers on one server (docs/benchmarks.md, "2026-12-07
+ * (night)").
+ */
+function argFromLiteral(cast: string, i: number): string {
+  return cast.endsWith("[]") ? `(a->>${i})::${cast}` : argFromJson(cast, i);
+}
+
+/**
+ * A dispatcher of `fns` named `name` (`replace`: over an earlier one, keeping its signature), its
+ * arguments read by `arg`.
+ */
+function dispatcherSql(fns: readonly PgFunction[], replace: boolean, name = "writ_call", arg: (cast: string, i: number) => string = argFromJson): string {
   const branches = fns.map((f) => {
-    const call = `${f.fn}(${f.casts.map((c, i) => argFromJson(c, i)).join(", ")})`;
+    const call = `${f.fn}(${f.casts.map((c, i) => arg(c, i)).join(", ")})`;
     const body = f.returns === "void" ? `PERFORM ${call}; RETURN NULL;` : f.returns === "json" ? `RETURN ${call};` : `RETURN to_json(${call});`;
     return `    WHEN '${f.fn}' THEN\n      ${body}`;
   });
   return `
-CREATE ${replace ? "OR REPLACE " : ""}FUNCTION writ_call(p_fn text, a jsonb) RETURNS json
+CREATE ${replace ? "OR REPLACE " : ""}FUNCTION ${name}(p_fn text, a jsonb) RETURNS json
 LANGUAGE plpgsql AS $$
 BEGIN
   CASE p_fn
 ${branches.join("\n")}
     ELSE
-      RAISE EXCEPTION 'writ_call: % is not a batchable function', p_fn USING ERRCODE = '22023';
+      RAISE EXCEPTION '${name}: % is not a batchable function', p_fn USING ERRCODE = '22023';
   END CASE;
 END
 $$;
 `;
 }
 
-/** Migration 9's text: the dispatcher and the batch runner, and the claim with its prepare read. */
-export function batchFunctionsSql(fns: readonly PgFunction[]): string {
-  return `${dispatcherSql(fns, false)}
-CREATE FUNCTION writ_batch(p_calls jsonb) RETURNS json
+/** A batch runner named `name`: each call of `p_calls` through `dispatcher`, in a subtransaction of its own. */
+function batchRunnerSql(name: string, dispatcher: string): string {
+  return `
+CREATE FUNCTION ${name}(p_calls jsonb) RETURNS json
 LANGUAGE plpgsql AS $$
 DECLARE
   v_out json[] := '{}';
@@ -218,7 +233,7 @@ DECLARE
 BEGIN
   FOR v_call IN SELECT e.v FROM jsonb_array_elements(p_calls) WITH ORDINALITY AS e(v, n) ORDER BY e.n LOOP
     BEGIN
-      v_r := json_build_object('ok', writ_call(v_call->>0, v_call->1));
+      v_r := json_build_object('ok', ${dispatcher}(v_call->>0, v_call->1));
     EXCEPTION WHEN OTHERS THEN
       v_r := json_build_object('state', SQLSTATE, 'message', SQLERRM);
     END;
@@ -227,7 +242,12 @@ BEGIN
   RETURN to_json(v_out);
 END
 $$;
-${CLAIM_PREPARED_SQL}`;
+`;
+}
+
+/** Migration 9's text: the dispatcher and the batch runner, and the claim with its prepare read. */
+export function batchFunctionsSql(fns: readonly PgFunction[]): string {
+  return `${dispatcherSql(fns, false)}${batchRunnerSql("writ_batch", "writ_call")}${CLAIM_PREPARED_SQL}`;
 }
 
 /**
@@ -375,4 +395,42 @@ ${dispatcherSql([...BATCHABLE, CLAIM_PREPARED_FN, ADMIT_CLAIMED_FN, CLAIM_NEXT_F
  */
 export function keysOnceSql(): string {
   return `${JSONB_LENIENT}${claimPreparedSql("CREATE OR REPLACE", KEYS_ONCE)}${admitClaimedFunctionSql("CREATE OR REPLACE", ADMIT_KEYS_ONCE)}`;
+}
+
+/** Every function a batch may call (what `writ_call` dispatches since migration 22). */
+export const BATCH_CALLS: readonly PgFunction[] = [...BATCHABLE, CLAIM_PREPARED_FN, ADMIT_CLAIMED_FN, CLAIM_NEXT_FN];
+
+/** The batch statement's runner since migration 25 (see `literalBatchSql`). */
+export const BATCH_RUNNER = "writ_batch_2";
+
+/**
+ * Migration 25's text: `writ_call_2` and `writ_batch_2`, the dispatcher and runner of
+ * `BATCH_CALLS` with each array argument sent as a PostgreSQL array literal (`argFromLiteral`,
+ * `batchArgs`). Same calls, same subtransaction per member, same answers. `writ_call` and
+ * `writ_batch` stay, unchanged, for processes of the previous version during a rolling upgrade:
+ * they send arrays as JSON, which a cast of the literal would refuse.
+ */
+export function literalBatchSql(): string {
+  return `${dispatcherSql(BATCH_CALLS, false, "writ_call_2", argFromLiteral)}${batchRunnerSql(BATCH_RUNNER, "writ_call_2")}`;
+}
+
+/** One element of an array literal: NULL, or the value's text in double quotes with `"` and `\` escaped. */
+function literalElement(v: unknown): string {
+  if (v === null || v === undefined) return "NULL";
+  if (typeof v === "string") return `"${v.replace(/["\\]/g, "\\$&")}"`;
+  if ((typeof v === "number" && Number.isFinite(v)) || typeof v === "bigint") return String(v);
+  throw new TypeError(`a batch argument's array holds a ${typeof v}, which has no array literal here`);
+}
+
+/**
+ * The arguments of one call of `f` as `writ_call_2` reads them (migration 25): each array as the
+ * text of a PostgreSQL array literal (`{"a","b",NULL}`), every other value as it is. An array's
+ * absence (null) stays null.
+ */
+export function batchArgs(f: PgFunction, params: readonly unknown[]): unknown[] {
+  return params.map((p, i) => {
+    if (!f.casts[i]?.endsWith("[]") || p === null || p === undefined) return p;
+    if (!Array.isArray(p)) throw new TypeError(`${f.fn}: argument ${i + 1} (${f.casts[i]}) is not an array`);
+    return `{${p.map(literalElement).join(",")}}`;
+  });
 }

@@ -18,7 +18,7 @@
  * count, run time, updatedAt) are authoritative over the copy inside `doc`.
  */
 
-import { BATCHABLE, DOC_TEXT, admitClaimedSql, batchFunctionsSql, claimInBatchSql, claimNextSql, keysOnceSql } from "./postgres-calls.js";
+import { BATCHABLE, DOC_TEXT, admitClaimedSql, batchFunctionsSql, claimInBatchSql, claimNextSql, keysOnceSql, literalBatchSql } from "./postgres-calls.js";
 
 /** One numbered migration. */
 export interface PostgresMigration {
@@ -1012,6 +1012,15 @@ DROP INDEX writ_completions_expired;
 DROP INDEX writ_notify_deliveries_done;
 `;
 
+/**
+ * The batch dispatcher with arrays as array literals (docs/stores.md, "Batches"): `writ_batch_2`
+ * and `writ_call_2` take the calls of `writ_batch` with each array argument as the text of a
+ * PostgreSQL array literal, cast at once, where `writ_call` took a JSON array apart in a subquery
+ * per argument (five per start and settlement), which the executor set up at every call. The old
+ * pair stays for processes of the previous version.
+ */
+const LITERAL_BATCH = literalBatchSql();
+
 /** All migrations, ascending by version. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, name: "initial_schema", sql: INITIAL_SCHEMA },
@@ -1038,6 +1047,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 22, name: "claim_next", sql: CLAIM_NEXT },
   { version: 23, name: "keys_once", sql: KEYS_ONCE },
   { version: 24, name: "lenient_documents", sql: LENIENT_DOCUMENTS },
+  { version: 25, name: "literal_batch", sql: LITERAL_BATCH },
 ];
 
 /** The schema version this build creates and expects. */

@@ -9,7 +9,7 @@ import { LeaseLostError, WritError, isWritError } from "../../core/errors.js";
 import { leaseView, type AdmitClaimedResult, type AdmitInput, type AdmitResult, type AdvanceInput, type BatchMember, type BeginFound, type BeginInput, type BeginResult, type ClaimedBatch, type ClaimedPrepared, type Prepared, type RecordInput, type SettleInput, type StoreTransitions } from "../../core/transitions.js";
 import type { ClaimOptions } from "../../core/store.js";
 import type { Approval, AttemptRecord, Authority, BreakerRecord, IdempotencyRecord, Invocation, JournalEntry, Scope, StepCheckpoint, UnsealedEntry } from "../../core/types.js";
-import { ADMIT_CLAIMED_FN, ADMIT_FN, ADVANCE_FN, BEGIN_FN, CLAIM_NEXT_FN, RECORD_FN, SEAL_IF_HEAD_FN, SETTLE_FN, callText, type PgFunction } from "./postgres-calls.js";
+import { ADMIT_CLAIMED_FN, ADMIT_FN, ADVANCE_FN, BATCH_RUNNER, BEGIN_FN, CLAIM_NEXT_FN, RECORD_FN, SEAL_IF_HEAD_FN, SETTLE_FN, batchArgs, callText, type PgFunction } from "./postgres-calls.js";
 import { toWritError } from "./postgres-errors.js";
 import { checkValues, statement, type Exec, type Statement } from "./postgres-exec.js";
 import { advisoryKeys } from "./postgres-locks.js";
@@ -33,7 +33,7 @@ const SINGLE = new Map<string, Statement>(
     ["t_admit_claimed", ADMIT_CLAIMED_FN],
   ].map(([name, f]) => [(f as PgFunction).fn, statement(name as string, callText(f as PgFunction))]),
 );
-const BATCH = statement("t_batch", "SELECT writ_batch($1::jsonb) AS out");
+const BATCH = statement("t_batch", `SELECT ${BATCH_RUNNER}($1::jsonb) AS out`);
 /** SQLSTATEs after which a batch member runs again alone: deadlock detected, serialization failure. */
 const RETRY_ALONE = new Set(["40P01", "40001"]);
 
@@ -441,7 +441,7 @@ export function postgresTransitions(
     });
     sent.sort((a, b) => lockOrder(calls[a]!, calls[b]!));
     if (sent.length > 0) {
-      const payload = JSON.stringify(sent.map((i) => [calls[i]!.fn.fn, calls[i]!.params]));
+      const payload = JSON.stringify(sent.map((i) => [calls[i]!.fn.fn, batchArgs(calls[i]!.fn, calls[i]!.params)]));
       const [r] = await run((x) => x.rows<{ out: Array<{ ok?: unknown; state?: string; message?: string }> }>(BATCH, [payload]));
       const answers = r?.out ?? [];
       const retry: number[] = [];
