@@ -193,7 +193,7 @@ const CLAIM_PREPARED_SQL = claimPreparedSql("CREATE", KEYS_REPARSED);
  * µs for the casts, in a loop of the two dispatchers on one server (docs/benchmarks.md, "2026-12-07
  * (night)").
  */
-function argFromLiteral(cast: string, i: number): string {
+export function argFromLiteral(cast: string, i: number): string {
   return cast.endsWith("[]") ? `(a->>${i})::${cast}` : argFromJson(cast, i);
 }
 
@@ -414,23 +414,28 @@ export function literalBatchSql(): string {
   return `${dispatcherSql(BATCH_CALLS, false, "writ_call_2", argFromLiteral)}${batchRunnerSql(BATCH_RUNNER, "writ_call_2")}`;
 }
 
-/** One element of an array literal: NULL, or the value's text in double quotes with `"` and `\` escaped. */
-function literalElement(v: unknown): string {
-  if (v === null || v === undefined) return "NULL";
+/**
+ * One element of an array literal: the value's text in double quotes, `"` and backslash escaped. No
+ * element is NULL: an unquoted NULL reads as the text "NULL" where `array_nulls` is off, and no
+ * batched call sends one.
+ */
+function literalElement(v: unknown, where: string): string {
   if (typeof v === "string") return `"${v.replace(/["\\]/g, "\\$&")}"`;
-  if ((typeof v === "number" && Number.isFinite(v)) || typeof v === "bigint") return String(v);
-  throw new TypeError(`a batch argument's array holds a ${typeof v}, which has no array literal here`);
+  if ((typeof v === "number" && Number.isFinite(v)) || typeof v === "bigint") return `"${String(v)}"`;
+  throw new TypeError(`${where} holds ${v === null ? "null" : `a ${typeof v}`}, which a batch does not send`);
 }
 
 /**
  * The arguments of one call of `f` as `writ_call_2` reads them (migration 25): each array as the
- * text of a PostgreSQL array literal (`{"a","b",NULL}`), every other value as it is. An array's
- * absence (null) stays null.
+ * text of a PostgreSQL array literal (`{"a","b"}`), every other value as it is. An array's
+ * absence (null) stays null. Throws a TypeError naming the function and the argument for a value
+ * it has no literal for.
  */
 export function batchArgs(f: PgFunction, params: readonly unknown[]): unknown[] {
   return params.map((p, i) => {
     if (!f.casts[i]?.endsWith("[]") || p === null || p === undefined) return p;
-    if (!Array.isArray(p)) throw new TypeError(`${f.fn}: argument ${i + 1} (${f.casts[i]}) is not an array`);
-    return `{${p.map(literalElement).join(",")}}`;
+    const where = `${f.fn}: argument ${i + 1} (${f.casts[i]})`;
+    if (!Array.isArray(p)) throw new TypeError(`${where} is not an array`);
+    return `{${p.map((v) => literalElement(v, where)).join(",")}}`;
   });
 }

@@ -68,6 +68,15 @@ function stepParams(s: StepCheckpoint): unknown[] {
   return [s.stepIndex, s.status, s.attemptId, s.connector ?? null, s.externalRef ?? null, docOf(s)];
 }
 
+/** A call's arguments as the batch runner reads them (`batchArgs`); a value it cannot encode is a usage error. */
+function encodedArgs(c: { fn: PgFunction; params: unknown[] }): unknown[] {
+  try {
+    return batchArgs(c.fn, c.params);
+  } catch (e) {
+    throw new WritError("INVALID_ARGUMENT", e instanceof Error ? e.message : String(e));
+  }
+}
+
 /** The error the generic composition would have thrown for a function's raised SQLSTATE. */
 function mapped(e: unknown, invocationId: string): unknown {
   if (!isWritError(e)) return e;
@@ -400,7 +409,7 @@ export interface BatchingOptions {
  * The transitions over `run`, which runs one statement on a pooled connection in autocommit, and
  * `journaled`, the sequencer's hint after a commit that wrote entries. Write transitions go
  * through one queue: a call that finds a batch in flight waits for it and goes with the calls
- * that queued meanwhile, in one `writ_batch` statement (docs/stores.md, "Batches"). A settle
+ * that queued meanwhile, in one `writ_batch_2` statement (docs/stores.md, "Batches"). A settle
  * that carries more work (`within`) runs as the generic composition (`fallback`).
  */
 export function postgresTransitions(
@@ -430,10 +439,13 @@ export function postgresTransitions(
     }
     const outcomes: BatchOutcome[] = new Array<BatchOutcome>(calls.length);
     const sent: number[] = [];
+    const args: unknown[][] = new Array<unknown[]>(calls.length);
     calls.forEach((c, i) => {
       try {
         // Deep: a string inside an array would fail the whole batch's JSON on the server.
         checkValues(c.params.flatMap((p) => (Array.isArray(p) ? p : [p])));
+        // A value with no array literal fails its member alone, as a refused one does.
+        args[i] = encodedArgs(c);
         sent.push(i);
       } catch (error) {
         outcomes[i] = { ok: false, error };
@@ -441,11 +453,11 @@ export function postgresTransitions(
     });
     sent.sort((a, b) => lockOrder(calls[a]!, calls[b]!));
     if (sent.length > 0) {
-      const payload = JSON.stringify(sent.map((i) => [calls[i]!.fn.fn, batchArgs(calls[i]!.fn, calls[i]!.params)]));
+      const payload = JSON.stringify(sent.map((i) => [calls[i]!.fn.fn, args[i]]));
       const [r] = await run((x) => x.rows<{ out: Array<{ ok?: unknown; state?: string; message?: string }> }>(BATCH, [payload]));
       const answers = r?.out ?? [];
       const retry: number[] = [];
-      if (answers.length !== sent.length) throw new WritError("STORE_ERROR", `writ_batch answered ${answers.length} outcomes for ${sent.length} calls`);
+      if (answers.length !== sent.length) throw new WritError("STORE_ERROR", `${BATCH_RUNNER} answered ${answers.length} outcomes for ${sent.length} calls`);
       sent.forEach((i, k) => {
         const c = calls[i]!;
         const a = answers[k]!;
