@@ -72,7 +72,7 @@ export interface PostgresStoreOptions {
   /**
    * How long (ms) a started journal sequencer coalesces commit hints of one scope, so one seal chains the
    * entries of several commits of a scope (docs/journal.md). Must stay well under the
-   * sequencer's `sealWithinMs`; 0 hints at once. @defaultValue 20
+   * sequencer's `sealWithinMs`; 0 hints at once. @defaultValue 60
    */
   journalHintDelayMs?: number;
   /**
@@ -173,7 +173,7 @@ export const POSTGRES_DEFAULTS = {
   autoMigrate: true,
   preparedStatements: true,
   listenReconnectMs: 1_000,
-  journalHintDelayMs: 20,
+  journalHintDelayMs: 60,
   analyzeEveryMs: 5_000,
   queueVacuumRows: 1_000,
   batchMax: 32,
