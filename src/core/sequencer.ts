@@ -84,6 +84,22 @@ interface ScopeRuns {
   queued: Promise<number> | null;
 }
 
+/** A hint a window left to a scope's holder: when it came, when this process seals anyway, its waiter. */
+interface BackstopHint {
+  at: number;
+  due: number;
+  resolve: () => void;
+}
+
+/** A scope's hints left to its holder (see `backstops` in createSequencer). */
+interface Backstop {
+  scope: Scope;
+  hints: BackstopHint[];
+}
+
+/** When the earliest of a backstop's hints is due. */
+const dueOf = (x: Backstop): number => Math.min(...x.hints.map((h) => h.due));
+
 const registry = new WeakMap<Store, Sequencer>();
 const noop = (): void => undefined;
 
@@ -155,7 +171,7 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
    * this process's commits never wait on a holder that stalls, or whose poll does not reach the
    * scope). The hints resolve when that seal settles, so that a store's close waits for it.
    */
-  const backstops = new Map<string, { scope: Scope; since: number; due: number; waiters: Array<() => void> }>();
+  const backstops = new Map<string, Backstop>();
   let backstopTimer: { timers: Clock; cancel: () => void } | null = null;
   /** Hint windows deciding which scopes to seal (`idle()` waits for them). */
   const deciding = new Set<Promise<void>>();
@@ -248,27 +264,29 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
   function backstop(scope: Scope, timers: Clock, resolve: () => void): void {
     const on = backstopTimer?.timers ?? timers;
     const k = scopeKey(scope);
-    const b = backstops.get(k);
     const now = on.now();
-    if (b !== undefined) {
-      b.waiters.push(resolve);
-      b.since = now;
-    } else backstops.set(k, { scope, since: now, due: now + Math.ceil(bound() / 2), waiters: [resolve] });
+    const hint = { at: now, due: now + Math.ceil(bound() / 2), resolve };
+    const b = backstops.get(k);
+    if (b !== undefined) b.hints.push(hint);
+    else backstops.set(k, { scope, hints: [hint] });
     if (backstopTimer === null) armBackstops(on);
   }
 
   function armBackstops(timers: Clock): void {
-    const next = Math.min(...[...backstops.values()].map((x) => x.due));
+    const next = Math.min(...[...backstops.values()].map(dueOf));
     const cancel = timers.setTimer(Math.max(1, next - timers.now()), () => {
       backstopTimer = null;
-      void fireBackstops(timers.now() + bound() / 4);
+      // idle() waits for it like a window deciding: its read comes before any seal it starts.
+      const f = fireBackstops(timers.now() + bound() / 4, timers).then(noop, noop);
+      deciding.add(f);
+      void f.finally(() => deciding.delete(f));
       if (backstops.size > 0) armBackstops(timers);
     });
     backstopTimer = { timers, cancel };
   }
 
   /** Takes the backstops `which` picks out of the map (the timer goes with the last one). */
-  function takeBackstops(which: (k: string, x: { since: number; due: number }) => boolean): Array<{ scope: Scope; waiters: Array<() => void> }> {
+  function takeBackstops(which: (k: string, x: Backstop) => boolean): Backstop[] {
     const taken = [...backstops].filter(([k, x]) => which(k, x));
     for (const [k] of taken) backstops.delete(k);
     if (backstops.size === 0 && backstopTimer !== null) {
@@ -278,9 +296,59 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
     return taken.map(([, x]) => x);
   }
 
-  /** Seals the backstops due by `until` (all of them with Infinity); resolves when their seals settled. */
-  function fireBackstops(until: number): Promise<unknown> {
-    return Promise.all(takeBackstops((_, x) => x.due <= until).map((x) => sealHinted(x.scope).then(() => x.waiters.forEach((w) => w()))));
+  /**
+   * Resolves the hints of `x` whose commits are sealed: none of its scope's unsealed entries is as
+   * old as the hint (`oldest`: the oldest unsealed entry's `at`, Infinity when none; an entry's `at`
+   * is before its commit, on the clock the hints are timed on). Returns the hints still waiting.
+   */
+  function settleCovered(x: Backstop, oldest: number): BackstopHint[] {
+    const left: BackstopHint[] = [];
+    for (const h of x.hints) {
+      if (oldest > h.at) h.resolve();
+      else left.push(h);
+    }
+    return left;
+  }
+
+  /**
+   * Seals the backstops due by `until` (all of them with Infinity); resolves when their seals
+   * settled. On the clock of a started poll (`timers`), one read of the scopes with unsealed entries
+   * comes first: a hint whose commits a holder has sealed since resolves without a seal here, and a
+   * backstop whose remaining hints are not due yet goes back to wait. Under steady load a held
+   * scope is hinted at every window, so most of its backstop's hints are sealed by the holder by
+   * the time the first is due; sealing anyway raced the holder for the chain's head (with four
+   * worker processes on one scope, about a third of all seal attempts lost such a race and read
+   * again). A backstop keeps every hint's own time and due, so a late hint never delays an early
+   * one's seal.
+   */
+  async function fireBackstops(until: number, timers?: Clock): Promise<unknown> {
+    const due = takeBackstops((_, x) => dueOf(x) <= until);
+    if (due.length === 0) return;
+    let seal = due;
+    if (timers !== undefined && timers === clock) {
+      const found = await readCommitted(store, (tx) => tx.unsealedScopes(POLL_SCOPES)).catch(() => null);
+      if (found !== null && found.length < POLL_SCOPES) {
+        const oldest = new Map(found.map((sc) => [scopeKey(sc), sc.oldestAt]));
+        seal = [];
+        for (const x of due) {
+          const left = settleCovered(x, oldest.get(scopeKey(x.scope)) ?? Infinity);
+          if (left.length === 0) continue;
+          const rest = { scope: x.scope, hints: left };
+          if (dueOf(rest) <= until) seal.push(rest);
+          else putBack(rest, timers);
+        }
+      }
+    }
+    return Promise.all(seal.map((x) => sealHinted(x.scope).then(() => x.hints.forEach((h) => h.resolve()))));
+  }
+
+  /** Returns a backstop's waiting hints to the map (beside any that came meanwhile), its timer armed. */
+  function putBack(x: Backstop, timers: Clock): void {
+    const k = scopeKey(x.scope);
+    const b = backstops.get(k);
+    if (b !== undefined) b.hints.unshift(...x.hints);
+    else backstops.set(k, x);
+    if (backstopTimer === null) armBackstops(timers);
   }
 
   /** Gives up the claims of scopes idle for IDLE_CLAIM_MS (all of them with `all`). */
@@ -353,12 +421,15 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
         { oldest, before: polled.sighted },
       );
       polled.sighted = oldest;
-      // A backstop this poll shows needless: the poll saw every scope with unsealed entries (fewer
-      // than its limit), and none of this scope's is as old as the backstop's last hint (an entry's
-      // `at` is before its commit, on the clock the poll runs on), so the commits it covers are sealed.
+      // Backstop hints this poll shows needless: the poll saw every scope with unsealed entries
+      // (fewer than its limit), and none of the scope's is as old as the hint (an entry's `at` is
+      // before its commit, on the clock the poll runs on), so the commits it covers are sealed.
       if (found.length < POLL_SCOPES && backstopTimer?.timers === polled.clock) {
-        const needless = takeBackstops((k, x) => (oldest.get(k) ?? Infinity) > x.since);
-        for (const x of needless) x.waiters.forEach((w) => w());
+        for (const [k, x] of [...backstops]) {
+          const left = settleCovered(x, oldest.get(k) ?? Infinity);
+          if (left.length === 0) takeBackstops((key) => key === k);
+          else x.hints = left;
+        }
       }
       await releaseClaims(now, false);
     }

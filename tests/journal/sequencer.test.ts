@@ -28,6 +28,9 @@
  *   (the backstop), or at once by `idle()`; the hint resolves only then (a store's close waits).
  * - Q11 a poll that finds the scope with nothing unsealed as old as the backstop's hint drops the
  *   backstop (the holder sealed those commits): no seal of its own, and the hint resolves.
+ * - Q12 a backstop that comes due after the holder sealed its hint's commits (between the last
+ *   poll and the due time) reads first and resolves the hint without a seal of its own: sealing
+ *   anyway raced the holder for the chain's head.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appendJournal, readWholeJournal, sealScopeNow } from "../../src/core/journal.js";
@@ -393,6 +396,38 @@ describe("one sealer per scope (memory store with stand-in claims)", () => {
     await seq.idle(); // seals the backstop now
     await hinted;
     expect(await sealedIds(store, scope)).toEqual(["q"]);
+    await stop();
+    await store.close();
+  });
+
+  // Q12
+  it("a backstop due after the holder sealed its hint's commits resolves it without a seal of its own", async () => {
+    const c = standIn();
+    const { store, hint } = shared(c.api);
+    const scope = newScope();
+    c.elsewhere.add(c.key(scope));
+    const clock = manualClock(T);
+    const seq = sequencerFor(store, crypto);
+    const stop = seq.start({ clock, sealWithinMs: 200 }); // polls every 50 ms; a backstop 100 ms after its window
+    await store.transact((tx) => appendJournal(tx, crypto, scope, [draft("s0", T - 5), draft("s1", T)]));
+    let done = false;
+    const hinted = hint(scope).then(() => void (done = true));
+    clock.advance(20); // T + 20: the window leaves the scope to its holder; the backstop is due at T + 120
+    await turns();
+    clock.advance(30); // the poll at T + 50 sees s0 as the oldest unsealed entry
+    await turns();
+    expect(await sealScopeNow(store, crypto, scope)).toBe(2); // the holder seals s0 and s1
+    // A commit of another process, stamped before the hint, lands unsealed.
+    await store.transact((tx) => appendJournal(tx, crypto, scope, [draft("s2", T + 1)]));
+    clock.advance(50); // the poll at T + 100 sees s2 for the first time: older than the hint, so it waits
+    await turns();
+    expect(done).toBe(false);
+    expect(await sealScopeNow(store, crypto, scope)).toBe(1); // the holder seals s2
+    await store.transact((tx) => appendJournal(tx, crypto, scope, [draft("s3", T + 110)])); // not hinted here
+    clock.advance(20); // T + 120: the backstop reads, finds nothing unsealed as old as its hint
+    await hinted;
+    await turns();
+    expect(await sealedIds(store, scope)).toEqual(["s0", "s1", "s2"]); // s3 left to its holder: no seal here
     await stop();
     await store.close();
   });

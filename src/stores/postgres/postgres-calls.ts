@@ -191,7 +191,7 @@ const CLAIM_PREPARED_SQL = claimPreparedSql("CREATE", KEYS_REPARSED);
  * an array out of the JSON took a subquery (unnest, sort, ARRAY), and the executor sets up every
  * subquery of a statement at each run, taken or not: about 13 µs per call of five arrays against 2
  * µs for the casts, in a loop of the two dispatchers on one server (docs/benchmarks.md, "2026-12-07
- * (night)").
+ * (morning)").
  */
 export function argFromLiteral(cast: string, i: number): string {
   return cast.endsWith("[]") ? `(a->>${i})::${cast}` : argFromJson(cast, i);
