@@ -167,12 +167,12 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
   /** The scopes this store claimed, and when each last had something to seal. */
   const claimed = new Map<string, { scope: Scope; at: number }>();
   /**
-   * Scopes a hint window left to their holder, each to be sealed here anyway at `due` (a backstop:
-   * this process's commits never wait on a holder that stalls, or whose poll does not reach the
-   * scope). The hints resolve when that seal settles, so that a store's close waits for it.
+   * Scopes a hint window left to their holder, each hint to be sealed here anyway at its due time
+   * (a backstop: this process's commits never wait on a holder that stalls, or whose poll does not
+   * reach the scope). The hints resolve when that seal settles, so that a store's close waits for it.
    */
   const backstops = new Map<string, Backstop>();
-  let backstopTimer: { timers: Clock; cancel: () => void } | null = null;
+  let backstopTimer: { timers: Clock; cancel: () => void; at: number } | null = null;
   /** Hint windows deciding which scopes to seal (`idle()` waits for them). */
   const deciding = new Set<Promise<void>>();
 
@@ -282,7 +282,7 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
       void f.finally(() => deciding.delete(f));
       if (backstops.size > 0) armBackstops(timers);
     });
-    backstopTimer = { timers, cancel };
+    backstopTimer = { timers, cancel, at: next };
   }
 
   /** Takes the backstops `which` picks out of the map (the timer goes with the last one). */
@@ -297,14 +297,16 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
   }
 
   /**
-   * Resolves the hints of `x` whose commits are sealed: none of its scope's unsealed entries is as
-   * old as the hint (`oldest`: the oldest unsealed entry's `at`, Infinity when none; an entry's `at`
-   * is before its commit, on the clock the hints are timed on). Returns the hints still waiting.
+   * Resolves the hints of `x` whose commits are sealed, by a read of the scopes with unsealed
+   * entries that began at `readAt`: the hint came before the read began (so its commits, which came
+   * before the hint, are in what the read saw), and none of the scope's unsealed entries is as old
+   * as the hint (`oldest`: the oldest unsealed entry's `at`, Infinity when none; an entry's `at` is
+   * before its commit, on the clock the hints are timed on). Returns the hints still waiting.
    */
-  function settleCovered(x: Backstop, oldest: number): BackstopHint[] {
+  function settleCovered(x: Backstop, oldest: number, readAt: number): BackstopHint[] {
     const left: BackstopHint[] = [];
     for (const h of x.hints) {
-      if (oldest > h.at) h.resolve();
+      if (h.at < readAt && oldest > h.at) h.resolve();
       else left.push(h);
     }
     return left;
@@ -326,15 +328,21 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
     if (due.length === 0) return;
     let seal = due;
     if (timers !== undefined && timers === clock) {
-      const found = await readCommitted(store, (tx) => tx.unsealedScopes(POLL_SCOPES)).catch(() => null);
+      const readAt = timers.now();
+      // A failed read (thrown or rejected) seals as before.
+      const found = await Promise.resolve()
+        .then(() => readCommitted(store, (tx) => tx.unsealedScopes(POLL_SCOPES)))
+        .catch(() => null);
       if (found !== null && found.length < POLL_SCOPES) {
         const oldest = new Map(found.map((sc) => [scopeKey(sc), sc.oldestAt]));
+        // Stopped during the read: nothing goes back to wait on a clock no poll runs.
+        const live = timers === clock;
         seal = [];
         for (const x of due) {
-          const left = settleCovered(x, oldest.get(scopeKey(x.scope)) ?? Infinity);
+          const left = settleCovered(x, oldest.get(scopeKey(x.scope)) ?? Infinity, readAt);
           if (left.length === 0) continue;
           const rest = { scope: x.scope, hints: left };
-          if (dueOf(rest) <= until) seal.push(rest);
+          if (!live || dueOf(rest) <= until) seal.push(rest);
           else putBack(rest, timers);
         }
       }
@@ -348,6 +356,11 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
     const b = backstops.get(k);
     if (b !== undefined) b.hints.unshift(...x.hints);
     else backstops.set(k, x);
+    // The timer may be armed for a later backstop's due time: armed again for the earliest.
+    if (backstopTimer !== null && backstopTimer.at > dueOf(x)) {
+      backstopTimer.cancel();
+      backstopTimer = null;
+    }
     if (backstopTimer === null) armBackstops(timers);
   }
 
@@ -410,6 +423,7 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
    */
   async function sealFound(polled: { clock: Clock; sighted: Map<string, number> } | null): Promise<number> {
     // A read: on PostgreSQL one statement in autocommit, not BEGIN, the read and COMMIT.
+    const readAt = polled?.clock.now() ?? 0;
     const found = await readCommitted(store, (tx) => tx.unsealedScopes(POLL_SCOPES));
     let scopes: Scope[] = found;
     if (polled !== null) {
@@ -426,7 +440,7 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
       // before its commit, on the clock the poll runs on), so the commits it covers are sealed.
       if (found.length < POLL_SCOPES && backstopTimer?.timers === polled.clock) {
         for (const [k, x] of [...backstops]) {
-          const left = settleCovered(x, oldest.get(k) ?? Infinity);
+          const left = settleCovered(x, oldest.get(k) ?? Infinity, readAt);
           if (left.length === 0) takeBackstops((key) => key === k);
           else x.hints = left;
         }
@@ -544,9 +558,14 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
         clock = starts.at(-1)?.clock ?? null;
         cancel?.();
         await current;
-        // Windows still deciding, then every backstop: a stop seals what waits, whoever holds it.
-        await Promise.allSettled([...deciding]);
-        await fireBackstops(Infinity);
+        // Windows still deciding (and a backstop timer's read), then every backstop: a stop seals
+        // what waits, whoever holds it.
+        // Twice: a backstop timer that fired during the first pass has its read in `deciding` (and,
+        // its clock no longer a poll's, seals what it took rather than putting it back).
+        for (let pass = 0; pass < 2; pass++) {
+          await Promise.allSettled([...deciding]);
+          await fireBackstops(Infinity);
+        }
         // The last poll gives its claims up; the scopes' next hints or polls elsewhere take them.
         if (starts.length === 0) await releaseClaims(0, true);
       };

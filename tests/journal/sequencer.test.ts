@@ -31,6 +31,9 @@
  * - Q12 a backstop that comes due after the holder sealed its hint's commits (between the last
  *   poll and the due time) reads first and resolves the hint without a seal of its own: sealing
  *   anyway raced the holder for the chain's head.
+ * - Q13 a backstop keeps each hint's own due time: a hint its due read shows sealed resolves, a
+ *   later one still unsealed goes back to wait and is sealed at its own due time, even when the
+ *   timer was meanwhile armed for another scope's later one.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appendJournal, readWholeJournal, sealScopeNow } from "../../src/core/journal.js";
@@ -245,18 +248,21 @@ describe("one sealer per scope (memory store with stand-in claims)", () => {
     for (let i = 0; i < 30; i++) await new Promise((r) => setImmediate(r));
   };
   const sealedIds = async (store: Store, scope: Scope): Promise<string[]> => (await readWholeJournal(store, scope)).map((e) => e.id);
+  /** A store whose scope `scope` another store holds (a stand-in's claims), a manual clock at T, and the store's sequencer. */
+  const heldElsewhere = () => {
+    const c = standIn();
+    const { store, hint } = shared(c.api);
+    const scope = newScope();
+    c.elsewhere.add(c.key(scope));
+    return { c, store, hint, scope, clock: manualClock(T), seq: sequencerFor(store, crypto) };
+  };
   /**
    * A started sequencer (bound `sealWithinMs`) whose store holds one entry `id` in a scope another
    * store holds, hinted and left to that holder by the window at T + 20; `hinted` resolves with
    * the hint (`resolved()` says whether it has).
    */
   const leftToHolder = async (sealWithinMs: number, id: string) => {
-    const c = standIn();
-    const { store, hint } = shared(c.api);
-    const scope = newScope();
-    c.elsewhere.add(c.key(scope));
-    const clock = manualClock(T);
-    const seq = sequencerFor(store, crypto);
+    const { store, hint, scope, clock, seq } = heldElsewhere();
     const stop = seq.start({ clock, sealWithinMs });
     await store.transact((tx) => appendJournal(tx, crypto, scope, [draft(id, T)]));
     let done = false;
@@ -308,12 +314,7 @@ describe("one sealer per scope (memory store with stand-in claims)", () => {
 
   // Q7
   it("a sequencer that is not started leaves a held scope to its holder, and seals it itself half a bound later", async () => {
-    const c = standIn();
-    const { store, hint } = shared(c.api);
-    const scope = newScope();
-    c.elsewhere.add(c.key(scope));
-    const clock = manualClock(T);
-    sequencerFor(store, crypto);
+    const { c, store, hint, scope, clock } = heldElsewhere();
     sequencerHintClock(store, clock); // half the default bound: 125 ms
     await store.transact((tx) => appendJournal(tx, crypto, scope, [draft("a", T)]));
     const h = hint(scope);
@@ -402,12 +403,7 @@ describe("one sealer per scope (memory store with stand-in claims)", () => {
 
   // Q12
   it("a backstop due after the holder sealed its hint's commits resolves it without a seal of its own", async () => {
-    const c = standIn();
-    const { store, hint } = shared(c.api);
-    const scope = newScope();
-    c.elsewhere.add(c.key(scope));
-    const clock = manualClock(T);
-    const seq = sequencerFor(store, crypto);
+    const { store, hint, scope, clock, seq } = heldElsewhere();
     const stop = seq.start({ clock, sealWithinMs: 200 }); // polls every 50 ms; a backstop 100 ms after its window
     await store.transact((tx) => appendJournal(tx, crypto, scope, [draft("s0", T - 5), draft("s1", T)]));
     let done = false;
@@ -428,6 +424,54 @@ describe("one sealer per scope (memory store with stand-in claims)", () => {
     await hinted;
     await turns();
     expect(await sealedIds(store, scope)).toEqual(["s0", "s1", "s2"]); // s3 left to its holder: no seal here
+    await stop();
+    await store.close();
+  });
+
+  // Q13
+  it("a later hint still unsealed at the first one's due time is sealed at its own due time", async () => {
+    const { store, hint, scope: a, clock, seq, c } = heldElsewhere();
+    const b = newScope();
+    c.elsewhere.add(c.key(b));
+    const stop = seq.start({ clock, sealWithinMs: 200 }); // polls every 50 ms; a hint's backstop 100 ms after its window
+    const append = (scope: Scope, id: string, at: number): Promise<unknown> => store.transact((tx) => appendJournal(tx, crypto, scope, [draft(id, at)]));
+    const hints: string[] = [];
+    await append(a, "a0", T - 5);
+    const hA1 = hint(a).then(() => void hints.push("A1"));
+    clock.advance(20); // T + 20: the window leaves A to its holder; A1 due at T + 120
+    await turns();
+    clock.advance(30); // the poll at T + 50 sees a0
+    await turns();
+    clock.advance(5);
+    await sealScopeNow(store, crypto, a); // the holder seals a0
+    await append(a, "a1", T + 1); // another process's commit, stamped before A1
+    clock.advance(5); // T + 60
+    await append(a, "a2", T + 60);
+    const hA2 = hint(a).then(() => void hints.push("A2"));
+    clock.advance(20); // T + 80: A2 due at T + 180
+    await turns();
+    clock.advance(10); // T + 90
+    await append(b, "b1", T + 90);
+    const hB = hint(b).then(() => void hints.push("B"));
+    clock.advance(10); // the poll at T + 100 sees a1, older than both of A's hints
+    await turns();
+    clock.advance(5);
+    await sealScopeNow(store, crypto, a); // the holder seals a1 and a2
+    await append(a, "a3", T + 70); // another late one: older than A2, not than A1
+    clock.advance(5); // T + 110: B's window, B due at T + 210
+    await turns();
+    clock.advance(10); // T + 120: A1's due read resolves A1; A2 goes back to wait
+    await hA1;
+    await turns();
+    expect(hints).toEqual(["A1"]);
+    expect(await sealedIds(store, a)).toEqual(["a0", "a1", "a2"]); // no seal here yet
+    clock.advance(30); // the poll at T + 150 sees a3 for the first time
+    await turns();
+    clock.advance(30); // T + 180: A2's due time (B's, at T + 210, goes with it: due within a quarter bound)
+    await turns();
+    expect(await sealedIds(store, a)).toEqual(["a0", "a1", "a2", "a3"]);
+    await Promise.all([hA2, hB]);
+    expect(hints.sort()).toEqual(["A1", "A2", "B"]);
     await stop();
     await store.close();
   });
