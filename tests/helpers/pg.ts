@@ -330,24 +330,6 @@ async function dropDatabase(adminUrl: string, name: string): Promise<void> {
   });
 }
 
-/**
- * A fresh migrated database and a plain client connected to it, for tests of the store's SQL
- * functions; `close` ends the client and drops the database.
- */
-export async function freshClient(): Promise<{ db: FreshDatabase; client: pg.Client; close(): Promise<void> }> {
-  const db = await freshDatabase();
-  const client = new pg.Client({ connectionString: db.url });
-  await client.connect();
-  return {
-    db,
-    client,
-    async close() {
-      await client.end();
-      await db.drop();
-    },
-  };
-}
-
 /** Runs `fn` with a client of its own on `url` (connected within 10 s, always ended). */
 export async function admin<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });

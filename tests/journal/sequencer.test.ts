@@ -31,6 +31,7 @@
  * - Q12 a backstop that comes due after the holder sealed its hint's commits (between the last
  *   poll and the due time) reads first and resolves the hint without a seal of its own: sealing
  *   anyway raced the holder for the chain's head.
+ * - Q14 a due backstop whose read of the unsealed scopes fails seals as it did before the read.
  * - Q13 a backstop keeps each hint's own due time: a hint its due read shows sealed resolves, a
  *   later one still unsealed goes back to wait and is sealed at its own due time, even when the
  *   timer was meanwhile armed for another scope's later one.
@@ -39,7 +40,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appendJournal, readWholeJournal, sealScopeNow } from "../../src/core/journal.js";
 import { manualClock } from "../../src/core/manual-clock.js";
 import { sequencerFor, sequencerHintClock } from "../../src/core/sequencer.js";
-import type { JournalSealers, Store } from "../../src/core/store.js";
+import type { JournalSealers, Store, StoreTx } from "../../src/core/store.js";
 import type { Scope } from "../../src/core/types.js";
 import { createKeyring, memoryStore, nodeCryptoPort, sealJournalNow, verifyJournalIn } from "../../src/index.js";
 import { makeHostBench } from "../host/fixture.js";
@@ -229,15 +230,29 @@ describe("one sealer per scope (memory store with stand-in claims)", () => {
     };
     return { api, mine, elsewhere, calls, key, fail: (v: boolean) => void (failing = v) };
   };
-  /** A memory store with a 20 ms hint delay, claims, and hints fired by the test. */
+  /**
+   * A memory store with a 20 ms hint delay, claims, and hints fired by the test; while
+   * `failScopeReads.on`, every read of the scopes with unsealed entries fails.
+   */
+  const failScopeReads = { on: false };
   const shared = (claims: JournalSealers): { store: Store; hint: (scope: Scope) => Promise<void> } => {
     const inner = memoryStore();
     const listeners: Array<(scope: Scope) => void | Promise<void>> = [];
+    const failing = (tx: StoreTx): StoreTx =>
+      new Proxy(tx, {
+        get(t, prop) {
+          if (prop === "unsealedScopes" && failScopeReads.on) return () => Promise.reject(new Error("injected: the read of unsealed scopes failed"));
+          const v = Reflect.get(t, prop) as unknown;
+          return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+        },
+      });
     const store = new Proxy(inner, {
       get(target, prop) {
         if (prop === "journalHintDelayMs") return 20;
         if (prop === "journalSealers") return claims;
         if (prop === "onJournalAppend") return (cb: (scope: Scope) => void | Promise<void>) => void listeners.push(cb);
+        if (prop === "transact") return <T>(fn: (tx: StoreTx) => Promise<T>) => target.transact((tx) => fn(failing(tx)));
+        if (prop === "read" && target.read !== undefined) return <T>(fn: (tx: StoreTx) => Promise<T>) => target.read!((tx) => fn(failing(tx)));
         const v = Reflect.get(target, prop) as unknown;
         return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
       },
@@ -472,6 +487,21 @@ describe("one sealer per scope (memory store with stand-in claims)", () => {
     expect(await sealedIds(store, a)).toEqual(["a0", "a1", "a2", "a3"]);
     await Promise.all([hA2, hB]);
     expect(hints.sort()).toEqual(["A1", "A2", "B"]);
+    await stop();
+    await store.close();
+  });
+
+  // Q14
+  it("a due backstop whose read fails seals anyway", async () => {
+    const { store, scope, clock, stop, hinted } = await leftToHolder(200, "f"); // polls every 50 ms; the backstop at T + 120
+    failScopeReads.on = true; // the polls' reads fail too, so no poll resolves or seals it
+    try {
+      clock.advance(100); // T + 120: the backstop's read fails; it seals
+      await hinted;
+      expect(await sealedIds(store, scope)).toEqual(["f"]);
+    } finally {
+      failScopeReads.on = false;
+    }
     await stop();
     await store.close();
   });

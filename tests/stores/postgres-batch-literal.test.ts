@@ -16,23 +16,16 @@
  */
 import fc from "fast-check";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { storable } from "../../src/core/text.js";
 import { BATCH_RUNNER, SEAL_IF_HEAD_FN, argFromLiteral, batchArgs, type PgFunction } from "../../src/stores/postgres/postgres-calls.js";
 import { fcRun } from "../helpers/seed.js";
-import { freshClient, pgServerOrNull } from "../helpers/pg.js";
+import { clientPerFile } from "../helpers/pg-client.js";
+import { pgServerOrNull } from "../helpers/pg.js";
 
 const server = await pgServerOrNull();
-let fresh: Awaited<ReturnType<typeof freshClient>> | undefined;
 let c: pg.Client;
-
-beforeAll(async () => {
-  if (server === null) return;
-  fresh = await freshClient();
-  c = fresh.client;
-});
-
-afterAll(() => fresh?.close());
+clientPerFile(server, (client) => (c = client));
 
 /** A function of three array parameters, for reading `batchArgs`' output back as `writ_call_2` casts it. */
 const THREE: PgFunction = { fn: "three", casts: ["text[]", "json[]", "bigint[]"], returns: "json" };

@@ -15,21 +15,14 @@
  */
 import fc from "fast-check";
 import pg from "pg";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { fcRun } from "../helpers/seed.js";
-import { freshClient, pgServerOrNull } from "../helpers/pg.js";
+import { clientPerFile } from "../helpers/pg-client.js";
+import { pgServerOrNull } from "../helpers/pg.js";
 
 const server = await pgServerOrNull();
-let fresh: Awaited<ReturnType<typeof freshClient>> | undefined;
 let c: pg.Client;
-
-beforeAll(async () => {
-  if (server === null) return;
-  fresh = await freshClient();
-  c = fresh.client;
-});
-
-afterAll(() => fresh?.close());
+clientPerFile(server, (client) => (c = client));
 
 /** Strings with the characters that trouble PostgreSQL's JSON operators, among ordinary ones. */
 const awkward = fc.array(fc.constantFrom("\u0000", "\ud800", "\udc00", "\\", "\\u0000", "u0000", '"', "\ud83d\ude00", "é", "a", " ", "\\\\"), { maxLength: 12 }).map((parts) => parts.join(""));
