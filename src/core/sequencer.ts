@@ -364,6 +364,20 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
     if (backstopTimer === null) armBackstops(timers);
   }
 
+  /**
+   * Waits for the hint windows deciding (and backstop timers' reads), then seals every backstop
+   * now: nothing is left to a holder. Again while either is left, at most `passes` times (a stop
+   * must end while other processes' commits keep hinting).
+   */
+  async function settleHints(passes = Infinity): Promise<void> {
+    for (let pass = 0; pass < passes; pass++) {
+      flushDelayed();
+      if (deciding.size === 0 && backstops.size === 0) return;
+      await Promise.allSettled([...deciding]);
+      await fireBackstops(Infinity);
+    }
+  }
+
   /** Gives up the claims of scopes idle for IDLE_CLAIM_MS (all of them with `all`). */
   async function releaseClaims(now: number, all: boolean): Promise<void> {
     if (sealers === undefined) return;
@@ -439,11 +453,12 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
       // (fewer than its limit), and none of the scope's is as old as the hint (an entry's `at` is
       // before its commit, on the clock the poll runs on), so the commits it covers are sealed.
       if (found.length < POLL_SCOPES && backstopTimer?.timers === polled.clock) {
-        for (const [k, x] of [...backstops]) {
-          const left = settleCovered(x, oldest.get(k) ?? Infinity, readAt);
-          if (left.length === 0) takeBackstops((key) => key === k);
-          else x.hints = left;
+        const settled = new Set<string>();
+        for (const [k, x] of backstops) {
+          x.hints = settleCovered(x, oldest.get(k) ?? Infinity, readAt);
+          if (x.hints.length === 0) settled.add(k);
         }
+        takeBackstops((k) => settled.has(k));
       }
       await releaseClaims(now, false);
     }
@@ -558,30 +573,16 @@ function createSequencer(store: Store, crypto: CryptoPort, onError?: (err: unkno
         clock = starts.at(-1)?.clock ?? null;
         cancel?.();
         await current;
-        // Windows still deciding (and a backstop timer's read), then every backstop: a stop seals
-        // what waits, whoever holds it.
-        // Twice: a backstop timer that fired during the first pass has its read in `deciding` (and,
-        // its clock no longer a poll's, seals what it took rather than putting it back).
-        for (let pass = 0; pass < 2; pass++) {
-          await Promise.allSettled([...deciding]);
-          await fireBackstops(Infinity);
-        }
+        // A stop seals what waits, whoever holds it. Two passes: a backstop timer that fired during
+        // the first has its read in `deciding`, and (its clock no longer a poll's) seals what it took.
+        await settleHints(2);
         // The last poll gives its claims up; the scopes' next hints or polls elsewhere take them.
         if (starts.length === 0) await releaseClaims(0, true);
       };
     },
     async idle() {
       for (;;) {
-        flushDelayed();
-        // Windows still deciding, then their backstops, sealed now: idle() leaves nothing to a holder.
-        if (deciding.size > 0) {
-          await Promise.allSettled([...deciding]);
-          continue;
-        }
-        if (backstops.size > 0) {
-          await fireBackstops(Infinity);
-          continue;
-        }
+        await settleHints();
         const pending: Promise<unknown>[] = [...runs.values()].flatMap((r) => [r.running, r.queued]).filter((p): p is Promise<number> => p !== null);
         if (pending.length === 0) return;
         await Promise.allSettled(pending);

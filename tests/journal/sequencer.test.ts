@@ -32,6 +32,8 @@
  *   poll and the due time) reads first and resolves the hint without a seal of its own: sealing
  *   anyway raced the holder for the chain's head.
  * - Q14 a due backstop whose read of the unsealed scopes fails seals as it did before the read.
+ * - Q15 a stop waits for a due backstop's read still in flight (the timer's read is among the work
+ *   it waits for), and the backstop's hint resolves with its seal before the stop does.
  * - Q13 a backstop keeps each hint's own due time: a hint its due read shows sealed resolves, a
  *   later one still unsealed goes back to wait and is sealed at its own due time, even when the
  *   timer was meanwhile armed for another scope's later one.
@@ -235,6 +237,8 @@ describe("one sealer per scope (memory store with stand-in claims)", () => {
    * `failScopeReads.on`, every read of the scopes with unsealed entries fails.
    */
   const failScopeReads = { on: false };
+  /** While `until` is set, every read of the scopes with unsealed entries waits for it first. */
+  const holdScopeReads: { until: Promise<void> | null } = { until: null };
   const shared = (claims: JournalSealers): { store: Store; hint: (scope: Scope) => Promise<void> } => {
     const inner = memoryStore();
     const listeners: Array<(scope: Scope) => void | Promise<void>> = [];
@@ -242,6 +246,13 @@ describe("one sealer per scope (memory store with stand-in claims)", () => {
       new Proxy(tx, {
         get(t, prop) {
           if (prop === "unsealedScopes" && failScopeReads.on) return () => Promise.reject(new Error("injected: the read of unsealed scopes failed"));
+          if (prop === "unsealedScopes" && holdScopeReads.until !== null) {
+            const until = holdScopeReads.until;
+            return async (...a: unknown[]) => {
+              await until;
+              return (Reflect.get(t, prop) as (...x: unknown[]) => unknown).apply(t, a);
+            };
+          }
           const v = Reflect.get(t, prop) as unknown;
           return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(t) : v;
         },
@@ -503,6 +514,36 @@ describe("one sealer per scope (memory store with stand-in claims)", () => {
       failScopeReads.on = false;
     }
     await stop();
+    await store.close();
+  });
+
+  // Q15
+  it("a stop waits for a due backstop's read in flight, and its hint resolves with the seal", async () => {
+    const { store, scope, clock, stop, hinted, resolved } = await leftToHolder(200, "w"); // polls every 50 ms; the backstop at T + 120
+    failScopeReads.on = true; // the polls at T + 50 and T + 100 read nothing, so none seals or resolves it
+    clock.advance(80);
+    await turns();
+    failScopeReads.on = false;
+    let release!: () => void;
+    holdScopeReads.until = new Promise<void>((r) => (release = r));
+    let stopped = false;
+    try {
+      clock.advance(20); // T + 120: the backstop takes its hint and reads, held
+      await turns();
+      const stopping = stop().then(() => void (stopped = true));
+      await turns();
+      expect(stopped).toBe(false); // the stop waits for that read
+      expect(resolved()).toBe(false);
+      release();
+      await stopping;
+      // The read answered after the poll was gone: what it took is sealed before the stop resolves.
+      expect(resolved()).toBe(true);
+      await hinted;
+      expect(await sealedIds(store, scope)).toEqual(["w"]);
+    } finally {
+      holdScopeReads.until = null;
+      release();
+    }
     await store.close();
   });
 
