@@ -4,11 +4,15 @@
  * then once against the test server.
  *
  * Invariants: `now()` is the process clock plus the server's offset measured at the middle of the
- * sample's round trip; a sample with a long round trip never replaces a better one; `ready()`
+ * sample's round trip, timed from the statement's send (connecting and pool waits excluded); a
+ * sampling keeps its shortest read; a sample replaces the one in use only when its error bound
+ * (half its round trip) is no larger than that one's aged by 500 ppm of drift, or when a stepped
+ * wall clock voided that one; `ready()`
  * resolves only after a successful sample and rejects when the attempt fails (the next call tries
  * again); a stepped wall clock triggers a new sample at once; on the real store, `now()` agrees
- * with the server's `clock_timestamp()` to within a round trip, and a host built on the store
- * without a clock runs on it.
+ * with the server's `clock_timestamp()` to within a round trip, a host built on the store without a
+ * clock runs on it, and a slow checkout of a connection neither lengthens the sample's round trip
+ * nor shifts its offset.
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { CLOCK_SQL, databaseClock } from "../../src/stores/postgres/postgres-clock.js";
@@ -58,13 +62,14 @@ describe("databaseClock", () => {
     clock.stop();
   });
 
-  it("keeps a good sample over a slower one, and takes the slow first one until a good one arrives", async () => {
+  it("uses a slow first sample until a better one; a stepped wall clock voids the sample in use", async () => {
     const l = local();
     const rtts = [3_000, 40, 2_000];
     const offsets = [-120_000, -60_000, 999_999];
     let i = 0;
     const clock = databaseClock({
       everyMs: 10_000,
+      probes: 1,
       local: l,
       read: async () => {
         const k = i++;
@@ -85,7 +90,101 @@ describe("databaseClock", () => {
     clock.now();
     await new Promise((r) => setTimeout(r, 0));
     expect(i).toBe(3);
-    expect(clock.sample()?.offsetMs, "a 2 s sample does not replace a 40 ms one").toBe(-60_000);
+    // The 40 ms sample was measured against the wall clock before the step: void, so even a 2 s
+    // sample replaces it.
+    expect(clock.sample()).toMatchObject({ offsetMs: 999_999, rttMs: 2_000 });
+    clock.stop();
+  });
+
+  it("times the round trip from the statement's send, not from connecting or waiting for the pool", async () => {
+    const l = local();
+    // 600 ms to get a connection, then a 4 ms round trip; the server is exactly 1 s ahead.
+    const clock = databaseClock({
+      everyMs: 10_000,
+      local: l,
+      read: async (sent) => {
+        l.advance(600);
+        sent();
+        l.advance(2);
+        const server = l.wall() + 1_000;
+        l.advance(2);
+        return server;
+      },
+    });
+    await clock.ready();
+    // Timed from the read's start, the offset would be off by 300 ms (half the wait).
+    expect(clock.sample()).toMatchObject({ offsetMs: 1_000, rttMs: 4 });
+    clock.stop();
+  });
+
+  it("takes the read with the shortest round trip of a sampling; a later read's failure keeps the earlier ones", async () => {
+    const l = local();
+    // Each read's round trip and where in it the server read its clock (the server is 50 ms ahead).
+    const script: Array<{ rtt: number; at: number } | "fail"> = [
+      { rtt: 30, at: 29 },
+      { rtt: 2, at: 1 },
+      { rtt: 12, at: 1 },
+      { rtt: 8, at: 0 },
+      "fail",
+      { rtt: 1, at: 0 },
+    ];
+    let i = 0;
+    const read = async (): Promise<number> => {
+      const step = script[i++]!;
+      if (step === "fail") throw new Error("connection reset");
+      l.advance(step.at);
+      const server = l.wall() + 50;
+      l.advance(step.rtt - step.at);
+      return server;
+    };
+    const first = databaseClock({ everyMs: 10_000, local: l, read });
+    await first.ready();
+    expect(i).toBe(3);
+    expect(first.sample(), "the 2 ms read of three").toMatchObject({ rttMs: 2, offsetMs: 50 });
+    first.stop();
+    const second = databaseClock({ everyMs: 10_000, local: l, read });
+    await second.ready();
+    expect(i, "the second read failed: no third").toBe(5);
+    expect(second.sample(), "read at the start of its round trip: off by half of it, within its bound").toMatchObject({ rttMs: 8, offsetMs: 46 });
+    second.stop();
+  });
+
+  it("keeps the sample with the smaller error bound, the one in use aged by the clocks' possible drift", async () => {
+    const l = local();
+    let next = { rtt: 10, offset: 100 };
+    let reads = 0;
+    const clock = databaseClock({
+      everyMs: 1,
+      probes: 1,
+      local: l,
+      read: async () => {
+        reads++;
+        l.advance(next.rtt / 2);
+        const server = l.wall() + next.offset;
+        l.advance(next.rtt / 2);
+        return server;
+      },
+    });
+    const sampled = async (): Promise<void> => {
+      const r = reads;
+      while (reads === r) await new Promise((res) => setTimeout(res, 2));
+      await new Promise((res) => setTimeout(res, 0));
+    };
+    await clock.ready();
+    expect(clock.sample()).toMatchObject({ rttMs: 10, offsetMs: 100 });
+    // 2 s later a 30 ms sample: its bound (15 ms) is above the one in use, aged (5 + 2,000 x 500e-6 = 6 ms).
+    next = { rtt: 30, offset: 200 };
+    l.advance(2_000);
+    await sampled();
+    expect(clock.sample()?.offsetMs).toBe(100);
+    // 60 s later the one in use is trusted to 5 + 30 = 35 ms: the 30 ms sample (15 ms) replaces it.
+    l.advance(60_000);
+    await sampled();
+    expect(clock.sample()).toMatchObject({ rttMs: 30, offsetMs: 200 });
+    // An equally good sample replaces one of the same bound (the newer measurement).
+    next = { rtt: 30, offset: 210 };
+    await sampled();
+    expect(clock.sample()?.offsetMs).toBe(210);
     clock.stop();
   });
 
@@ -140,5 +239,40 @@ describe.skipIf(server === null)("the PostgreSQL store's clock", () => {
     expect(s).not.toBeNull();
     const host = createHost({ store, actions: [], connectors: [], policy: { evaluate: async () => ({ result: "DENY", reasons: ["test"], policyRef: "p" }), acceptedPolicyRefs: () => ["p"] }, signingKey: KEYS.trusted });
     expect(host.context.o.clock, "a host on the store without a clock of its own").toBe(store.clock);
+  });
+
+  it("leaves a slow wait for a connection out of the sample: the offset is right to within the statement's own round trip", async () => {
+    // Every checkout of this store's pool waits 200 ms first (a busy pool, a slow connect).
+    const pool = new pg.Pool({ connectionString: server!.adminUrl, max: 2 });
+    const connect = pool.connect.bind(pool) as () => Promise<pg.PoolClient>;
+    (pool as unknown as { connect: () => Promise<pg.PoolClient> }).connect = async () => {
+      await new Promise((r) => setTimeout(r, 200));
+      return connect();
+    };
+    const slow = postgresStore({ pool }, { autoMigrate: false });
+    const c = new pg.Client({ connectionString: server!.adminUrl });
+    await c.connect();
+    try {
+      await slow.clock.ready();
+      const s = slow.clock.sample()!;
+      expect(s.rttMs, "the 200 ms wait is not in the round trip").toBeLessThan(200);
+      // The server's offset from this process, measured directly on a connected client: the
+      // shortest of five reads.
+      let truth = { offsetMs: 0, rttMs: Infinity };
+      for (let i = 0; i < 5; i++) {
+        const w0 = Date.now();
+        const m0 = performance.now();
+        const { rows } = await c.query<{ ms: number }>(CLOCK_SQL);
+        const rttMs = performance.now() - m0;
+        if (rttMs < truth.rttMs) truth = { offsetMs: rows[0]!.ms - (w0 + rttMs / 2), rttMs };
+      }
+      // Both are right to within half their round trips (and 1 ms of rounding); counted from the
+      // checkout, the sample would be off by about 100 ms.
+      expect(Math.abs(s.offsetMs - truth.offsetMs)).toBeLessThanOrEqual(s.rttMs / 2 + truth.rttMs / 2 + 1);
+    } finally {
+      await c.end();
+      await slow.close();
+      await pool.end();
+    }
   });
 });

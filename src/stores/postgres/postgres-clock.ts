@@ -7,10 +7,19 @@
  * machine's own clock, a worker minutes ahead would take live leases from healthy workers and stamp
  * leases nobody else sees lapse; one behind would stamp leases that are dead at birth. So the
  * store measures the offset between this process's clock and the server's
- * (`clock_timestamp()`, one small statement off the hot path, every `clockSampleMs`) and the host
+ * (`clock_timestamp()`, small statements off the hot path, every `clockSampleMs`) and the host
  * reads `process clock + offset`: every process sharing the database then runs on one clock, to
  * within half a sample's round trip. The hot path keeps its statements and the Store port keeps its
  * `now` arguments (memory and SQLite, one machine's clock, are unchanged).
+ *
+ * A sample's error is up to half its round trip, so the round trip must time the statement alone:
+ * time spent connecting or waiting for a pooled connection comes before the server reads its
+ * clock, and counted in, it shifted the offset by half of it (a fresh connection's 40-60 ms put
+ * processes on one machine 20-30 ms apart, and a worker behind a submitter saw each new invocation
+ * as not yet due). So `read` says when its statement leaves, each sampling takes the best of
+ * several reads, and a sample replaces the one in use only when its error bound is no larger than
+ * that one's, aged by the most a clock may drift since (docs/deploying-postgres.md, "Whose clock
+ * governs leases").
  */
 import { performance } from "node:perf_hooks";
 import type { Clock } from "../../core/ports.js";
@@ -19,10 +28,17 @@ import { systemClock } from "../../node/clock.js";
 /** The server's time in ms since the epoch, as a float (sub-ms precision). */
 export const CLOCK_SQL = "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms";
 
-/** A sample whose round trip is longer than this is kept only until a better one arrives. */
+/** A sample whose round trip is longer than this is poor: the clock samples again within a second, not after `everyMs`. */
 export const GOOD_SAMPLE_RTT_MS = 1_000;
 /** A gap this large between the wall clock's and the monotonic clock's progress means the wall clock was stepped. */
 const STEP_MS = 500;
+/** Reads per sampling: the one with the shortest round trip is the sample. */
+export const CLOCK_PROBES = 3;
+/**
+ * How fast a sample's error may grow with its age: 500 parts per million, the most NTP slews a
+ * clock, on either side. A sample `a` ms old is trusted to within `rttMs / 2 + a * MAX_DRIFT`.
+ */
+export const MAX_DRIFT = 500e-6;
 
 export interface ClockSample {
   /** Server clock minus this process's clock (ms). */
@@ -43,8 +59,14 @@ export interface DatabaseClock extends Clock {
 }
 
 export interface DatabaseClockOptions {
-  /** Reads the server's clock (ms since the epoch). */
-  read: () => Promise<number>;
+  /**
+   * Reads the server's clock (ms since the epoch). Calls `sent()`, when given, just before its
+   * statement leaves, once a connection is in hand: the round trip is timed from there (without
+   * the call, from the read's start).
+   */
+  read: (sent: () => void) => Promise<number>;
+  /** Reads per sampling (default {@link CLOCK_PROBES}): the shortest round trip's is kept. */
+  probes?: number;
   /** How often to sample again. */
   everyMs: number;
   /** This process's clocks (tests inject them). */
@@ -65,6 +87,11 @@ export function databaseClock(o: DatabaseClockOptions): DatabaseClock {
   let stopped = false;
   let lastWall: number | undefined;
   let lastMono = 0;
+  /** Set when the wall clock stepped: the sample in use is replaced by the next one, whatever its bound. */
+  let stale = false;
+  /** Wall-clock steps seen: a sampling that a step overlapped is not used. */
+  let steps = 0;
+  const probes = Math.max(1, Math.floor(o.probes ?? CLOCK_PROBES));
 
   const schedule = (ms: number): void => {
     if (stopped || timer !== null) return;
@@ -75,21 +102,53 @@ export function databaseClock(o: DatabaseClockOptions): DatabaseClock {
     timer.unref?.();
   };
 
+  /** The error bound of `s` at wall time `w`: half its round trip, plus the drift since it was taken. */
+  const bound = (s: ClockSample, w: number): number => s.rttMs / 2 + Math.abs(w - s.at) * MAX_DRIFT;
+
+  /** One read of the server's clock, timed from the moment its statement leaves. */
+  const probe = async (): Promise<ClockSample> => {
+    let w0 = wall();
+    let m0 = mono();
+    const server = await o.read(() => {
+      w0 = wall();
+      m0 = mono();
+    });
+    const rttMs = mono() - m0;
+    if (!Number.isFinite(server)) throw new Error("the server's clock read as a non-number");
+    // The server read its clock about halfway through the round trip.
+    return { offsetMs: server - (w0 + rttMs / 2), rttMs, at: w0 };
+  };
+
   const take = (): Promise<void> => {
     inFlight ??= (async () => {
-      const w0 = wall();
-      const m0 = mono();
+      const stepsAtStart = steps;
       try {
-        const server = await o.read();
-        const rttMs = mono() - m0;
-        if (!Number.isFinite(server)) throw new Error("the server's clock read as a non-number");
-        // The server read its clock about halfway through the round trip.
-        const s: ClockSample = { offsetMs: server - (w0 + rttMs / 2), rttMs, at: w0 };
-        if (current === null || rttMs <= GOOD_SAMPLE_RTT_MS || rttMs <= current.rttMs) current = s;
+        let best: ClockSample | null = null;
+        for (let i = 0; i < probes; i++) {
+          let s: ClockSample;
+          try {
+            s = await probe();
+          } catch (e) {
+            if (best === null) throw e;
+            break; // a later read failed: the earlier ones still stand
+          }
+          if (best === null || s.rttMs < best.rttMs) best = s;
+        }
+        // A bound no larger than the sample in use, aged to now, replaces it. A stepped wall clock
+        // voids the one in use (its offset was measured against the old wall clock), and a
+        // sampling the step overlapped is taken only when there is none, until the next.
+        const overlapped = steps !== stepsAtStart;
+        if (best !== null && current === null) {
+          current = best;
+          stale = overlapped;
+        } else if (best !== null && current !== null && !overlapped && (stale || bound(best, best.at) <= bound(current, best.at))) {
+          current = best;
+          stale = false;
+        }
       } finally {
         inFlight = null;
-        // A failed or poor sample is retried soon; a good one after `everyMs`.
-        schedule(current === null || current.rttMs > GOOD_SAMPLE_RTT_MS ? Math.min(1_000, o.everyMs) : o.everyMs);
+        // A failed, poor or voided sample is retried soon; a good one after `everyMs`.
+        schedule(current === null || stale || current.rttMs > GOOD_SAMPLE_RTT_MS ? Math.min(1_000, o.everyMs) : o.everyMs);
       }
     })();
     return inFlight;
@@ -100,10 +159,14 @@ export function databaseClock(o: DatabaseClockOptions): DatabaseClock {
       const w = wall();
       const m = mono();
       // The wall clock stepped (an operator, NTP stepping, a suspended machine): sample again now.
-      if (lastWall !== undefined && Math.abs(w - lastWall - (m - lastMono)) > STEP_MS && inFlight === null) {
-        if (timer !== null) clearTimeout(timer);
-        timer = null;
-        void take().catch(() => undefined);
+      if (lastWall !== undefined && Math.abs(w - lastWall - (m - lastMono)) > STEP_MS) {
+        steps++;
+        if (current !== null) stale = true;
+        if (inFlight === null) {
+          if (timer !== null) clearTimeout(timer);
+          timer = null;
+          void take().catch(() => undefined);
+        }
       }
       lastWall = w;
       lastMono = m;

@@ -341,9 +341,10 @@ export function postgresStore(connection: PostgresConnection, options: PostgresS
   };
   const clock = databaseClock({
     everyMs: opts.clockSampleMs,
-    read: () =>
+    read: (sent) =>
       track(
         withConnection(async (c) => {
+          sent(); // connecting and waiting for the pool are not the round trip
           const { rows } = await c.query<{ ms: number }>({ text: CLOCK_SQL });
           return Number(rows[0]?.ms);
         }),
