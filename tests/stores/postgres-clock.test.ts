@@ -5,11 +5,13 @@
  *
  * Invariants: `now()` is the process clock plus the server's offset measured at the middle of the
  * sample's round trip, timed from the statement's send (connecting and pool waits excluded); a
- * sampling keeps its shortest read; a sample replaces the one in use only when its error bound
- * (half its round trip) is no larger than that one's aged by 500 ppm of drift, or when a stepped
- * wall clock voided that one; `ready()`
+ * sampling keeps its shortest read; a sample replaces the one in use when its error bound (half
+ * its round trip) is no larger than that one's aged by 1,000 ppm of drift, when the two disagree
+ * beyond both bounds, or when a stepped wall clock made that one stale; a step moves the offset
+ * in use by the step at once; a read whose round trip comes out negative is refused; `ready()`
  * resolves only after a successful sample and rejects when the attempt fails (the next call tries
- * again); a stepped wall clock triggers a new sample at once; on the real store, `now()` agrees
+ * again); a stepped wall clock triggers a new sample at once, and a sampling it overlapped is
+ * followed by another at once; on the real store, `now()` agrees
  * with the server's `clock_timestamp()` to within a round trip, a host built on the store without a
  * clock runs on it, and a slow checkout of a connection neither lengthens the sample's round trip
  * nor shifts its offset.
@@ -149,7 +151,7 @@ describe("databaseClock", () => {
     second.stop();
   });
 
-  it("keeps the sample with the smaller error bound, the one in use aged by the clocks' possible drift", async () => {
+  it("keeps the sample with the smaller error bound, the one in use aged by 1,000 ppm, unless the two disagree beyond both bounds", async () => {
     const l = local();
     let next = { rtt: 10, offset: 100 };
     let reads = 0;
@@ -172,19 +174,79 @@ describe("databaseClock", () => {
     };
     await clock.ready();
     expect(clock.sample()).toMatchObject({ rttMs: 10, offsetMs: 100 });
-    // 2 s later a 30 ms sample: its bound (15 ms) is above the one in use, aged (5 + 2,000 x 500e-6 = 6 ms).
-    next = { rtt: 30, offset: 200 };
-    l.advance(2_000);
+    // 9 s later a 30 ms sample that agrees: its bound (15 ms) is above the one in use, aged
+    // (5 + 9,000 x 1,000e-6 = 14 ms): kept. At 500 ppm it would be kept at 11 s too.
+    next = { rtt: 30, offset: 103 };
+    l.advance(9_000);
     await sampled();
     expect(clock.sample()?.offsetMs).toBe(100);
-    // 60 s later the one in use is trusted to 5 + 30 = 35 ms: the 30 ms sample (15 ms) replaces it.
-    l.advance(60_000);
+    // 11 s after it (16 ms), the 15-ms sample replaces it.
+    l.advance(2_000);
     await sampled();
-    expect(clock.sample()).toMatchObject({ rttMs: 30, offsetMs: 200 });
+    expect(clock.sample()).toMatchObject({ rttMs: 30, offsetMs: 103 });
     // An equally good sample replaces one of the same bound (the newer measurement).
-    next = { rtt: 30, offset: 210 };
+    next = { rtt: 30, offset: 104 };
     await sampled();
-    expect(clock.sample()?.offsetMs).toBe(210);
+    expect(clock.sample()?.offsetMs).toBe(104);
+    // A better one replaces it at once.
+    next = { rtt: 4, offset: 106 };
+    await sampled();
+    expect(clock.sample()).toMatchObject({ rttMs: 4, offsetMs: 106 });
+    // A worse one that disagrees beyond both bounds (2 + 15 ms) replaces it too: the server's
+    // clock moved (stepped, or another server after a failover), and the old offset is wrong.
+    next = { rtt: 30, offset: 500 };
+    await sampled();
+    expect(clock.sample()).toMatchObject({ rttMs: 30, offsetMs: 500 });
+    clock.stop();
+  });
+
+  it("moves the offset by a wall-clock step at once, and samples again as soon as a sampling the step overlapped ends", async () => {
+    const l = local();
+    const serverNow = (): number => 1_000_000 + l.mono() + 50; // the server's clock never steps
+    let hold: (() => void) | null = null;
+    let reads = 0;
+    const clock = databaseClock({
+      everyMs: 10_000,
+      probes: 1,
+      local: l,
+      read: async () => {
+        reads++;
+        if (reads === 2) await new Promise<void>((r) => (hold = r)); // the second read hangs until released
+        l.advance(1);
+        const server = serverNow();
+        l.advance(1);
+        return server;
+      },
+    });
+    await clock.ready();
+    expect(clock.now()).toBe(serverNow());
+    l.stepWall(1_000);
+    expect(clock.now(), "moved by the step before any sample").toBe(serverNow());
+    await new Promise((r) => setTimeout(r, 0));
+    expect(reads, "a step starts a sampling").toBe(2);
+    l.stepWall(2_000); // a second step while that sampling's read hangs
+    expect(clock.now()).toBe(serverNow());
+    hold!();
+    for (let i = 0; i < 5 && reads < 3; i++) await new Promise((r) => setTimeout(r, 0));
+    expect(reads, "the overlapped sampling is followed by another at once, not after the retry delay").toBe(3);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(clock.sample()?.offsetMs).toBe(50 - 3_000);
+    expect(clock.now()).toBe(serverNow());
+    clock.stop();
+  });
+
+  it("refuses a read whose round trip came out negative (the monotonic clock went back)", async () => {
+    let mono = 10_000;
+    const clock = databaseClock({
+      everyMs: 10_000,
+      local: { wall: () => 5_000_000, mono: () => mono },
+      read: async () => {
+        mono -= 300;
+        return 5_000_000;
+      },
+    });
+    await expect(clock.ready()).rejects.toThrow("negative");
+    expect(clock.sample()).toBeNull();
     clock.stop();
   });
 

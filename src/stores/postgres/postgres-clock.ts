@@ -17,8 +17,9 @@
  * clock, and counted in, it shifted the offset by half of it (a fresh connection's 40-60 ms put
  * processes on one machine 20-30 ms apart, and a worker behind a submitter saw each new invocation
  * as not yet due). So `read` says when its statement leaves, each sampling takes the best of
- * several reads, and a sample replaces the one in use only when its error bound is no larger than
- * that one's, aged by the most a clock may drift since (docs/deploying-postgres.md, "Whose clock
+ * several reads, and a sample replaces the one in use when its error bound is no larger than that
+ * one's, aged by the most the clocks may drift apart since, or when the two disagree beyond both
+ * bounds (the server's clock, or the server, changed) (docs/deploying-postgres.md, "Whose clock
  * governs leases").
  */
 import { performance } from "node:perf_hooks";
@@ -35,10 +36,11 @@ const STEP_MS = 500;
 /** Reads per sampling: the one with the shortest round trip is the sample. */
 export const CLOCK_PROBES = 3;
 /**
- * How fast a sample's error may grow with its age: 500 parts per million, the most NTP slews a
- * clock, on either side. A sample `a` ms old is trusted to within `rttMs / 2 + a * MAX_DRIFT`.
+ * How fast a sample's error may grow with its age: 1,000 parts per million, the process's clock
+ * and the server's each slewed by NTP at its most (500 ppm), in opposite directions. A sample `a`
+ * ms old is trusted to within `rttMs / 2 + a * MAX_DRIFT`.
  */
-export const MAX_DRIFT = 500e-6;
+export const MAX_DRIFT = 1_000e-6;
 
 export interface ClockSample {
   /** Server clock minus this process's clock (ms). */
@@ -91,6 +93,8 @@ export function databaseClock(o: DatabaseClockOptions): DatabaseClock {
   let stale = false;
   /** Wall-clock steps seen: a sampling that a step overlapped is not used. */
   let steps = 0;
+  /** Samplings started: the one `inFlight` holds is the last. */
+  let samplings = 0;
   const probes = Math.max(1, Math.floor(o.probes ?? CLOCK_PROBES));
 
   const schedule = (ms: number): void => {
@@ -115,16 +119,21 @@ export function databaseClock(o: DatabaseClockOptions): DatabaseClock {
     });
     const rttMs = mono() - m0;
     if (!Number.isFinite(server)) throw new Error("the server's clock read as a non-number");
+    if (!(rttMs >= 0)) throw new Error("the clock read's round trip came out negative (the monotonic clock went back)");
     // The server read its clock about halfway through the round trip.
     return { offsetMs: server - (w0 + rttMs / 2), rttMs, at: w0 };
   };
 
   const take = (): Promise<void> => {
-    inFlight ??= (async () => {
+    if (inFlight !== null) return inFlight;
+    const mine = ++samplings;
+    const running = (async (): Promise<void> => {
+      // Settles after `inFlight` holds this sampling, whatever happens below.
+      await Promise.resolve();
       const stepsAtStart = steps;
       try {
         let best: ClockSample | null = null;
-        for (let i = 0; i < probes; i++) {
+        for (let i = 0; i < probes && !stopped; i++) {
           let s: ClockSample;
           try {
             s = await probe();
@@ -134,34 +143,51 @@ export function databaseClock(o: DatabaseClockOptions): DatabaseClock {
           }
           if (best === null || s.rttMs < best.rttMs) best = s;
         }
-        // A bound no larger than the sample in use, aged to now, replaces it. A stepped wall clock
-        // voids the one in use (its offset was measured against the old wall clock), and a
+        // A bound no larger than the sample in use, aged to now, replaces it; so does a sample
+        // that disagrees with it beyond both bounds (the truth moved: the server's clock was
+        // stepped, or a failover reached a server with another clock). After a step of the wall
+        // clock the one in use is stale and the next sample replaces it, whatever its bound; a
         // sampling the step overlapped is taken only when there is none, until the next.
         const overlapped = steps !== stepsAtStart;
         if (best !== null && current === null) {
           current = best;
           stale = overlapped;
-        } else if (best !== null && current !== null && !overlapped && (stale || bound(best, best.at) <= bound(current, best.at))) {
-          current = best;
-          stale = false;
+        } else if (best !== null && current !== null && !overlapped) {
+          const aged = bound(current, best.at);
+          if (stale || bound(best, best.at) <= aged || Math.abs(best.offsetMs - current.offsetMs) > aged + bound(best, best.at)) {
+            current = best;
+            stale = false;
+          }
+        }
+        // A step during this sampling voided it: the next starts now, not after the retry delay.
+        if (overlapped && !stopped) {
+          inFlight = null;
+          void take().catch(() => undefined);
+          return;
         }
       } finally {
-        inFlight = null;
-        // A failed, poor or voided sample is retried soon; a good one after `everyMs`.
-        schedule(current === null || stale || current.rttMs > GOOD_SAMPLE_RTT_MS ? Math.min(1_000, o.everyMs) : o.everyMs);
+        if (samplings === mine) inFlight = null;
+        // With no sample, a poor one or a stale one: sampled again soon; otherwise after `everyMs`.
+        if (inFlight === null) schedule(current === null || stale || current.rttMs > GOOD_SAMPLE_RTT_MS ? Math.min(1_000, o.everyMs) : o.everyMs);
       }
     })();
-    return inFlight;
+    inFlight = running;
+    return running;
   };
 
   return {
     now() {
       const w = wall();
       const m = mono();
-      // The wall clock stepped (an operator, NTP stepping, a suspended machine): sample again now.
-      if (lastWall !== undefined && Math.abs(w - lastWall - (m - lastMono)) > STEP_MS) {
+      // The wall clock stepped (an operator, NTP stepping, a suspended machine): the offset in use
+      // is moved by the step at once (the server's clock did not step), and sampled again now.
+      const jump = lastWall === undefined ? 0 : w - lastWall - (m - lastMono);
+      if (Math.abs(jump) > STEP_MS && !stopped) {
         steps++;
-        if (current !== null) stale = true;
+        if (current !== null) {
+          current = { ...current, offsetMs: current.offsetMs - jump, at: current.at + jump };
+          stale = true;
+        }
         if (inFlight === null) {
           if (timer !== null) clearTimeout(timer);
           timer = null;

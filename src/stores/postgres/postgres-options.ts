@@ -134,8 +134,8 @@ export interface PostgresStoreOptions {
   /**
    * How often (ms) the store samples the database server's clock (docs/deploying-postgres.md,
    * "Whose clock governs leases"): hosts on the store run on the server's clock, so workers on
-   * machines whose clocks disagree still agree on leases and deadlines. A sample is one small
-   * statement; a stepped local clock is sampled again at once. @defaultValue 10000
+   * machines whose clocks disagree still agree on leases and deadlines. A sample is the shortest
+   * of three small statements; a stepped local clock is sampled again at once. @defaultValue 10000
    */
   clockSampleMs?: number;
   /**
