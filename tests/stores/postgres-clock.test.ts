@@ -10,8 +10,9 @@
  * beyond both bounds, or when a stepped wall clock made that one stale; a step moves the offset
  * in use by the step at once; a read whose round trip comes out negative is refused; `ready()`
  * resolves only after a successful sample and rejects when the attempt fails (the next call tries
- * again); a stepped wall clock triggers a new sample at once, and a sampling it overlapped is
- * followed by another at once; on the real store, `now()` agrees
+ * again); a stepped wall clock triggers a new sample at once, a sampling it overlapped is
+ * followed by another at once, and while the sample in use is stale a failed sampling is retried
+ * within a second; on the real store, `now()` agrees
  * with the server's `clock_timestamp()` to within a round trip, a host built on the store without a
  * clock runs on it, and a slow checkout of a connection neither lengthens the sample's round trip
  * nor shifts its offset.
@@ -232,6 +233,34 @@ describe("databaseClock", () => {
     await new Promise((r) => setTimeout(r, 0));
     expect(clock.sample()?.offsetMs).toBe(50 - 3_000);
     expect(clock.now()).toBe(serverNow());
+    clock.stop();
+  });
+
+  it("after a step, a failed sampling is retried within a second (the sample in use is stale), not after everyMs", async () => {
+    const l = local();
+    let reads = 0;
+    const clock = databaseClock({
+      everyMs: 60_000,
+      probes: 1,
+      local: l,
+      read: async () => {
+        reads++;
+        if (reads === 2) throw new Error("connection reset");
+        return l.wall() + 25;
+      },
+    });
+    await clock.ready();
+    clock.now();
+    l.stepWall(5_000);
+    clock.now(); // the step: a sampling at once, which fails
+    await new Promise((r) => setTimeout(r, 0));
+    expect(reads).toBe(2);
+    expect(clock.sample()?.offsetMs, "moved by the step meanwhile").toBe(25 - 5_000);
+    // Retried after 1 s; waited for up to 5 s (a loaded machine's timers run late), far short of
+    // the 60-s everyMs a good sample would wait.
+    for (let waited = 0; reads < 3 && waited < 5_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+    expect(reads, "the stale sample is sampled again within seconds, not after everyMs").toBe(3);
+    expect(clock.sample()?.offsetMs).toBe(25);
     clock.stop();
   });
 
