@@ -42,6 +42,14 @@ function local(): { wall(): number; mono(): number; advance(ms: number): void; s
   };
 }
 
+/** A read on `l` whose round trip takes `rttMs`, the server reading its clock, `offsetMs` ahead, halfway through. */
+function readHalfway(l: ReturnType<typeof local>, rttMs: number, offsetMs: number): number {
+  l.advance(rttMs / 2);
+  const server = l.wall() + offsetMs;
+  l.advance(rttMs / 2);
+  return server;
+}
+
 describe("databaseClock", () => {
   it("applies the server's offset measured at the middle of the round trip", async () => {
     const l = local();
@@ -49,12 +57,7 @@ describe("databaseClock", () => {
     const clock = databaseClock({
       everyMs: 10_000,
       local: l,
-      read: async () => {
-        l.advance(20);
-        const server = l.wall() + 300_000;
-        l.advance(20);
-        return server;
-      },
+      read: async () => readHalfway(l, 40, 300_000),
     });
     expect(clock.sample()).toBeNull();
     await clock.ready();
@@ -76,10 +79,7 @@ describe("databaseClock", () => {
       local: l,
       read: async () => {
         const k = i++;
-        l.advance(rtts[k]! / 2);
-        const server = l.wall() + offsets[k]!;
-        l.advance(rtts[k]! / 2);
-        return server;
+        return readHalfway(l, rtts[k]!, offsets[k]!);
       },
     });
     await clock.ready();
@@ -162,10 +162,7 @@ describe("databaseClock", () => {
       local: l,
       read: async () => {
         reads++;
-        l.advance(next.rtt / 2);
-        const server = l.wall() + next.offset;
-        l.advance(next.rtt / 2);
-        return server;
+        return readHalfway(l, next.rtt, next.offset);
       },
     });
     const sampled = async (): Promise<void> => {
@@ -262,6 +259,23 @@ describe("databaseClock", () => {
     expect(reads, "the stale sample is sampled again within seconds, not after everyMs").toBe(3);
     expect(clock.sample()?.offsetMs).toBe(25);
     clock.stop();
+  });
+
+  it("starts no further read of a sampling once stopped (a store closing mid-sampling)", async () => {
+    const l = local();
+    let reads = 0;
+    const clock = databaseClock({
+      everyMs: 10_000,
+      local: l,
+      read: async () => {
+        reads++;
+        clock.stop(); // the store closes while its first read is out
+        return readHalfway(l, 2, 5);
+      },
+    });
+    await clock.ready();
+    expect(reads, "no second or third read after stop()").toBe(1);
+    expect(clock.sample(), "the read that was out still counts").toMatchObject({ offsetMs: 5, rttMs: 2 });
   });
 
   it("refuses a read whose round trip came out negative (the monotonic clock went back)", async () => {

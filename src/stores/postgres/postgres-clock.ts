@@ -93,8 +93,6 @@ export function databaseClock(o: DatabaseClockOptions): DatabaseClock {
   let stale = false;
   /** Wall-clock steps seen: a sampling that a step overlapped is not used. */
   let steps = 0;
-  /** Samplings started: the one `inFlight` holds is the last. */
-  let samplings = 0;
   const probes = Math.max(1, Math.floor(o.probes ?? CLOCK_PROBES));
 
   const schedule = (ms: number): void => {
@@ -124,55 +122,57 @@ export function databaseClock(o: DatabaseClockOptions): DatabaseClock {
     return { offsetMs: server - (w0 + rttMs / 2), rttMs, at: w0 };
   };
 
+  /** The shortest of `probes` reads; a read that fails ends the sampling (with the earlier ones, if any). */
+  const sampleBest = async (): Promise<ClockSample | null> => {
+    let best: ClockSample | null = null;
+    for (let i = 0; i < probes && !stopped; i++) {
+      let s: ClockSample;
+      try {
+        s = await probe();
+      } catch (e) {
+        if (best === null) throw e;
+        break;
+      }
+      if (best === null || s.rttMs < best.rttMs) best = s;
+    }
+    return best;
+  };
+
+  /**
+   * Whether `s`, just taken, replaces the sample in use: when that one is stale (a step), when
+   * `s`'s bound is no larger than its aged bound, or when the two disagree beyond both bounds (the
+   * truth moved: the server's clock was stepped, or a failover reached a server with another clock).
+   */
+  const replaces = (s: ClockSample): boolean => {
+    if (current === null || stale) return true;
+    const aged = bound(current, s.at);
+    const own = bound(s, s.at);
+    return own <= aged || Math.abs(s.offsetMs - current.offsetMs) > aged + own;
+  };
+
   const take = (): Promise<void> => {
-    if (inFlight !== null) return inFlight;
-    const mine = ++samplings;
-    const running = (async (): Promise<void> => {
+    inFlight ??= (async () => {
       // Settles after `inFlight` holds this sampling, whatever happens below.
       await Promise.resolve();
       const stepsAtStart = steps;
+      let overlapped = false;
       try {
-        let best: ClockSample | null = null;
-        for (let i = 0; i < probes && !stopped; i++) {
-          let s: ClockSample;
-          try {
-            s = await probe();
-          } catch (e) {
-            if (best === null) throw e;
-            break; // a later read failed: the earlier ones still stand
-          }
-          if (best === null || s.rttMs < best.rttMs) best = s;
-        }
-        // A bound no larger than the sample in use, aged to now, replaces it; so does a sample
-        // that disagrees with it beyond both bounds (the truth moved: the server's clock was
-        // stepped, or a failover reached a server with another clock). After a step of the wall
-        // clock the one in use is stale and the next sample replaces it, whatever its bound; a
-        // sampling the step overlapped is taken only when there is none, until the next.
-        const overlapped = steps !== stepsAtStart;
-        if (best !== null && current === null) {
+        const best = await sampleBest();
+        overlapped = steps !== stepsAtStart;
+        // A sampling a step overlapped is taken only when there is none, and left stale.
+        if (best !== null && (current === null || (!overlapped && replaces(best)))) {
           current = best;
           stale = overlapped;
-        } else if (best !== null && current !== null && !overlapped) {
-          const aged = bound(current, best.at);
-          if (stale || bound(best, best.at) <= aged || Math.abs(best.offsetMs - current.offsetMs) > aged + bound(best, best.at)) {
-            current = best;
-            stale = false;
-          }
-        }
-        // A step during this sampling voided it: the next starts now, not after the retry delay.
-        if (overlapped && !stopped) {
-          inFlight = null;
-          void take().catch(() => undefined);
-          return;
         }
       } finally {
-        if (samplings === mine) inFlight = null;
-        // With no sample, a poor one or a stale one: sampled again soon; otherwise after `everyMs`.
-        if (inFlight === null) schedule(current === null || stale || current.rttMs > GOOD_SAMPLE_RTT_MS ? Math.min(1_000, o.everyMs) : o.everyMs);
+        inFlight = null;
+        // After a sampling a step overlapped, the next at once; with no sample, a poor one or a
+        // stale one, soon; otherwise after `everyMs`.
+        if (overlapped && !stopped) void take().catch(() => undefined);
+        else schedule(current === null || stale || current.rttMs > GOOD_SAMPLE_RTT_MS ? Math.min(1_000, o.everyMs) : o.everyMs);
       }
     })();
-    inFlight = running;
-    return running;
+    return inFlight;
   };
 
   return {
