@@ -8,11 +8,15 @@
  *   admitted — what `writ serve` runs — every request with a fresh idempotency key;
  * - a bare Hono hello-world JSON route on the same Node server library (`@hono/node-server`).
  *
- * autocannon drives both with 50 connections from a worker thread, in interleaved rounds (medians).
- * Then, with the worker stopped, admission alone, interleaved in rounds: HTTP submit (autocannon,
+ * autocannon drives both with 50 connections from a worker thread (medians of rounds). The submit
+ * rounds run with the worker started; the hello rounds run in the second phase, with the worker
+ * stopped, so that the bare route has the JavaScript thread to itself (run beside the worker, which
+ * works through what the submit rounds admitted, it measured a busy thread at a third of its rate).
+ * In that second phase, admission alone, interleaved in rounds: HTTP submit (autocannon,
  * 50 connections) against `host.submit` called in-process by 50 concurrent callers on the same
- * runtime and store (the same request body, a fresh idempotency key each). Their ratio is what the
- * HTTP layer (key check, body parse, route validation, JSON answer) costs on top of admission.
+ * runtime and store (the same request body, a fresh idempotency key each), and the hello route.
+ * Their ratio is what the HTTP layer (key check, body parse, route validation, JSON answer) costs on
+ * top of admission.
  * The worker's transactions share the store's single serialized writer with admissions, which is
  * why admission alone is measured with it stopped. Results: bench/results/http.json.
  */
@@ -47,7 +51,9 @@ export interface Run {
 }
 
 interface Round {
+  /** The bare route, measured in the round of the same index of the second phase (worker stopped). */
   hello: Run;
+  /** Submit with the worker started. */
   submit: Run;
 }
 
@@ -160,27 +166,26 @@ export async function benchHttp(rounds = 3): Promise<HttpBenchResult> {
 
   const metrics = metricsFor(runtime.host);
   try {
-    await hello(SECONDS.warmup);
     await submit(SECONDS.warmup);
-    const out: Round[] = [];
-    for (let i = 0; i < rounds; i++) {
-      // Alternate the order so that neither side always runs right after the other.
-      if (i % 2 === 0) out.push({ hello: await hello(SECONDS.hello), submit: await submit(SECONDS.submit) });
-      else {
-        const s = await submit(SECONDS.submit);
-        out.push({ hello: await hello(SECONDS.hello), submit: s });
-      }
-    }
+    const submits: Run[] = [];
+    for (let i = 0; i < rounds; i++) submits.push(await submit(SECONDS.submit));
     await worker.stop({ drain: false });
+    await hello(SECONDS.warmup);
     await hostRun(1);
     const adm: { http: Run; host: Run }[] = [];
+    const hellos: Run[] = [];
     for (let i = 0; i < rounds; i++) {
-      if (i % 2 === 0) adm.push({ http: await submit(SECONDS.admissionOnly), host: await hostRun(SECONDS.hostSubmit) });
-      else {
+      // Alternate the order so that no side always runs right after the same other.
+      if (i % 2 === 0) {
+        adm.push({ http: await submit(SECONDS.admissionOnly), host: await hostRun(SECONDS.hostSubmit) });
+        hellos.push(await hello(SECONDS.hello));
+      } else {
+        hellos.push(await hello(SECONDS.hello));
         const h = await hostRun(SECONDS.hostSubmit);
         adm.push({ http: await submit(SECONDS.admissionOnly), host: h });
       }
     }
+    const out: Round[] = submits.map((s, i) => ({ hello: hellos[i]!, submit: s }));
     const alone = adm.map((r) => r.http).sort((a, b) => a.perSec - b.perSec)[adm.length >> 1]!;
     for (const r of [...out.map((x) => x.submit), ...adm.flatMap((x) => [x.http, x.host])]) if (r.non2xx > 0 || r.errors > 0) throw new Error(`a submit run had ${r.non2xx} non-2xx answers and ${r.errors} errors`);
     const m = (f: (r: Round) => number): number => median(out.map(f));

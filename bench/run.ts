@@ -149,7 +149,7 @@ if (want("http")) {
   const { benchHttp } = await import("./http.js");
   const r = await benchHttp(Math.min(rounds, 3));
   const m = r.medians;
-  console.log(`http (${r.connections} connections, autocannon; medians of ${r.rounds.length} interleaved rounds): submit on sqlite + worker ${fmt(m.submitPerSec)}/s, p50 ${m.submitP50Ms} ms, p99 ${m.submitP99Ms} ms | bare Hono hello ${fmt(m.helloPerSec)}/s, p50 ${m.helloP50Ms} ms, p99 ${m.helloP99Ms} ms | ratio ${r.ratio.toFixed(3)}`);
+  console.log(`http (${r.connections} connections, autocannon; medians of ${r.rounds.length} rounds): submit on sqlite + worker ${fmt(m.submitPerSec)}/s, p50 ${m.submitP50Ms} ms, p99 ${m.submitP99Ms} ms | bare Hono hello (worker stopped) ${fmt(m.helloPerSec)}/s, p50 ${m.helloP50Ms} ms, p99 ${m.helloP99Ms} ms | ratio ${r.ratio.toFixed(3)}`);
   console.log(`  worker (concurrency ${r.worker.concurrency}) ran ${fmt(r.worker.succeeded)} of ${fmt(r.worker.admitted)} admitted invocations to succeeded during the bench`);
   console.log(`  admission alone (worker stopped): ${fmt(r.admissionOnly.perSec)}/s, p50 ${r.admissionOnly.p50Ms} ms, p99 ${r.admissionOnly.p99Ms} ms | ratio to bare Hono ${r.admissionOnly.ratio.toFixed(3)}`);
   const hs = r.httpOverHostSubmit;
