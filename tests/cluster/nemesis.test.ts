@@ -102,9 +102,10 @@ suite(`a cluster of three workers under a seeded nemesis${why === null ? "" : ` 
     // At most the rest of a cooldown, a probe's round trip and rechecks; 5 s for polling under load.
     // The cooldown runs from the breaker's last opening: calls can still time out after the heal
     // (in one run of the suite a breaker opened 9 s after it, the time of three 3-s timeouts in a
-    // row; likely calls on connections the partition left dead), and that breaker then holds its
-    // calls for a cooldown of its own.
-    const healedIn = 1_000 + 10_000;
+    // row; why is not known: the http connector opens a connection per call, so it is no pooled
+    // connection the partition left dead), and that breaker then holds its calls for a cooldown of
+    // its own.
+    const healedIn = Math.max(...faults.map((f) => f.at + f.holdMs));
     expect(r.recoveryMs).not.toBeNull();
     expect(r.recoveryMs!).toBeLessThanOrEqual(Math.max(0, lastOpenedIn - healedIn) + DEFAULTS.breakerCooldownMs + 5_000);
   }, 180_000);

@@ -160,7 +160,7 @@ export function databaseClock(o: DatabaseClockOptions): DatabaseClock {
         const best = await sampleBest();
         overlapped = steps !== stepsAtStart;
         // A sampling a step overlapped is taken only when there is none, and left stale.
-        if (best !== null && (current === null || (!overlapped && replaces(best)))) {
+        if (best !== null && (overlapped ? current === null : replaces(best))) {
           current = best;
           stale = overlapped;
         }
