@@ -415,14 +415,30 @@ export function literalBatchSql(): string {
 }
 
 /**
+ * Characters after which `JSON.stringify` of a string is not its array-literal element: it writes
+ * control characters and lone surrogates as escapes (`\n`, `\u0000`), which an array literal would
+ * read as other text (a backslash there only quotes the next character). Any surrogate sends the
+ * string the slow way, paired ones included: the test stays a plain scan.
+ */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const NOT_AS_JSON = /[\u0000-\u001f\ud800-\udfff]/;
+
+/**
  * One element of an array literal: the value's text in double quotes, `"` and backslash escaped. No
  * element is NULL: an unquoted NULL reads as the text "NULL" where `array_nulls` is off, and no
- * batched call sends one.
+ * batched call sends one. For text with neither control characters nor surrogates (every JSON
+ * document `JSON.stringify` wrote, every id) that is exactly `JSON.stringify` of the text, which
+ * escapes the same two characters the same way and costs a seventh of a regular-expression
+ * replace on a document full of quotes (3 against 20 µs for 1.6 KB, docs/benchmarks.md).
  */
-function literalElement(v: unknown, where: string): string {
-  if (typeof v === "string") return `"${v.replace(/["\\]/g, "\\$&")}"`;
+function literalElement(v: unknown, f: PgFunction, i: number): string {
+  if (typeof v === "string") return NOT_AS_JSON.test(v) ? `"${v.replace(/["\\]/g, "\\$&")}"` : JSON.stringify(v);
   if ((typeof v === "number" && Number.isFinite(v)) || typeof v === "bigint") return `"${String(v)}"`;
-  throw new TypeError(`${where} holds ${v === null ? "null" : `a ${typeof v}`}, which a batch does not send`);
+  throw new TypeError(`${argumentName(f, i)} holds ${v === null ? "null" : `a ${typeof v}`}, which a batch does not send`);
+}
+
+function argumentName(f: PgFunction, i: number): string {
+  return `${f.fn}: argument ${i + 1} (${f.casts[i]})`;
 }
 
 /**
@@ -434,8 +450,9 @@ function literalElement(v: unknown, where: string): string {
 export function batchArgs(f: PgFunction, params: readonly unknown[]): unknown[] {
   return params.map((p, i) => {
     if (!f.casts[i]?.endsWith("[]") || p === null || p === undefined) return p;
-    const where = `${f.fn}: argument ${i + 1} (${f.casts[i]})`;
-    if (!Array.isArray(p)) throw new TypeError(`${where} is not an array`);
-    return `{${p.map((v) => literalElement(v, where)).join(",")}}`;
+    if (!Array.isArray(p)) throw new TypeError(`${argumentName(f, i)} is not an array`);
+    let text = "{";
+    for (let k = 0; k < p.length; k++) text += (k === 0 ? "" : ",") + literalElement(p[k], f, i);
+    return text + "}";
   });
 }

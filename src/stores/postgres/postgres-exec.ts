@@ -12,6 +12,12 @@ import { toWritError } from "./postgres-errors.js";
 export interface Statement {
   name: string;
   text: string;
+  /**
+   * Its callers refuse unstorable text themselves: the exec does not check its values again (the
+   * batch statement, whose one value is JSON that `JSON.stringify` wrote from values checked one by
+   * one, each member failing alone).
+   */
+  checked?: true;
 }
 
 /** Declares a statement; `name` is prefixed so it never clashes with an application's own. */
@@ -26,12 +32,22 @@ export interface Exec {
   count(stmt: Statement, values: unknown[]): Promise<number>;
 }
 
-export function checkValues(values: unknown[]): void {
+/**
+ * Refuses a string value no `text` column stores faithfully; with `deep`, also a string element of
+ * an array value.
+ */
+export function checkValues(values: readonly unknown[], deep = false): void {
   for (const v of values) {
-    // NUL is refused by `text` columns; a lone surrogate would be replaced by U+FFFD on the way.
-    if (typeof v === "string" && !storable(v)) {
-      throw new WritError("INVALID_ARGUMENT", "a key or id contains NUL or an unpaired surrogate, which PostgreSQL text cannot store faithfully");
-    }
+    if (deep && Array.isArray(v)) {
+      for (const e of v as unknown[]) checkValue(e);
+    } else checkValue(v);
+  }
+}
+
+function checkValue(v: unknown): void {
+  // NUL is refused by `text` columns; a lone surrogate would be replaced by U+FFFD on the way.
+  if (typeof v === "string" && !storable(v)) {
+    throw new WritError("INVALID_ARGUMENT", "a key or id contains NUL or an unpaired surrogate, which PostgreSQL text cannot store faithfully");
   }
 }
 
@@ -96,7 +112,7 @@ export class ConnectionExec implements Exec {
   }
 
   #run<R extends object>(stmt: Statement, values: unknown[]): Promise<PgResult<R>> {
-    checkValues(values);
+    if (stmt.checked !== true) checkValues(values);
     return this.#send<R>(this.#prepared ? { name: stmt.name, text: stmt.text, values, ...this.#deadline } : { text: stmt.text, values, ...this.#deadline }, true);
   }
 
