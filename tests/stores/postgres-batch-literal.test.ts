@@ -52,6 +52,17 @@ describe("batch array elements", () => {
       fcRun("postgres-batch-literal", "element text", 500),
     );
   });
+
+  it("are the same literal for every UTF-16 code unit, and for characters outside the basic plane", () => {
+    const slow = (t: string): string => `"${t.replace(/["\\]/g, "\\$&")}"`;
+    const texts: string[] = [];
+    for (let c = 0; c <= 0xffff; c++) texts.push(`a${String.fromCharCode(c)}"\\b`);
+    texts.push("\ud83d\ude00", "x\u{10ffff}y", "\u2028\u2029\u007f");
+    for (let i = 0; i < texts.length; i += 4096) {
+      const chunk = texts.slice(i, i + 4096);
+      expect(batchArgs(THREE, [chunk, null, null])[0]).toBe(`{${chunk.map(slow).join(",")}}`);
+    }
+  });
 });
 
 describe.skipIf(server === null)("batch arrays as literals", () => {

@@ -6,8 +6,8 @@
  * Invariants:
  * - calls that arrive while a batch is in flight go together: 24 concurrent begins take far
  *   fewer statements than 24 (counted on the store's own pool, by statement name);
- * - a member refused by the server (lost lease) or by the client (text PostgreSQL cannot store)
- *   fails alone; the others start, numbered without gaps;
+ * - a member refused by the server (lost lease) or by the client (text PostgreSQL cannot store, in
+ *   a value or inside an array) fails alone; the others start, numbered without gaps;
  * - `batchMax: 1` sends every call in its own statement (no `writ_batch`);
  * - with `batchesInFlight: 2`, two `writ_batch` statements are on their way at once, and every
  *   member answers as with one (refused ones alone, the others numbered without gaps);
@@ -123,6 +123,9 @@ describe("postgres batches", () => {
         const input = beginInput(scope, r.inv.invocationId, { fence: i === 5 ? { ...r.fence, token: "stale" } : r.fence });
         // A NUL in a step's connector: PostgreSQL text cannot hold it, the client refuses this member.
         if (i === 9) input.step = { ...input.step, connector: "bad\u0000connector" };
+        // A lone surrogate inside an array (a journal entry's type): refused by the client as well,
+        // whether the call goes in a batch or alone (where it once went to the driver, which sent U+FFFD).
+        if (i === 13) input.entries = input.entries.map((e, k) => (k === 0 ? { ...e, type: "bad\ud800type" } : e));
         return input;
       });
       counts.clear();
@@ -136,14 +139,16 @@ describe("postgres batches", () => {
     }
   }
 
-  /** Member 5 (stale lease) and member 9 (a NUL) fail alone; the 22 others start, numbered 1..22. */
+  /** Member 5 (stale lease), member 9 (a NUL) and member 13 (a lone surrogate) fail alone; the 21 others start, numbered 1..21. */
   function expectAloneFailures(results: PromiseSettledResult<unknown>[], seqs: number[]): void {
     const r5 = results[5]!;
     expect(r5.status === "rejected" && isWritError(r5.reason, "LEASE_LOST")).toBe(true);
-    const r9 = results[9]!;
-    expect(r9.status === "rejected" && isWritError(r9.reason, "INVALID_ARGUMENT")).toBe(true);
-    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(22);
-    expect([...seqs].sort((a, b) => a - b)).toEqual(Array.from({ length: 22 }, (_, i) => i + 1));
+    for (const i of [9, 13]) {
+      const r = results[i]!;
+      expect(r.status === "rejected" && isWritError(r.reason, "INVALID_ARGUMENT")).toBe(true);
+    }
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(21);
+    expect([...seqs].sort((a, b) => a - b)).toEqual(Array.from({ length: 21 }, (_, i) => i + 1));
   }
 
   it("24 concurrent begins go in a few writ_batch statements; the refused ones fail alone", async () => {
@@ -165,10 +170,10 @@ describe("postgres batches", () => {
   });
 
   it("batchMax 1 sends each call alone", async () => {
-    const { counts, results } = await run(1);
+    const { counts, results, seqs } = await run(1);
     expect(counts.get("writ_t_batch") ?? 0).toBe(0);
-    expect(counts.get("writ_t_begin")).toBe(23); // the NUL member never reaches the server
-    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(22);
+    expect(counts.get("writ_t_begin")).toBe(22); // the NUL and the lone-surrogate members never reach the server
+    expectAloneFailures(results, seqs);
   });
 
   it("seals of several scopes go in one round and apply alone", async () => {

@@ -427,9 +427,10 @@ const NOT_AS_JSON = /[\u0000-\u001f\ud800-\udfff]/;
  * One element of an array literal: the value's text in double quotes, `"` and backslash escaped. No
  * element is NULL: an unquoted NULL reads as the text "NULL" where `array_nulls` is off, and no
  * batched call sends one. For text with neither control characters nor surrogates (every JSON
- * document `JSON.stringify` wrote, every id) that is exactly `JSON.stringify` of the text, which
- * escapes the same two characters the same way and costs a seventh of a regular-expression
- * replace on a document full of quotes (3 against 20 µs for 1.6 KB, docs/benchmarks.md).
+ * document `JSON.stringify` wrote and every id, unless they hold characters outside the basic
+ * plane) that is exactly `JSON.stringify` of the text, which escapes the same two characters the
+ * same way and costs a seventh of a regular-expression replace on a document full of quotes (3
+ * against 20 µs for 1.6 KB, docs/benchmarks.md).
  */
 function literalElement(v: unknown, f: PgFunction, i: number): string {
   if (typeof v === "string") return NOT_AS_JSON.test(v) ? `"${v.replace(/["\\]/g, "\\$&")}"` : JSON.stringify(v);

@@ -31,7 +31,8 @@ const SINGLE = new Map<string, Statement>(
     ["t_seal_if_head", SEAL_IF_HEAD_FN],
     ["t_claim_next", CLAIM_NEXT_FN],
     ["t_admit_claimed", ADMIT_CLAIMED_FN],
-  ].map(([name, f]) => [(f as PgFunction).fn, statement(name as string, callText(f as PgFunction))]),
+    // `single` checks every value (into arrays) before it takes a connection.
+  ].map(([name, f]) => [(f as PgFunction).fn, { ...statement(name as string, callText(f as PgFunction)), checked: true }]),
 );
 /** Its one value is the JSON of members `many` checked one by one. */
 const BATCH: Statement = { ...statement("t_batch", `SELECT ${BATCH_RUNNER}($1::jsonb) AS out`), checked: true };
@@ -421,11 +422,13 @@ export function postgresTransitions(
 ): StoreTransitions {
   /**
    * One call in its own statement; the function's raised SQLSTATE becomes the generic error. Its
-   * arrays go as the batch's literals (`encodedArgs`): the driver's own array encoding escapes each
-   * document with two regular-expression replaces, several times the cost.
+   * values are checked as a batch member's are, before a connection is taken (a refused call does
+   * not cost one), and its arrays go as the batch's literals (`encodedArgs`): the driver's own
+   * array encoding escapes each document with two regular-expression replaces, several times the cost.
    */
   const single = async (c: Call): Promise<unknown> => {
     let out: unknown;
+    checkValues(c.params, true);
     const params = encodedArgs(c);
     try {
       const [r] = await run((x) => x.rows<{ out: unknown }>(SINGLE.get(c.fn.fn)!, params));
