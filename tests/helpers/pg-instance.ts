@@ -133,6 +133,18 @@ export interface PgInstanceOptions {
   port?: number;
 }
 
+/** Runs one statement on `inst` (database `db`) over a connection of its own; its rows. */
+export async function instanceSql<R extends object>(inst: PgInstance, text: string, db = "postgres"): Promise<R[]> {
+  const c = new pg.Client({ connectionString: inst.url(db), connectionTimeoutMillis: 5_000 });
+  c.on("error", () => undefined);
+  await c.connect();
+  try {
+    return (await c.query<R>(text)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
 /** initdb in a temporary directory and start; throws (naming why) when the binaries are missing. */
 export async function startPgInstance(opts: PgInstanceOptions = {}): Promise<PgInstance> {
   const bins = postgresBinaries();

@@ -15,13 +15,12 @@
  * Times are printed (detection, promotion, first write after it), never asserted but for a
  * liveness bound.
  */
-import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { isWritError } from "../../src/core/errors.js";
 import { postgresStore, type PostgresStore } from "../../src/stores/postgres/index.js";
 import { WAKE_CHANNEL } from "../../src/stores/postgres/postgres-migrations.js";
 import { invocation, newScope } from "../../src/stores/conformance/fixtures.js";
-import { postgresBinaries, startPgInstance, type PgInstance } from "../helpers/pg-instance.js";
+import { instanceSql, postgresBinaries, startPgInstance, type PgInstance } from "../helpers/pg-instance.js";
 
 const bins = postgresBinaries();
 // Never skipped silently: where no binaries exist the reason is printed (and CI fails).
@@ -40,16 +39,7 @@ afterAll(async () => {
   for (const i of instances.reverse()) await i.close();
 }, 60_000);
 
-async function sql<R extends object>(inst: PgInstance, text: string, db = "postgres"): Promise<R[]> {
-  const c = new pg.Client({ connectionString: inst.url(db), connectionTimeoutMillis: 5_000 });
-  c.on("error", () => undefined);
-  await c.connect();
-  try {
-    return (await c.query<R>(text)).rows;
-  } finally {
-    await c.end();
-  }
-}
+const sql = instanceSql;
 
 async function eventually(what: string, ms: number, cond: () => Promise<boolean>): Promise<void> {
   const end = Date.now() + ms;

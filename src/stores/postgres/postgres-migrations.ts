@@ -309,6 +309,38 @@ ALTER TABLE writ_completions ADD COLUMN rev bigint NOT NULL DEFAULT 0;
 `;
 
 /**
+ * `writ_admit`: the admission, or the invocation already admitted under its key (migration 6;
+ * `lockFound` locks the found row, migration 26, ADMIT_REPLAY_DURABLE below).
+ */
+function admitFunctionSql(create: "CREATE" | "CREATE OR REPLACE", lockFound: string): string {
+  return `${create} FUNCTION writ_admit(p_t text, p_s text, p_inv text, p_action text, p_key text, p_status text, p_run_at bigint, p_lease_owner text, p_lease_token text,
+    p_lease_expires_at bigint, p_attempt_count integer, p_created_at bigint, p_updated_at bigint, p_deadline_at bigint, p_overdue_at bigint, p_doc json,
+    p_ids text[], p_types text[], p_ats bigint[], p_docs json[]) RETURNS json
+LANGUAGE plpgsql AS $$
+DECLARE v_found json;
+BEGIN
+  INSERT INTO writ_invocations (tenant_id, space_id, invocation_id, action, idempotency_key, status, run_at, lease_owner, lease_token, lease_expires_at,
+                                attempt_count, created_at, updated_at, deadline_at, overdue_at, doc, rev)
+  VALUES (p_t, p_s, p_inv, p_action, p_key, p_status, p_run_at, p_lease_owner, p_lease_token, p_lease_expires_at,
+          p_attempt_count, p_created_at, p_updated_at, p_deadline_at, p_overdue_at, p_doc, 1)
+  ON CONFLICT DO NOTHING;
+  IF FOUND THEN
+    PERFORM writ_put_unsealed(p_t, p_s, p_ids, p_types, p_ats, p_docs);
+    RETURN NULL;
+  END IF;
+  SELECT row_to_json(r) INTO v_found FROM (
+    SELECT status, run_at, lease_owner, lease_token, lease_expires_at, attempt_count, updated_at, rev, doc
+      FROM writ_invocations WHERE tenant_id = p_t AND space_id = p_s AND action = p_action AND idempotency_key = p_key${lockFound}) r;
+  IF v_found IS NULL THEN
+    RAISE EXCEPTION 'invocation % already exists', p_inv USING ERRCODE = 'WRCNF';
+  END IF;
+  RETURN v_found;
+END
+$$;
+`;
+}
+
+/**
  * The hot transitions as server-side functions (docs/stores.md, "Transitions"): each one whole
  * state change in one statement, so a client pays one round trip and one commit for it. They
  * check and lock in the store's one lock order (invocation row, logical keys, attempt counter;
@@ -368,31 +400,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION writ_admit(p_t text, p_s text, p_inv text, p_action text, p_key text, p_status text, p_run_at bigint, p_lease_owner text, p_lease_token text,
-    p_lease_expires_at bigint, p_attempt_count integer, p_created_at bigint, p_updated_at bigint, p_deadline_at bigint, p_overdue_at bigint, p_doc json,
-    p_ids text[], p_types text[], p_ats bigint[], p_docs json[]) RETURNS json
-LANGUAGE plpgsql AS $$
-DECLARE v_found json;
-BEGIN
-  INSERT INTO writ_invocations (tenant_id, space_id, invocation_id, action, idempotency_key, status, run_at, lease_owner, lease_token, lease_expires_at,
-                                attempt_count, created_at, updated_at, deadline_at, overdue_at, doc, rev)
-  VALUES (p_t, p_s, p_inv, p_action, p_key, p_status, p_run_at, p_lease_owner, p_lease_token, p_lease_expires_at,
-          p_attempt_count, p_created_at, p_updated_at, p_deadline_at, p_overdue_at, p_doc, 1)
-  ON CONFLICT DO NOTHING;
-  IF FOUND THEN
-    PERFORM writ_put_unsealed(p_t, p_s, p_ids, p_types, p_ats, p_docs);
-    RETURN NULL;
-  END IF;
-  SELECT row_to_json(r) INTO v_found FROM (
-    SELECT status, run_at, lease_owner, lease_token, lease_expires_at, attempt_count, updated_at, rev, doc
-      FROM writ_invocations WHERE tenant_id = p_t AND space_id = p_s AND action = p_action AND idempotency_key = p_key) r;
-  IF v_found IS NULL THEN
-    RAISE EXCEPTION 'invocation % already exists', p_inv USING ERRCODE = 'WRCNF';
-  END IF;
-  RETURN v_found;
-END
-$$;
-
+${admitFunctionSql("CREATE", "")}
 CREATE FUNCTION writ_begin(p_t text, p_s text, p_inv text, p_owner text, p_token text, p_lease_inv text, p_locks bigint[],
     p_expect_idem boolean, p_idem_state text, p_idem_attempt text, p_idem_updated bigint, p_expect_steps text,
     p_authority text, p_authority_seen text, p_approval text, p_approval_seen bigint,
@@ -1021,6 +1029,23 @@ DROP INDEX writ_notify_deliveries_done;
  */
 const LITERAL_BATCH = literalBatchSql();
 
+/**
+ * An admission that finds its key already used answers the invocation it found only once that
+ * invocation is as durable as a fresh admission would be (docs/deploying-postgres.md, "What holds
+ * per fault"). The found row could be committed on this server but not yet on its synchronous
+ * standby: a commit whose wait for the standby was cancelled, or one that crash recovery replayed
+ * after the server was killed in that wait, is visible here at once. `ON CONFLICT DO NOTHING`
+ * writes nothing when the key is taken, so the replay's own commit had no reason to wait for the
+ * standby, and a failover right after could lose what it had just acknowledged (the cluster
+ * nemesis found one, C7). The replay now locks the found row (`FOR KEY SHARE`, which conflicts
+ * only with a key change or a delete). The lock is written to the WAL under a transaction id, so
+ * the replay's commit waits for the synchronous standby up to its own commit record, which comes
+ * after the found row's. Without synchronous replication the commit only flushes locally. The
+ * answer is the same; only a replay pays (a lock record and a commit that flushes).
+ */
+const ADMIT_REPLAY_DURABLE = `
+${admitFunctionSql("CREATE OR REPLACE", "\n       FOR KEY SHARE")}`;
+
 /** All migrations, ascending by version. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, name: "initial_schema", sql: INITIAL_SCHEMA },
@@ -1048,6 +1073,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 23, name: "keys_once", sql: KEYS_ONCE },
   { version: 24, name: "lenient_documents", sql: LENIENT_DOCUMENTS },
   { version: 25, name: "literal_batch", sql: LITERAL_BATCH },
+  { version: 26, name: "admit_replay_durable", sql: ADMIT_REPLAY_DURABLE },
 ];
 
 /** The schema version this build creates and expects. */
