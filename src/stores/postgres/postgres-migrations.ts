@@ -1037,8 +1037,9 @@ const LITERAL_BATCH = literalBatchSql();
  * after the server was killed in that wait, is visible here at once. `ON CONFLICT DO NOTHING`
  * writes nothing when the key is taken, so the replay's own commit had no reason to wait for the
  * standby, and a failover right after could lose what it had just acknowledged (the cluster
- * nemesis found one, C7). The replay now locks the found row (`FOR KEY SHARE`, which conflicts
- * only with a key change or a delete). The lock is written to the WAL under a transaction id, so
+ * nemesis found one, C7). The replay now locks the found row (`FOR KEY SHARE`, the weakest row
+ * lock: it waits only for a transaction that holds the row `FOR UPDATE`, changes its key or
+ * deletes it). The lock is written to the WAL under a transaction id, so
  * the replay's commit waits for the synchronous standby up to its own commit record, which comes
  * after the found row's. Without synchronous replication the commit only flushes locally. The
  * answer is the same; only a replay pays (a lock record and a commit that flushes).
