@@ -17,7 +17,9 @@
  * - with a synchronous standby that has not confirmed the found invocation, the replay does not
  *   answer: its commit waits for the standby (one backend in the `SyncRep` wait);
  * - once nothing is waited for (the standby requirement lifted), it answers the invocation it
- *   found, unchanged.
+ *   found, unchanged;
+ * - the same holds for a replay through an admission with its claim (the hand-off), which claims
+ *   nothing.
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { transitionsOf } from "../../src/core/transitions.js";
@@ -85,5 +87,20 @@ suite("an admission replay on PostgreSQL with a synchronous standby", () => {
     expect(r.created).toBe(false);
     expect(r.created === false && r.existing.invocationId).toBe(first.invocationId);
     expect(r.created === false && r.existing.idempotencyKey).toBe("k");
+
+    // The same for a replay through an admission with its claim (the hand-off to an idle worker):
+    // it finds the invocation, claims nothing, and waits for the standby before it answers.
+    await standby("nobody");
+    let claimedAnswered = false;
+    const claimReplay = t.admitClaimed!(scope, { invocation: invocation(scope, { idempotencyKey: "k" }), entries: [] }, { owner: "w", tokens: ["tok"], now: Date.now(), leaseMs: 30_000, limit: 1 }, []).then((x) => {
+      claimedAnswered = true;
+      return x;
+    });
+    await untilRead(async () => (await waiting()) === 1, "the replay with a claim to wait for the standby", 20_000, 50);
+    await sleep(500);
+    expect(claimedAnswered).toBe(false);
+    await standby(null);
+    const c = await claimReplay;
+    expect(c.created === false && c.existing.invocationId).toBe(first.invocationId);
   }, 120_000);
 });

@@ -20,7 +20,10 @@ function call(fn: string, casts: readonly string[]): string {
   return `SELECT ${fn}(${casts.map((c, i) => `$${i + 1}::${c}`).join(", ")}) AS out`;
 }
 
-/** The one-call statement of each batchable function, by function name. */
+/**
+ * The one-call statement of each batchable function, by function name. `single` checks every value
+ * (into arrays) before it takes a connection, so the exec does not check them again.
+ */
 const SINGLE = new Map<string, Statement>(
   [
     ["t_admit", ADMIT_FN],
@@ -31,7 +34,6 @@ const SINGLE = new Map<string, Statement>(
     ["t_seal_if_head", SEAL_IF_HEAD_FN],
     ["t_claim_next", CLAIM_NEXT_FN],
     ["t_admit_claimed", ADMIT_CLAIMED_FN],
-    // `single` checks every value (into arrays) before it takes a connection.
   ].map(([name, f]) => [(f as PgFunction).fn, { ...statement(name as string, callText(f as PgFunction)), checked: true }]),
 );
 /** Its one value is the JSON of members `many` checked one by one. */
