@@ -145,6 +145,27 @@ export async function instanceSql<R extends object>(inst: PgInstance, text: stri
   }
 }
 
+/**
+ * Sets a server setting with ALTER SYSTEM and reloads, then waits until a fresh session reads the
+ * new value. `pg_reload_conf()` only signals the postmaster and returns at once: until the
+ * postmaster has re-read its files (and with that signalled every backend), a pooled session may
+ * run its next command under the old value. A fresh session reading the new value proves the
+ * postmaster has reloaded; a signalled backend applies the new value before its next command.
+ * `value` null resets the setting; `expect` is the value a session then reads.
+ */
+export async function setAndReload(inst: PgInstance, name: string, value: string | null, expect: string, timeoutMs = 20_000): Promise<void> {
+  if (!/^[a-z_]+$/.test(name)) throw new Error(`setAndReload: not a setting name: ${JSON.stringify(name)}`);
+  await instanceSql(inst, value === null ? `ALTER SYSTEM RESET ${name}` : `ALTER SYSTEM SET ${name} = '${value.replace(/'/g, "''")}'`);
+  await instanceSql(inst, "SELECT pg_reload_conf()");
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const seen = (await instanceSql<{ v: string }>(inst, `SELECT current_setting('${name}') AS v`))[0]?.v;
+    if (seen === expect) return;
+    if (Date.now() > deadline) throw new Error(`setAndReload: ${name} still reads ${JSON.stringify(seen)} after ${timeoutMs} ms, not ${JSON.stringify(expect)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /** initdb in a temporary directory and start; throws (naming why) when the binaries are missing. */
 export async function startPgInstance(opts: PgInstanceOptions = {}): Promise<PgInstance> {
   const bins = postgresBinaries();

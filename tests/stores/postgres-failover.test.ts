@@ -20,7 +20,7 @@ import { isWritError } from "../../src/core/errors.js";
 import { postgresStore, type PostgresStore } from "../../src/stores/postgres/index.js";
 import { WAKE_CHANNEL } from "../../src/stores/postgres/postgres-migrations.js";
 import { invocation, newScope } from "../../src/stores/conformance/fixtures.js";
-import { instanceSql, postgresBinaries, startPgInstance, type PgInstance } from "../helpers/pg-instance.js";
+import { instanceSql, postgresBinaries, setAndReload, startPgInstance, type PgInstance } from "../helpers/pg-instance.js";
 
 const bins = postgresBinaries();
 // Never skipped silently: where no binaries exist the reason is printed (and CI fails).
@@ -142,8 +142,8 @@ suite("failover through a multi-host URL", () => {
     await Promise.all(Array.from({ length: max }, () => store.transact((tx) => tx.insertInvocation(scope, invocation(scope)))));
     expect((await sql<{ n: number }>(a, "SELECT count(*)::int AS n FROM writ_invocations", "writ"))[0]?.n).toBe(max);
 
-    await sql(a, "ALTER SYSTEM SET default_transaction_read_only = on");
-    await sql(a, "SELECT pg_reload_conf()");
+    // Waits for the reload to take: the pooled sessions must see it before their next write.
+    await setAndReload(a, "default_transaction_read_only", "on", "on");
     const states: unknown[] = [];
     let landed: string | undefined;
     for (let i = 0; i <= max + 1 && landed === undefined; i++) {

@@ -25,7 +25,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { transitionsOf } from "../../src/core/transitions.js";
 import { postgresStore, type PostgresStore } from "../../src/stores/postgres/index.js";
 import { invocation, newScope } from "../../src/stores/conformance/fixtures.js";
-import { instanceSql as sql, postgresBinaries, startPgInstance, type PgInstance } from "../helpers/pg-instance.js";
+import { instanceSql as sql, postgresBinaries, setAndReload, startPgInstance, type PgInstance } from "../helpers/pg-instance.js";
 import { untilRead } from "../helpers/wait.js";
 
 const bins = postgresBinaries();
@@ -51,8 +51,7 @@ suite("an admission replay on PostgreSQL with a synchronous standby", () => {
     const scope = newScope();
     const waiting = async (): Promise<number> => (await sql<{ n: string }>(primary, "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event = 'SyncRep'")).map((r) => Number(r.n))[0] ?? 0;
     const standby = async (names: string | null): Promise<void> => {
-      await sql(primary, names === null ? "ALTER SYSTEM RESET synchronous_standby_names" : `ALTER SYSTEM SET synchronous_standby_names = '${names}'`);
-      await sql(primary, "SELECT pg_reload_conf()");
+      await setAndReload(primary, "synchronous_standby_names", names, names ?? "");
     };
 
     // Without synchronous replication a replay answers at once.
