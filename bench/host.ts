@@ -78,8 +78,13 @@ export function benchStoreOptions(): PostgresStoreOptions {
 }
 const MIN_ITEMS = 80;
 const MAX_ITEMS = 4000;
-/** Items of the light phase (one in flight). */
-const LIGHT = 20;
+/**
+ * Items of the light phase (one in flight), after LIGHT_WARM unmeasured ones. 20 items gave a
+ * median that moved by a third between rounds and followed whatever configuration ran before
+ * (docs/benchmarks.md, "2026-12-07 (night)"); 100 cost a few seconds per run.
+ */
+const LIGHT = 100;
+const LIGHT_WARM = 10;
 
 // ---------------------------------------------------------------------------------------------
 // What the workers run (shared with bench/host-worker-child.ts)
@@ -610,7 +615,7 @@ async function phases(cfg: Config, plan: Plan, submitter: (phase: string) => (i:
   const m0 = cpuTimes();
   try {
     const loaded = await closedLoop(submitter("loaded"), windowOf(cfg), windowOf(cfg) / 2, plan.count);
-    const light = plan.light > 0 ? await closedLoop(submitter("light"), 1, 3, plan.light) : null;
+    const light = plan.light > 0 ? await closedLoop(submitter("light"), 1, LIGHT_WARM, plan.light) : null;
     const m1 = cpuTimes();
     const cpu = process.cpuUsage(cpu0);
     return { loaded, light, benchCpuMs: (cpu.user + cpu.system) / 1000, machineBusy: m0 && m1 ? (m1.busy - m0.busy) / (m1.total - m0.total) : null };
