@@ -151,6 +151,10 @@ export async function instanceSql<R extends object>(inst: PgInstance, text: stri
  * postmaster has re-read its files (and with that signalled every backend), a pooled session may
  * run its next command under the old value. A fresh session reading the new value proves the
  * postmaster has reloaded; a signalled backend applies the new value before its next command.
+ * Some settings take effect through the checkpointer instead: whether a commit waits for a
+ * synchronous standby follows a flag in shared memory that only the checkpointer sets from
+ * `synchronous_standby_names` as it reloads. Hence a CHECKPOINT last: the checkpointer applies a
+ * reload it was signalled for before it runs a requested checkpoint, and the command returns after.
  * `value` null resets the setting; `expect` is the value a session then reads.
  */
 export async function setAndReload(inst: PgInstance, name: string, value: string | null, expect: string, timeoutMs = 20_000): Promise<void> {
@@ -160,7 +164,10 @@ export async function setAndReload(inst: PgInstance, name: string, value: string
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const seen = (await instanceSql<{ v: string }>(inst, `SELECT current_setting('${name}') AS v`))[0]?.v;
-    if (seen === expect) return;
+    if (seen === expect) {
+      await instanceSql(inst, "CHECKPOINT");
+      return;
+    }
     if (Date.now() > deadline) throw new Error(`setAndReload: ${name} still reads ${JSON.stringify(seen)} after ${timeoutMs} ms, not ${JSON.stringify(expect)}`);
     await new Promise((r) => setTimeout(r, 20));
   }

@@ -326,7 +326,8 @@ async function buildTemplate(adminUrl: string): Promise<string> {
 async function dropDatabase(adminUrl: string, name: string): Promise<void> {
   await admin(adminUrl, async (c) => {
     await c.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [name]);
-    await c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)}`);
+    // WITH (FORCE): a leaked store's listener that reconnects after the terminate does not hold the drop up.
+    await c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
   });
 }
 

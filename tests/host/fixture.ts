@@ -186,7 +186,18 @@ export async function expectLapsedThenRun(
   b: HostBench,
   store: Store,
   invocationId: string,
-  o: { leaseMs: number; heartbeatMs: number; pollMs: number; /** True once no transaction is open (the beat's has ended); else a 300-ms pause stands in. */ settled?: () => boolean },
+  o: {
+    leaseMs: number;
+    heartbeatMs: number;
+    pollMs: number;
+    /**
+     * True while no transaction (or statement) of the store is open. Given, the clock moves only
+     * then, and each beat is followed by a wait for it; else a 300-ms pause stands in. Moving the
+     * clock while a beat's statement is on its way (a slow commit on a busy machine) would carry the
+     * next beat's due time past the lease, where this helper never takes the clock.
+     */
+    settled?: () => boolean;
+  },
   beats: () => number,
 ): Promise<void> {
   const expiry = (await readCommitted(store, (tx) => tx.getInvocation(b.scope, invocationId)))!.leaseExpiresAt!;
@@ -196,7 +207,7 @@ export async function expectLapsedThenRun(
     const want = beats() + 1;
     await untilRead(async () => {
       if (beats() >= want) return true;
-      if (b.clock.now() + 100 < expiry) b.clock.advance(100);
+      if (b.clock.now() + 100 < expiry && (o.settled === undefined || o.settled())) b.clock.advance(100);
       return false;
     }, `heartbeat ${k} answered`);
     if (o.settled) await untilRead(async () => o.settled!(), `heartbeat ${k}'s transaction ended`);

@@ -32,10 +32,15 @@ import { expectLapsedThenRun, grantAuthority, makeHostBench } from "./fixture.js
 let db: FreshDatabase;
 let listener: WakeListener;
 
-/** A pool that counts answered statements by name and can lose the answer of the next statement named `lose.next` after it ran. */
-function watchedPool(url: string): { pool: pg.Pool; counts: Map<string, number>; lose: { next: string | null }; hold: { next: string | null; until: Promise<void> | null } } {
+/**
+ * A pool that counts answered statements by name and can lose the answer of the next statement
+ * named `lose.next` after it ran; `active()` counts the statements sent whose answer has not
+ * reached the caller.
+ */
+function watchedPool(url: string): { pool: pg.Pool; counts: Map<string, number>; active: () => number; lose: { next: string | null }; hold: { next: string | null; until: Promise<void> | null } } {
   const pool = new pg.Pool({ connectionString: url, max: 6 });
   const counts = new Map<string, number>();
+  let active = 0;
   const lose: { next: string | null } = { next: null };
   /** Holds back the answer of the next statement named `hold.next` until `hold.until` resolves. */
   const hold: { next: string | null; until: Promise<void> | null } = { next: null, until: null };
@@ -44,10 +49,17 @@ function watchedPool(url: string): { pool: pg.Pool; counts: Map<string, number>;
     (client as unknown as { query: (...a: unknown[]) => unknown }).query = async (...a: unknown[]) => {
       const q = a[0] as { name?: string } | string;
       const name = typeof q === "object" && q !== null && typeof q.name === "string" ? q.name : "other";
-      const r = await query(...a);
-      if (hold.next !== null && name === hold.next) {
-        hold.next = null;
-        await hold.until;
+      // In flight until its answer reaches the caller (a held answer included).
+      active += 1;
+      let r: unknown;
+      try {
+        r = await query(...a);
+        if (hold.next !== null && name === hold.next) {
+          hold.next = null;
+          await hold.until;
+        }
+      } finally {
+        active -= 1;
       }
       // Counted once answered: a worker whose claim is counted has its answer, and sleeps.
       counts.set(name, (counts.get(name) ?? 0) + 1);
@@ -58,7 +70,7 @@ function watchedPool(url: string): { pool: pg.Pool; counts: Map<string, number>;
       return r;
     };
   });
-  return { pool, counts, lose, hold };
+  return { pool, counts, active: () => active, lose, hold };
 }
 
 const claims = (counts: Map<string, number>): number => (counts.get("writ_t_claim_next") ?? 0) + (counts.get("writ_t_claim") ?? 0);
@@ -221,7 +233,7 @@ describe("hand-off to an idle worker on PostgreSQL", () => {
       await untilRead(async () => watched.lose.next === null, "the claim's answer lost");
       await untilRead(async () => (await readCommitted(store, (tx) => tx.getInvocation(b.scope, invocation.invocationId)))?.status === "running", "the lost claim committed");
       expect(b.calls).toHaveLength(0);
-      await expectLapsedThenRun(b, store, invocation.invocationId, { leaseMs: LEASE_MS, heartbeatMs: 3_000, pollMs: 1_000 }, () => watched.counts.get("writ_heartbeat_2") ?? 0);
+      await expectLapsedThenRun(b, store, invocation.invocationId, { leaseMs: LEASE_MS, heartbeatMs: 3_000, pollMs: 1_000, settled: () => watched.active() === 0 }, () => watched.counts.get("writ_heartbeat_2") ?? 0);
     } finally {
       await worker.stop();
       unlisten();
@@ -245,7 +257,7 @@ describe("hand-off to an idle worker on PostgreSQL", () => {
       expect(watched.lose.next).toBeNull();
       const [lost] = await readCommitted(store, (tx) => tx.listInvocations(b.scope, {}));
       expect(lost).toMatchObject({ status: "running", leaseOwner: "hw", attemptCount: 1 });
-      await expectLapsedThenRun(b, store, lost!.invocationId, { leaseMs: LEASE_MS, heartbeatMs: 3_000, pollMs: 1_000 }, () => watched.counts.get("writ_heartbeat_2") ?? 0);
+      await expectLapsedThenRun(b, store, lost!.invocationId, { leaseMs: LEASE_MS, heartbeatMs: 3_000, pollMs: 1_000, settled: () => watched.active() === 0 }, () => watched.counts.get("writ_heartbeat_2") ?? 0);
     } finally {
       await worker.stop();
       unlisten();

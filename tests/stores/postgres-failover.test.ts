@@ -59,8 +59,7 @@ suite("failover through a multi-host URL", () => {
     instances.push(standby);
     expect(await standby.inRecovery()).toBe(true);
     // Synchronous commit to the standby: a commit is acknowledged once the standby has it.
-    await sql(primary, "ALTER SYSTEM SET synchronous_standby_names = '*'");
-    await sql(primary, "SELECT pg_reload_conf()");
+    await setAndReload(primary, "synchronous_standby_names", "*", "*");
     await eventually("the standby to be synchronous", 30_000, async () => (await sql<{ s: string }>(primary, "SELECT sync_state AS s FROM pg_stat_replication")).some((r) => r.s === "sync"));
 
     const url = `postgres://postgres@${primary.host}:${primary.port},${standby.host}:${standby.port}/writ?target_session_attrs=read-write`;
