@@ -177,9 +177,12 @@ describe("hand-off to an idle worker on PostgreSQL", () => {
       const replay = b.host.submit(b.request({ params: { n: 1 }, idempotencyKey: "first" }));
       await untilRead(async () => watched.hold.next === null, "the replay's admission answered and held");
       const otherBench = makeHostBench(other);
+      // The wake-up reaches the loop while the ticket holds the slot: this store's listener tells
+      // its subscribers one after the other in one turn, the worker's loop among them.
+      let woken = 0;
+      const offWake = store.onWake(() => (woken += 1));
       const { invocation: second } = await otherBench.host.submit(b.request({ params: { n: 2 }, idempotencyKey: "second" }));
-      // The wake-up reaches the loop while the ticket holds the slot.
-      await new Promise((r) => setTimeout(r, 200));
+      await untilRead(async () => woken > 0, "the other process's wake-up reached this store").finally(offWake);
       release();
       expect((await replay).replayed).toBe(true);
       await untilRead(async () => (await readCommitted(store, (tx) => tx.getInvocation(b.scope, second.invocationId)))?.status === "succeeded", "the other process's invocation succeeded", 20_000);
