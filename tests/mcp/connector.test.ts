@@ -123,11 +123,17 @@ describe.each(["stdio", "http"] as const)("mcp connector over %s", (transport) =
       expect((await settle(host, invocation.invocationId)).status).toBe("succeeded");
       return;
     }
+    // The upstream gone for good first (its process reaped, so every socket it had is closed): a
+    // keep-alive connection still open while the process was being torn down could take the
+    // request and then drop it, an outcome nobody can know (ambiguous), not this test's case.
+    const child = upstream!.child;
+    if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.once("exit", r));
     const { invocation } = await submit("up.echo", { text: "again" });
     await host.worker({ concurrency: 1 }).runOnce();
     const inv = (await host.get(SCOPE, invocation.invocationId))!;
+    const why = JSON.stringify({ lastError: inv.lastError, reconciliations: (await host.reconcile.list(SCOPE, { status: "open" })).filter((r) => r.invocationId === inv.invocationId).map((r) => [r.reasonCode, r.reason]) });
     // echo is idempotent: re-queued with backoff for a retry, never reconciliation.
-    expect(inv.status).toBe("queued");
+    expect(inv.status, why).toBe("queued");
     expect(inv.lastError ?? "").toContain("cannot reach the upstream");
   }, 30_000);
 });
