@@ -81,7 +81,7 @@ const MAX_ITEMS = 4000;
 /**
  * Items of the light phase (one in flight), after LIGHT_WARM unmeasured ones. 20 items gave a
  * median that moved by a third between rounds and followed whatever configuration ran before
- * (docs/benchmarks.md, "2026-12-07 (night)"); 100 cost a few seconds per run.
+ * (docs/benchmarks.md, "2026-12-07 (night)"); 100 cost about 10 s more per run.
  */
 const LIGHT = 100;
 const LIGHT_WARM = 10;

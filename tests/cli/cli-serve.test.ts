@@ -82,12 +82,17 @@ async function until(s: Served, invocationId: string, status: string): Promise<R
 
 /**
  * Resolves once another request has been in flight at two reads of /metrics 100 ms apart (each
- * read counts itself): a long poll the server holds, not a request passing through.
+ * read counts itself): a long poll the server holds, not a request passing through. `client` is
+ * the CLI that should be holding it: should it end first, its exit and stderr are the error.
  */
-async function heldRequest(s: Served): Promise<void> {
+async function heldRequest(s: Served, client: Promise<{ code: number | null; stderr: string }>): Promise<void> {
+  let ended: { code: number | null; stderr: string } | null = null;
+  void client.then((r) => (ended = r), () => undefined);
   const inFlight = async (): Promise<number> => Number(/^writ_http_requests_in_flight (\d+)$/m.exec(await (await fetch(`${s.banner.url}/metrics`)).text())?.[1] ?? 0);
   const deadline = Date.now() + 20_000;
   for (let seen = 0; seen < 2; ) {
+    const e = ended as { code: number | null; stderr: string } | null;
+    if (e !== null) throw new Error(`the client ended (exit ${String(e.code)}) before the server held its request: ${e.stderr}`);
     if (Date.now() > deadline) throw new Error("no request held by the server within 20 s");
     seen = (await inFlight()) >= 2 ? seen + 1 : 0;
     await new Promise((x) => setTimeout(x, 100));
@@ -128,7 +133,7 @@ describe("writ serve with the example config", () => {
     // `writ wait` through the server's long poll, started before the approval: it answers once the refund ran.
     const remote = ["--url", s.banner.url, "--key-file", demo.agentKeyFile, "--tenant", "demo", "--space", "default", "--json"];
     const waiting = writ(ws.dir, ["wait", largeId, "--until", "final", "--timeout", "30", ...remote]);
-    await heldRequest(s); // the CLI's long poll is waiting at the server before the approval
+    await heldRequest(s, waiting); // the CLI's long poll is waiting at the server before the approval
     const approved = await api(s, "POST", `/approvals/${String(parked.approvalId)}/approve`, { note: "ok" });
     expect(approved.status).toBe(200);
     expect((approved.body.approval as { votes: Array<{ approver: unknown }> }).votes[0]?.approver).toEqual({ type: "user", id: "demo-approver" });

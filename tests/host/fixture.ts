@@ -191,10 +191,11 @@ export async function expectLapsedThenRun(
     heartbeatMs: number;
     pollMs: number;
     /**
-     * True while no transaction (or statement) of the store is open. Given, the clock moves only
-     * then, and each beat is followed by a wait for it; else a 300-ms pause stands in. Moving the
-     * clock while a beat's statement is on its way (a slow commit on a busy machine) would carry the
-     * next beat's due time past the lease, where this helper never takes the clock.
+     * True while nothing of the store is in flight (no open transaction, or no statement on its
+     * way, as the caller counts). Given, the clock moves only then, and each beat is followed by a
+     * wait for it; else a 300-ms pause stands in. Moving the clock while a beat's statement is on
+     * its way (a slow commit on a busy machine) would carry the next beat's due time past the
+     * lease, where this helper never takes the clock.
      */
     settled?: () => boolean;
   },

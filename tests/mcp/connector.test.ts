@@ -123,11 +123,19 @@ describe.each(["stdio", "http"] as const)("mcp connector over %s", (transport) =
       expect((await settle(host, invocation.invocationId)).status).toBe("succeeded");
       return;
     }
-    // The upstream gone for good first (its process reaped, so every socket it had is closed): a
-    // keep-alive connection still open while the process was being torn down could take the
-    // request and then drop it, an outcome nobody can know (ambiguous), not this test's case.
+    // The upstream gone for good first (its process reaped, every socket of it closed). The full
+    // suite once saw this call end ambiguous, cause not found: a call racing the upstream's
+    // teardown, or another test's server on the freed port, would both be ambiguous, rightly.
     const child = upstream!.child;
-    if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.once("exit", r));
+    if (child.exitCode === null && child.signalCode === null) {
+      await new Promise<void>((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error("the killed upstream's process did not exit within 10 s")), 10_000);
+        child.once("exit", () => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
     const { invocation } = await submit("up.echo", { text: "again" });
     await host.worker({ concurrency: 1 }).runOnce();
     const inv = (await host.get(SCOPE, invocation.invocationId))!;
