@@ -50,8 +50,19 @@ suite("an admission replay on PostgreSQL with a synchronous standby", () => {
     const t = transitionsOf(s);
     const scope = newScope();
     const waiting = async (): Promise<number> => (await sql<{ n: string }>(primary, "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event = 'SyncRep'")).map((r) => Number(r.n))[0] ?? 0;
-    const standby = async (names: string | null): Promise<void> => {
-      await setAndReload(primary, "synchronous_standby_names", names, names ?? "");
+    const standby = (names: string | null): Promise<void> => setAndReload(primary, "synchronous_standby_names", names, names ?? "");
+    /** Starts a replay, sees it wait for the standby and not answer, lifts the requirement; its answer. */
+    const heldUntilLifted = async <R>(what: string, start: () => Promise<R>): Promise<R> => {
+      let answered = false;
+      const replaying = start().then((r) => {
+        answered = true;
+        return r;
+      });
+      await untilRead(async () => (await waiting()) === 1, `${what} to wait for the standby`, 20_000, 50);
+      await sleep(500);
+      expect(answered).toBe(false);
+      await standby(null);
+      return replaying;
     };
 
     // Without synchronous replication a replay answers at once.
@@ -70,19 +81,9 @@ suite("an admission replay on PostgreSQL with a synchronous standby", () => {
     expect(await admitting).toEqual({ created: true });
     expect(await waiting()).toBe(0);
 
-    // The replay finds it, and waits for the standby before it answers.
-    let answered = false;
-    const replay = t.admit(scope, { invocation: invocation(scope, { idempotencyKey: "k" }), entries: [] }).then((r) => {
-      answered = true;
-      return r;
-    });
-    await untilRead(async () => (await waiting()) === 1, "the replay to wait for the standby", 20_000, 50);
-    await sleep(500);
-    expect(answered).toBe(false);
-
-    // Nothing to wait for any more: it answers the invocation it found.
-    await standby(null);
-    const r = await replay;
+    // The replay finds it, and waits for the standby before it answers; with nothing to wait for
+    // any more, it answers the invocation it found.
+    const r = await heldUntilLifted("the replay", () => t.admit(scope, { invocation: invocation(scope, { idempotencyKey: "k" }), entries: [] }));
     expect(r.created).toBe(false);
     expect(r.created === false && r.existing.invocationId).toBe(first.invocationId);
     expect(r.created === false && r.existing.idempotencyKey).toBe("k");
@@ -90,16 +91,9 @@ suite("an admission replay on PostgreSQL with a synchronous standby", () => {
     // The same for a replay through an admission with its claim (the hand-off to an idle worker):
     // it finds the invocation, claims nothing, and waits for the standby before it answers.
     await standby("nobody");
-    let claimedAnswered = false;
-    const claimReplay = t.admitClaimed!(scope, { invocation: invocation(scope, { idempotencyKey: "k" }), entries: [] }, { owner: "w", tokens: ["tok"], now: Date.now(), leaseMs: 30_000, limit: 1 }, []).then((x) => {
-      claimedAnswered = true;
-      return x;
-    });
-    await untilRead(async () => (await waiting()) === 1, "the replay with a claim to wait for the standby", 20_000, 50);
-    await sleep(500);
-    expect(claimedAnswered).toBe(false);
-    await standby(null);
-    const c = await claimReplay;
+    const c = await heldUntilLifted("the replay with a claim", () =>
+      t.admitClaimed!(scope, { invocation: invocation(scope, { idempotencyKey: "k" }), entries: [] }, { owner: "w", tokens: ["tok"], now: Date.now(), leaseMs: 30_000, limit: 1 }, []),
+    );
     expect(c.created === false && c.existing.invocationId).toBe(first.invocationId);
   }, 120_000);
 });

@@ -22,7 +22,7 @@ function call(fn: string, casts: readonly string[]): string {
 
 /**
  * The one-call statement of each batchable function, by function name. `single` checks every value
- * (into arrays) before it takes a connection, so the exec does not check them again.
+ * (into arrays, `encodedArgs`) before it takes a connection, so the exec does not check them again.
  */
 const SINGLE = new Map<string, Statement>(
   [
@@ -72,8 +72,13 @@ function stepParams(s: StepCheckpoint): unknown[] {
   return [s.stepIndex, s.status, s.attemptId, s.connector ?? null, s.externalRef ?? null, docOf(s)];
 }
 
-/** A call's arguments as the batch runner reads them (`batchArgs`); a value it cannot encode is a usage error. */
+/**
+ * A call's arguments as the batch runner reads them (`batchArgs`), checked first for text
+ * PostgreSQL cannot store, into arrays too (a string inside one would fail a whole batch's JSON on
+ * the server); a value it cannot check or encode is a usage error.
+ */
 function encodedArgs(c: { fn: PgFunction; params: unknown[] }): unknown[] {
+  checkValues(c.params, true);
   try {
     return batchArgs(c.fn, c.params);
   } catch (e) {
@@ -430,7 +435,6 @@ export function postgresTransitions(
    */
   const single = async (c: Call): Promise<unknown> => {
     let out: unknown;
-    checkValues(c.params, true);
     const params = encodedArgs(c);
     try {
       const [r] = await run((x) => x.rows<{ out: unknown }>(SINGLE.get(c.fn.fn)!, params));
@@ -453,9 +457,7 @@ export function postgresTransitions(
     const args: unknown[][] = new Array<unknown[]>(calls.length);
     calls.forEach((c, i) => {
       try {
-        // Into arrays too: a string inside one would fail the whole batch's JSON on the server.
-        checkValues(c.params, true);
-        // A value with no array literal fails its member alone, as a refused one does.
+        // A value refused or with no array literal fails its member alone.
         args[i] = encodedArgs(c);
         sent.push(i);
       } catch (error) {
