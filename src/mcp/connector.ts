@@ -2,11 +2,14 @@
  * The `mcp` connector: Writ calls a tool on an upstream MCP server (stdio or streamable HTTP), so an
  * agent reaches that tool only through policy, approval, the journal and reconciliation
  * (docs/mcp.md, "Governing other MCP servers"). An upstream error result is a definite failure; a
- * connection that drops after the call was sent is an ambiguous outcome (reconciliation).
+ * connection that drops after the call was sent is an ambiguous outcome (reconciliation). An HTTP
+ * upstream that refuses the request itself (a 4xx status) ran nothing; one that no longer knows
+ * the client's session (it restarted) is asked again on a new session (docs/mcp.md, "Governing
+ * other MCP servers").
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Connector, ConnectorContext, ConnectorOperation, ConnectorReply } from "../core/action.js";
 import { defineConnector } from "../core/action.js";
@@ -54,6 +57,30 @@ function textOf(content: unknown): string {
 /** JSON-RPC errors by which a server refuses a request before running anything. */
 const REFUSED = new Set<number>([ErrorCode.InvalidParams, ErrorCode.MethodNotFound, ErrorCode.InvalidRequest]);
 
+/**
+ * HTTP statuses by which a streamable HTTP upstream (or a proxy before it) refuses a request before
+ * anything runs. 404 and 429 may pass (a restart, a rate limit): a transient failure; the others
+ * refuse the request as it is: a definite failure. Any other status (5xx, 408, 409, ...) leaves the
+ * outcome unknown.
+ */
+const REFUSED_HTTP = new Map<number, "transient_failure" | "permanent_failure">([
+  [400, "permanent_failure"],
+  [401, "permanent_failure"],
+  [403, "permanent_failure"],
+  [404, "transient_failure"],
+  [405, "permanent_failure"],
+  [406, "permanent_failure"],
+  [413, "permanent_failure"],
+  [415, "permanent_failure"],
+  [422, "permanent_failure"],
+  [429, "transient_failure"],
+]);
+
+/** The HTTP status of a streamable HTTP transport's refusal, if that is what `e` is. */
+function httpStatus(e: unknown): number | undefined {
+  return e instanceof StreamableHTTPError && typeof e.code === "number" ? e.code : undefined;
+}
+
 /** Errors that prove the request never reached the upstream (nothing can have happened). */
 function neverSent(e: unknown): boolean {
   const codes = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"]);
@@ -90,40 +117,93 @@ export function mcpConnector(options: McpConnectorOptions): McpConnector {
   const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
   if (!Number.isInteger(connectTimeoutMs) || connectTimeoutMs < 1 || connectTimeoutMs > 600_000) throw new WritError("INVALID_OPTION", `mcpConnector ${String(options.id)}: connectTimeoutMs must be an integer from 1 to 600000`);
 
-  let current: Promise<Client> | null = null;
+  /**
+   * One connection to the upstream: its client, the HTTP transport (for its session id), and the
+   * calls on it. A connection found stale (its session gone) is left for new calls and closed when
+   * its last call ends, so that calls still on it are not cut short.
+   */
+  interface Connection {
+    client: Promise<Client>;
+    http: StreamableHTTPClientTransport | null;
+    calls: number;
+    stale: boolean;
+  }
+  let current: Connection | null = null;
 
-  function connect(): Promise<Client> {
+  function connect(): Connection {
     if (current) return current;
     const client = new Client({ name: `writ-connector-${options.id}`, version: "0.1.0" });
     const transport = isStdio
       ? new StdioClientTransport({ command: up.command as string, args: (up.args as string[] | undefined) ?? [], ...(up.env ? { env: up.env as Record<string, string> } : {}), ...(up.cwd ? { cwd: up.cwd as string } : {}), stderr: "ignore" })
       : new StreamableHTTPClientTransport(new URL(up!.url as string), up!.headers ? { requestInit: { headers: up!.headers as Record<string, string> } } : {});
-    const p = client.connect(transport, { timeout: connectTimeoutMs }).then(() => client);
+    const http = transport instanceof StreamableHTTPClientTransport ? transport : null;
+    const c: Connection = { client: client.connect(transport, { timeout: connectTimeoutMs }).then(() => client), http, calls: 0, stale: false };
     client.onclose = () => {
-      if (current === p) current = null;
+      if (current === c) current = null;
     };
-    current = p;
-    p.catch(() => {
-      if (current === p) current = null;
+    current = c;
+    c.client.catch(() => {
+      if (current === c) current = null;
     });
-    return p;
+    return c;
+  }
+
+  /** Leaves `c` to the calls already on it: new calls start a new connection; `c` closes once idle. */
+  function retire(c: Connection): void {
+    if (current === c) current = null;
+    c.stale = true;
+    if (c.calls === 0) void c.client.then((cl) => cl.close()).catch(() => undefined);
+  }
+
+  /** One call of `tool` on `c`; rejects as the client does. */
+  async function send(c: Connection, tool: string, args: unknown, ctx: ConnectorContext) {
+    const client = await c.client;
+    const timeout = Math.max(1, ctx.deadline - Date.now());
+    c.calls++;
+    try {
+      return await client.callTool({ name: tool, arguments: (args ?? {}) as Record<string, unknown>, _meta: { [IDEMPOTENCY_META]: ctx.idempotencyKey } }, undefined, { signal: ctx.signal, timeout });
+    } finally {
+      c.calls--;
+      if (c.stale && c.calls === 0) void client.close().catch(() => undefined);
+    }
   }
 
   async function callTool(tool: string, args: unknown, ctx: ConnectorContext): Promise<ConnectorReply> {
-    let client: Client;
+    let c = connect();
     try {
-      client = await connect();
+      await c.client;
     } catch (e) {
       // Not connected: the call was never sent.
       return { outcome: "transient_failure", reason: `cannot reach the upstream MCP server: ${errorMessage(e).slice(0, 300)}` };
     }
-    const timeout = Math.max(1, ctx.deadline - Date.now());
     try {
-      const res = await client.callTool({ name: tool, arguments: (args ?? {}) as Record<string, unknown>, _meta: { [IDEMPOTENCY_META]: ctx.idempotencyKey } }, undefined, { signal: ctx.signal, timeout });
+      let res;
+      try {
+        res = await send(c, tool, args, ctx);
+      } catch (e) {
+        // An HTTP upstream that answers 404 (or, as some do, 400) to a request naming the client's
+        // session no longer holds that session (it restarted, or ended it): it ran nothing. The
+        // protocol has the client start a new session; the call goes once more, on it.
+        const status = httpStatus(e);
+        if ((status === 404 || status === 400) && c.http?.sessionId !== undefined) {
+          retire(c);
+          c = connect();
+          try {
+            await c.client;
+          } catch (again) {
+            return { outcome: "transient_failure", reason: `the upstream MCP server ended its session and cannot be reached again: ${errorMessage(again).slice(0, 300)}` };
+          }
+          res = await send(c, tool, args, ctx);
+        } else throw e;
+      }
       if (res.isError === true) return { outcome: "permanent_failure", reason: `the upstream tool ${tool} returned an error: ${textOf(res.content) || "no detail"}` };
       const output = (res.structuredContent ?? { content: res.content ?? [] }) as Json;
       return { outcome: "success", externalRef: `mcp:${options.id}:${tool}:${ctx.idempotencyKey}`, output };
     } catch (e) {
+      const status = httpStatus(e);
+      const refused = status === undefined ? undefined : REFUSED_HTTP.get(status);
+      // The upstream (or a proxy before it) refused the HTTP request itself: nothing ran.
+      if (refused !== undefined) return { outcome: refused, reason: `the upstream refused ${tool} before running it (HTTP ${status}): ${errorMessage(e).slice(0, 300)}` };
       if (e instanceof McpError) {
         const code: number = e.code;
         if (code === (ErrorCode.RequestTimeout as number)) return { outcome: "timeout" };
@@ -159,7 +239,7 @@ export function mcpConnector(options: McpConnectorOptions): McpConnector {
     operations,
     addTool,
     async listTools() {
-      const client = await connect();
+      const client = await connect().client;
       const out: Tool[] = [];
       let cursor: string | undefined;
       for (let page = 0; page < 100; page++) {
@@ -171,9 +251,9 @@ export function mcpConnector(options: McpConnectorOptions): McpConnector {
       return out;
     },
     async close() {
-      const p = current;
+      const c = current;
       current = null;
-      if (p) await p.then((c) => c.close()).catch(() => {});
+      if (c) await c.client.then((cl) => cl.close()).catch(() => {});
     },
   };
 }

@@ -3,7 +3,9 @@
  * streamable HTTP: upstream tools imported as actions (their input schemas become params schemas),
  * a success (output recorded, the step idempotency key sent in _meta), an upstream error result (a
  * definite failure), and an upstream that dies mid-call (ambiguous: reconciliation, never success
- * or failure).
+ * or failure). Over HTTP also: an upstream with sessions that restarts (the call it refuses for an
+ * unknown session goes again on a new session and runs once), and an upstream that refuses calls
+ * with an HTTP status (nothing ran: a failure, never reconciliation).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -20,8 +22,10 @@ const UPSTREAM = join(import.meta.dirname, "fixtures", "upstream.ts");
 const TSX = join(process.cwd(), "node_modules", ".bin", "tsx");
 const dir = mkdtempSync(join(tmpdir(), "writ-mcp-conn-"));
 
-function startHttpUpstream(mark: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(TSX, [UPSTREAM, "--http"], { env: { ...process.env, UPSTREAM_MARK: mark }, stdio: ["ignore", "pipe", "inherit"] });
+function startHttpUpstream(mark: string, extra: string[] = [], env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
+  // Node itself, not the tsx wrapper: the wrapper runs the script in a child process, which a
+  // SIGKILL of the wrapper would leave running (and holding its port).
+  const child = spawn(process.execPath, ["--import", "tsx", UPSTREAM, "--http", ...extra], { env: { ...process.env, UPSTREAM_MARK: mark, ...env }, stdio: ["ignore", "pipe", "inherit"] });
   return new Promise((resolve, reject) => {
     let out = "";
     child.stdout.on("data", (b: Buffer) => {
@@ -144,6 +148,93 @@ describe.each(["stdio", "http"] as const)("mcp connector over %s", (transport) =
     expect(inv.status, why).toBe("queued");
     expect(inv.lastError ?? "").toContain("cannot reach the upstream");
   }, 30_000);
+});
+
+/** Kills `child` and waits until its process has exited (its port is free again). */
+async function killAndReap(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGKILL");
+  await gone;
+}
+
+/** A host on the memory store over one `mcp` connector, with the upstream's tools imported as `<id>.<tool>`. */
+async function hostOver(conn: McpConnector, retry?: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number }) {
+  const actions = await importMcpTools(conn, { prefix: `${conn.id}.` });
+  const host = createHost({ store: memoryStore(), actions, connectors: [conn], policy: functionPolicy("p:v1", () => "ALLOW"), signingKey: generateSigningKey(), timeoutMs: 20_000, ...(retry ? { retry } : {}) });
+  await host.authorities.create(SCOPE, { authorityRef: "a1", principal: { type: "agent", id: "bot" }, grantor: { type: "user", id: "root" }, actions: ["*"] });
+  let n = 0;
+  const submit = (action: string, params: Record<string, unknown>) =>
+    host.submit({ ...SCOPE, action, actionVersion: "1", actor: { type: "agent", id: "bot" }, authorityRef: "a1", params, idempotencyKey: `k${++n}` });
+  return { host, submit };
+}
+
+// Invariants: a request the upstream refused for an unknown session ran nothing there, so the
+// connector sends it again on a new session and the invocation succeeds with the upstream having
+// run it exactly once (its log); the connection whose session was lost is not used again.
+describe.each([
+  ["404, as the protocol says", []],
+  ["400, as some servers answer", ["--unknown-session-400"]],
+] as const)("mcp connector over HTTP with sessions: an upstream that restarts answers an unknown session with %s", (_label, flags) => {
+  const log = join(dir, `sessions-${flags.length}.log`);
+  const mark = join(dir, `sessions-${flags.length}.mark`);
+  let upstream: { child: ChildProcess; url: string } | null = null;
+  let conn: McpConnector | null = null;
+
+  afterAll(async () => {
+    await conn?.close();
+    if (upstream) await killAndReap(upstream.child);
+  });
+
+  it("the next call starts a new session and runs once: success, not reconciliation", async () => {
+    upstream = await startHttpUpstream(mark, ["--sessions", ...flags], { UPSTREAM_LOG: log });
+    const port = new URL(upstream.url).port;
+    conn = mcpConnector({ id: "sess", upstream: { url: upstream.url } });
+    const { host, submit } = await hostOver(conn);
+    const first = await submit("sess.echo", { text: "before" });
+    expect((await settle(host, first.invocation.invocationId)).status).toBe("succeeded");
+
+    // The upstream restarts on the same port: the session the connector holds is gone with it.
+    await killAndReap(upstream.child);
+    upstream = await startHttpUpstream(mark, ["--sessions", ...flags, "--port", port], { UPSTREAM_LOG: log });
+    expect(new URL(upstream.url).port).toBe(port);
+
+    const { invocation } = await submit("sess.echo", { text: "after" });
+    await host.worker({ concurrency: 1 }).runOnce();
+    const inv = (await host.get(SCOPE, invocation.invocationId))!;
+    expect(inv.status, JSON.stringify({ lastError: inv.lastError })).toBe("succeeded");
+    const key = (inv.result as { call: { key: string } }).call.key;
+    const ran = readFileSync(log, "utf8").split("\n").filter((l) => l === key);
+    expect(ran).toHaveLength(1);
+  }, 60_000);
+});
+
+// Invariant: an HTTP status by which the upstream refused the call itself (it ran nothing) is a
+// failure the retry policy handles, never an ambiguous outcome sent to reconciliation.
+describe.each([
+  [401, "failed"],
+  [429, "queued"],
+] as const)("mcp connector over HTTP: an upstream that refuses tools/call with HTTP %s", (status, expected) => {
+  const mark = join(dir, `refuse-${status}.mark`);
+  let upstream: { child: ChildProcess; url: string } | null = null;
+  let conn: McpConnector | null = null;
+
+  afterAll(async () => {
+    await conn?.close();
+    if (upstream) await killAndReap(upstream.child);
+  });
+
+  it(`ends the invocation ${expected}, not in reconciliation`, async () => {
+    upstream = await startHttpUpstream(mark, ["--refuse-calls", String(status)]);
+    conn = mcpConnector({ id: "refusing", upstream: { url: upstream.url } });
+    const { host, submit } = await hostOver(conn, { maxAttempts: 3, baseDelayMs: 60_000, maxDelayMs: 60_000 });
+    const { invocation } = await submit("refusing.echo", { text: "x" });
+    await host.worker({ concurrency: 1 }).runOnce();
+    const inv = (await host.get(SCOPE, invocation.invocationId))!;
+    expect(inv.status, JSON.stringify({ lastError: inv.lastError })).toBe(expected);
+    expect(inv.lastError ?? "").toContain(`HTTP ${status}`);
+    expect(await host.reconcile.list(SCOPE, { status: "open" })).toHaveLength(0);
+  }, 60_000);
 });
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
