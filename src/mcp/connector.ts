@@ -58,23 +58,17 @@ function textOf(content: unknown): string {
 const REFUSED = new Set<number>([ErrorCode.InvalidParams, ErrorCode.MethodNotFound, ErrorCode.InvalidRequest]);
 
 /**
- * HTTP statuses by which a streamable HTTP upstream (or a proxy before it) refuses a request before
- * anything runs. 404 and 429 may pass (a restart, a rate limit): a transient failure; the others
- * refuse the request as it is: a definite failure. Any other status (5xx, 408, 409, ...) leaves the
- * outcome unknown.
+ * What an HTTP status by which a streamable HTTP upstream (or a proxy before it) refused a request
+ * says, as the `http` connector reads one (docs/connectors.md): a 4xx means nothing ran; 404 (a
+ * restart), 408 and 429 may pass, so a transient failure, any other 4xx refuses the request as it
+ * is, a definite failure. Any other status (5xx among them) leaves the outcome unknown: a proxy's 502
+ * may follow a call the upstream ran, and an upstream that is not Writ does not dedupe on the key.
  */
-const REFUSED_HTTP = new Map<number, "transient_failure" | "permanent_failure">([
-  [400, "permanent_failure"],
-  [401, "permanent_failure"],
-  [403, "permanent_failure"],
-  [404, "transient_failure"],
-  [405, "permanent_failure"],
-  [406, "permanent_failure"],
-  [413, "permanent_failure"],
-  [415, "permanent_failure"],
-  [422, "permanent_failure"],
-  [429, "transient_failure"],
-]);
+function refusedOutcome(status: number): "transient_failure" | "permanent_failure" | undefined {
+  if (status === 404 || status === 408 || status === 429) return "transient_failure";
+  if (status >= 400 && status <= 499) return "permanent_failure";
+  return undefined;
+}
 
 /** The HTTP status of a streamable HTTP transport's refusal, if that is what `e` is. */
 function httpStatus(e: unknown): number | undefined {
@@ -201,7 +195,7 @@ export function mcpConnector(options: McpConnectorOptions): McpConnector {
       return { outcome: "success", externalRef: `mcp:${options.id}:${tool}:${ctx.idempotencyKey}`, output };
     } catch (e) {
       const status = httpStatus(e);
-      const refused = status === undefined ? undefined : REFUSED_HTTP.get(status);
+      const refused = status === undefined ? undefined : refusedOutcome(status);
       // The upstream (or a proxy before it) refused the HTTP request itself: nothing ran.
       if (refused !== undefined) return { outcome: refused, reason: `the upstream refused ${tool} before running it (HTTP ${status}): ${errorMessage(e).slice(0, 300)}` };
       if (e instanceof McpError) {
