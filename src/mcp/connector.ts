@@ -10,10 +10,11 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, ErrorCode, McpError, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Connector, ConnectorContext, ConnectorOperation, ConnectorReply } from "../core/action.js";
 import { defineConnector } from "../core/action.js";
 import { WritError, errorMessage } from "../core/errors.js";
+import { secretMasker } from "../connectors/http/http-mapping.js";
 import type { Json } from "../core/types.js";
 import { IDEMPOTENCY_META } from "./gateway.js";
 
@@ -54,15 +55,21 @@ function textOf(content: unknown): string {
     .slice(0, 2000);
 }
 
+/** `text` on one line, cut at `max` characters (an upstream's answer goes into a reason). */
+function oneLine(text: string, max = 300): string {
+  return text.replace(/\s+/g, " ").slice(0, max);
+}
+
 /** JSON-RPC errors by which a server refuses a request before running anything. */
 const REFUSED = new Set<number>([ErrorCode.InvalidParams, ErrorCode.MethodNotFound, ErrorCode.InvalidRequest]);
 
 /**
  * What an HTTP status by which a streamable HTTP upstream (or a proxy before it) refused a request
- * says, as the `http` connector reads one (docs/connectors.md): a 4xx means nothing ran; 404 (a
- * restart), 408 and 429 may pass, so a transient failure, any other 4xx refuses the request as it
- * is, a definite failure. Any other status (5xx among them) leaves the outcome unknown: a proxy's 502
- * may follow a call the upstream ran, and an upstream that is not Writ does not dedupe on the key.
+ * says. A 4xx means nothing ran, as the `http` connector reads one (docs/connectors.md); 404 (here
+ * a restarted upstream, where the `http` connector takes it as definite), 408 and 429 may pass, so
+ * a transient failure; any other 4xx refuses the request as it is, a definite failure. Any other
+ * status (5xx among them) leaves the outcome unknown: a proxy's 502 may follow a call the upstream
+ * ran, and an upstream that is not Writ need not dedupe on the key.
  */
 function refusedOutcome(status: number): "transient_failure" | "permanent_failure" | undefined {
   if (status === 404 || status === 408 || status === 429) return "transient_failure";
@@ -111,16 +118,21 @@ export function mcpConnector(options: McpConnectorOptions): McpConnector {
   const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
   if (!Number.isInteger(connectTimeoutMs) || connectTimeoutMs < 1 || connectTimeoutMs > 600_000) throw new WritError("INVALID_OPTION", `mcpConnector ${String(options.id)}: connectTimeoutMs must be an integer from 1 to 600000`);
 
+  /** Reasons never carry the values of the upstream's headers (an upstream may echo its Authorization). */
+  const headerValues: unknown[] = isHttp && typeof up?.headers === "object" && up.headers !== null ? Object.values(up.headers) : [];
+  const mask = secretMasker(headerValues.filter((v): v is string => typeof v === "string"));
+
   /**
    * One connection to the upstream: its client, the HTTP transport (for its session id), and the
-   * calls on it. A connection found stale (its session gone) is left for new calls and closed when
-   * its last call ends, so that calls still on it are not cut short.
+   * calls and listings holding it. A connection found stale (its session gone) is left for new
+   * calls and shut when the last one holding it ends, so that none is cut short.
    */
   interface Connection {
     client: Promise<Client>;
     http: StreamableHTTPClientTransport | null;
     calls: number;
     stale: boolean;
+    closed: boolean;
   }
   let current: Connection | null = null;
 
@@ -131,7 +143,7 @@ export function mcpConnector(options: McpConnectorOptions): McpConnector {
       ? new StdioClientTransport({ command: up.command as string, args: (up.args as string[] | undefined) ?? [], ...(up.env ? { env: up.env as Record<string, string> } : {}), ...(up.cwd ? { cwd: up.cwd as string } : {}), stderr: "ignore" })
       : new StreamableHTTPClientTransport(new URL(up!.url as string), up!.headers ? { requestInit: { headers: up!.headers as Record<string, string> } } : {});
     const http = transport instanceof StreamableHTTPClientTransport ? transport : null;
-    const c: Connection = { client: client.connect(transport, { timeout: connectTimeoutMs }).then(() => client), http, calls: 0, stale: false };
+    const c: Connection = { client: client.connect(transport, { timeout: connectTimeoutMs }).then(() => client), http, calls: 0, stale: false, closed: false };
     client.onclose = () => {
       if (current === c) current = null;
     };
@@ -142,74 +154,116 @@ export function mcpConnector(options: McpConnectorOptions): McpConnector {
     return c;
   }
 
-  /** Leaves `c` to the calls already on it: new calls start a new connection; `c` closes once idle. */
+  /**
+   * Runs `fn` holding `c`, the connection new calls use: counted from before its first await, so a
+   * retire (below) never closes a connection under a call or a listing still on it.
+   */
+  async function holding<T>(fn: (c: Connection) => Promise<T>): Promise<T> {
+    const c = connect();
+    c.calls++;
+    try {
+      return await fn(c);
+    } finally {
+      c.calls--;
+      if (c.stale && c.calls === 0) shut(c);
+    }
+  }
+
+  /** Whether `e` is an HTTP upstream's 404 (or, as some answer, 400) to a request naming `c`'s session. */
+  function sessionLost(e: unknown, c: Connection): boolean {
+    const status = httpStatus(e);
+    return (status === 404 || status === 400) && c.http?.sessionId !== undefined;
+  }
+
+  /** Leaves `c` to what already holds it: new calls start a new connection; `c` is shut once free. */
   function retire(c: Connection): void {
     if (current === c) current = null;
     c.stale = true;
-    if (c.calls === 0) void c.client.then((cl) => cl.close()).catch(() => undefined);
+    if (c.calls === 0) shut(c);
   }
 
-  /** One call of `tool` on `c`; rejects as the client does. */
+  /** Ends a retired connection: its session on the upstream (where it still has one), then the client. */
+  function shut(c: Connection): void {
+    if (c.closed) return;
+    c.closed = true;
+    void c.client
+      .then(async (cl) => {
+        await c.http?.terminateSession().catch(() => undefined);
+        await cl.close();
+      })
+      .catch(() => undefined);
+  }
+
+  /**
+   * One call of `tool` on `c`; rejects as the protocol does. Sent as a plain `tools/call` request:
+   * the SDK's `callTool` also checks the structured result against the tool's output schema once
+   * the tool has run, and its refusal would read as a refusal of the call itself. Writ records
+   * what the upstream answered.
+   */
   async function send(c: Connection, tool: string, args: unknown, ctx: ConnectorContext) {
     const client = await c.client;
     const timeout = Math.max(1, ctx.deadline - Date.now());
-    c.calls++;
-    try {
-      return await client.callTool({ name: tool, arguments: (args ?? {}) as Record<string, unknown>, _meta: { [IDEMPOTENCY_META]: ctx.idempotencyKey } }, undefined, { signal: ctx.signal, timeout });
-    } finally {
-      c.calls--;
-      if (c.stale && c.calls === 0) void client.close().catch(() => undefined);
-    }
+    return client.request({ method: "tools/call", params: { name: tool, arguments: (args ?? {}) as Record<string, unknown>, _meta: { [IDEMPOTENCY_META]: ctx.idempotencyKey } } }, CallToolResultSchema, { signal: ctx.signal, timeout });
   }
 
-  async function callTool(tool: string, args: unknown, ctx: ConnectorContext): Promise<ConnectorReply> {
-    let c = connect();
-    try {
-      await c.client;
-    } catch (e) {
-      // Not connected: the call was never sent.
-      return { outcome: "transient_failure", reason: `cannot reach the upstream MCP server: ${errorMessage(e).slice(0, 300)}` };
+  /** The reply for an answer of the upstream. */
+  function replyOf(tool: string, ctx: ConnectorContext, res: CallToolResult): ConnectorReply {
+    if (res.isError === true) return { outcome: "permanent_failure", reason: mask(`the upstream tool ${tool} returned an error: ${textOf(res.content) || "no detail"}`) };
+    const output = (res.structuredContent ?? { content: res.content ?? [] }) as Json;
+    return { outcome: "success", externalRef: `mcp:${options.id}:${tool}:${ctx.idempotencyKey}`, output };
+  }
+
+  /** The reply for a call that failed with `e`. */
+  function failureOf(tool: string, e: unknown): ConnectorReply {
+    const status = httpStatus(e);
+    const refused = status === undefined ? undefined : refusedOutcome(status);
+    // The upstream (or a proxy before it) refused the HTTP request itself: nothing ran.
+    if (refused !== undefined) return { outcome: refused, reason: mask(`the upstream refused ${tool} before running it (HTTP ${status}): ${oneLine(errorMessage(e))}`) };
+    if (e instanceof McpError) {
+      const code: number = e.code;
+      if (code === (ErrorCode.RequestTimeout as number)) return { outcome: "timeout" };
+      // The upstream refused the request itself (unknown tool, invalid arguments): it did not run.
+      if (REFUSED.has(code)) return { outcome: "permanent_failure", reason: mask(`the upstream refused ${tool}: ${oneLine(e.message, 500)}`) };
     }
-    try {
-      let res;
+    if (neverSent(e)) return unreachable(e);
+    // Sent, and then the connection dropped (or another fault): nobody knows whether it ran.
+    return { outcome: "ambiguous", reason: mask(`the upstream connection failed after ${tool} was sent: ${oneLine(errorMessage(e))}`) };
+  }
+
+  /** Not connected: nothing was sent. */
+  function unreachable(e: unknown, what = "cannot reach the upstream MCP server"): ConnectorReply {
+    return { outcome: "transient_failure", reason: mask(`${what}: ${oneLine(errorMessage(e))}`) };
+  }
+
+  function callTool(tool: string, args: unknown, ctx: ConnectorContext): Promise<ConnectorReply> {
+    return holding(async (c) => {
       try {
-        res = await send(c, tool, args, ctx);
+        await c.client;
+      } catch (e) {
+        return unreachable(e);
+      }
+      try {
+        return replyOf(tool, ctx, await send(c, tool, args, ctx));
       } catch (e) {
         // An HTTP upstream that answers 404 (or, as some do, 400) to a request naming the client's
-        // session no longer holds that session (it restarted, or ended it): it ran nothing. The
-        // protocol has the client start a new session; the call goes once more, on it.
-        const status = httpStatus(e);
-        if ((status === 404 || status === 400) && c.http?.sessionId !== undefined) {
-          retire(c);
-          c = connect();
+        // session no longer holds that session (it restarted, or ended it), and ran nothing: the
+        // protocol has the client start a new session. The call goes once more, on a new one.
+        if (!sessionLost(e, c)) return failureOf(tool, e);
+        retire(c);
+        return holding(async (fresh) => {
           try {
-            await c.client;
+            await fresh.client;
           } catch (again) {
-            return { outcome: "transient_failure", reason: `the upstream MCP server ended its session and cannot be reached again: ${errorMessage(again).slice(0, 300)}` };
+            return unreachable(again, "the upstream MCP server ended its session and cannot be reached again");
           }
-          res = await send(c, tool, args, ctx);
-        } else throw e;
+          try {
+            return replyOf(tool, ctx, await send(fresh, tool, args, ctx));
+          } catch (again) {
+            return failureOf(tool, again);
+          }
+        });
       }
-      if (res.isError === true) return { outcome: "permanent_failure", reason: `the upstream tool ${tool} returned an error: ${textOf(res.content) || "no detail"}` };
-      const output = (res.structuredContent ?? { content: res.content ?? [] }) as Json;
-      return { outcome: "success", externalRef: `mcp:${options.id}:${tool}:${ctx.idempotencyKey}`, output };
-    } catch (e) {
-      const status = httpStatus(e);
-      const refused = status === undefined ? undefined : refusedOutcome(status);
-      // The upstream (or a proxy before it) refused the HTTP request itself: nothing ran.
-      if (refused !== undefined) return { outcome: refused, reason: `the upstream refused ${tool} before running it (HTTP ${status}): ${errorMessage(e).slice(0, 300)}` };
-      if (e instanceof McpError) {
-        const code: number = e.code;
-        if (code === (ErrorCode.RequestTimeout as number)) return { outcome: "timeout" };
-        // The upstream refused the request itself (unknown tool, invalid arguments): it did not run.
-        if (REFUSED.has(code)) {
-          return { outcome: "permanent_failure", reason: `the upstream refused ${tool}: ${e.message.slice(0, 500)}` };
-        }
-      }
-      if (neverSent(e)) return { outcome: "transient_failure", reason: `cannot reach the upstream MCP server: ${errorMessage(e).slice(0, 300)}` };
-      // Sent, and then the connection dropped (or another fault): nobody knows whether it ran.
-      return { outcome: "ambiguous", reason: `the upstream connection failed after ${tool} was sent: ${errorMessage(e).slice(0, 300)}` };
-    }
+    });
   }
 
   const operations: { [op: string]: ConnectorOperation } = {
@@ -232,17 +286,29 @@ export function mcpConnector(options: McpConnectorOptions): McpConnector {
     ...base,
     operations,
     addTool,
-    async listTools() {
-      const client = await connect().client;
-      const out: Tool[] = [];
-      let cursor: string | undefined;
-      for (let page = 0; page < 100; page++) {
-        const r = await client.listTools(cursor ? { cursor } : {});
-        out.push(...r.tools);
-        cursor = r.nextCursor;
-        if (!cursor) break;
-      }
-      return out;
+    listTools() {
+      const list = (c: Connection): Promise<Tool[]> =>
+        c.client.then(async (client) => {
+          const out: Tool[] = [];
+          let cursor: string | undefined;
+          for (let page = 0; page < 100; page++) {
+            const r = await client.listTools(cursor ? { cursor } : {});
+            out.push(...r.tools);
+            cursor = r.nextCursor;
+            if (!cursor) break;
+          }
+          return out;
+        });
+      return holding(async (c) => {
+        try {
+          return await list(c);
+        } catch (e) {
+          // As for a call: a session the upstream no longer holds is replaced, once (a listing runs nothing).
+          if (!sessionLost(e, c)) throw e;
+          retire(c);
+          return holding(list);
+        }
+      });
     },
     async close() {
       const c = current;
