@@ -230,6 +230,13 @@ export function mcpConnector(options: McpConnectorOptions): McpConnector {
     return { outcome: "ambiguous", reason: mask(`the upstream connection failed after ${tool} was sent: ${oneLine(errorMessage(e))}`) };
   }
 
+  /** Why a call must not leave now (the step aborted, or no time left before its deadline), if it must not. */
+  function tooLate(tool: string, ctx: ConnectorContext): ConnectorReply | undefined {
+    if (ctx.signal.aborted) return { outcome: "transient_failure", reason: `${tool} was not sent: the step was aborted` };
+    if (!(ctx.deadline - Date.now() > 0)) return { outcome: "transient_failure", reason: `${tool} was not sent: the step deadline has passed` };
+    return undefined;
+  }
+
   /** Not connected: nothing was sent. */
   function unreachable(e: unknown, what = "cannot reach the upstream MCP server"): ConnectorReply {
     return { outcome: "transient_failure", reason: mask(`${what}: ${oneLine(errorMessage(e))}`) };
@@ -242,6 +249,9 @@ export function mcpConnector(options: McpConnectorOptions): McpConnector {
       } catch (e) {
         return unreachable(e);
       }
+      // A call sent with no time left would time out at once, an outcome nobody could know.
+      const late = tooLate(tool, ctx);
+      if (late !== undefined) return late;
       try {
         return replyOf(tool, ctx, await send(c, tool, args, ctx));
       } catch (e) {
@@ -256,6 +266,8 @@ export function mcpConnector(options: McpConnectorOptions): McpConnector {
           } catch (again) {
             return unreachable(again, "the upstream MCP server ended its session and cannot be reached again");
           }
+          const lateAgain = tooLate(tool, ctx);
+          if (lateAgain !== undefined) return lateAgain;
           try {
             return replyOf(tool, ctx, await send(fresh, tool, args, ctx));
           } catch (again) {

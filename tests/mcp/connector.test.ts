@@ -299,4 +299,45 @@ describe.each([
   }, 60_000);
 });
 
+// Invariant: a call with no time left before its step's deadline, or whose step was aborted, is
+// not sent (the upstream's log stays empty): a transient failure, never a call that times out at once.
+describe("mcp connector over HTTP: a call too late to send", () => {
+  const log = join(dir, "late.log");
+  let upstream: { child: ChildProcess; url: string } | null = null;
+  let conn: McpConnector | null = null;
+
+  afterAll(async () => {
+    await conn?.close();
+    if (upstream) await killAndReap(upstream.child);
+  });
+
+  it("is not sent after its deadline or once aborted", async () => {
+    upstream = await startHttpUpstream(join(dir, "late.mark"), [], { UPSTREAM_LOG: log });
+    conn = mcpConnector({ id: "late", upstream: { url: upstream.url } });
+    await conn.listTools();
+    conn.addTool("echo");
+    const ctx = (over: { deadline?: number; signal?: AbortSignal }) =>
+      ({
+        request: {} as never,
+        operation: "echo",
+        input: { text: "late" },
+        idempotencyKey: "late-key",
+        signal: over.signal ?? new AbortController().signal,
+        deadline: over.deadline ?? Date.now() + 10_000,
+        attemptId: "a",
+        decisionId: "d",
+        invocationId: "i",
+        step: { index: 0, name: "call" },
+      }) as Parameters<McpConnector["operations"][string]>[0];
+    const aborted = new AbortController();
+    aborted.abort();
+    await expect(conn.operations.echo!(ctx({ deadline: Date.now() - 1 }))).resolves.toMatchObject({ outcome: "transient_failure", reason: expect.stringContaining("deadline has passed") });
+    await expect(conn.operations.echo!(ctx({ signal: aborted.signal }))).resolves.toMatchObject({ outcome: "transient_failure", reason: expect.stringContaining("aborted") });
+    expect(existsSync(log) ? readFileSync(log, "utf8") : "").toBe("");
+    // In time, the same call goes and runs.
+    await expect(conn.operations.echo!(ctx({}))).resolves.toMatchObject({ outcome: "success" });
+    expect(readFileSync(log, "utf8").split("\n").filter((l) => l === "late-key")).toHaveLength(1);
+  }, 60_000);
+});
+
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
