@@ -158,6 +158,16 @@ async function killAndReap(child: ChildProcess): Promise<void> {
   await gone;
 }
 
+/** The upstream and the connector of one describe block, both gone after it. */
+function held(): { upstream: { child: ChildProcess; url: string } | null; conn: McpConnector | null } {
+  const h: { upstream: { child: ChildProcess; url: string } | null; conn: McpConnector | null } = { upstream: null, conn: null };
+  afterAll(async () => {
+    await h.conn?.close();
+    if (h.upstream) await killAndReap(h.upstream.child);
+  });
+  return h;
+}
+
 /** A host on the memory store over one `mcp` connector, with the upstream's tools imported as `<id>.<tool>`. */
 async function hostOver(conn: McpConnector, retry?: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number }) {
   const actions = await importMcpTools(conn, { prefix: `${conn.id}.` });
@@ -169,44 +179,38 @@ async function hostOver(conn: McpConnector, retry?: { maxAttempts: number; baseD
   return { host, submit };
 }
 
-// Invariants: a request the upstream refused for an unknown session ran nothing there, so the
-// connector sends it again on a new session and the invocation succeeds with the upstream having
+// Invariants: a request the h.upstream refused for an unknown session ran nothing there, so the
+// connector sends it again on a new session and the invocation succeeds with the h.upstream having
 // run it exactly once (its log); the connection whose session was lost is shut (its session ended
-// with a DELETE) and not used again (one refusal in all, however many calls follow). Two ways to lose the session: the upstream forgets
+// with a DELETE) and not used again (one refusal in all, however many calls follow). Two ways to lose the session: the h.upstream forgets
 // its sessions while it runs (SIGUSR2), and it restarts on the same port.
 describe.each([
   ["404, as the protocol says", [], "forgets"],
   ["400, as some servers answer", ["--unknown-session-400"], "forgets"],
   ["404, after a restart on the same port", [], "restarts"],
-] as const)("mcp connector over HTTP with sessions: an upstream that loses them answers an unknown session with %s", (_label, flags, how) => {
+] as const)("mcp connector over HTTP with sessions: an h.upstream that loses them answers an unknown session with %s", (_label, flags, how) => {
   const tag = `${flags.length}-${how}`;
   const log = join(dir, `sessions-${tag}.log`);
   const mark = join(dir, `sessions-${tag}.mark`);
-  let upstream: { child: ChildProcess; url: string } | null = null;
-  let conn: McpConnector | null = null;
-
-  afterAll(async () => {
-    await conn?.close();
-    if (upstream) await killAndReap(upstream.child);
-  });
+  const h = held();
 
   it("the next call starts a new session and runs once: success, not reconciliation", async () => {
-    upstream = await startHttpUpstream(mark, ["--sessions", ...flags], { UPSTREAM_LOG: log });
-    conn = mcpConnector({ id: "sess", upstream: { url: upstream.url } });
-    const { host, submit } = await hostOver(conn);
+    h.upstream = await startHttpUpstream(mark, ["--sessions", ...flags], { UPSTREAM_LOG: log });
+    h.conn = mcpConnector({ id: "sess", upstream: { url: h.upstream.url } });
+    const { host, submit } = await hostOver(h.conn);
     const first = await submit("sess.echo", { text: "before" });
     expect((await settle(host, first.invocation.invocationId)).status).toBe("succeeded");
 
     if (how === "forgets") {
       const forgot = () => readFileSync(log, "utf8").split("\n").includes("forgot");
-      upstream.child.kill("SIGUSR2");
+      h.upstream.child.kill("SIGUSR2");
       const until = Date.now() + 10_000;
       while (!forgot() && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
       expect(forgot()).toBe(true);
     } else {
-      const port = new URL(upstream.url).port;
-      await killAndReap(upstream.child);
-      upstream = await startHttpUpstream(mark, ["--sessions", ...flags, "--port", port], { UPSTREAM_LOG: log });
+      const port = new URL(h.upstream.url).port;
+      await killAndReap(h.upstream.child);
+      h.upstream = await startHttpUpstream(mark, ["--sessions", ...flags, "--port", port], { UPSTREAM_LOG: log });
     }
 
     const ran = (key: string): number => readFileSync(log, "utf8").split("\n").filter((l) => l === key).length;
@@ -219,8 +223,8 @@ describe.each([
     }
     const refusals = readFileSync(log, "utf8").split("\n").filter((l) => l.startsWith("unknown-session POST "));
     expect(refusals).toHaveLength(1);
-    // The lost session's connection was shut: its session ended on the upstream (a DELETE, which
-    // this upstream, not knowing it, refuses), and never used for a call again.
+    // The lost session's connection was shut: its session ended on the h.upstream (a DELETE, which
+    // this h.upstream, not knowing it, refuses), and never used for a call again.
     const until = Date.now() + 10_000;
     const ended = () => readFileSync(log, "utf8").split("\n").filter((l) => l.startsWith("unknown-session DELETE "));
     while (ended().length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
@@ -230,12 +234,12 @@ describe.each([
   it("calls in flight together when the session is lost each run once, on one new session; a listing recovers too", async () => {
     // Continues the test above: the connector holds a live session again. It is lost once more,
     // while no call is on it, and then four calls go at once.
-    const { host, submit } = await hostOver(conn!);
+    const { host, submit } = await hostOver(h.conn!);
     const before = readFileSync(log, "utf8").split("\n").length;
     const lines = () => readFileSync(log, "utf8").split("\n").slice(before - 1);
     const forget = async (): Promise<void> => {
       const n = lines().filter((l) => l === "forgot").length;
-      upstream!.child.kill("SIGUSR2");
+      h.upstream!.child.kill("SIGUSR2");
       const until = Date.now() + 10_000;
       while (lines().filter((l) => l === "forgot").length === n && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     };
@@ -259,11 +263,11 @@ describe.each([
 
     // A listing of the upstream's tools (importMcpTools) on a lost session starts a new one too.
     await forget();
-    expect((await conn!.listTools()).map((t) => t.name)).toContain("echo");
+    expect((await h.conn!.listTools()).map((t) => t.name)).toContain("echo");
   }, 60_000);
 });
 
-// Invariant: an HTTP status by which the upstream refused the call itself (it ran nothing) is a
+// Invariant: an HTTP status by which the h.upstream refused the call itself (it ran nothing) is a
 // failure the retry policy handles, never an ambiguous outcome sent to reconciliation; a 5xx,
 // which may follow a call that ran (a proxy's), stays ambiguous.
 describe.each([
@@ -271,20 +275,14 @@ describe.each([
   [404, "queued"],
   [429, "queued"],
   [503, "reconciliation_required"],
-] as const)("mcp connector over HTTP: an upstream that refuses tools/call with HTTP %s", (status, expected) => {
+] as const)("mcp connector over HTTP: an h.upstream that refuses tools/call with HTTP %s", (status, expected) => {
   const mark = join(dir, `refuse-${status}.mark`);
-  let upstream: { child: ChildProcess; url: string } | null = null;
-  let conn: McpConnector | null = null;
-
-  afterAll(async () => {
-    await conn?.close();
-    if (upstream) await killAndReap(upstream.child);
-  });
+  const h = held();
 
   it(`ends the invocation ${expected}`, async () => {
-    upstream = await startHttpUpstream(mark, ["--refuse-calls", String(status)]);
-    conn = mcpConnector({ id: "refusing", upstream: { url: upstream.url } });
-    const { host, submit } = await hostOver(conn, { maxAttempts: 3, baseDelayMs: 60_000, maxDelayMs: 60_000 });
+    h.upstream = await startHttpUpstream(mark, ["--refuse-calls", String(status)]);
+    h.conn = mcpConnector({ id: "refusing", upstream: { url: h.upstream.url } });
+    const { host, submit } = await hostOver(h.conn, { maxAttempts: 3, baseDelayMs: 60_000, maxDelayMs: 60_000 });
     const { invocation } = await submit("refusing.echo", { text: "x" });
     await host.worker({ concurrency: 1 }).runOnce();
     const inv = (await host.get(SCOPE, invocation.invocationId))!;
@@ -303,19 +301,13 @@ describe.each([
 // not sent (the upstream's log stays empty): a transient failure, never a call that times out at once.
 describe("mcp connector over HTTP: a call too late to send", () => {
   const log = join(dir, "late.log");
-  let upstream: { child: ChildProcess; url: string } | null = null;
-  let conn: McpConnector | null = null;
-
-  afterAll(async () => {
-    await conn?.close();
-    if (upstream) await killAndReap(upstream.child);
-  });
+  const h = held();
 
   it("is not sent after its deadline or once aborted", async () => {
-    upstream = await startHttpUpstream(join(dir, "late.mark"), [], { UPSTREAM_LOG: log });
-    conn = mcpConnector({ id: "late", upstream: { url: upstream.url } });
-    await conn.listTools();
-    conn.addTool("echo");
+    h.upstream = await startHttpUpstream(join(dir, "late.mark"), [], { UPSTREAM_LOG: log });
+    h.conn = mcpConnector({ id: "late", upstream: { url: h.upstream.url } });
+    await h.conn.listTools();
+    h.conn.addTool("echo");
     const ctx = (over: { deadline?: number; signal?: AbortSignal }) =>
       ({
         request: {} as never,
@@ -331,11 +323,11 @@ describe("mcp connector over HTTP: a call too late to send", () => {
       }) as Parameters<McpConnector["operations"][string]>[0];
     const aborted = new AbortController();
     aborted.abort();
-    await expect(conn.operations.echo!(ctx({ deadline: Date.now() - 1 }))).resolves.toMatchObject({ outcome: "transient_failure", reason: expect.stringContaining("deadline has passed") });
-    await expect(conn.operations.echo!(ctx({ signal: aborted.signal }))).resolves.toMatchObject({ outcome: "transient_failure", reason: expect.stringContaining("aborted") });
+    await expect(h.conn.operations.echo!(ctx({ deadline: Date.now() - 1 }))).resolves.toMatchObject({ outcome: "transient_failure", reason: expect.stringContaining("deadline has passed") });
+    await expect(h.conn.operations.echo!(ctx({ signal: aborted.signal }))).resolves.toMatchObject({ outcome: "transient_failure", reason: expect.stringContaining("aborted") });
     expect(existsSync(log) ? readFileSync(log, "utf8") : "").toBe("");
     // In time, the same call goes and runs.
-    await expect(conn.operations.echo!(ctx({}))).resolves.toMatchObject({ outcome: "success" });
+    await expect(h.conn.operations.echo!(ctx({}))).resolves.toMatchObject({ outcome: "success" });
     expect(readFileSync(log, "utf8").split("\n").filter((l) => l === "late-key")).toHaveLength(1);
   }, 60_000);
 });
