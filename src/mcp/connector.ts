@@ -188,20 +188,24 @@ export function mcpConnector(options: McpConnectorOptions): McpConnector {
     c.closed = true;
     void c.client
       .then(async (cl) => {
-        await c.http?.terminateSession().catch(() => undefined);
+        // Bounded: an upstream that never answers the DELETE must not keep the client open
+        // (closing it aborts the request).
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const bound = new Promise<void>((r) => (timer = setTimeout(r, connectTimeoutMs)));
+        await Promise.race([c.http?.terminateSession().catch(() => undefined), bound]);
+        clearTimeout(timer);
         await cl.close();
       })
       .catch(() => undefined);
   }
 
   /**
-   * One call of `tool` on `c`; rejects as the protocol does. Sent as a plain `tools/call` request:
+   * One call of `tool` on `client`; rejects as the protocol does. Sent as a plain `tools/call` request:
    * the SDK's `callTool` also checks the structured result against the tool's output schema once
    * the tool has run, and its refusal would read as a refusal of the call itself. Writ records
    * what the upstream answered.
    */
-  async function send(c: Connection, tool: string, args: unknown, ctx: ConnectorContext) {
-    const client = await c.client;
+  function send(client: Client, tool: string, args: unknown, ctx: ConnectorContext) {
     const timeout = Math.max(1, ctx.deadline - Date.now());
     return client.request({ method: "tools/call", params: { name: tool, arguments: (args ?? {}) as Record<string, unknown>, _meta: { [IDEMPOTENCY_META]: ctx.idempotencyKey } } }, CallToolResultSchema, { signal: ctx.signal, timeout });
   }
@@ -242,38 +246,27 @@ export function mcpConnector(options: McpConnectorOptions): McpConnector {
     return { outcome: "transient_failure", reason: mask(`${what}: ${oneLine(errorMessage(e))}`) };
   }
 
-  function callTool(tool: string, args: unknown, ctx: ConnectorContext): Promise<ConnectorReply> {
+  /** `retried`: this is the call sent once more on a new session after the upstream lost the first. */
+  function callTool(tool: string, args: unknown, ctx: ConnectorContext, retried = false): Promise<ConnectorReply> {
     return holding(async (c) => {
+      let client: Client;
       try {
-        await c.client;
+        client = await c.client;
       } catch (e) {
-        return unreachable(e);
+        return unreachable(e, retried ? "the upstream MCP server ended its session and cannot be reached again" : undefined);
       }
       // A call sent with no time left would time out at once, an outcome nobody could know.
       const late = tooLate(tool, ctx);
       if (late !== undefined) return late;
       try {
-        return replyOf(tool, ctx, await send(c, tool, args, ctx));
+        return replyOf(tool, ctx, await send(client, tool, args, ctx));
       } catch (e) {
         // An HTTP upstream that answers 404 (or, as some do, 400) to a request naming the client's
         // session no longer holds that session (it restarted, or ended it), and ran nothing: the
         // protocol has the client start a new session. The call goes once more, on a new one.
-        if (!sessionLost(e, c)) return failureOf(tool, e);
+        if (retried || !sessionLost(e, c)) return failureOf(tool, e);
         retire(c);
-        return holding(async (fresh) => {
-          try {
-            await fresh.client;
-          } catch (again) {
-            return unreachable(again, "the upstream MCP server ended its session and cannot be reached again");
-          }
-          const lateAgain = tooLate(tool, ctx);
-          if (lateAgain !== undefined) return lateAgain;
-          try {
-            return replyOf(tool, ctx, await send(fresh, tool, args, ctx));
-          } catch (again) {
-            return failureOf(tool, again);
-          }
-        });
+        return callTool(tool, args, ctx, true);
       }
     });
   }

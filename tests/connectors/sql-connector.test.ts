@@ -8,13 +8,12 @@ import Database from "better-sqlite3";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { sqlConnector, type SqlConnector, type SqlConnectorOptions, type SqliteDatabaseLike, type SqlOperation, type SqlTarget } from "../../src/connectors/index.js";
 import type { ConnectorContext, ConnectorReply } from "../../src/core/action.js";
 import type { Json } from "../../src/core/types.js";
 import type { PgPool, PgQuery } from "../../src/stores/postgres/index.js";
-import { freshDatabase, pgServerOrNull, type FreshDatabase } from "../helpers/pg.js";
+import { freshDatabase, type FreshDatabase, pgServerOrNull, testPool } from "../helpers/pg.js";
 import { closedPort, connectorContext } from "./helpers.js";
 
 const pgServer = await pgServerOrNull();
@@ -96,8 +95,7 @@ const postgresFactory: TargetFactory = {
   skip: pgServer === null,
   async open() {
     const fresh: FreshDatabase = await freshDatabase({ empty: true });
-    const pool = new pg.Pool({ connectionString: fresh.url, max: 4 });
-    pool.on("error", () => undefined);
+    const pool = testPool({ connectionString: fresh.url, max: 4 });
     const faulty = (fault: CommitFault): PgPool => ({
       async connect() {
         const conn = await pool.connect();

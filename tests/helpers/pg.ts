@@ -380,6 +380,17 @@ export async function wakeListener(url: string): Promise<WakeListener> {
 }
 
 /**
+ * A pool a test builds itself, with an `error` listener: pg-pool's `end()` resolves as soon as it
+ * has asked its connections to close, before they have, and the drop of the test's database then
+ * terminates any still open; on a pool nobody listens to, that `error` fails the whole run.
+ */
+export function testPool(config: pg.PoolConfig): pg.Pool {
+  const pool = new pg.Pool(config);
+  pool.on("error", () => undefined);
+  return pool;
+}
+
+/**
  * Counts the statements `pool`'s clients run, by prepared-statement name ("other" for a statement
  * without one): the store names each of its statements (`writ_<name>`), so a test can tell which
  * ran and how often. Returns the live counts.

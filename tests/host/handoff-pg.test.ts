@@ -25,7 +25,7 @@ import { sealScopesNow } from "../../src/core/journal.js";
 import { readCommitted } from "../../src/core/store.js";
 import { nodeCryptoPort } from "../../src/node/crypto.js";
 import { postgresStore, type PostgresStore } from "../../src/stores/postgres/index.js";
-import { freshDatabase, listenFirst, wakeListener, type FreshDatabase, type WakeListener } from "../helpers/pg.js";
+import { freshDatabase, type FreshDatabase, listenFirst, testPool, wakeListener, type WakeListener } from "../helpers/pg.js";
 import { untilRead } from "../helpers/wait.js";
 import { expectLapsedThenRun, grantAuthority, makeHostBench } from "./fixture.js";
 
@@ -38,10 +38,7 @@ let listener: WakeListener;
  * reached the caller.
  */
 function watchedPool(url: string): { pool: pg.Pool; counts: Map<string, number>; active: () => number; lose: { next: string | null }; hold: { next: string | null; until: Promise<void> | null } } {
-  const pool = new pg.Pool({ connectionString: url, max: 6 });
-  // pg-pool's end() resolves before its connections have closed: a connection the file's
-  // database drop then terminates must not raise an unheard `error` (it would fail the run).
-  pool.on("error", () => undefined);
+  const pool = testPool({ connectionString: url, max: 6 });
   const counts = new Map<string, number>();
   let active = 0;
   const lose: { next: string | null } = { next: null };

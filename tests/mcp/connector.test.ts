@@ -16,6 +16,7 @@ import { createHost, functionPolicy, generateSigningKey, memoryStore } from "../
 import { importMcpTools, mcpConnector, type McpConnector } from "../../src/mcp/index.js";
 import type { ActionDefinition } from "../../src/core/action.js";
 import type { Invocation, Scope } from "../../src/core/types.js";
+import { connectorContext } from "../connectors/helpers.js";
 
 const SCOPE: Scope = { tenantId: "t", spaceId: "s" };
 const UPSTREAM = join(import.meta.dirname, "fixtures", "upstream.ts");
@@ -308,19 +309,7 @@ describe("mcp connector over HTTP: a call too late to send", () => {
     h.conn = mcpConnector({ id: "late", upstream: { url: h.upstream.url } });
     await h.conn.listTools();
     h.conn.addTool("echo");
-    const ctx = (over: { deadline?: number; signal?: AbortSignal }) =>
-      ({
-        request: {} as never,
-        operation: "echo",
-        input: { text: "late" },
-        idempotencyKey: "late-key",
-        signal: over.signal ?? new AbortController().signal,
-        deadline: over.deadline ?? Date.now() + 10_000,
-        attemptId: "a",
-        decisionId: "d",
-        invocationId: "i",
-        step: { index: 0, name: "call" },
-      }) as Parameters<McpConnector["operations"][string]>[0];
+    const ctx = (over: { deadline?: number; signal?: AbortSignal }) => connectorContext({ operation: "echo", input: { text: "late" }, idempotencyKey: "late-key", ...over });
     const aborted = new AbortController();
     aborted.abort();
     await expect(h.conn.operations.echo!(ctx({ deadline: Date.now() - 1 }))).resolves.toMatchObject({ outcome: "transient_failure", reason: expect.stringContaining("deadline has passed") });

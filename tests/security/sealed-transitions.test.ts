@@ -36,7 +36,7 @@ import { localDataKey } from "../../src/runtime/data-key-file.js";
 import { postgresStore } from "../../src/stores/postgres/index.js";
 import { beginInput, claimed, entry } from "../../src/stores/conformance/cases-transitions.js";
 import { newScope } from "../../src/stores/conformance/fixtures.js";
-import { countStatements, freshDatabase, listenFirst, type FreshDatabase } from "../helpers/pg.js";
+import { countStatements, freshDatabase, type FreshDatabase, listenFirst, testPool } from "../helpers/pg.js";
 import { withTransitions } from "../helpers/stores.js";
 import { untilRead } from "../helpers/wait.js";
 import { actions, grantAuthority, makeHostBench } from "../host/fixture.js";
@@ -57,10 +57,7 @@ afterAll(async () => {
 async function countedStore(): Promise<{ store: Store; counts: Map<string, number>; url: string; close: () => Promise<void> }> {
   const db = await freshDatabase();
   dbs.push(db);
-  const pool = new pg.Pool({ connectionString: db.url, max: 6 });
-  // pg-pool's end() resolves before its connections have closed: a connection the file's
-  // database drop then terminates must not raise an unheard `error` (it would fail the run).
-  pool.on("error", () => undefined);
+  const pool = testPool({ connectionString: db.url, max: 6 });
   const counts = countStatements(pool);
   const store = postgresStore({ pool }, { analyzeEveryMs: 0 });
   await store.migrate();

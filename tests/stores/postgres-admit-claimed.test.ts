@@ -22,7 +22,7 @@ import { transitionsOf } from "../../src/core/transitions.js";
 import { postgresStore, type PostgresStore } from "../../src/stores/postgres/index.js";
 import { entry } from "../../src/stores/conformance/cases-transitions.js";
 import { T0, authority, invocation, newScope } from "../../src/stores/conformance/fixtures.js";
-import { countStatements, freshDatabase, wakeListener, type FreshDatabase, type WakeListener } from "../helpers/pg.js";
+import { countStatements, freshDatabase, type FreshDatabase, testPool, wakeListener, type WakeListener } from "../helpers/pg.js";
 
 let db: FreshDatabase;
 let store: PostgresStore;
@@ -32,8 +32,7 @@ let statements: Map<string, number>;
 
 beforeAll(async () => {
   db = await freshDatabase();
-  pool = new pg.Pool({ connectionString: db.url, max: 4 });
-  pool.on("error", () => undefined);
+  pool = testPool({ connectionString: db.url, max: 4 });
   statements = countStatements(pool);
   store = postgresStore({ pool });
   await store.migrate();

@@ -34,7 +34,7 @@ import { postgresStore } from "../../src/stores/postgres/index.js";
 import { beginInput, claimed } from "../../src/stores/conformance/cases-transitions.js";
 import { T0, approval, authority, invocation, newScope, step } from "../../src/stores/conformance/fixtures.js";
 import { entry } from "../../src/stores/conformance/cases-transitions.js";
-import { freshDatabase, type FreshDatabase } from "../helpers/pg.js";
+import { freshDatabase, type FreshDatabase, testPool } from "../helpers/pg.js";
 
 /**
  * Faults injected into the next `writ_batch` statement: `fail` rejects it as a broken connection
@@ -45,8 +45,7 @@ type BatchFault = { kind: "fail" } | { kind: "deadlock"; member: number };
 
 /** A pool that counts the statements its clients run, by prepared-statement name, and injects `fault`. */
 function countingPool(url: string, pairBatches = false): { pool: pg.Pool; counts: Map<string, number>; fault: { next: BatchFault | null }; batches: { now: number; most: number } } {
-  const pool = new pg.Pool({ connectionString: url, max: 4 });
-  pool.on("error", () => undefined);
+  const pool = testPool({ connectionString: url, max: 4 });
   const counts = new Map<string, number>();
   const fault: { next: BatchFault | null } = { next: null };
   /** `writ_batch` statements on their way now, and the most at once. */

@@ -20,7 +20,7 @@ import { migratePostgres } from "../../src/stores/postgres/postgres-migrate.js";
 import type { PgConnection } from "../../src/stores/postgres/postgres-driver.js";
 import { WakeListener } from "../../src/stores/postgres/postgres-listener.js";
 import { WAKE_CHANNEL } from "../../src/stores/postgres/postgres-migrations.js";
-import { freshDatabase, pgServerOrNull, withDatabase, type FreshDatabase } from "../helpers/pg.js";
+import { freshDatabase, type FreshDatabase, pgServerOrNull, testPool, withDatabase } from "../helpers/pg.js";
 
 const server = await pgServerOrNull();
 const CHILD = fileURLToPath(new URL("./fixtures/pg-migrate-child.ts", import.meta.url));
@@ -631,10 +631,7 @@ describe.skipIf(server === null)("postgres store", () => {
     });
 
     it("with a pool the application owns, close() leaves the pool open", async () => {
-      const pool = new pg.Pool({ connectionString: db.url, max: 2 });
-      // pg-pool's end() resolves before its connections have closed: one the file's database drop
-      // then terminates must not raise an unheard `error`.
-      pool.on("error", () => undefined);
+      const pool = testPool({ connectionString: db.url, max: 2 });
       try {
         const store = postgresStore({ pool });
         const scope = newScope();
@@ -664,7 +661,8 @@ describe.skipIf(server === null)("postgres store", () => {
         await store.close();
         expect(pool.listenerCount("error")).toBe(0);
       } finally {
-        // As above: the drop of the file's database may terminate a connection end() left closing.
+        // As in testPool (tests/helpers/pg.ts): the drop of the file's database may terminate a
+        // connection end() left closing. Only now: the test checks the pool had no listener.
         pool.on("error", () => undefined);
         await pool.end();
       }
